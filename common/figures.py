@@ -1,0 +1,25 @@
+"""Figure helpers: the headless Agg backend and the git-ignored out/ folder."""
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # headless and identical on every OS; must precede pyplot
+
+import matplotlib.pyplot as plt  # noqa: E402
+
+from common import OUT_DIR  # noqa: E402
+
+
+def out_dir(step: str, root: Path | None = None) -> Path:
+    """The folder a step writes its figures to (created if missing)."""
+    folder = (root or OUT_DIR) / step
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def save(fig: "plt.Figure", path: Path) -> Path:
+    """Write `fig` as a PNG, close it, and return the path."""
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return path

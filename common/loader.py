@@ -1,0 +1,113 @@
+"""Load a step's starter or solution by path, so two steps' `attention.py` never clash."""
+
+import importlib
+import importlib.machinery
+import os
+import sys
+import traceback
+from contextlib import contextmanager
+from pathlib import Path
+from types import ModuleType
+
+from common import REPO_ROOT, SOLUTIONS_DIR, STEPS_DIR
+
+IMPLS = ("solution", "starter")
+IMPL_ENV = "COURSE_IMPL"  # set by `pytest --impl` and `python -m common.run --impl`
+_overrides: dict[tuple[str, str], ModuleType] = {}
+
+
+class UnknownStepError(ValueError):
+    """A step name that is not a folder under steps/ (or solutions/)."""
+
+
+class ImplImportError(ImportError):
+    """A starter or solution file that does not import; the message is one line."""
+
+
+def step_names() -> list[str]:
+    """Every step folder under steps/, sorted."""
+    return sorted(p.name for p in STEPS_DIR.iterdir() if p.is_dir() and p.name[0] not in "._")
+
+
+def checkpoint_names() -> list[str]:
+    """Every checkpoint folder under solutions/, sorted."""
+    return sorted(p.name for p in SOLUTIONS_DIR.iterdir() if p.is_dir() and p.name[0] not in "._")
+
+
+def step_dir(step: str) -> Path:
+    """The folder of `step`, or a ValueError listing the valid names."""
+    if step not in step_names():
+        raise UnknownStepError(f"unknown step {step!r}; valid steps: {', '.join(step_names())}")
+    return STEPS_DIR / step
+
+
+def current_impl() -> str:
+    """Which implementation is under test: 'solution' (default) or 'starter'."""
+    impl = os.environ.get(IMPL_ENV, "solution")
+    if impl not in IMPLS:
+        raise ValueError(f"{IMPL_ENV} must be one of {IMPLS}, got {impl!r}")
+    return impl
+
+
+def _package(name: str, folder: Path) -> str:
+    """Register `folder` as an importable package called `name` (idempotent)."""
+    if name not in sys.modules:
+        spec = importlib.machinery.ModuleSpec(name, None, is_package=True)
+        spec.submodule_search_locations = [str(folder)]
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+    return name
+
+
+def _import(package: str, folder: Path, module: str) -> ModuleType:
+    """Import `package.module`, turning any failure into a one-line ImplImportError."""
+    try:
+        return importlib.import_module(f"{package}.{module}")
+    except Exception as exc:
+        where = folder / (module.replace(".", "/") + ".py")
+        line = getattr(exc, "lineno", None) if isinstance(exc, SyntaxError) else None
+        for frame in traceback.extract_tb(exc.__traceback__):
+            if Path(frame.filename).is_relative_to(folder):
+                where, line = Path(frame.filename), frame.lineno
+        if isinstance(exc, SyntaxError) and exc.filename:
+            where = Path(exc.filename)
+        rel = where.relative_to(REPO_ROOT) if where.is_relative_to(REPO_ROOT) else where
+        loc = f"{rel.as_posix()}:{line}" if line else rel.as_posix()
+        msg = str(exc).splitlines()[0] if str(exc) else ""
+        raise ImplImportError(f"{loc} does not import: {type(exc).__name__}: {msg}") from exc
+
+
+def load(step: str, module: str, impl: str | None = None) -> ModuleType:
+    """Return module `module` (dotted, e.g. 'exercises.wrong_mask') of a step's starter or solution."""
+    impl = impl or current_impl()
+    if impl not in IMPLS:
+        raise ValueError(f"impl must be one of {IMPLS}, got {impl!r}")
+    if (step, module) in _overrides:
+        return _overrides[(step, module)]
+    folder = step_dir(step) / impl
+    package = _package(f"_course_{step.replace('-', '_')}_{impl}", folder)
+    return _import(package, folder, module)
+
+
+def load_checkpoint(name: str, module: str) -> ModuleType:
+    """Return module `module` of the catch-up checkpoint solutions/<name>/."""
+    if name not in checkpoint_names():
+        valid = ", ".join(checkpoint_names())
+        raise UnknownStepError(f"unknown checkpoint {name!r}; valid checkpoints: {valid}")
+    folder = SOLUTIONS_DIR / name
+    package = _package(f"_course_checkpoint_{name.replace('-', '_')}", folder)
+    return _import(package, folder, module)
+
+
+def load_file(path: Path, name: str) -> ModuleType:
+    """Import a single file (a step's run.py, say) under a unique module name."""
+    return _import(_package(name, path.parent), path.parent, path.stem)
+
+
+@contextmanager
+def override(step: str, module: str, replacement: ModuleType):
+    """Make `load(step, module)` return `replacement` (used to run suites against broken code)."""
+    _overrides[(step, module)] = replacement
+    try:
+        yield replacement
+    finally:
+        del _overrides[(step, module)]

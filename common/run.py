@@ -1,0 +1,33 @@
+"""Run a step: `python -m common.run lab-01 [--impl starter] [step options...]`."""
+
+import argparse
+import sys
+
+from common import SOLUTIONS_DIR
+from common.envreport import report
+from common.loader import IMPLS, checkpoint_names, load_file, step_dir, step_names
+
+
+def runnable() -> dict[str, object]:
+    """Step and checkpoint names that have a run.py, mapped to its path."""
+    found = {name: step_dir(name) / "run.py" for name in step_names()}
+    found |= {name: SOLUTIONS_DIR / name / "run.py" for name in checkpoint_names()}
+    return {name: path for name, path in sorted(found.items()) if path.is_file()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse the step name and --impl, print the environment report, then hand over to run.py."""
+    parser = argparse.ArgumentParser(prog="python -m common.run", description=__doc__)
+    parser.add_argument("step", help="a step or checkpoint name, e.g. lab-01")
+    parser.add_argument("--impl", choices=IMPLS, default="solution", help="code to run")
+    args, rest = parser.parse_known_args(argv)
+    scripts = runnable()
+    if args.step not in scripts:
+        parser.error(f"unknown step {args.step!r}; valid steps: {', '.join(scripts)}")
+    print(report(), end="\n\n")
+    module = load_file(scripts[args.step], f"_course_run_{args.step.replace('-', '_')}")
+    return module.main(rest, impl=args.impl)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
