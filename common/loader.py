@@ -98,6 +98,11 @@ def load_checkpoint(name: str, module: str) -> ModuleType:
     return _import(package, folder, module)
 
 
+def load_from(folder: Path, module: str, package: str) -> ModuleType:
+    """Import `module` from an arbitrary implementation folder under the package name `package`."""
+    return _import(_package(package, folder), folder, module)
+
+
 def load_file(path: Path, name: str) -> ModuleType:
     """Import a single file (a step's run.py, say) under a unique module name."""
     return _import(_package(name, path.parent), path.parent, path.stem)

@@ -1,0 +1,76 @@
+"""Catch up: `python -m common.catchup step-04` puts the reference in place of your starter, keeping a backup."""
+
+import argparse
+import filecmp
+import shutil
+import sys
+from datetime import datetime
+from pathlib import Path
+
+from common import REPO_ROOT
+from common.loader import step_dir, step_names
+
+IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc")
+
+
+def _files(folder: Path) -> set[Path]:
+    """Relative paths of the files in `folder`, caches left out."""
+    return {
+        p.relative_to(folder)
+        for p in folder.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+    }
+
+
+def caught_up(starter: Path, solution: Path) -> bool:
+    """True when the starter already holds exactly the solution's files."""
+    if not starter.is_dir() or _files(starter) != _files(solution):
+        return False
+    return all(filecmp.cmp(starter / f, solution / f, shallow=False) for f in _files(solution))
+
+
+def backup_path(folder: Path, now: datetime) -> Path:
+    """A fresh `backups/starter-<timestamp>` folder name next to the starter."""
+    base = folder.parent / "backups" / f"starter-{now:%Y%m%d-%H%M%S}"
+    path, n = base, 1
+    while path.exists():
+        n += 1
+        path = base.with_name(f"{base.name}-{n}")
+    return path
+
+
+def _shown(path: Path) -> str:
+    """`path` relative to the repo when it is inside it."""
+    return path.relative_to(REPO_ROOT).as_posix() if path.is_relative_to(REPO_ROOT) else str(path)
+
+
+def catch_up(folder: Path, now: datetime | None = None) -> tuple[Path | None, str]:
+    """Replace the starter of the step in `folder` by its solution; return (backup or None, message)."""
+    starter, solution = folder / "starter", folder / "solution"
+    rel = _shown(starter)
+    if caught_up(starter, solution):
+        return None, f"{rel} already holds the reference solution; nothing changed."
+    backup = backup_path(starter, now or datetime.now())
+    if starter.exists():
+        shutil.copytree(starter, backup, ignore=IGNORED)
+        shutil.rmtree(starter)
+    shutil.copytree(solution, starter, ignore=IGNORED)
+    return backup, (
+        f"Your version of {rel} is saved in {_shown(backup)}/\n"
+        f"{rel} now holds the reference solution. Next: pixi run check-{folder.name}"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line: one step name; an unknown one lists the valid names."""
+    parser = argparse.ArgumentParser(prog="pixi run catch-up", description=__doc__)
+    parser.add_argument("step", help=f"one of: {', '.join(step_names())}")
+    args = parser.parse_args(argv)
+    if args.step not in step_names():
+        parser.error(f"unknown step {args.step!r}; valid steps: {', '.join(step_names())}")
+    print(catch_up(step_dir(args.step))[1])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

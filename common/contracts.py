@@ -1,0 +1,183 @@
+"""The course's contracts, as functions returning problems; tests/ runs them on every step and a broken fixture."""
+
+import ast
+import inspect
+import os
+import re
+import subprocess
+import sys
+import tomllib
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from types import ModuleType
+
+from common import REPO_ROOT
+from common.loader import IMPL_ENV, ImplImportError, load_from
+
+PIXI_TOML = REPO_ROOT / "pixi.toml"
+REQUIRED = ("README.md", "run.py", "starter", "solution", "tests")
+
+
+def pixi_tasks(path: Path = PIXI_TOML) -> dict[str, dict]:
+    """pixi.toml's tasks, each normalised to a table with a `cmd`."""
+    tasks = tomllib.loads(path.read_text(encoding="utf-8")).get("tasks", {})
+    return {n: t if isinstance(t, dict) else {"cmd": t} for n, t in tasks.items()}
+
+
+def layout_problems(folder: Path) -> list[str]:
+    """A step needs a handout, a run.py, a starter, a solution and tests."""
+    problems = [
+        f"{folder.name}: missing {name}" for name in REQUIRED if not (folder / name).exists()
+    ]
+    if (folder / "tests").is_dir() and not list((folder / "tests").glob("test_*.py")):
+        problems.append(f"{folder.name}: tests/ holds no test_*.py")
+    return problems
+
+
+def _public(module: ModuleType) -> dict[str, str]:
+    """Public functions and classes defined in `module`, mapped to their signatures."""
+    found = {}
+    for name, obj in vars(module).items():
+        if name.startswith("_") or getattr(obj, "__module__", None) != module.__name__:
+            continue
+        if inspect.isfunction(obj):
+            found[name] = str(inspect.signature(obj))
+        elif inspect.isclass(obj):
+            found[name] = str(inspect.signature(obj))
+            for attr, member in vars(obj).items():
+                if inspect.isfunction(member) and (not attr.startswith("_") or attr == "__init__"):
+                    found[f"{name}.{attr}"] = str(inspect.signature(member))
+    return found
+
+
+def signature_problems(folder: Path) -> list[str]:
+    """Starter and solution expose the same public names with the same signatures."""
+    problems = []
+    key = re.sub(r"\W", "_", str(folder))
+    solution, starter = folder / "solution", folder / "starter"
+    for path in sorted(solution.rglob("*.py")):
+        rel = path.relative_to(solution)
+        module = rel.with_suffix("").as_posix().replace("/", ".")
+        if not (starter / rel).is_file():
+            problems.append(f"{folder.name}: starter lacks {rel.as_posix()}")
+            continue
+        try:
+            ref = _public(load_from(solution, module, f"_contract_{key}_solution"))
+            mine = _public(load_from(starter, module, f"_contract_{key}_starter"))
+        except ImplImportError as exc:
+            problems.append(f"{folder.name}: {exc}")
+            continue
+        for name in sorted(ref.keys() | mine.keys()):
+            if name not in mine:
+                problems.append(f"{folder.name}: starter {rel.as_posix()} lacks {name}")
+            elif name not in ref:
+                problems.append(f"{folder.name}: starter {rel.as_posix()} has extra {name}")
+            elif ref[name] != mine[name]:
+                problems.append(
+                    f"{folder.name}: {rel.as_posix()}:{name} signature differs: "
+                    f"solution {ref[name]}, starter {mine[name]}"
+                )
+    return problems
+
+
+def task_problems(steps: list[str], tasks: dict[str, dict]) -> list[str]:
+    """Every step has its run, test- and check- tasks, pointing at the right folder and impl."""
+    problems = []
+    for step in steps:
+        wanted = {
+            step: f"common.run {step}",
+            f"test-{step}": f"steps/{step} --impl solution",
+            f"check-{step}": f"steps/{step} --impl starter",
+        }
+        for name, needle in wanted.items():
+            if name not in tasks:
+                problems.append(f"{step}: no pixi task {name!r}")
+            elif needle not in tasks[name]["cmd"]:
+                problems.append(f"{step}: task {name!r} should contain {needle!r}")
+            elif not tasks[name].get("description"):
+                problems.append(f"{step}: task {name!r} has no description")
+    return problems
+
+
+def task_path_problems(tasks: dict[str, dict], root: Path = REPO_ROOT) -> list[str]:
+    """Every path or `python -m` module a task names exists."""
+    problems = []
+    for name, task in tasks.items():
+        words = task["cmd"].split()
+        for i, word in enumerate(words):
+            if word == "-m" and i + 1 < len(words) and words[i + 1] not in ("pytest",):
+                module = root / words[i + 1].replace(".", "/")
+                if not (module.with_suffix(".py").is_file() or (module / "__main__.py").is_file()):
+                    problems.append(f"task {name!r}: no module {words[i + 1]}")
+            elif "/" in word and not (root / word).exists():
+                problems.append(f"task {name!r}: no path {word}")
+            elif words[i - 1 : i + 1] == ["common.run", word] and i >= 1:
+                runs = [root / "steps" / word / "run.py", root / "solutions" / word / "run.py"]
+                if not any(p.is_file() for p in runs):
+                    problems.append(
+                        f"task {name!r}: no steps/{word}/run.py or solutions/{word}/run.py"
+                    )
+    return problems
+
+
+def readme_task_problems(text: str, tasks: dict[str, dict], where: str) -> list[str]:
+    """Every `pixi run X` a document names is a task."""
+    names = sorted(set(re.findall(r"pixi run ([A-Za-z0-9_][\w\-]*)", text)))
+    return [
+        f"{where}: names `pixi run {n}` but pixi.toml has no task {n!r}"
+        for n in names
+        if n not in tasks
+    ]
+
+
+def _asserts(node: ast.AST) -> bool:
+    """Does this function body assert something (assert, pytest.raises/warns, assert_*(...))?"""
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Assert):
+            return True
+        if isinstance(sub, ast.Call):
+            f = sub.func
+            name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+            if name in ("raises", "warns", "fail") or name.startswith("assert"):
+                return True
+    return False
+
+
+def assertion_problems(paths: list[Path]) -> list[str]:
+    """No `def test_*` lacks an assertion."""
+    problems = []
+    for path in paths:
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                if node.name.startswith("test") and not _asserts(node):
+                    rel = path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path
+                    problems.append(f"{rel.as_posix()}:{node.lineno} {node.name} asserts nothing")
+    return problems
+
+
+def starter_run(folder: Path, junit: Path, steps_dir: Path | None = None) -> tuple[int, list[str]]:
+    """Run a step's tests against its starter; return (exit code, problems)."""
+    env = os.environ | {IMPL_ENV: "starter"}
+    if steps_dir is not None:
+        env["COURSE_STEPS_DIR"] = str(steps_dir)
+    cmd = [sys.executable, "-m", "pytest", str(folder / "tests"), "--impl", "starter", "-q"]
+    cmd += ["-p", "no:cacheprovider", f"--junitxml={junit}", f"--rootdir={REPO_ROOT}"]
+    done = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True)
+    if not junit.is_file():
+        return done.returncode, [f"{folder.name}: starter run produced no report:\n{done.stdout}"]
+    cases = ET.parse(junit).getroot().iter("testcase")
+    problems, count = [], 0
+    for case in cases:
+        count += 1
+        name = f"{case.get('classname')}::{case.get('name')}"
+        bad = case.find("failure") if case.find("failure") is not None else case.find("error")
+        if bad is None:
+            problems.append(f"{folder.name}: {name} passes on the untouched starter")
+        elif "NotImplementedError" not in (bad.get("message", "") + (bad.text or "")):
+            problems.append(
+                f"{folder.name}: {name} fails on the starter without NotImplementedError"
+            )
+    if count == 0:
+        problems.append(f"{folder.name}: no tests ran against the starter (exit {done.returncode})")
+    return done.returncode, problems

@@ -1,0 +1,149 @@
+"""The course's contracts, checked on every real step and shown to bite on a broken fixture."""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from common import REPO_ROOT, STEPS_DIR
+from common import contracts as c
+from common.loader import step_names
+
+FIXTURES = Path(__file__).parent / "fixtures"
+BROKEN = FIXTURES / "broken_step" / "steps" / "step-99"
+STEPS = step_names()
+TASKS = c.pixi_tasks()
+
+
+def _test_files() -> list[Path]:
+    """Every test file of the repo, fixtures left out."""
+    roots = [REPO_ROOT / "tests", STEPS_DIR, REPO_ROOT / "solutions"]
+    files = [p for root in roots for p in root.rglob("test_*.py")]
+    return [p for p in files if "fixtures" not in p.parts and "backups" not in p.parts]
+
+
+def _starter_modified(step: str) -> bool:
+    """True when git says the student has changed this step's starter (so it is no longer untouched)."""
+    if shutil.which("git") is None or not (REPO_ROOT / ".git").exists():
+        return False
+    cmd = ["git", "status", "--porcelain", "--", f"steps/{step}/starter"]
+    out = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True)
+    return out.returncode == 0 and bool(out.stdout.strip())
+
+
+def test_there_are_steps():
+    assert {"lab-01", "step-04"} <= set(STEPS)
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_step_layout(step):
+    assert c.layout_problems(STEPS_DIR / step) == []
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_starter_and_solution_signatures_match(step):
+    assert c.signature_problems(STEPS_DIR / step) == []
+
+
+def test_every_step_has_its_tasks():
+    assert c.task_problems(STEPS, TASKS) == []
+
+
+def test_every_path_a_task_names_exists():
+    assert c.task_path_problems(TASKS) == []
+
+
+def test_every_pixi_run_in_the_docs_is_a_task():
+    docs = [REPO_ROOT / "README.md", *sorted(REPO_ROOT.glob("*/*/README.md"))]
+    docs += sorted(REPO_ROOT.glob("*/README.md"))
+    problems = []
+    for doc in docs:
+        rel = doc.relative_to(REPO_ROOT).as_posix()
+        problems += c.readme_task_problems(doc.read_text(encoding="utf-8"), TASKS, rel)
+    assert problems == []
+
+
+def test_no_test_function_lacks_an_assertion():
+    files = _test_files()
+    assert len(files) >= 5
+    assert c.assertion_problems(files) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("step", STEPS)
+def test_untouched_starter_fails_only_with_not_implemented(step, tmp_path):
+    if _starter_modified(step):
+        pytest.skip(
+            f"steps/{step}/starter has your changes; this contract is for the untouched starter"
+        )
+    code, problems = c.starter_run(STEPS_DIR / step, tmp_path / "junit.xml")
+    assert problems == []
+    assert code == pytest.ExitCode.TESTS_FAILED
+
+
+# --- the same checks bite on the broken fixture --------------------------------------------------
+
+
+def test_fixture_layout_problem_is_found():
+    assert c.layout_problems(BROKEN) == ["step-99: missing README.md"]
+
+
+def test_fixture_signature_problems_are_found():
+    problems = c.signature_problems(BROKEN)
+    assert any("thing.py lacks extra" in p for p in problems)
+    assert any("scale signature differs" in p and "factor=3" in p for p in problems)
+
+
+def test_fixture_missing_tasks_are_found():
+    tasks = {"step-99": {"cmd": "python -m common.run step-99", "description": "run"}}
+    tasks["test-step-99"] = {"cmd": "python -m pytest steps/step-99 --impl starter"}
+    problems = c.task_problems(["step-99"], tasks)
+    assert "step-99: no pixi task 'check-step-99'" in problems
+    assert any("'test-step-99' should contain" in p for p in problems)
+
+
+def test_fixture_bad_task_paths_are_found():
+    tasks = {"a": {"cmd": "python -m common.nothere"}, "b": {"cmd": "python -m pytest steps/nope"}}
+    tasks["c"] = {"cmd": "python -m common.run step-77"}
+    problems = c.task_path_problems(tasks)
+    assert problems == [
+        "task 'a': no module common.nothere",
+        "task 'b': no path steps/nope",
+        "task 'c': no steps/step-77/run.py or solutions/step-77/run.py",
+    ]
+
+
+def test_fixture_unknown_readme_task_is_found():
+    problems = c.readme_task_problems("Run `pixi run lab-01` then `pixi run nonesuch`.", TASKS, "X")
+    assert problems == ["X: names `pixi run nonesuch` but pixi.toml has no task 'nonesuch'"]
+
+
+def test_fixture_test_without_assertion_is_found():
+    problems = c.assertion_problems([BROKEN / "tests" / "test_thing.py"])
+    assert len(problems) == 1
+    assert "test_scale_runs asserts nothing" in problems[0]
+
+
+@pytest.mark.slow
+def test_fixture_starter_contract_violations_are_found(tmp_path):
+    _, problems = c.starter_run(BROKEN, tmp_path / "junit.xml", steps_dir=BROKEN.parent)
+    assert any("test_add passes on the untouched starter" in p for p in problems)
+    assert any("test_wrong_expectation fails on the starter without" in p for p in problems)
+    assert not any("test_scale " in p or p.endswith("test_scale") for p in problems)
+
+
+@pytest.mark.slow
+def test_starter_that_does_not_import_is_one_line():
+    steps = FIXTURES / "broken_import" / "steps"
+    env = os.environ | {"COURSE_STEPS_DIR": str(steps)}
+    cmd = [sys.executable, "-m", "pytest", str(steps / "step-98"), "--impl", "starter"]
+    cmd += ["-q", "-p", "no:cacheprovider", f"--rootdir={REPO_ROOT}"]
+    done = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True)
+    assert done.returncode == pytest.ExitCode.USAGE_ERROR
+    lines = [line for line in done.stdout.splitlines() if "does not import" in line]
+    assert len(lines) == 1
+    assert "step-98/starter/mod.py:5 does not import: SyntaxError" in lines[0]
+    assert "Traceback" not in done.stdout + done.stderr

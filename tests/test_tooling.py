@@ -1,0 +1,114 @@
+"""The student workflow: the loader, the --impl switch, the runner and catch-up."""
+
+import shutil
+import subprocess
+import sys
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from common import REPO_ROOT, catchup, loader
+from common import run as runner
+
+BROKEN = Path(__file__).parent / "fixtures" / "broken_step" / "steps" / "step-99"
+
+
+@pytest.fixture
+def step(tmp_path):
+    """A throwaway copy of the fixture step, with a student's edit in its starter."""
+    folder = shutil.copytree(BROKEN, tmp_path / "step-99")
+    (folder / "starter" / "mine.py").write_text("# my own work\n", encoding="utf-8")
+    return folder
+
+
+def test_catch_up_backs_up_then_installs_the_solution(step):
+    backup, message = catchup.catch_up(step, now=datetime(2026, 11, 29, 8, 0, 0))
+    assert backup == step / "backups" / "starter-20261129-080000"
+    assert (backup / "mine.py").read_text(encoding="utf-8") == "# my own work\n"
+    assert (step / "starter" / "thing.py").read_bytes() == (
+        step / "solution" / "thing.py"
+    ).read_bytes()
+    assert not (step / "starter" / "mine.py").exists()
+    assert str(backup) in message and "check-step-99" in message
+
+
+def test_catch_up_twice_does_no_harm(step):
+    first, _ = catchup.catch_up(step, now=datetime(2026, 11, 29, 8, 0, 0))
+    second, message = catchup.catch_up(step, now=datetime(2026, 11, 29, 8, 0, 0))
+    assert second is None and "nothing changed" in message
+    assert [p.name for p in (step / "backups").iterdir()] == [first.name]
+
+
+def test_catch_up_never_overwrites_an_earlier_backup(step):
+    now = datetime(2026, 11, 29, 8, 0, 0)
+    first, _ = catchup.catch_up(step, now=now)
+    (step / "starter" / "thing.py").write_text("# edited again\n", encoding="utf-8")
+    second, _ = catchup.catch_up(step, now=now)
+    assert second.name == first.name + "-2"
+    assert (second / "thing.py").read_text(encoding="utf-8") == "# edited again\n"
+
+
+def test_catch_up_unknown_step_lists_the_valid_ones(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        catchup.main(["step-404"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2
+    assert "unknown step 'step-404'; valid steps: " in err
+    assert "lab-01" in err and "step-04" in err
+    assert "Traceback" not in err
+
+
+def test_runner_unknown_step_lists_the_valid_ones(capsys):
+    with pytest.raises(SystemExit):
+        runner.main(["step-404"])
+    err = capsys.readouterr().err
+    assert "unknown step 'step-404'; valid steps: " in err and "lab-01" in err
+
+
+def test_loader_unknown_step_is_a_value_error():
+    with pytest.raises(ValueError, match="unknown step 'nope'; valid steps: "):
+        loader.load("nope", "attention")
+
+
+def test_loader_rejects_an_unknown_impl():
+    with pytest.raises(ValueError, match="impl must be one of"):
+        loader.load("lab-01", "attention", impl="mine")
+
+
+def test_two_steps_can_share_a_module_name(tmp_path):
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "attention.py").write_text(f"WHO = {name!r}\n", encoding="utf-8")
+    a = loader.load_from(tmp_path / "a", "attention", "_test_pkg_a")
+    b = loader.load_from(tmp_path / "b", "attention", "_test_pkg_b")
+    assert (a.WHO, b.WHO) == ("a", "b")
+
+
+def test_import_error_is_one_line_naming_file_and_line(tmp_path):
+    (tmp_path / "bad.py").write_text("import torch\n\nx = undefined_name\n", encoding="utf-8")
+    with pytest.raises(loader.ImplImportError) as info:
+        loader.load_from(tmp_path, "bad", "_test_pkg_bad")
+    assert "\n" not in str(info.value)
+    assert str(info.value).endswith(
+        "bad.py:3 does not import: NameError: name 'undefined_name' is not defined"
+    )
+
+
+def test_bad_impl_value_is_one_line_from_pytest():
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "tests/test_tooling.py",
+        "--impl",
+        "mine",
+        "-p",
+        "no:cacheprovider",
+    ]
+    done = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True)
+    assert done.returncode == pytest.ExitCode.USAGE_ERROR
+    assert (
+        "argument --impl: invalid choice: 'mine' (choose from 'solution', 'starter')" in done.stderr
+    )
+    assert "Traceback" not in done.stderr
