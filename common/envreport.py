@@ -1,5 +1,6 @@
 """Environment report, printed at the top of every step run; `python -m common.envreport` checks pins."""
 
+import argparse
 import platform
 import re
 import sys
@@ -8,6 +9,7 @@ from importlib import metadata
 import torch
 
 from common import REPO_ROOT
+from common.docs import markdown_table, write_block
 
 REQUIREMENTS = REPO_ROOT / "requirements.txt"
 
@@ -61,8 +63,18 @@ def check_pins(pins: dict[str, str]) -> list[tuple[str, str, str | None]]:
     return rows
 
 
-def main() -> int:
+def pins_table() -> str:
+    """The README's table of pins, generated from requirements.txt."""
+    return markdown_table(["Package", "Version"], [[n, v] for n, v in read_pins().items()])
+
+
+def main(argv: list[str] | None = None) -> int:
     """Print the report and one [OK]/[FAIL] line per pinned package; non-zero on any FAIL."""
+    parser = argparse.ArgumentParser(prog="pixi run env", description=__doc__)
+    parser.add_argument("--write-docs", action="store_true", help="rewrite README.md's pins table")
+    if parser.parse_args(argv).write_docs:
+        changed = write_block(REPO_ROOT / "README.md", "pins", pins_table())
+        print("README.md pins table " + ("updated" if changed else "already up to date"))
     print(report())
     failed = 0
     for name, want, have in check_pins(read_pins()):
