@@ -1,0 +1,207 @@
+"""Broken attention: each bug a handout warns about, with what it breaks. Good tests catch them all."""
+
+from dataclasses import dataclass, field
+from types import ModuleType
+
+import torch
+import torch.nn.functional as F
+
+NEG_INF = float("-inf")
+
+
+# --- masks: boolean [T, T] (or [B, T, T]), True = may attend -------------------------------------
+
+
+def triu_mask(seq_len: int) -> torch.Tensor:
+    """Upper triangle: query i sees keys j >= i, the future, and none of its past."""
+    return torch.triu(torch.ones(seq_len, seq_len, dtype=torch.bool))  # (T, T)
+
+
+def missing_mask(seq_len: int) -> torch.Tensor:
+    """No mask at all: every query sees every key."""
+    return torch.ones(seq_len, seq_len, dtype=torch.bool)  # (T, T)
+
+
+def inverted_mask(seq_len: int) -> torch.Tensor:
+    """The causal mask negated: True where False was meant, so only the strict future is kept."""
+    return ~torch.tril(torch.ones(seq_len, seq_len, dtype=torch.bool))  # (T, T)
+
+
+def no_diagonal_mask(seq_len: int) -> torch.Tensor:
+    """Off by one: j < i instead of j <= i, so a token may not attend to itself."""
+    return torch.tril(torch.ones(seq_len, seq_len, dtype=torch.bool), diagonal=-1)  # (T, T)
+
+
+def or_padding(causal: torch.Tensor, padding: torch.Tensor) -> torch.Tensor:
+    """Padding OR-ed with the causal mask: a real key in the future becomes visible."""
+    return causal | padding[:, None, :]  # (T, T) | (B, 1, T) -> (B, T, T)
+
+
+def inverted_padding(causal: torch.Tensor, padding: torch.Tensor) -> torch.Tensor:
+    """Padding read backwards (True = pad): queries attend to the pad keys only."""
+    return causal & ~padding[:, None, :]  # (T, T) & (B, 1, T) -> (B, T, T)
+
+
+# --- the attention weights with one knob per bug --------------------------------------------------
+
+
+def weights(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    keep: torch.Tensor,
+    *,
+    scale: bool = True,
+    fill: float = NEG_INF,
+    dim: int = -1,
+    after_softmax: bool = False,
+    renormalise: bool = False,
+) -> torch.Tensor:
+    """Attention weights A (..., T, T) computed with the chosen mistakes (defaults: correct)."""
+    scores = q @ k.transpose(-2, -1)  # (..., T, hs) @ (..., hs, T) -> (..., T, T)
+    if scale:
+        scores = scores / q.shape[-1] ** 0.5  # (..., T, T)
+    if not after_softmax:
+        return F.softmax(scores.masked_fill(~keep, fill), dim=dim)  # (..., T, T)
+    A = F.softmax(scores, dim=dim) * keep  # (..., T, T) future weights zeroed too late
+    return A / A.sum(dim=-1, keepdim=True) if renormalise else A  # (..., T, T)
+
+
+@dataclass(frozen=True)
+class Bug:
+    """One broken variant: what it does wrong, what that breaks, and how a proof would see it."""
+
+    name: str
+    breaks: str
+    hint: str
+    mask: object = None  # replaces the causal mask builder, T -> (T, T)
+    padding: object = None  # replaces combine_causal_and_padding
+    knobs: dict = field(default_factory=dict)  # mistakes in the weights themselves
+    violates_4_2: bool = True  # does it break the simplex or causality property?
+
+
+BUGS = [
+    Bug(
+        "upper-triangular mask",
+        "torch.triu instead of torch.tril: each query sees the future and loses its past",
+        "assert that the strict upper triangle of every A[b] is exactly zero",
+        mask=triu_mask,
+    ),
+    Bug(
+        "no mask",
+        "every query attends to every key, future included",
+        "perturb a later position and require earlier outputs to stay bitwise equal",
+        mask=missing_mask,
+    ),
+    Bug(
+        "inverted mask",
+        "~tril keeps only the strict future; the last row has no key left and turns to NaN",
+        "check that A is finite, non-negative and that every row sums to 1",
+        mask=inverted_mask,
+    ),
+    Bug(
+        "diagonal excluded",
+        "tril(diagonal=-1): a token cannot see itself; row 0 is empty and turns to NaN",
+        "require a non-zero gradient for every j <= i, the diagonal included, and finite rows",
+        mask=no_diagonal_mask,
+    ),
+    Bug(
+        "mask after softmax",
+        "future weights zeroed after softmax: rows no longer sum to 1",
+        "check that every row of A sums to 1",
+        knobs={"after_softmax": True},
+    ),
+    Bug(
+        "mask after softmax, renormalised",
+        "equal to the right answer in exact arithmetic, but earlier rows now depend on the "
+        "future through rounding of the full-row softmax",
+        "compare earlier outputs with torch.equal, not allclose, after perturbing the future",
+        knobs={"after_softmax": True, "renormalise": True},
+    ),
+    Bug(
+        "masked with 0 instead of -inf",
+        "a zero score is an ordinary score: exp(0) gives the future real weight",
+        "assert that the strict upper triangle of every A[b] is exactly zero",
+        knobs={"fill": 0.0},
+    ),
+    Bug(
+        "missing 1/sqrt(d_k)",
+        "scores grow like sqrt(d_k) and softmax saturates to one-hot rows; still a causal "
+        "row-stochastic matrix, so no simplex or causality proof can see it",
+        "only the scale check (4.2 part 4) or a parity test against a reference catches this",
+        knobs={"scale": False},
+        violates_4_2=False,
+    ),
+    Bug(
+        "softmax over the wrong axis",
+        "softmax over queries (dim=-2): columns sum to 1, rows do not",
+        "check that every row of A sums to 1",
+        knobs={"dim": -2},
+    ),
+]
+PADDING_BUGS = [
+    Bug(
+        "padding OR-ed",
+        "causal | padding lets a query see every real key, future ones included",
+        "check weights on future keys with a padding mask in play",
+        padding=or_padding,
+    ),
+    Bug(
+        "padding inverted",
+        "True read as 'pad': queries attend to padding and ignore real tokens",
+        "require zero weight on every padded key column",
+        padding=inverted_padding,
+    ),
+]
+
+
+def _mask_of(bug: Bug, seq_len: int) -> torch.Tensor:
+    """The keep-mask a bug uses for length T (the correct tril unless the bug swaps it)."""
+    build = bug.mask or (lambda T: torch.tril(torch.ones(T, T, dtype=torch.bool)))
+    return build(seq_len)  # (T, T)
+
+
+def broken_head(reference: type, bug: Bug) -> type:
+    """A subclass of the reference Head whose forward makes `bug`'s mistake."""
+
+    class BrokenHead(reference):
+        __doc__ = f"Head with a bug: {bug.name}."
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            with torch.no_grad():  # the reference forward only validates x here
+                super().forward(x)
+            T = x.shape[1]
+            q, k, v = self.query(x), self.key(x), self.value(x)  # (B, T, d_head)
+            A = weights(q, k, _mask_of(bug, T), **bug.knobs)  # (B, T, T)
+            self.A = A.detach()
+            return A @ v  # (B, T, T) @ (B, T, d_head) -> (B, T, d_head)
+
+    BrokenHead.__name__ = BrokenHead.__qualname__ = f"Head[{bug.name}]"
+    return BrokenHead
+
+
+def broken_module(fresh: ModuleType, bug: Bug) -> ModuleType:
+    """Make a freshly imported copy of a step's module commit `bug` (patches its globals)."""
+    if hasattr(fresh, "Head"):
+        fresh.Head = broken_head(fresh.Head, bug)
+        return fresh
+    if bug.mask is not None:
+        fresh.causal_mask = bug.mask
+    if bug.padding is not None:
+        fresh.combine_causal_and_padding = bug.padding
+    if bug.knobs:
+        fresh.scaled_dot_product_attention = _broken_sdpa(fresh.scaled_dot_product_attention, bug)
+    return fresh
+
+
+def _broken_sdpa(reference, bug: Bug):
+    """lab-01's scaled_dot_product_attention, with the reference's input checks and `bug`'s maths."""
+
+    def scaled_dot_product_attention(q, k, v, mask=None, scale=None):
+        reference(q, k, v, mask, scale)  # keeps the reference's ValueErrors for bad input
+        keep = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool) if mask is None else mask
+        if scale is not None and bug.knobs.get("scale", True):
+            q = q * (scale * q.shape[-1] ** 0.5)  # weights() divides by sqrt(d_head) again
+        A = torch.nan_to_num(weights(q, k, keep, **bug.knobs))  # (..., T_q, T_k); no NaN, as lab-01
+        return A @ v, A  # (..., T_q, T_k) @ (..., T_k, d_v) -> (..., T_q, d_v)
+
+    return scaled_dot_product_attention
