@@ -1,0 +1,85 @@
+"""Grade proofs: run each `prove_*` against the reference Head and every broken Head, and say which bugs it caught."""
+
+from dataclasses import dataclass
+from types import ModuleType
+
+from common.broken import BUGS, Bug, broken_head
+
+
+@dataclass
+class Scorecard:
+    """Outcome of every proof on the reference head and on each broken head."""
+
+    proofs: list[str]
+    reference: dict[str, str]  # proof -> "pass" | "FAIL: ..." | "TODO: ..."
+    results: dict[
+        str, dict[str, str]
+    ]  # bug name -> proof -> "caught" | "missed" | "TODO" | "error"
+    bugs: list[Bug]
+
+    def caught(self, bug: Bug) -> bool:
+        """Did any proof catch `bug`?"""
+        return "caught" in self.results[bug.name].values()
+
+    def sound(self) -> bool:
+        """Every proof passes on the reference head (a proof that fails there proves nothing)."""
+        return all(r == "pass" for r in self.reference.values())
+
+    def missed(self) -> list[Bug]:
+        """Bugs that break a 4.2 property and that no proof caught."""
+        return [b for b in self.bugs if b.violates_4_2 and not self.caught(b)]
+
+    def render(self) -> str:
+        """The scorecard as a fixed-width table with a hint for every miss."""
+        width = max(len(b.name) for b in self.bugs) + 2
+        cols = [p.removeprefix("prove_") for p in self.proofs]
+        lines = ["".ljust(width) + "  ".join(c.ljust(14) for c in cols)]
+        ref = [self.reference[p].split(":")[0] for p in self.proofs]
+        lines.append("reference Head".ljust(width) + "  ".join(r.ljust(14) for r in ref))
+        for bug in self.bugs:
+            row = [self.results[bug.name][p] for p in self.proofs]
+            lines.append(bug.name.ljust(width) + "  ".join(r.ljust(14) for r in row))
+        lines.append("")
+        for proof, outcome in self.reference.items():
+            if outcome != "pass":
+                lines.append(f"UNSOUND  {proof} must pass on the reference Head: {outcome}")
+        for bug in self.bugs:
+            if not bug.violates_4_2:
+                lines.append(f"NOT A 4.2 BUG  {bug.name}: {bug.breaks}")
+            elif not self.caught(bug):
+                lines.append(f"MISSED  {bug.name}: {bug.breaks}. Hint: {bug.hint}")
+        caught = sum(self.caught(b) for b in self.bugs if b.violates_4_2)
+        total = sum(b.violates_4_2 for b in self.bugs)
+        lines.append(f"score: {caught}/{total} broken heads caught that violate a 4.2 property")
+        return "\n".join(lines)
+
+
+def _outcome(proof, head_cls) -> str:
+    """'pass', or why the proof rejected (or could not judge) this head."""
+    try:
+        proof(head_cls)
+    except NotImplementedError as exc:
+        return f"TODO: {exc}"
+    except AssertionError as exc:
+        return f"FAIL: {str(exc).splitlines()[0] if str(exc) else 'assertion failed'}"
+    except Exception as exc:  # a proof that crashes has not proved anything
+        return f"error: {type(exc).__name__}: {exc}"
+    return "pass"
+
+
+def grade(proofs: ModuleType, reference: type, bugs: list[Bug] = BUGS) -> Scorecard:
+    """Run every `prove_*` of `proofs` on `reference` and on a broken subclass per bug."""
+    names = sorted(
+        n for n in vars(proofs) if n.startswith("prove_") and callable(getattr(proofs, n))
+    )
+    on_reference = {n: _outcome(getattr(proofs, n), reference) for n in names}
+    results = {}
+    for bug in bugs:
+        broken = broken_head(reference, bug)
+        row = {}
+        for n in names:
+            outcome = _outcome(getattr(proofs, n), broken)
+            kind = outcome.split(":")[0]  # pass | FAIL | TODO | error
+            row[n] = {"pass": "missed", "FAIL": "caught"}.get(kind, kind)
+        results[bug.name] = row
+    return Scorecard(names, on_reference, results, bugs)
