@@ -7,6 +7,7 @@ import pytest
 
 from common import STEPS_DIR
 from common.loader import IMPL_ENV, IMPLS, ImplImportError, load, step_names
+from common.reports import REPORTS
 
 
 def pytest_addoption(parser):
@@ -51,3 +52,10 @@ def pytest_sessionstart(session):
                 load(step, module, impl)
             except ImplImportError as exc:
                 pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    """Print the reports tests left behind (Step 4's proof scorecard, for one)."""
+    for title, text in config.stash.get(REPORTS, []):
+        terminalreporter.write_sep("=", title)
+        terminalreporter.write_line(text)

@@ -1,0 +1,28 @@
+"""Your proofs (proofs.py), graded: they must pass on the reference Head and catch the broken ones."""
+
+import pytest
+
+from common.loader import load
+from common.reports import add_report
+from common.scorecard import grade, todo_or_none
+
+
+@pytest.fixture(scope="module")
+def scorecard(request):
+    """Grade the proofs under test against the reference Head and every broken Head, once."""
+    proofs = load("step-04", "proofs")
+    card = grade(proofs, load("step-04", "head", impl="solution").Head)
+    add_report(request.config, "step-04: your 4.2 proofs against broken heads", card.render())
+    return card
+
+
+def test_proofs_pass_on_the_reference_head(scorecard):
+    if todo := todo_or_none(scorecard):
+        raise NotImplementedError(todo)
+    assert scorecard.sound(), scorecard.render()
+
+
+def test_proofs_catch_every_broken_head_that_breaks_a_4_2_property(scorecard):
+    if todo := todo_or_none(scorecard):
+        raise NotImplementedError(todo)
+    assert [bug.name for bug in scorecard.missed()] == [], scorecard.render()

@@ -1,0 +1,48 @@
+"""The proof scorecard: the reference proofs catch every 4.2 bug; weak proofs get named misses and hints."""
+
+from pathlib import Path
+
+import pytest
+
+from common.broken import BUGS
+from common.loader import load, load_from
+from common.scorecard import grade
+
+WEAK = Path(__file__).parent / "fixtures" / "weak_proofs"
+
+
+@pytest.fixture(scope="module")
+def reference():
+    return load("step-04", "head", impl="solution").Head
+
+
+def test_reference_proofs_are_sound_and_catch_every_4_2_bug(reference):
+    card = grade(load("step-04", "proofs", impl="solution"), reference)
+    text = card.render()
+    assert card.sound()
+    assert card.missed() == []
+    assert "score: 8/8 broken heads caught" in text
+    assert "NOT A 4.2 BUG  missing 1/sqrt(d_k)" in text
+    assert all(card.results["missing 1/sqrt(d_k)"][p] == "missed" for p in card.proofs)
+
+
+def test_weak_proofs_get_named_misses_with_hints(reference):
+    card = grade(load_from(WEAK, "proofs", "_weak_proofs"), reference)
+    text = card.render()
+    missed = {bug.name for bug in card.missed()}
+    assert card.sound()
+    assert {"upper-triangular mask", "no mask", "masked with 0 instead of -inf"} <= missed
+    assert {"mask after softmax", "softmax over the wrong axis"}.isdisjoint(missed)
+    assert "MISSED  upper-triangular mask" in text and "Hint: assert that the strict upper" in text
+    assert f"score: {len(BUGS) - 1 - len(missed)}/{len(BUGS) - 1}" in text
+
+
+def test_a_proof_that_fails_on_the_reference_is_unsound(reference):
+    class Proofs:
+        @staticmethod
+        def prove_nothing_is_causal(Head):
+            raise AssertionError("rejects everything")
+
+    card = grade(Proofs, reference, bugs=BUGS[:1])
+    assert not card.sound()
+    assert "UNSOUND  prove_nothing_is_causal must pass on the reference Head" in card.render()

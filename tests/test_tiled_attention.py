@@ -1,0 +1,184 @@
+"""bench/: tiled attention agrees with naive attention and torch's SDPA; the README quotes the run."""
+
+import json
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+from bench import bench_attention
+from bench.tiled_attention import naive_attention, tiled_attention
+from common.docs import parse_table, read_block
+from common.seeding import generator, randn
+
+# float32 with scores of size ~1: summing the same products in another order (tile by tile, with
+# rescaling) moves the output by ~1e-7; 1e-5 is the issue's bound and leaves a 10x margin.
+ATOL = 1e-5
+
+
+def qkv(lead: tuple[int, ...], T: int, d_head: int = 8, seed: int = 0):
+    """Seeded q, k, v, each [*lead, T, d_head]."""
+    return tuple(randn(*lead, T, d_head, seed=seed + i) for i in range(3))
+
+
+def reference(q, k, v, mask=None, is_causal=False) -> torch.Tensor:
+    """torch's SDPA on the MATH backend, with the causal mask folded into the boolean mask."""
+    T_q, T_k = q.shape[-2], k.shape[-2]
+    if is_causal:
+        tril = torch.ones(T_q, T_k, dtype=torch.bool).tril()  # (T_q, T_k)
+        mask = tril if mask is None else mask & tril  # (..., T_q, T_k)
+    with sdpa_kernel(SDPBackend.MATH):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # (..., T_q, hs)
+
+
+def assert_all_agree(q, k, v, mask=None, is_causal=False, **blocks) -> torch.Tensor:
+    """Tiled == naive == SDPA (MATH) within ATOL; returns the tiled output."""
+    want = reference(q, k, v, mask, is_causal)
+    naive = naive_attention(q, k, v, mask=mask, is_causal=is_causal)
+    tiled = tiled_attention(q, k, v, mask=mask, is_causal=is_causal, **blocks)
+    assert tiled.shape == naive.shape == want.shape
+    torch.testing.assert_close(naive, want, atol=ATOL, rtol=0)
+    torch.testing.assert_close(tiled, want, atol=ATOL, rtol=0)
+    return tiled
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("is_causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize(
+    "lead, T, block_q, block_k",
+    [
+        ((), 50, 64, 64),  # one [T, d_head] matrix, a block larger than T
+        ((2,), 64, 16, 32),  # [B, T, d_head], T a multiple of both blocks
+        ((2, 3), 37, 8, 8),  # [B, h, T, d_head], T not a multiple of the block
+        ((1, 2), 33, 1, 7),  # one query per block, ragged key blocks
+        ((2, 2), 100, 32, 12),  # tiles that straddle the diagonal unevenly
+    ],
+)
+def test_tiled_matches_naive_and_sdpa(lead, T, block_q, block_k, is_causal, seed):
+    q, k, v = qkv(lead, T, seed=10 * seed)
+    assert_all_agree(q, k, v, is_causal=is_causal, block_q=block_q, block_k=block_k)
+
+
+@pytest.mark.parametrize("is_causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("block", [4, 16])
+def test_padding_masks_match(is_causal, block):
+    q, k, v = qkv((3, 2), 21, seed=5)
+    lengths = torch.tensor([21, 13, 4])  # real tokens per sequence; the rest is padding
+    padding = torch.arange(21) < lengths[:, None]  # (B, T) True = real key
+    mask = padding[:, None, None, :]  # (B, 1, 1, T) broadcasts over heads and queries
+    assert_all_agree(q, k, v, mask, is_causal, block_q=block, block_k=block)
+
+
+def test_query_dependent_mask_matches():
+    q, k, v = qkv((2, 3), 30, seed=7)
+    mask = torch.rand(2, 3, 30, 30, generator=generator(8)) > 0.5  # (B, h, T, T)
+    assert_all_agree(q, k, v, mask, block_q=8, block_k=8)
+
+
+def test_cross_attention_lengths_and_explicit_scale():
+    q, (k, v) = randn(2, 9, 8, seed=0), qkv((2,), 23, seed=1)[:2]
+    want = F.scaled_dot_product_attention(q, k, v, scale=0.3)  # (B, T_q, hs)
+    got = tiled_attention(q, k, v, scale=0.3, block_q=4, block_k=5)
+    torch.testing.assert_close(got, want, atol=ATOL, rtol=0)
+    torch.testing.assert_close(naive_attention(q, k, v), reference(q, k, v), atol=ATOL, rtol=0)
+
+
+@pytest.mark.parametrize("is_causal", [False, True], ids=["full", "causal"])
+def test_fully_masked_rows_are_zero_and_finite(is_causal):
+    q, k, v = qkv((2, 2), 12, seed=3)
+    mask = torch.ones(2, 2, 12, 12, dtype=torch.bool)  # (B, h, T, T)
+    mask[0] = False  # a whole sequence with nothing to attend to
+    mask[1, :, 5] = False  # one query row in each head of the other
+    for out in (
+        tiled_attention(q, k, v, mask, is_causal, block_q=4, block_k=4),
+        naive_attention(q, k, v, mask, is_causal),
+    ):
+        assert torch.isfinite(out).all()
+        assert (out[0] == 0).all() and (out[1, :, 5] == 0).all()
+        assert (out[1, :, 6] != 0).any()
+
+
+def test_late_first_key_with_very_negative_scores():
+    """Rows whose only keys sit in the last tile, all scoring -283, still average those keys."""
+    q = torch.full((2, 40, 8), 10.0)  # (B, T, hs)
+    k = -q  # every score is -800 / sqrt(8) = -283: exp(-283) is 0 in float32, so a running max
+    v = randn(2, 40, 8, seed=4)  # stuck at 0 instead of -inf would turn these rows into zeros
+    mask = torch.zeros(40, 40, dtype=torch.bool)  # (T, T)
+    mask[:, 35:] = True  # only keys 35..39, in the last tile of 8
+    out = assert_all_agree(q, k, v, mask, block_q=8, block_k=8)
+    torch.testing.assert_close(out, v[:, 35:].mean(dim=1, keepdim=True).expand_as(out))
+
+
+@pytest.mark.parametrize(
+    "shapes, kwargs, message",
+    [
+        (((8,), (5, 8), (5, 8)), {}, r"q must be a tensor \[\.\.\., T, d_head\].*got shape \(8,\)"),
+        (((5, 8), (5, 4), (5, 4)), {}, r"same width d_head, got q \(5, 8\), k \(5, 4\)"),
+        (((5, 8), (6, 8), (5, 8)), {}, r"same length T_k, got k \(6, 8\) and v \(5, 8\)"),
+        (((2, 5, 8), (3, 5, 8), (3, 5, 8)), {}, r"same leading dims"),
+        (((4, 8), (6, 8), (6, 8)), {"is_causal": True}, r"T_q == T_k, got q \(4, 8\)"),
+        (((5, 8),) * 3, {"mask": torch.ones(5, 5)}, r"boolean.*got dtype torch\.float32"),
+        (((5, 8),) * 3, {"mask": torch.ones(4, 5, dtype=torch.bool)}, r"broadcast to \(5, 5\)"),
+        (((5, 8),) * 3, {"mask": torch.ones(2, 5, 5, dtype=torch.bool)}, r"got shape \(2, 5, 5\)"),
+    ],
+)
+@pytest.mark.parametrize("attend", [naive_attention, tiled_attention], ids=["naive", "tiled"])
+def test_bad_input_is_a_value_error(attend, shapes, kwargs, message):
+    q, k, v = (randn(*shape, seed=i) for i, shape in enumerate(shapes))
+    with pytest.raises(ValueError, match=message):
+        attend(q, k, v, **kwargs)
+
+
+@pytest.mark.parametrize("attend", [naive_attention, tiled_attention], ids=["naive", "tiled"])
+def test_integer_inputs_are_a_value_error(attend):
+    q = torch.ones(4, 8, dtype=torch.int64)
+    with pytest.raises(ValueError, match=r"floating dtype, got torch\.int64"):
+        attend(q, q, q)
+
+
+@pytest.mark.parametrize("blocks", [{"block_q": 0}, {"block_k": 2.5}, {"block_q": True}])
+def test_bad_block_size_is_a_value_error(blocks):
+    q, k, v = qkv((), 6)
+    name, value = next(iter(blocks.items()))
+    with pytest.raises(ValueError, match=rf"{name} must be a positive int, got {value!r}"):
+        tiled_attention(q, k, v, **blocks)
+
+
+def test_readme_block_is_the_rendering_of_results_json():
+    results = json.loads(bench_attention.RESULTS.read_text(encoding="utf-8"))
+    block = read_block(bench_attention.README, bench_attention.BLOCK)
+    assert block == bench_attention.render_block(results)
+    assert results["env"] in block  # the machine that recorded the numbers is named
+    assert [row[0] for row in parse_table(block)] == [str(T) for T in bench_attention.FULL_T]
+
+
+def test_goal_lines_say_met_or_not_met():
+    def run(T, tiled_s, sdpa_s, tiled_bytes, naive_bytes):
+        seconds = {"naive": [1.0], "tiled": [tiled_s], "sdpa": [sdpa_s]}
+        peak = {"naive": naive_bytes, "tiled": tiled_bytes, "sdpa": 1}
+        return {"T": T, "seconds": seconds, "peak_extra_bytes": peak}
+
+    good = bench_attention.goals({"runs": [run(2048, 0.3, 0.2, 1, 1), run(4096, 1, 1, 10, 100)]})
+    bad = bench_attention.goals({"runs": [run(2048, 0.5, 0.2, 1, 1), run(4096, 1, 1, 20, 100)]})
+    assert len(good) == len(bad) == 2
+    assert all(line.endswith(": met)") for line in good), good
+    assert all(line.endswith(": NOT met)") for line in bad), bad
+    assert "**1.50**" in good[0] and "**2.50**" in bad[0] and "= 1/10 " in good[1]
+
+
+def test_quick_bench_runs_end_to_end(tmp_path, capsys):
+    readme_before = bench_attention.README.read_bytes()
+    assert bench_attention.main(["--quick", "--out", str(tmp_path)]) == 0
+    png = tmp_path / "attention.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    out, err = capsys.readouterr()
+    assert "threads" in out and "| T |" in out and "Fitted exponent" in out
+    assert "timing tiled" in err  # the progress line
+    assert bench_attention.README.read_bytes() == readme_before  # only --write-docs writes docs
+
+
+def test_write_docs_refuses_the_quick_run(capsys):
+    with pytest.raises(SystemExit):
+        bench_attention.main(["--quick", "--write-docs"])
+    assert "--write-docs records the full run" in capsys.readouterr().err
