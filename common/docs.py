@@ -24,7 +24,7 @@ def write_block(path: Path, name: str, body: str) -> bool:
     if not _pattern(name).search(text):
         raise ValueError(f"{path}: no generated block named {name!r}")
     new = _pattern(name).sub(lambda m: m[1] + body.rstrip("\n") + "\n" + m[3], text)
-    path.write_text(new, encoding="utf-8")
+    path.write_text(new, encoding="utf-8", newline="\n")
     return new != text
 
 

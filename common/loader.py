@@ -2,6 +2,7 @@
 
 import importlib
 import importlib.machinery
+import importlib.util
 import os
 import sys
 import traceback

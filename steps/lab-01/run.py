@@ -1,0 +1,277 @@
+"""Lab 01 runner: our attention against PyTorch's (max-abs-difference table), then the exercise."""
+
+import argparse
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+from common.docs import markdown_table, write_block
+from common.envreport import report
+from common.loader import ImplImportError, load
+from common.seeding import randn, seed_all
+
+STEP = "lab-01"
+README = Path(__file__).resolve().parent / "README.md"
+
+# Tolerances, float32 on CPU. The outputs compared are of size ~1, where one float32 rounding unit
+# is 2**-23 ~ 1.2e-7; a wrong scale, mask, transpose or head layout moves them by 1e-2 or more.
+#
+# Single head vs F.scaled_dot_product_attention (MATH backend): 1e-6, about 8 rounding units. We
+# scale q @ k^T after the matmul; the MATH backend multiplies q and k by sqrt(scale) before it and
+# sums in its own order, so the two may differ in the last few bits and no more.
+SINGLE_HEAD_TOL = 1e-6
+# Multi-head vs nn.MultiheadAttention: 2e-5. Two extra d_model-long projections (in and out), run
+# by different kernels in a different order, let rounding from three chained matmuls add up; still
+# three orders of magnitude below what a wrong head split or weight layout produces.
+MULTI_HEAD_TOL = 2e-5
+# Stable softmax vs torch.softmax: 1e-6. Probabilities lie in [0, 1]; dividing by the sum and
+# multiplying by its reciprocal differ by a rounding unit. A naive exp(1000) gives inf/NaN instead.
+SOFTMAX_TOL = 1e-6
+
+LARGE_LOGITS = (1000.0, 1001.0, 999.0, 1002.0)
+SHAPE = (2, 8, 16)  # single-head rows: q, k, v are [B, T, d_head]
+MULTI_HEAD = {"B": 2, "T": 8, "d_model": 32, "n_heads": 4}  # the multi-head row
+EXERCISE_T = 4
+
+
+def max_abs_diff(a: torch.Tensor, b: torch.Tensor) -> float:
+    """Largest |a - b| over all entries, as a Python float."""
+    return (a - b).abs().max().item()
+
+
+def reference_sdpa(q, k, v, attn_mask=None, is_causal=False) -> torch.Tensor:
+    """PyTorch's F.scaled_dot_product_attention pinned to the plain-matmul MATH backend."""
+    with sdpa_kernel(backends=[SDPBackend.MATH]):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal)
+
+
+def seeded_qkv(shape: tuple[int, ...], seed: int) -> tuple[torch.Tensor, ...]:
+    """q, k, v of `shape` [..., T, d_head], drawn from seeds seed, seed + 1, seed + 2."""
+    return tuple(randn(*shape, seed=seed + i) for i in range(3))
+
+
+def padding_mask(B: int, T: int) -> torch.Tensor:
+    """[B, T] bool, True = real token: sequence b has T - b real tokens, then padding (at least 1)."""
+    lengths = torch.tensor([max(T - b, 1) for b in range(B)])  # (B,)
+    return torch.arange(T)[None, :] < lengths[:, None]  # (1, T) < (B, 1) -> (B, T)
+
+
+def diff_single_head(attention: ModuleType, shape=SHAPE, seed: int = 0) -> float:
+    """Max |ours - SDPA| for unmasked single-head attention."""
+    q, k, v = seeded_qkv(shape, seed)  # each (B, T, d_head)
+    ours, _ = attention.scaled_dot_product_attention(q, k, v)
+    return max_abs_diff(ours, reference_sdpa(q, k, v))
+
+
+def diff_causal(attention: ModuleType, shape=SHAPE, seed: int = 0) -> float:
+    """Max |ours with causal_mask(T) - SDPA with is_causal=True|."""
+    q, k, v = seeded_qkv(shape, seed)  # each (B, T, d_head)
+    ours, _ = attention.scaled_dot_product_attention(q, k, v, attention.causal_mask(shape[-2]))
+    return max_abs_diff(ours, reference_sdpa(q, k, v, is_causal=True))
+
+
+def diff_padding(attention: ModuleType, shape=SHAPE, seed: int = 0) -> float:
+    """Max |ours - SDPA| when the same boolean key-padding mask [B, 1, T] goes to both."""
+    q, k, v = seeded_qkv(shape, seed)  # each (B, T, d_head) or (B, h, T, d_head)
+    B, T = shape[0], shape[-2]
+    mask = padding_mask(B, T).view(B, *(1,) * (len(shape) - 2), T)  # (B, T) -> (B, 1, T): keys only
+    ours, _ = attention.scaled_dot_product_attention(q, k, v, mask)
+    return max_abs_diff(ours, reference_sdpa(q, k, v, attn_mask=mask))  # SDPA: True = keep too
+
+
+def multi_head_pair(attention: ModuleType, d_model: int, n_heads: int, seed: int = 0):
+    """(ours, nn.MultiheadAttention) holding the same weights, both without biases, in eval mode."""
+    seed_all(seed)
+    ref = nn.MultiheadAttention(d_model, n_heads, bias=False, batch_first=True)
+    ours = attention.MultiHeadSelfAttention(d_model, n_heads)
+    with torch.no_grad():
+        ours.in_proj.weight.copy_(ref.in_proj_weight)  # (3C, C): rows [W_q; W_k; W_v] in both
+        ours.out_proj.weight.copy_(ref.out_proj.weight)  # (C, C)
+    return ours.eval(), ref.eval()
+
+
+def diff_multi_head(
+    attention: ModuleType,
+    B: int = MULTI_HEAD["B"],
+    T: int = MULTI_HEAD["T"],
+    d_model: int = MULTI_HEAD["d_model"],
+    n_heads: int = MULTI_HEAD["n_heads"],
+    seed: int = 0,
+    causal: bool = False,
+) -> float:
+    """Max |ours - nn.MultiheadAttention| on seeded x [B, T, d_model], with copied weights."""
+    ours, ref = multi_head_pair(attention, d_model, n_heads, seed)
+    x = randn(B, T, d_model, seed=seed)  # (B, T, C)
+    mask = attention.causal_mask(T) if causal else None  # (T, T) True = may attend
+    with torch.no_grad():
+        out, _ = ours(x, mask)  # (B, T, C)
+        # nn.MultiheadAttention's boolean attn_mask means the opposite: True = may NOT attend.
+        blocked = None if mask is None else ~mask
+        with sdpa_kernel(backends=[SDPBackend.MATH]):
+            expected, _ = ref(x, x, x, attn_mask=blocked, need_weights=False)  # (B, T, C)
+    return max_abs_diff(out, expected)
+
+
+def diff_softmax(attention: ModuleType, logits=LARGE_LOGITS) -> float:
+    """Max |stable_softmax - torch.softmax| on one row of logits."""
+    x = torch.tensor(logits)  # (n,)
+    return max_abs_diff(attention.stable_softmax(x, dim=-1), torch.softmax(x, dim=-1))
+
+
+def comparisons() -> list[tuple[str, Callable[[ModuleType], float], float]]:
+    """(label, measurement, threshold) for each row of the handout's table."""
+    return [
+        ("Single-head, non-causal vs SDPA", diff_single_head, SINGLE_HEAD_TOL),
+        ("Single-head, causal vs SDPA is_causal=True", diff_causal, SINGLE_HEAD_TOL),
+        ("Boolean padding mask vs SDPA attn_mask", diff_padding, SINGLE_HEAD_TOL),
+        ("Multi-head vs nn.MultiheadAttention (copied weights)", diff_multi_head, MULTI_HEAD_TOL),
+        (
+            "Stable softmax vs torch.softmax, logits [1000, 1001, 999, 1002]",
+            diff_softmax,
+            SOFTMAX_TOL,
+        ),
+    ]
+
+
+def parity_rows(attention: ModuleType) -> list[tuple[str, float, float]]:
+    """(label, measured max abs difference, threshold) for every comparison."""
+    return [(label, measure(attention), tol) for label, measure, tol in comparisons()]
+
+
+def parity_table(rows: list[tuple[str, float, float]]) -> str:
+    """The rows as a Markdown table (also readable in a terminal)."""
+    header = ["Comparison", "Max abs difference", "Threshold", "Result"]
+    body = [
+        [label, f"{d:.2e}", f"{tol:.0e}", "PASS" if d <= tol else "FAIL"] for label, d, tol in rows
+    ]
+    return markdown_table(header, body)
+
+
+def exercise_buggy(wrong_mask: ModuleType, T: int = EXERCISE_T) -> dict:
+    """The triu mask through the leak diagnostic: its shape, leak count, largest leak, message."""
+    buggy = wrong_mask.buggy_causal_mask(T)  # (T, T)
+    weights = wrong_mask.attention_weights(buggy)  # (1, T, T)
+    count, largest = wrong_mask.future_leak(weights)
+    try:
+        wrong_mask.assert_no_future_leak(weights, "buggy mask")
+        message = "(none: the diagnostic missed the leak)"
+    except AssertionError as exc:
+        message = f"AssertionError: {exc}"
+    return {
+        "T": T,
+        "buggy_shape": tuple(buggy.shape),
+        "buggy_count": count,
+        "buggy_largest": largest,
+        "message": message,
+    }
+
+
+def exercise_fixed(attention: ModuleType, wrong_mask: ModuleType, T: int = EXERCISE_T) -> dict:
+    """The repaired mask: its shape, leak count, largest leak, and max |ours - SDPA is_causal|."""
+    fixed = wrong_mask.fixed_causal_mask(T)  # (T, T)
+    count, largest = wrong_mask.future_leak(wrong_mask.attention_weights(fixed))
+    q, k, v = seeded_qkv((1, T, 8), seed=0)  # each (1, T, d_head)
+    ours, _ = attention.scaled_dot_product_attention(q, k, v, fixed)
+    return {
+        "fixed_shape": tuple(fixed.shape),
+        "fixed_count": count,
+        "fixed_largest": largest,
+        "fixed_vs_sdpa": max_abs_diff(ours, reference_sdpa(q, k, v, is_causal=True)),
+    }
+
+
+def exercise(attention: ModuleType, wrong_mask: ModuleType, T: int = EXERCISE_T) -> dict:
+    """Both halves of the exercise's figures in one dict."""
+    return exercise_buggy(wrong_mask, T) | exercise_fixed(attention, wrong_mask, T)
+
+
+def exercise_passed(ex: dict) -> bool:
+    """The repaired mask leaks nothing and matches SDPA is_causal=True within SINGLE_HEAD_TOL."""
+    return ex["fixed_count"] == 0 and ex["fixed_vs_sdpa"] <= SINGLE_HEAD_TOL
+
+
+def buggy_lines(ex: dict) -> list[str]:
+    """What the exercise prints about the triu mask."""
+    return [
+        f"buggy_causal_mask({ex['T']}): shape {ex['buggy_shape']}, "
+        f"{ex['buggy_count']} future-token weights, largest {ex['buggy_largest']:.6f}",
+        f"assert_no_future_leak raised: {ex['message']}",
+    ]
+
+
+def fixed_lines(ex: dict) -> list[str]:
+    """What the exercise prints about the repaired mask."""
+    verdict = "PASS" if exercise_passed(ex) else "FAIL"
+    return [
+        f"fixed_causal_mask({ex['T']}): shape {ex['fixed_shape']}, "
+        f"{ex['fixed_count']} future-token weights, largest {ex['fixed_largest']:.6f}",
+        f"fixed mask vs SDPA is_causal=True: max abs difference {ex['fixed_vs_sdpa']:.2e} "
+        f"(threshold {SINGLE_HEAD_TOL:.0e}) {verdict}",
+    ]
+
+
+def exercise_lines(ex: dict) -> list[str]:
+    """The exercise's whole printed report."""
+    return buggy_lines(ex) + fixed_lines(ex)
+
+
+def parity_block(rows: list[tuple[str, float, float]]) -> str:
+    """The README's generated table, with the environment it was measured on."""
+    inputs = (
+        f"Inputs (seeded): single-head rows use q, k, v of shape [B, T, d_head] = {list(SHAPE)}; "
+        "the multi-head row uses x of shape [B, T, d_model] = "
+        f"{[MULTI_HEAD[n] for n in ('B', 'T', 'd_model')]} with n_heads = {MULTI_HEAD['n_heads']}."
+    )
+    env = f"Measured with `pixi run lab-01 --write-docs` on:\n\n```text\n{report()}\n```"
+    return f"{inputs}\n\n{env}\n\n{parity_table(rows)}"
+
+
+def exercise_block(ex: dict) -> str:
+    """The README's generated exercise output."""
+    return "```text\n" + "\n".join(exercise_lines(ex)) + "\n```\n"
+
+
+def run(attention: ModuleType, wrong_mask: ModuleType, write_docs: bool) -> int:
+    """Print the table and the exercise; 0 if every figure is within its threshold."""
+    rows = parity_rows(attention)
+    print("Max abs difference against PyTorch (float32, CPU, seeded inputs)\n")
+    print(parity_table(rows))
+    print(f"Exercise: the mask that looks right (T = {EXERCISE_T}, seeded q, k, v)\n")
+    ex = exercise_buggy(wrong_mask)
+    print("\n".join(buggy_lines(ex)))  # printed before the repair, which may still be a TODO
+    ex |= exercise_fixed(attention, wrong_mask)
+    print("\n".join(fixed_lines(ex)))
+    ok = all(d <= tol for _, d, tol in rows) and exercise_passed(ex)
+    if write_docs:
+        changed = write_block(README, "lab-01-parity", parity_block(rows))
+        changed |= write_block(README, "lab-01-exercise", exercise_block(ex))
+        print(f"\n{README.name}: {'updated' if changed else 'already up to date'}")
+    if not ok:
+        print("\nFAIL: a figure is above its threshold (see the table)")
+    return 0 if ok else 1
+
+
+def main(argv: list[str], impl: str) -> int:
+    """`pixi run lab-01 [--write-docs]`: the parity table and the wrong-mask exercise."""
+    parser = argparse.ArgumentParser(prog=f"pixi run {STEP}", description=__doc__)
+    parser.add_argument(
+        "--write-docs", action="store_true", help="rewrite the measured blocks in README.md"
+    )
+    args = parser.parse_args(argv)
+    if args.write_docs and impl != "solution":
+        parser.error("--write-docs records the reference solution's numbers; drop --impl starter")
+    try:
+        attention = load(STEP, "attention", impl)
+        wrong_mask = load(STEP, "exercises.wrong_mask", impl)
+        return run(attention, wrong_mask, args.write_docs)
+    except ImplImportError as exc:
+        print(exc)
+        return 1
+    except NotImplementedError as exc:
+        print(f"not implemented yet: {exc}")
+        return 1

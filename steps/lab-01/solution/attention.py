@@ -1,0 +1,180 @@
+"""Attention from scratch: stable softmax, scaled dot-product attention, masks, multi-head."""
+
+import math
+
+import torch
+from torch import nn
+
+# Masks are boolean and broadcast to the scores [..., T_q, T_k]; True means "this query may attend
+# to this key". Activations are [..., T, d_head] (hs in the shape comments, C is d_model): the
+# leading dims are [B] for one head and [B, h] for several.
+
+
+def _check_rank(x: torch.Tensor, name: str, layout: str, ndim: int, exact: bool = True) -> None:
+    """Refuse a tensor whose number of dims is not `ndim` (or fewer than `ndim` if not exact)."""
+    if (x.dim() != ndim) if exact else (x.dim() < ndim):
+        want = f"{ndim} dims" if exact else f"at least {ndim} dims"
+        raise ValueError(f"{name} must have shape {layout} ({want}), got shape {tuple(x.shape)}")
+
+
+def _check_input(x: torch.Tensor, d_model: int) -> None:
+    """Refuse module input that is not [B, T, d_model]."""
+    _check_rank(x, "x", "[B, T, d_model]", 3)
+    if x.shape[-1] != d_model:
+        raise ValueError(f"x must have width d_model={d_model}, got shape {tuple(x.shape)}")
+
+
+def _check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
+    """Refuse q, k, v that cannot be attended: wrong rank, q/k widths or k/v lengths that differ."""
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        _check_rank(t, name, "[..., T, d_head]", 2, exact=False)
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(
+            f"q and k must have the same width d_head, got q {tuple(q.shape)}, k {tuple(k.shape)}"
+        )
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(
+            f"k and v must have the same length T_k, got k {tuple(k.shape)} and v {tuple(v.shape)}"
+        )
+    if not q.shape[:-2] == k.shape[:-2] == v.shape[:-2]:
+        raise ValueError(
+            "q, k and v must have the same leading dims [...], got "
+            f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}"
+        )
+
+
+def _check_mask(mask: torch.Tensor, shape: tuple[int, ...], name: str = "mask") -> None:
+    """Refuse a mask that is not boolean or does not broadcast to `shape`."""
+    if mask.dtype != torch.bool:
+        raise ValueError(
+            f"{name} must be a boolean tensor (True = may attend), got dtype {mask.dtype}; "
+            "additive float masks (0 / -inf) are not accepted, pass a bool mask"
+        )
+    try:
+        fits = torch.broadcast_shapes(mask.shape, shape) == torch.Size(shape)
+    except RuntimeError:
+        fits = False
+    if not fits:
+        raise ValueError(f"{name} must broadcast to {tuple(shape)}, got shape {tuple(mask.shape)}")
+
+
+def stable_softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    """Softmax that cannot overflow; a row that is all -inf gives all zeros instead of NaN."""
+    m = x.amax(dim=dim, keepdim=True)  # (..., 1) row max
+    m = m.masked_fill(m == float("-inf"), 0.0)  # all -inf row: -inf - (-inf) would be NaN
+    e = torch.exp(x - m)  # (..., n) every entry <= 1, so exp never overflows
+    s = e.sum(dim=dim, keepdim=True)  # (..., 1) >= 1, or exactly 0 for an all -inf row
+    return e / s.masked_fill(s == 0, 1.0)  # (..., n) / (..., 1) -> (..., n); 0 / 1 = 0
+
+
+def scaled_dot_product_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    scale: float | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """softmax(q k^T * scale) v with blocked keys removed; returns (output, weights)."""
+    _check_qkv(q, k, v)
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale  # 1/sqrt(d_head)
+    scores = q @ k.transpose(-2, -1) * scale  # (..., T_q, hs) @ (..., hs, T_k) -> (..., T_q, T_k)
+    if mask is not None:
+        _check_mask(mask, scores.shape)
+        scores = scores.masked_fill(~mask, float("-inf"))  # (..., T_q, T_k) blocked keys -> -inf
+    weights = stable_softmax(scores, dim=-1)  # (..., T_q, T_k) rows sum to 1 (0 if fully blocked)
+    out = weights @ v  # (..., T_q, T_k) @ (..., T_k, d_v) -> (..., T_q, d_v)
+    return out, weights
+
+
+def causal_mask(seq_len: int) -> torch.Tensor:
+    """[T, T] lower triangle: query t may attend to keys j <= t and to nothing later."""
+    if isinstance(seq_len, bool) or not isinstance(seq_len, int) or seq_len < 1:
+        raise ValueError(f"seq_len must be a positive int, got {seq_len!r}")
+    return torch.tril(torch.ones(seq_len, seq_len, dtype=torch.bool))  # (T, T)
+
+
+def combine_causal_and_padding(causal: torch.Tensor, padding: torch.Tensor) -> torch.Tensor:
+    """[B, T, T] mask: query i may attend key j if j <= i AND key j is real (padding[b, j] True)."""
+    _check_rank(causal, "causal", "[T, T]", 2)
+    _check_rank(padding, "padding", "[B, T]", 2)
+    T = causal.shape[-1]
+    _check_mask(causal, (T, T), "causal")
+    _check_mask(padding, (padding.shape[0], T), "padding")
+    return causal & padding[:, None, :]  # (T, T) & (B, 1, T) -> (B, T, T)
+
+
+class SelfAttention(nn.Module):
+    """One attention head: project x to q, k, v of width d_head, then attend."""
+
+    def __init__(self, d_model: int, d_head: int | None = None, bias: bool = False):
+        super().__init__()
+        self.d_model = d_model
+        self.d_head = d_model if d_head is None else d_head
+        self.query = nn.Linear(d_model, self.d_head, bias=bias)
+        self.key = nn.Linear(d_model, self.d_head, bias=bias)
+        self.value = nn.Linear(d_model, self.d_head, bias=bias)
+
+    def project(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """q, k, v, each [B, T, d_head], from x [B, T, d_model]."""
+        _check_input(x, self.d_model)
+        q = self.query(x)  # (B, T, d_model) -> (B, T, d_head)
+        k = self.key(x)  # (B, T, d_model) -> (B, T, d_head)
+        v = self.value(x)  # (B, T, d_model) -> (B, T, d_head)
+        return q, k, v
+
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(output [B, T, d_head], weights [B, T, T]); mask broadcasts to [B, T, T]."""
+        q, k, v = self.project(x)  # each (B, T, d_head)
+        return scaled_dot_product_attention(q, k, v, mask)  # (B, T, d_head), (B, T, T)
+
+
+class MultiHeadSelfAttention(nn.Module):
+    """n_heads heads of width d_model / n_heads side by side, merged by one output projection."""
+
+    def __init__(self, d_model: int, n_heads: int, bias: bool = False):
+        super().__init__()
+        if n_heads < 1 or d_model % n_heads != 0:
+            raise ValueError(
+                f"d_model must be divisible by n_heads (a positive int), "
+                f"got d_model={d_model} and n_heads={n_heads}"
+            )
+        self.d_model = d_model
+        self.n_heads = n_heads
+        self.d_head = d_model // n_heads
+        # in_proj.weight rows are [W_q; W_k; W_v]: the layout of MultiheadAttention.in_proj_weight
+        self.in_proj = nn.Linear(d_model, 3 * d_model, bias=bias)
+        self.out_proj = nn.Linear(d_model, d_model, bias=bias)
+
+    def split_heads(self, x: torch.Tensor) -> torch.Tensor:
+        """[B, T, d_model] -> [B, h, T, d_head]; head i owns columns [i*d_head, (i+1)*d_head)."""
+        _check_input(x, self.d_model)
+        B, T, _ = x.shape
+        x = x.view(B, T, self.n_heads, self.d_head)  # (B, T, C) -> (B, T, h, hs)
+        return x.transpose(1, 2)  # (B, T, h, hs) -> (B, h, T, hs)
+
+    def merge_heads(self, x: torch.Tensor) -> torch.Tensor:
+        """[B, h, T, d_head] -> [B, T, d_model]: the heads' outputs concatenated side by side."""
+        _check_rank(x, "x", "[B, h, T, d_head]", 4)
+        if x.shape[1] != self.n_heads or x.shape[3] != self.d_head:
+            raise ValueError(
+                f"x must be [B, {self.n_heads}, T, {self.d_head}], got shape {tuple(x.shape)}"
+            )
+        B, h, T, hs = x.shape
+        x = x.transpose(1, 2).contiguous()  # (B, h, T, hs) -> (B, T, h, hs)
+        return x.view(B, T, h * hs)  # (B, T, h, hs) -> (B, T, C)
+
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(output [B, T, d_model], weights [B, h, T, T]); mask broadcasts to [B, T, T]."""
+        _check_input(x, self.d_model)
+        B, T, _ = x.shape
+        q, k, v = self.in_proj(x).split(self.d_model, dim=-1)  # (B, T, 3C) -> 3 x (B, T, C)
+        q, k, v = self.split_heads(q), self.split_heads(k), self.split_heads(v)  # (B, h, T, hs)
+        if mask is not None:
+            _check_mask(mask, (B, T, T))
+            mask = mask.expand(B, T, T).unsqueeze(1)  # (B, 1, T, T): every head gets the same mask
+        out, weights = scaled_dot_product_attention(q, k, v, mask)  # (B, h, T, hs), (B, h, T, T)
+        return self.out_proj(self.merge_heads(out)), weights  # (B, T, C) -> (B, T, C)

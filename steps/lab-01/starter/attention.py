@@ -1,0 +1,156 @@
+"""Attention from scratch: stable softmax, scaled dot-product attention, masks, multi-head."""
+
+import math  # noqa: F401 (for the 1/sqrt(d_head) default scale)
+
+import torch
+from torch import nn
+
+# Masks are boolean and broadcast to the scores [..., T_q, T_k]; True means "this query may attend
+# to this key". Activations are [..., T, d_head] (hs in the shape comments, C is d_model): the
+# leading dims are [B] for one head and [B, h] for several.
+
+
+def _check_rank(x: torch.Tensor, name: str, layout: str, ndim: int, exact: bool = True) -> None:
+    """Refuse a tensor whose number of dims is not `ndim` (or fewer than `ndim` if not exact)."""
+    if (x.dim() != ndim) if exact else (x.dim() < ndim):
+        want = f"{ndim} dims" if exact else f"at least {ndim} dims"
+        raise ValueError(f"{name} must have shape {layout} ({want}), got shape {tuple(x.shape)}")
+
+
+def _check_input(x: torch.Tensor, d_model: int) -> None:
+    """Refuse module input that is not [B, T, d_model]."""
+    _check_rank(x, "x", "[B, T, d_model]", 3)
+    if x.shape[-1] != d_model:
+        raise ValueError(f"x must have width d_model={d_model}, got shape {tuple(x.shape)}")
+
+
+def _check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
+    """Refuse q, k, v that cannot be attended: wrong rank, q/k widths or k/v lengths that differ."""
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        _check_rank(t, name, "[..., T, d_head]", 2, exact=False)
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(
+            f"q and k must have the same width d_head, got q {tuple(q.shape)}, k {tuple(k.shape)}"
+        )
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(
+            f"k and v must have the same length T_k, got k {tuple(k.shape)} and v {tuple(v.shape)}"
+        )
+    if not q.shape[:-2] == k.shape[:-2] == v.shape[:-2]:
+        raise ValueError(
+            "q, k and v must have the same leading dims [...], got "
+            f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}"
+        )
+
+
+def _check_mask(mask: torch.Tensor, shape: tuple[int, ...], name: str = "mask") -> None:
+    """Refuse a mask that is not boolean or does not broadcast to `shape`."""
+    if mask.dtype != torch.bool:
+        raise ValueError(
+            f"{name} must be a boolean tensor (True = may attend), got dtype {mask.dtype}; "
+            "additive float masks (0 / -inf) are not accepted, pass a bool mask"
+        )
+    try:
+        fits = torch.broadcast_shapes(mask.shape, shape) == torch.Size(shape)
+    except RuntimeError:
+        fits = False
+    if not fits:
+        raise ValueError(f"{name} must broadcast to {tuple(shape)}, got shape {tuple(mask.shape)}")
+
+
+def stable_softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    """Softmax that cannot overflow; a row that is all -inf gives all zeros instead of NaN."""
+    raise NotImplementedError(
+        "TODO(lab-01 softmax): subtract the row max, exponentiate, divide by the row sum; a row that is all -inf must give zeros, not NaN"
+    )
+
+
+def scaled_dot_product_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    scale: float | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """softmax(q k^T * scale) v with blocked keys removed; returns (output, weights)."""
+    raise NotImplementedError(
+        "TODO(lab-01 sdpa): call _check_qkv, scale q @ k^T by 1/sqrt(d_head), _check_mask and set blocked scores to -inf, stable_softmax, multiply by v; return (output, weights)"
+    )
+
+
+def causal_mask(seq_len: int) -> torch.Tensor:
+    """[T, T] lower triangle: query t may attend to keys j <= t and to nothing later."""
+    raise NotImplementedError(
+        "TODO(lab-01 causal_mask): refuse seq_len < 1 with a ValueError, then return the [T, T] boolean lower triangle (torch.tril)"
+    )
+
+
+def combine_causal_and_padding(causal: torch.Tensor, padding: torch.Tensor) -> torch.Tensor:
+    """[B, T, T] mask: query i may attend key j if j <= i AND key j is real (padding[b, j] True)."""
+    raise NotImplementedError(
+        "TODO(lab-01 padding): check causal [T, T] and padding [B, T] are bool, then AND them: causal & padding[:, None, :]"
+    )
+
+
+class SelfAttention(nn.Module):
+    """One attention head: project x to q, k, v of width d_head, then attend."""
+
+    def __init__(self, d_model: int, d_head: int | None = None, bias: bool = False):
+        super().__init__()
+        self.d_model = d_model
+        self.d_head = d_model if d_head is None else d_head
+        self.query = nn.Linear(d_model, self.d_head, bias=bias)
+        self.key = nn.Linear(d_model, self.d_head, bias=bias)
+        self.value = nn.Linear(d_model, self.d_head, bias=bias)
+
+    def project(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """q, k, v, each [B, T, d_head], from x [B, T, d_model]."""
+        raise NotImplementedError(
+            "TODO(lab-01 self-attention): call _check_input, then apply self.query, self.key, self.value to x"
+        )
+
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(output [B, T, d_head], weights [B, T, T]); mask broadcasts to [B, T, T]."""
+        raise NotImplementedError(
+            "TODO(lab-01 self-attention): project x to q, k, v and return scaled_dot_product_attention(q, k, v, mask)"
+        )
+
+
+class MultiHeadSelfAttention(nn.Module):
+    """n_heads heads of width d_model / n_heads side by side, merged by one output projection."""
+
+    def __init__(self, d_model: int, n_heads: int, bias: bool = False):
+        super().__init__()
+        if n_heads < 1 or d_model % n_heads != 0:
+            raise ValueError(
+                f"d_model must be divisible by n_heads (a positive int), "
+                f"got d_model={d_model} and n_heads={n_heads}"
+            )
+        self.d_model = d_model
+        self.n_heads = n_heads
+        self.d_head = d_model // n_heads
+        # in_proj.weight rows are [W_q; W_k; W_v]: the layout of MultiheadAttention.in_proj_weight
+        self.in_proj = nn.Linear(d_model, 3 * d_model, bias=bias)
+        self.out_proj = nn.Linear(d_model, d_model, bias=bias)
+
+    def split_heads(self, x: torch.Tensor) -> torch.Tensor:
+        """[B, T, d_model] -> [B, h, T, d_head]; head i owns columns [i*d_head, (i+1)*d_head)."""
+        raise NotImplementedError(
+            "TODO(lab-01 multi-head): call _check_input, view [B, T, d_model] as [B, T, h, d_head], transpose to [B, h, T, d_head]"
+        )
+
+    def merge_heads(self, x: torch.Tensor) -> torch.Tensor:
+        """[B, h, T, d_head] -> [B, T, d_model]: the heads' outputs concatenated side by side."""
+        raise NotImplementedError(
+            "TODO(lab-01 multi-head): check x is [B, h, T, d_head], transpose back to [B, T, h, d_head] and view as [B, T, d_model]"
+        )
+
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(output [B, T, d_model], weights [B, h, T, T]); mask broadcasts to [B, T, T]."""
+        raise NotImplementedError(
+            "TODO(lab-01 multi-head): in_proj then split into q, k, v and heads; _check_mask(mask, (B, T, T)) and give it a head dim; attend; merge heads; out_proj; return (output, weights)"
+        )

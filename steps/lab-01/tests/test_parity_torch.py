@@ -1,0 +1,93 @@
+"""PyTorch parity: our attention against F.scaled_dot_product_attention and nn.MultiheadAttention."""
+
+import pytest
+import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+from common.seeding import randn, seed_all
+
+# Thresholds live in run.py next to their reasons (the handout's table uses the same ones):
+# SINGLE_HEAD_TOL = 1e-6, a few float32 rounding units of outputs of size ~1, vs SDPA's MATH backend;
+# MULTI_HEAD_TOL = 2e-5, rounding through three chained matmuls vs nn.MultiheadAttention.
+
+SHAPES = [(1, 1, 4), (2, 8, 16), (2, 4, 6, 8)]  # [B, T, d_head] and [B, h, T, d_head]
+SHAPE_IDS = ["B1-T1", "B2-T8", "B2-h4-T6"]
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("shape", SHAPES, ids=SHAPE_IDS)
+def test_unmasked_matches_sdpa(attention, runner, shape, seed):
+    """No mask: our output equals F.scaled_dot_product_attention's within SINGLE_HEAD_TOL."""
+    assert runner.diff_single_head(attention, shape, seed) <= runner.SINGLE_HEAD_TOL
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("shape", SHAPES, ids=SHAPE_IDS)
+def test_causal_mask_matches_sdpa_is_causal(attention, runner, shape, seed):
+    """causal_mask(T) gives the same output as SDPA's own is_causal=True."""
+    assert runner.diff_causal(attention, shape, seed) <= runner.SINGLE_HEAD_TOL
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("shape", SHAPES, ids=SHAPE_IDS)
+def test_boolean_padding_mask_matches_sdpa_attn_mask(attention, runner, shape, seed):
+    """The same boolean key-padding mask means the same thing to both (True = may attend)."""
+    assert runner.diff_padding(attention, shape, seed) <= runner.SINGLE_HEAD_TOL
+
+
+def test_explicit_scale_matches_sdpa_scale(attention, runner):
+    """scale= replaces the default 1/sqrt(d_head), exactly as SDPA's scale= does."""
+    q, k, v = (randn(2, 5, 8, seed=i) for i in range(3))  # each (B, T, d_head)
+    ours, _ = attention.scaled_dot_product_attention(q, k, v, scale=0.9)
+    with sdpa_kernel(backends=[SDPBackend.MATH]):
+        expected = torch.nn.functional.scaled_dot_product_attention(q, k, v, scale=0.9)
+    assert runner.max_abs_diff(ours, expected) <= runner.SINGLE_HEAD_TOL
+
+
+def test_self_attention_is_sdpa_of_its_projections(attention, runner):
+    """SelfAttention(x) equals SDPA applied to its own q, k, v projections."""
+    seed_all(0)
+    head = attention.SelfAttention(16, 8)
+    x = randn(2, 6, 16, seed=0)  # (B, T, C)
+    with torch.no_grad():
+        q = x @ head.query.weight.T  # (B, T, C) @ (C, hs) -> (B, T, hs)
+        k = x @ head.key.weight.T  # (B, T, C) @ (C, hs) -> (B, T, hs)
+        v = x @ head.value.weight.T  # (B, T, C) @ (C, hs) -> (B, T, hs)
+        out, _ = head(x, attention.causal_mask(6))
+    expected = runner.reference_sdpa(q, k, v, is_causal=True)
+    assert runner.max_abs_diff(out, expected) <= runner.SINGLE_HEAD_TOL
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["no-mask", "causal"])
+@pytest.mark.parametrize("d_model, n_heads", [(16, 4), (24, 3), (8, 1)])
+def test_multi_head_matches_nn_multihead_attention(attention, runner, d_model, n_heads, causal):
+    """Weights copied from nn.MultiheadAttention: same output within MULTI_HEAD_TOL."""
+    diff = runner.diff_multi_head(attention, 2, 7, d_model, n_heads, seed=3, causal=causal)
+    assert diff <= runner.MULTI_HEAD_TOL
+
+
+def test_multi_head_weights_match_per_head(attention, runner):
+    """Per-head attention weights [B, h, T, T] agree with nn.MultiheadAttention's, head by head."""
+    ours, ref = runner.multi_head_pair(attention, d_model=16, n_heads=4, seed=0)
+    x = randn(2, 6, 16, seed=0)  # (B, T, C)
+    mask = attention.causal_mask(6)  # (T, T), True = may attend
+    with torch.no_grad():
+        _, weights = ours(x, mask)  # (B, h, T, T)
+        # nn.MultiheadAttention's boolean mask is the opposite: True = may NOT attend.
+        _, expected = ref(x, x, x, attn_mask=~mask, average_attn_weights=False)  # (B, h, T, T)
+    assert weights.shape == expected.shape == (2, 4, 6, 6)
+    assert runner.max_abs_diff(weights, expected) <= runner.MULTI_HEAD_TOL
+
+
+def test_multi_head_padding_matches_key_padding_mask(attention, runner):
+    """combine_causal_and_padding equals nn.MultiheadAttention's attn_mask + key_padding_mask."""
+    ours, ref = runner.multi_head_pair(attention, d_model=16, n_heads=2, seed=1)
+    x = randn(3, 6, 16, seed=1)  # (B, T, C)
+    causal, padding = attention.causal_mask(6), runner.padding_mask(3, 6)  # (T, T), (B, T)
+    with torch.no_grad():
+        out, _ = ours(x, attention.combine_causal_and_padding(causal, padding))  # (B, T, C)
+        with sdpa_kernel(backends=[SDPBackend.MATH]):
+            expected, _ = ref(
+                x, x, x, attn_mask=~causal, key_padding_mask=~padding, need_weights=False
+            )
+    assert runner.max_abs_diff(out, expected) <= runner.MULTI_HEAD_TOL

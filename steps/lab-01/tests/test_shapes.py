@@ -1,0 +1,156 @@
+"""Shapes: q, k, v, scores, weights and outputs have the documented shapes; bad input is refused."""
+
+import re
+
+import pytest
+import torch
+
+from common.seeding import randn, seed_all
+
+
+@pytest.mark.parametrize(
+    "q_shape, kv_shape",
+    [
+        ((2, 5, 8), (2, 5, 8)),  # single head: [B, T, d_head]
+        ((2, 3, 5, 4), (2, 3, 5, 4)),  # several heads: [B, h, T, d_head]
+        ((2, 3, 7, 4), (2, 3, 9, 4)),  # T_q != T_k
+    ],
+)
+def test_sdpa_output_and_weight_shapes(attention, q_shape, kv_shape):
+    """Output is [..., T_q, d_v] and weights are [..., T_q, T_k], whatever the leading dims."""
+    q, k, v = randn(*q_shape, seed=0), randn(*kv_shape, seed=1), randn(*kv_shape, seed=2)
+    out, weights = attention.scaled_dot_product_attention(q, k, v)
+    assert out.shape == q_shape
+    assert weights.shape == (*q_shape[:-1], kv_shape[-2])
+
+
+@pytest.mark.parametrize("d_model, d_head", [(16, 16), (16, 4)])
+def test_self_attention_shapes(attention, d_model, d_head):
+    """One head: q, k, v are [B, T, d_head], weights [B, T, T], output [B, T, d_head]."""
+    seed_all(0)
+    head = attention.SelfAttention(d_model, d_head)
+    x = randn(2, 5, d_model, seed=0)  # (B, T, C)
+    q, k, v = head.project(x)
+    assert q.shape == k.shape == v.shape == (2, 5, d_head)
+    out, weights = head(x)
+    assert weights.shape == (2, 5, 5)
+    assert out.shape == (2, 5, d_head)
+
+
+@pytest.mark.parametrize("d_model, n_heads", [(16, 4), (12, 3), (8, 1)])
+def test_multi_head_shapes(attention, d_model, n_heads):
+    """Several heads: heads are [B, h, T, d_head], weights [B, h, T, T], output [B, T, d_model]."""
+    seed_all(0)
+    mha = attention.MultiHeadSelfAttention(d_model, n_heads)
+    x = randn(2, 5, d_model, seed=0)  # (B, T, C)
+    assert mha.split_heads(x).shape == (2, n_heads, 5, d_model // n_heads)
+    out, weights = mha(x)
+    assert weights.shape == (2, n_heads, 5, 5)
+    assert out.shape == (2, 5, d_model)
+
+
+def test_split_then_merge_heads_is_identity(attention):
+    """merge_heads(split_heads(x)) gives x back exactly: the split only reorders numbers."""
+    seed_all(0)
+    mha = attention.MultiHeadSelfAttention(12, 3)
+    x = randn(2, 5, 12, seed=0)  # (B, T, C)
+    assert torch.equal(mha.merge_heads(mha.split_heads(x)), x)
+
+
+def test_head_i_owns_columns_i_times_d_head(attention):
+    """Head i is columns [i*d_head, (i+1)*d_head) of x: nn.MultiheadAttention's layout."""
+    seed_all(0)
+    mha = attention.MultiHeadSelfAttention(12, 3)
+    x = randn(2, 5, 12, seed=0)  # (B, T, C)
+    heads = mha.split_heads(x)  # (B, h, T, hs)
+    for i in range(3):
+        assert torch.equal(heads[:, i], x[..., 4 * i : 4 * (i + 1)])
+
+
+@pytest.mark.parametrize(
+    "mask_shape",
+    [(5, 5), (2, 1, 5), (2, 5, 5), (1, 5)],
+    ids=["[T, T]", "[B, 1, T] key padding", "[B, T, T]", "[1, T]"],
+)
+def test_broadcast_mask_equals_expanded_mask(attention, mask_shape):
+    """A mask that broadcasts to [B, T, T] gives the same result as the same mask expanded."""
+    q, k, v = (randn(2, 5, 4, seed=i) for i in range(3))  # each (B, T, d_head)
+    mask = randn(*mask_shape, seed=9) > -0.5  # (mask_shape) bool
+    mask[..., 0] = True  # every query keeps at least one key
+    out, weights = attention.scaled_dot_product_attention(q, k, v, mask)
+    full_out, full_weights = attention.scaled_dot_product_attention(q, k, v, mask.expand(2, 5, 5))
+    assert torch.equal(out, full_out)
+    assert torch.equal(weights, full_weights)
+
+
+def test_mismatched_q_k_widths_raise(attention):
+    """q and k of different d_head: ValueError naming both shapes."""
+    q, k, v = randn(2, 5, 8, seed=0), randn(2, 5, 6, seed=1), randn(2, 5, 6, seed=2)
+    with pytest.raises(ValueError, match=r"same width d_head.*\(2, 5, 8\).*\(2, 5, 6\)"):
+        attention.scaled_dot_product_attention(q, k, v)
+
+
+@pytest.mark.parametrize("d_model, n_heads", [(10, 3), (8, 3), (16, 5)])
+def test_n_heads_must_divide_d_model(attention, d_model, n_heads):
+    """n_heads heads of width d_model // n_heads work; a d_model they do not divide is refused."""
+    seed_all(0)
+    fits = attention.MultiHeadSelfAttention(4 * n_heads, n_heads)
+    _, weights = fits(randn(2, 5, 4 * n_heads, seed=0))
+    assert weights.shape == (2, n_heads, 5, 5)
+    with pytest.raises(ValueError, match=f"divisible.*d_model={d_model}.*n_heads={n_heads}"):
+        attention.MultiHeadSelfAttention(d_model, n_heads)
+
+
+@pytest.mark.parametrize("mask_shape", [(3, 5), (2, 5, 4), (3, 1, 5)])
+def test_mask_that_does_not_broadcast_raises(attention, mask_shape):
+    """A mask that cannot broadcast to the [B, T, T] scores: ValueError with both shapes."""
+    q, k, v = (randn(2, 5, 4, seed=i) for i in range(3))  # each (B, T, d_head)
+    mask = torch.ones(mask_shape, dtype=torch.bool)
+    with pytest.raises(
+        ValueError, match=r"broadcast to \(2, 5, 5\).*" + re.escape(str(mask_shape))
+    ):
+        attention.scaled_dot_product_attention(q, k, v, mask)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64])
+def test_non_boolean_mask_raises(attention, dtype):
+    """A float (additive 0 / -inf) or integer mask is refused, and the message says to pass bool."""
+    q, k, v = (randn(2, 5, 4, seed=i) for i in range(3))  # each (B, T, d_head)
+    mask = torch.zeros(5, 5, dtype=dtype)
+    with pytest.raises(ValueError, match=r"additive float masks .* not accepted, pass a bool mask"):
+        attention.scaled_dot_product_attention(q, k, v, mask)
+
+
+def test_multi_head_mask_is_checked_against_b_t_t(attention):
+    """The module's mask must broadcast to [B, T, T] (the head dim is added inside)."""
+    seed_all(0)
+    mha = attention.MultiHeadSelfAttention(8, 2)
+    x = randn(2, 5, 8, seed=0)  # (B, T, C)
+    with pytest.raises(ValueError, match=r"broadcast to \(2, 5, 5\)"):
+        mha(x, torch.ones(2, 2, 5, 5, dtype=torch.bool))
+
+
+@pytest.mark.parametrize(
+    "call",
+    ["sdpa 1-D q", "SelfAttention 2-D x", "MultiHeadSelfAttention 4-D x"],
+)
+def test_input_of_wrong_rank_raises(attention, call):
+    """Input with the wrong number of dims: ValueError naming the expected layout and the shape."""
+    seed_all(0)
+    if call == "sdpa 1-D q":
+        k = v = randn(5, 4, seed=1)  # (T, d_head)
+        with pytest.raises(ValueError, match=r"q must have shape \[\.\.\., T, d_head\].*\(4,\)"):
+            attention.scaled_dot_product_attention(randn(4, seed=0), k, v)
+    elif call == "SelfAttention 2-D x":
+        with pytest.raises(ValueError, match=r"\[B, T, d_model\].*\(5, 8\)"):
+            attention.SelfAttention(8)(randn(5, 8, seed=0))
+    else:
+        with pytest.raises(ValueError, match=r"\[B, T, d_model\].*\(1, 2, 5, 8\)"):
+            attention.MultiHeadSelfAttention(8, 2)(randn(1, 2, 5, 8, seed=0))
+
+
+def test_input_of_wrong_width_raises(attention):
+    """x whose last dim is not d_model: ValueError naming d_model and the shape."""
+    seed_all(0)
+    with pytest.raises(ValueError, match=r"d_model=8.*\(2, 5, 6\)"):
+        attention.MultiHeadSelfAttention(8, 2)(randn(2, 5, 6, seed=0))

@@ -1,0 +1,55 @@
+"""Stable softmax: agrees with torch.softmax, survives huge logits, maps an all -inf row to zeros."""
+
+import pytest
+import torch
+
+from common.seeding import randn
+
+NEG_INF = float("-inf")
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("dim", [-1, 0])
+def test_matches_torch_softmax(attention, runner, seed, dim):
+    """Ordinary logits (scaled up to +-30): same probabilities as torch.softmax along `dim`."""
+    x = 10 * randn(4, 6, seed=seed)  # (4, 6)
+    ours = attention.stable_softmax(x, dim=dim)
+    # runner.SOFTMAX_TOL = 1e-6: probabilities lie in [0, 1]; see run.py for the reason.
+    torch.testing.assert_close(ours, torch.softmax(x, dim=dim), rtol=0, atol=runner.SOFTMAX_TOL)
+
+
+def test_large_logits_stay_finite(attention, runner):
+    """[1000, 1001, 999, 1002]: exp(1000) overflows float32, the max-shifted version does not."""
+    x = torch.tensor([1000.0, 1001.0, 999.0, 1002.0])
+    assert torch.isinf(torch.exp(x)).all()  # why the naive formula fails
+    p = attention.stable_softmax(x, dim=-1)
+    assert torch.isfinite(p).all()
+    # Softmax ignores a constant shift, so these equal the probabilities of [1, 2, 0, 3].
+    expected = torch.softmax(torch.tensor([1.0, 2.0, 0.0, 3.0]), dim=-1)
+    torch.testing.assert_close(p, expected, rtol=0, atol=runner.SOFTMAX_TOL)
+
+
+def test_all_neg_inf_row_gives_zeros_not_nan(attention, runner):
+    """A row with every entry -inf (a query that may attend nowhere) gives zeros; others are normal."""
+    x = torch.tensor([[NEG_INF, NEG_INF, NEG_INF], [0.0, 1.0, 2.0]])  # (2, 3)
+    p = attention.stable_softmax(x, dim=-1)
+    assert not torch.isnan(p).any()
+    assert torch.equal(p[0], torch.zeros(3))
+    torch.testing.assert_close(p[1], torch.softmax(x[1], dim=-1), rtol=0, atol=runner.SOFTMAX_TOL)
+
+
+def test_neg_inf_entries_get_exactly_zero(attention):
+    """A -inf entry (a blocked key) gets probability exactly 0, and the rest still sum to 1."""
+    x = torch.tensor([[0.5, NEG_INF, 2.0, NEG_INF]])  # (1, 4)
+    p = attention.stable_softmax(x, dim=-1)
+    assert p[0, 1] == 0 and p[0, 3] == 0
+    torch.testing.assert_close(p.sum(dim=-1), torch.ones(1))
+
+
+@pytest.mark.parametrize("shape", [(7,), (3, 5), (2, 3, 4, 5)])
+def test_rows_sum_to_one(attention, shape):
+    """Every row of a softmax is a probability distribution: non-negative, summing to 1."""
+    p = attention.stable_softmax(randn(*shape, seed=0), dim=-1)
+    assert (p >= 0).all()
+    # 1e-6: float32 sum of <= 7 terms of size <= 1, a few rounding units of 2**-23.
+    torch.testing.assert_close(p.sum(dim=-1), torch.ones(shape[:-1]), rtol=0, atol=1e-6)

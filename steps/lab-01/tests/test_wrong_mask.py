@@ -1,0 +1,95 @@
+"""The wrong-mask exercise: triu passes every shape check, only a behavioural leak check catches it."""
+
+import pytest
+import torch
+
+from common.broken import inverted_mask, missing_mask, or_padding, triu_mask
+from common.seeding import randn
+
+T = 4  # the exercise's sequence length: T * (T - 1) / 2 = 6 weights sit above the diagonal
+
+
+# The broken masks the diagnostic must catch come from the course's library, common/broken.py
+# (the exercise's own triu mask is buggy_causal_mask).
+
+
+def test_buggy_mask_passes_shape_and_row_sum_checks(wrong_mask):
+    """The triu mask has the right shape and dtype, and its weights still sum to 1 per row."""
+    mask = wrong_mask.buggy_causal_mask(T)
+    assert mask.shape == (T, T) and mask.dtype == torch.bool
+    assert torch.equal(mask, triu_mask(T))  # the library's upper-triangular bug, exactly
+    weights = wrong_mask.attention_weights(mask)
+    assert weights.shape == (1, T, T)
+    # 1e-6: a float32 sum of <= 4 probabilities, a few rounding units of 2**-23.
+    torch.testing.assert_close(weights.sum(-1), torch.ones(1, T), rtol=0, atol=1e-6)
+
+
+def test_buggy_mask_fails_the_leak_diagnostic(wrong_mask):
+    """assert_no_future_leak raises, naming the label, the count (6 at T = 4) and the largest."""
+    weights = wrong_mask.attention_weights(wrong_mask.buggy_causal_mask(T))
+    with pytest.raises(AssertionError, match=r"buggy mask: 6 future-token weights .*largest 0\.\d"):
+        wrong_mask.assert_no_future_leak(weights, "buggy mask")
+
+
+@pytest.mark.parametrize("seq_len", [2, 4, 7])
+def test_buggy_mask_leaks_every_pair_above_the_diagonal(wrong_mask, seq_len):
+    """With triu every (query t, key j > t) pair gets weight: T * (T - 1) / 2 leaks, each in (0, 1)."""
+    count, largest = wrong_mask.future_leak(
+        wrong_mask.attention_weights(wrong_mask.buggy_causal_mask(seq_len))
+    )
+    assert count == seq_len * (seq_len - 1) // 2
+    assert 0 < largest < 1
+
+
+def test_fixed_mask_passes_shape_checks_and_the_diagnostic(attention, wrong_mask):
+    """fixed_causal_mask: [T, T] bool, equal to causal_mask(T), and zero future-token weights."""
+    mask = wrong_mask.fixed_causal_mask(T)
+    assert mask.shape == (T, T) and mask.dtype == torch.bool
+    assert torch.equal(mask, attention.causal_mask(T))
+    weights = wrong_mask.attention_weights(mask)
+    assert wrong_mask.future_leak(weights) == (0, 0.0)
+    wrong_mask.assert_no_future_leak(weights, "fixed mask")
+
+
+def test_fixed_mask_matches_sdpa_is_causal(attention, wrong_mask, runner):
+    """Attention under the repaired mask equals PyTorch's is_causal=True (SINGLE_HEAD_TOL, run.py)."""
+    q, k, v = (randn(2, T, 8, seed=i) for i in range(3))  # each (B, T, d_head)
+    ours, _ = attention.scaled_dot_product_attention(q, k, v, wrong_mask.fixed_causal_mask(T))
+    expected = runner.reference_sdpa(q, k, v, is_causal=True)
+    assert runner.max_abs_diff(ours, expected) <= runner.SINGLE_HEAD_TOL
+
+
+def test_diagnostic_catches_a_missing_mask(wrong_mask):
+    """No mask at all: every weight above the diagonal leaks."""
+    weights = wrong_mask.attention_weights(missing_mask(T))
+    with pytest.raises(AssertionError, match="no mask: 6 future-token weights"):
+        wrong_mask.assert_no_future_leak(weights, "no mask")
+
+
+def test_diagnostic_catches_an_inverted_mask(wrong_mask):
+    """The negated causal mask: queries see only later keys (the last query's row is all zero)."""
+    weights = wrong_mask.attention_weights(inverted_mask(T))
+    assert not torch.isnan(weights).any()
+    with pytest.raises(AssertionError, match="inverted mask: 6 future-token weights"):
+        wrong_mask.assert_no_future_leak(weights, "inverted mask")
+
+
+def test_diagnostic_catches_or_combined_padding(attention, wrong_mask):
+    """causal | padding lets every real key through, including later ones."""
+    causal = attention.causal_mask(T)
+    padding = torch.tensor([[True, True, True, True], [True, True, True, False]])  # (B, T)
+    q, k, v = (randn(2, T, 8, seed=i) for i in range(3))  # each (B, T, d_head)
+    _, weights = attention.scaled_dot_product_attention(q, k, v, or_padding(causal, padding))
+    with pytest.raises(AssertionError, match="OR-combined padding: 9 future-token weights"):
+        wrong_mask.assert_no_future_leak(weights, "OR-combined padding")
+
+
+def test_diagnostic_passes_and_combined_padding(attention, wrong_mask):
+    """The correct combination (AND) leaks nothing, so the diagnostic stays quiet."""
+    causal = attention.causal_mask(T)
+    padding = torch.tensor([[True, True, True, True], [True, True, True, False]])  # (B, T)
+    q, k, v = (randn(2, T, 8, seed=i) for i in range(3))  # each (B, T, d_head)
+    mask = attention.combine_causal_and_padding(causal, padding)
+    _, weights = attention.scaled_dot_product_attention(q, k, v, mask)
+    assert wrong_mask.future_leak(weights) == (0, 0.0)
+    wrong_mask.assert_no_future_leak(weights, "AND-combined padding")

@@ -1,0 +1,47 @@
+"""Mutation score: each step's own suite must fail against every applicable broken variant."""
+
+import re
+
+import pytest
+
+from common import STEPS_DIR
+from common.broken import BUGS, PADDING_BUGS, Bug, broken_module
+from common.loader import load_from, override
+
+# (step, module the variant replaces, the bugs that apply to it)
+TARGETS = [("step-04", "head", BUGS), ("lab-01", "attention", BUGS + PADDING_BUGS)]
+CASES = [(step, module, bug) for step, module, bugs in TARGETS for bug in bugs]
+
+
+def _suite_exit_code(step: str, module: str, bug: Bug) -> int:
+    """Run `step`'s reference suite in process with `module` replaced by its broken variant."""
+    slug = re.sub(r"\W+", "_", f"{step}_{bug.name}")
+    fresh = load_from(STEPS_DIR / step / "solution", module, f"_mutant_{slug}")
+    args = [str(STEPS_DIR / step / "tests"), "--impl", "solution", "-x", "-qq", "--no-header"]
+    # unraisableexception runs gc.collect() five times per session: 0.5 s each with torch loaded
+    args += ["-p", "no:cacheprovider", "-p", "no:unraisableexception"]
+    with override(step, module, broken_module(fresh, bug)):
+        return pytest.main(args)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("step", "module", "bug"), CASES, ids=[f"{s}-{b.name}" for s, _, b in CASES]
+)
+def test_suite_kills_the_variant(step, module, bug):
+    assert _suite_exit_code(step, module, bug) == pytest.ExitCode.TESTS_FAILED, (
+        f"{step}'s tests all pass with {module} broken by '{bug.name}': {bug.breaks}"
+    )
+
+
+@pytest.mark.slow
+def test_the_unbroken_suite_passes_in_process():
+    args = [
+        str(STEPS_DIR / "step-04" / "tests"),
+        "--impl",
+        "solution",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+    ]
+    assert pytest.main(args) == pytest.ExitCode.OK
