@@ -11,6 +11,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
 from common import REPO_ROOT
 from common.loader import IMPL_ENV, ImplImportError, load_from
 
@@ -156,19 +158,39 @@ def assertion_problems(paths: list[Path]) -> list[str]:
     return problems
 
 
+def run_pytest(args: list[str], steps_dir: Path | None) -> int:
+    """pytest in this process (fast: torch is already imported), or in a child for another steps dir."""
+    # unraisableexception runs gc.collect() five times per session: 0.5 s each with torch loaded
+    args = [
+        *args,
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:unraisableexception",
+        f"--rootdir={REPO_ROOT}",
+    ]
+    if steps_dir is not None:  # STEPS_DIR is fixed at import, so another one needs a new process
+        env = os.environ | {"COURSE_STEPS_DIR": str(steps_dir)}
+        cmd = [sys.executable, "-m", "pytest", *args]
+        return subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True).returncode
+    saved = os.environ.get(IMPL_ENV)
+    try:
+        return pytest.main(args)
+    finally:  # the inner run's --impl must not leak into the outer session
+        if saved is None:
+            os.environ.pop(IMPL_ENV, None)
+        else:
+            os.environ[IMPL_ENV] = saved
+
+
 def starter_run(folder: Path, junit: Path, steps_dir: Path | None = None) -> tuple[int, list[str]]:
-    """Run a step's tests against its starter; return (exit code, problems)."""
-    env = os.environ | {IMPL_ENV: "starter"}
-    if steps_dir is not None:
-        env["COURSE_STEPS_DIR"] = str(steps_dir)
-    cmd = [sys.executable, "-m", "pytest", str(folder / "tests"), "--impl", "starter", "-q"]
-    cmd += ["-p", "no:cacheprovider", f"--junitxml={junit}", f"--rootdir={REPO_ROOT}"]
-    done = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True)
+    """Run a step's tests against its untouched starter; return (exit code, problems)."""
+    args = [str(folder / "tests"), "--impl", "starter", "-qq", "--tb=line", f"--junitxml={junit}"]
+    code = run_pytest(args, steps_dir)
     if not junit.is_file():
-        return done.returncode, [f"{folder.name}: starter run produced no report:\n{done.stdout}"]
-    cases = ET.parse(junit).getroot().iter("testcase")
+        return code, [f"{folder.name}: the starter run wrote no report (exit {code})"]
     problems, count = [], 0
-    for case in cases:
+    for case in ET.parse(junit).getroot().iter("testcase"):
         count += 1
         name = f"{case.get('classname')}::{case.get('name')}"
         bad = case.find("failure") if case.find("failure") is not None else case.find("error")
@@ -179,5 +201,5 @@ def starter_run(folder: Path, junit: Path, steps_dir: Path | None = None) -> tup
                 f"{folder.name}: {name} fails on the starter without NotImplementedError"
             )
     if count == 0:
-        problems.append(f"{folder.name}: no tests ran against the starter (exit {done.returncode})")
-    return done.returncode, problems
+        problems.append(f"{folder.name}: no tests ran against the starter (exit {code})")
+    return code, problems

@@ -6,6 +6,7 @@ import pytest
 
 from common import STEPS_DIR
 from common.broken import BUGS, PADDING_BUGS, Bug, broken_module
+from common.contracts import run_pytest
 from common.loader import load_from, override
 
 # (step, module the variant replaces, the bugs that apply to it)
@@ -18,10 +19,8 @@ def _suite_exit_code(step: str, module: str, bug: Bug) -> int:
     slug = re.sub(r"\W+", "_", f"{step}_{bug.name}")
     fresh = load_from(STEPS_DIR / step / "solution", module, f"_mutant_{slug}")
     args = [str(STEPS_DIR / step / "tests"), "--impl", "solution", "-x", "-qq", "--no-header"]
-    # unraisableexception runs gc.collect() five times per session: 0.5 s each with torch loaded
-    args += ["-p", "no:cacheprovider", "-p", "no:unraisableexception"]
     with override(step, module, broken_module(fresh, bug)):
-        return pytest.main(args)
+        return run_pytest(args)
 
 
 @pytest.mark.slow
