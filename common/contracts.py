@@ -158,7 +158,7 @@ def assertion_problems(paths: list[Path]) -> list[str]:
     return problems
 
 
-def run_pytest(args: list[str], steps_dir: Path | None) -> int:
+def run_pytest(args: list[str], steps_dir: Path | None = None) -> int:
     """pytest in this process (fast: torch is already imported), or in a child for another steps dir."""
     # unraisableexception runs gc.collect() five times per session: 0.5 s each with torch loaded
     args = [
