@@ -17,11 +17,18 @@ def runnable() -> dict[str, object]:
 
 def main(argv: list[str] | None = None) -> int:
     """Parse the step name and --impl, print the environment report, then hand over to run.py."""
-    parser = argparse.ArgumentParser(prog="python -m common.run", description=__doc__)
-    parser.add_argument("step", help="a step or checkpoint name, e.g. lab-01")
-    parser.add_argument("--impl", choices=IMPLS, default="solution", help="code to run")
-    args, rest = parser.parse_known_args(argv)
     scripts = runnable()
+    # no -h here: `pixi run lab-01 --help` should reach the step's own options
+    parser = argparse.ArgumentParser(
+        prog="python -m common.run", description=__doc__, add_help=False
+    )
+    parser.add_argument("step", help=f"one of: {', '.join(scripts)}")
+    parser.add_argument("--impl", choices=IMPLS, default="solution", help="code to run")
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] in ("-h", "--help"):
+        parser.print_help()
+        return 0
+    args, rest = parser.parse_known_args(argv)
     if args.step not in scripts:
         parser.error(f"unknown step {args.step!r}; valid steps: {', '.join(scripts)}")
     print(report(), end="\n\n")
