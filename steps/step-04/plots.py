@@ -1,0 +1,139 @@
+"""Step 4 figures: one function per experiment, each writes one PNG and returns its path."""
+
+from pathlib import Path
+
+import torch
+
+from common.figures import plt, save
+
+
+def scale_check(rows, path: Path) -> Path:
+    """Score std against d_k, and how the largest softmax weight of a row is distributed."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8), layout="constrained")
+    d_ks = [r["d_k"] for r in rows]
+    left.plot(d_ks, [r["raw_std"] for r in rows], "o-", label="raw q.k")
+    left.plot(d_ks, [r["sqrt_d_k"] for r in rows], "k:", label="sqrt(d_k)")
+    left.plot(d_ks, [r["scaled_std"] for r in rows], "s-", label="q.k / sqrt(d_k)")
+    left.set(xscale="log", yscale="log", xlabel="d_k", ylabel="std of scores")
+    left.set_xticks(d_ks, [str(d) for d in d_ks])
+    left.set_xticks([], minor=True)
+    left.legend()
+    bins = [i / 40 for i in range(41)]
+    for r in rows:
+        right.hist(
+            r["top_raw"].numpy(), bins=bins, histtype="step", lw=2, label=f"raw, d_k={r['d_k']}"
+        )
+    right.hist(
+        rows[-1]["top_scaled"].numpy(),
+        bins=bins,
+        histtype="stepfilled",
+        alpha=0.3,
+        label=f"scaled, d_k={rows[-1]['d_k']}",
+    )
+    right.set(
+        xlabel="largest weight in a softmax row", ylabel="rows", title="one-hot rows pile up at 1"
+    )
+    right.legend(loc="upper center")
+    return save(fig, path)
+
+
+def real_text(result, path: Path) -> Path:
+    """Heatmaps of untrained heads on the first 64 characters, one column per seed."""
+    A = result["A"]  # (S, T, T)
+    T = A.shape[-1]
+    visible = torch.arange(1, T + 1, dtype=A.dtype)[:, None]  # (T, 1) row i sees i + 1 keys
+    ratio = torch.log2(A * visible)  # (S, T, T) 0 = a uniform row's share, -inf above diagonal
+    fig, axes = plt.subplots(2, len(A), figsize=(3 * len(A), 6), layout="constrained")
+    for col, (mat, rel, row) in enumerate(zip(A, ratio, result["rows"], strict=True)):
+        top = axes[0, col].imshow(mat.numpy(), cmap="Blues", vmin=0, vmax=1)
+        bottom = axes[1, col].imshow(
+            rel.masked_fill(rel.isinf(), torch.nan).numpy(), cmap="RdBu_r", vmin=-2, vmax=2
+        )
+        axes[0, col].set(title=f"seed {row['seed']}: A")
+        axes[1, col].set(title="log2(A / uniform row)", xlabel="key j")
+    axes[0, 0].set_ylabel("query i")
+    axes[1, 0].set_ylabel("query i")
+    fig.colorbar(top, ax=axes[0, -1], fraction=0.046)
+    fig.colorbar(bottom, ax=axes[1, -1], fraction=0.046)
+    fig.suptitle(f"untrained heads on {result['text'][:30]!r}...")
+    return save(fig, path)
+
+
+def smoothing(result, path: Path) -> Path:
+    """What position-only attention does to a noisy signal, and the weights of the last row."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.8), layout="constrained")
+    t = result["t"].numpy()
+    left.plot(t, result["noisy"].numpy(), ".", color="0.6", label="noisy input")
+    left.plot(t, result["clean"].numpy(), "k:", label="clean signal")
+    for row, curve in zip(result["rows"], result["curves"], strict=True):
+        left.plot(t, curve.numpy(), label=f"s = {row['s']:g}")
+    left.set(xlabel="position", title="output = A @ signal")
+    left.legend(fontsize=7)
+    for row, last in zip(result["rows"], result["last"], strict=True):
+        right.plot(t, last.numpy(), "o-", ms=3, label=f"s = {row['s']:g}")
+    right.set(xlabel="key position j", ylabel="weight", title="row of the last position")
+    right.set_xlim(t[-1] - 24, t[-1] + 1)
+    right.legend(fontsize=7)
+    return save(fig, path)
+
+
+def mask_order(result, path: Path) -> Path:
+    """The right order and the wrong one, side by side, with the wrong order's row sums."""
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.6), layout="constrained")
+    pairs = [(result["A_good"], "mask, then softmax"), (result["A_bad"], "softmax, then mask")]
+    for ax, (mat, title) in zip(axes[:2], pairs, strict=True):
+        im = ax.imshow(mat.numpy(), cmap="Blues", vmin=0, vmax=1)
+        ax.set(title=title, xlabel="key j", ylabel="query i")
+    fig.colorbar(im, ax=axes[1], fraction=0.046)
+    sums = result["bad_sums"].numpy()  # (B, T)
+    for b in range(sums.shape[0]):
+        axes[2].plot(sums[b], "o-", alpha=0.7)
+    axes[2].axhline(1.0, color="k", ls=":")
+    axes[2].set(xlabel="query i", ylabel="row sum", title="softmax, then mask: row sums")
+    return save(fig, path)
+
+
+def equivariance(diffs, path: Path) -> Path:
+    """The four permutation checks on a log scale."""
+    fig, ax = plt.subplots(figsize=(7, 3.2), layout="constrained")
+    names = list(diffs)
+    ax.barh(names, [max(diffs[n], 1e-12) for n in names])
+    ax.set(xscale="log", xlabel="max |head(permuted input) - permuted head(input)|")
+    ax.invert_yaxis()
+    return save(fig, path)
+
+
+def online(result, path: Path) -> Path:
+    """One row: the scores, the running max and sum, and the final weights both ways."""
+    row = result["row"]  # (T,)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6), layout="constrained")
+    j = range(len(row))
+    running_max = row.cummax(dim=0).values
+    running_sum = [(row[: i + 1] - running_max[i]).exp().sum().item() for i in j]
+    left.plot(j, row.numpy(), "o", label="score of key j")
+    left.step(j, running_max.numpy(), where="post", label="running max m")
+    left.plot(j, running_sum, "s--", label="running sum of exp(score - m)")
+    left.set(xlabel="keys read so far", title="what the loop keeps")
+    left.legend(fontsize=8)
+    right.bar(j, result["row_softmax"].numpy(), color="0.8", label="softmax")
+    right.plot(j, result["row_online"].numpy(), "ko", label="online_softmax")
+    right.set(xlabel="key j", ylabel="weight", title="same weights")
+    right.legend()
+    return save(fig, path)
+
+
+def cost(result, path: Path) -> Path:
+    """Forward time against T on log-log axes, with slope-1 and slope-2 guides."""
+    rows = result["rows"]
+    T = [r["T"] for r in rows]
+    secs = [r["seconds"] for r in rows]
+    fig, ax = plt.subplots(figsize=(5.5, 4), layout="constrained")
+    ax.plot(T, secs, "o-", label=f"measured (slope {result['exponent']:.2f})")
+    for power, style in [(1, ":"), (2, "--")]:
+        ax.plot(T, [secs[-1] * (t / T[-1]) ** power for t in T], "k" + style, label=f"T^{power}")
+    ax.set(xscale="log", yscale="log", xlabel="T", ylabel="seconds per forward")
+    ax.set_xticks(T, [str(t) for t in T])
+    ax.set_xticks([], minor=True)
+    ax.set_title(f"d = {result['d']}, d_head = {result['d_head']} (machine-dependent)")
+    ax.legend()
+    return save(fig, path)

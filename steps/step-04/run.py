@@ -1,0 +1,224 @@
+"""Step 4: run every experiment of the handout, print its numbers, and draw its figure."""
+
+import argparse
+from pathlib import Path
+
+from common.docs import markdown_table, write_block
+from common.figures import out_dir
+from common.loader import ImplImportError, load, load_file
+
+STEP = "step-04"
+HERE = Path(__file__).resolve().parent
+README = HERE / "README.md"
+experiments = load_file(HERE / "experiments.py", "_course_step_04_experiments")
+plots = load_file(HERE / "plots.py", "_course_step_04_plots")
+
+TIMING_TS = (256, 512, 1024, 2048)
+COST_D = COST_D_HEAD = 64
+
+
+def experiment_calls(timing_Ts=TIMING_TS, repeats=3) -> dict:
+    """Result name -> call(head), in the order a student meets the TODOs (4.1 first)."""
+    return {
+        "mask_order": experiments.mask_order,
+        "scale": experiments.scale_check,
+        "real_text": experiments.real_text,
+        "smoothing": experiments.smoothing,
+        "equivariance": experiments.equivariance,
+        "online": experiments.online_check,
+        "cost": lambda head: experiments.cost(
+            head, Ts=timing_Ts, d=COST_D, d_head=COST_D_HEAD, repeats=repeats
+        ),
+    }
+
+
+def compute(head, timing_Ts=TIMING_TS, repeats=3) -> dict:
+    """Every experiment's results for the head module `head`; a TODO raises NotImplementedError."""
+    return {name: call(head) for name, call in experiment_calls(timing_Ts, repeats).items()}
+
+
+def compute_available(head, timing_Ts=TIMING_TS, repeats=3) -> tuple[dict, list[str]]:
+    """The results of every experiment that runs, and the TODO messages of those that don't."""
+    results, todos = {}, []
+    for name, call in experiment_calls(timing_Ts, repeats).items():
+        try:
+            results[name] = call(head)
+        except NotImplementedError as exc:
+            todos.append(str(exc))
+    return results, list(dict.fromkeys(todos))  # each TODO once, in the order met
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def scale_block(rows) -> str:
+    """(a) the scale check."""
+    header = ["d_k", "raw std", "sqrt(d_k)", "scaled std"]
+    header += ["max weight, raw", "max weight, scaled", "rows > 0.99, raw", "rows > 0.99, scaled"]
+    return markdown_table(
+        header,
+        [
+            [
+                r["d_k"],
+                f"{r['raw_std']:.2f}",
+                f"{r['sqrt_d_k']:.1f}",
+                f"{r['scaled_std']:.2f}",
+                f"{r['max_raw']:.3f}",
+                f"{r['max_scaled']:.3f}",
+                _pct(r["saturated_raw"]),
+                _pct(r["saturated_scaled"]),
+            ]
+            for r in rows
+        ],
+    )
+
+
+def real_text_block(rt) -> str:
+    """(b) statistics of the untrained heads' attention on text."""
+    rows = [
+        [r["seed"], f"{r['first_column']:.3f}", f"{r['diagonal']:.3f}", f"{r['evenness']:.3f}"]
+        for r in rt["rows"]
+    ]
+    rows.append(["uniform rows", f"{rt['uniform']:.3f}", f"{rt['uniform']:.3f}", "1.000"])
+    return markdown_table(["seed", "first column", "diagonal", "evenness"], rows)
+
+
+def smoothing_block(sm) -> str:
+    """(c) the smoother at each bandwidth."""
+    rows = [["none (the noisy input)", "0.00", "1.00", f"{sm['noise']:.3f}"]]
+    rows += [
+        [f"{r['s']:g}", f"{r['look_back']:.2f}", f"{r['keys']:.2f}", f"{r['rmse']:.3f}"]
+        for r in sm["rows"]
+    ]
+    header = ["s", "look-back of the last row", "effective keys", "RMS error vs clean signal"]
+    return markdown_table(header, rows)
+
+
+def mask_order_block(mo) -> str:
+    """(d) row sums with the mask before and after the softmax."""
+    caught = ", ".join(f"`{name}`" for name in mo["caught"]) or "none"
+    good, bad = mo["good"], mo["bad"]
+    return markdown_table(
+        ["order", "smallest row sum", "largest row sum", "tests that fail"],
+        [
+            ["mask, then softmax (your head)", f"{good[0]:.3f}", f"{good[1]:.3f}", "none"],
+            ["softmax, then mask", f"{bad[0]:.3f}", f"{bad[1]:.3f}", caught],
+        ],
+    )
+
+
+def mask_rows_block(mo) -> str:
+    """(d) the wrong order's row sums, position by position."""
+    header = ["query i", "keys it may see", "row sum after softmax-then-mask (mean of 4)"]
+    return markdown_table(header, [[i, i + 1, f"{s:.3f}"] for i, s in enumerate(mo["bad_by_row"])])
+
+
+def equivariance_block(diffs) -> str:
+    """(e) the four permutation checks."""
+    rows = [[name, f"{d:.1e}", "yes" if d < 1e-5 else "no"] for name, d in diffs.items()]
+    return markdown_table(["check (mask switched off)", "max abs difference", "equivariant?"], rows)
+
+
+def online_block(on) -> str:
+    """(e) streaming softmax and attention against the ordinary ones."""
+    rows = [[name, f"{d:.1e}"] for name, d in on["diffs"].items()]
+    rows.append(["(naive exp / sum on scores + 1000)", f"{_pct(on['naive_nan'])} nan"])
+    return markdown_table(["streamed one key at a time vs", "max abs difference"], rows)
+
+
+def cost_count_block(_=None) -> str:
+    """(e) counted FLOPs and memory: arithmetic only, the same on every machine."""
+    rows = []
+    for T in TIMING_TS:
+        flops = experiments.flop_count(T, COST_D, COST_D_HEAD)
+        quadratic = 4 * T * T * COST_D_HEAD  # q k^T and A v
+        rows.append([T, f"{flops:.3e}", _pct(quadratic / flops), f"{T * T * 4 / 2**20:g}"])
+    header = ["T", "FLOPs per forward", "of which q k^T and A v", "attention matrix (MiB, float32)"]
+    return markdown_table(header, rows)
+
+
+# README block name -> (the result it needs, or None, the function that writes it, its title)
+BLOCKS = {
+    "scale-check": ("scale", scale_block, "(a) scale check: iid N(0, 1) q, k; 512 rows of 8 keys"),
+    "real-text": ("real_text", real_text_block, "(b) untrained heads on the first 64 characters"),
+    "smoothing": ("smoothing", smoothing_block, "(c) position-only attention smoothing, T = 64"),
+    "mask-order": ("mask_order", mask_order_block, "(d) mask before or after the softmax? T = 8"),
+    "mask-order-rows": ("mask_order", mask_rows_block, "(d) row sums, softmax then mask"),
+    "equivariance": ("equivariance", equivariance_block, "(e) permutation equivariance"),
+    "online": ("online", online_block, "(e) online softmax and attention"),
+    "cost-count": (None, cost_count_block, f"(e) cost, counted, d = d_head = {COST_D}"),
+}
+
+
+def blocks(results: dict) -> dict[str, str]:
+    """The README's generated blocks whose results are available; timings are never among them."""
+    return {
+        name: write(results.get(needs))
+        for name, (needs, write, _) in BLOCKS.items()
+        if needs is None or needs in results
+    }
+
+
+def timing_table(cost: dict) -> str:
+    """Measured forward times (printed only: they depend on the machine)."""
+    rows = [
+        [r["T"], f"{1e3 * r['seconds']:.2f}", f"{r['flops'] / r['seconds'] / 1e9:.1f}"]
+        for r in cost["rows"]
+    ]
+    table = markdown_table(["T", "ms per forward (best)", "GFLOP/s"], rows)
+    return table + f"fitted exponent: time ~ T^{cost['exponent']:.2f} (O(T^2 d) predicts 2)\n"
+
+
+FIGURES = [  # (result, plot function, file name)
+    ("scale", plots.scale_check, "scale_check.png"),
+    ("real_text", plots.real_text, "real_text_heatmaps.png"),
+    ("smoothing", plots.smoothing, "smoothing.png"),
+    ("mask_order", plots.mask_order, "mask_order.png"),
+    ("equivariance", plots.equivariance, "equivariance.png"),
+    ("online", plots.online, "online_softmax.png"),
+    ("cost", plots.cost, "cost.png"),
+]
+
+
+def figures(results: dict, folder: Path) -> list[Path]:
+    """Write the figure of every available result into `folder`; return the paths."""
+    return [draw(results[name], folder / file) for name, draw, file in FIGURES if name in results]
+
+
+def main(argv: list[str], impl: str) -> int:
+    """`pixi run step-04 [--write-docs] [--out DIR] [--repeats N]`."""
+    parser = argparse.ArgumentParser(prog="pixi run step-04", description=__doc__)
+    parser.add_argument("--write-docs", action="store_true", help="rewrite README.md's numbers")
+    parser.add_argument("--out", type=Path, default=None, help="root for out/step-04/ figures")
+    parser.add_argument("--repeats", type=int, default=3, help="timed rounds per T (best kept)")
+    args = parser.parse_args(argv)
+    if args.repeats < 1:
+        parser.error(f"--repeats must be at least 1, got {args.repeats}")
+    try:
+        head = load(STEP, "head", impl)
+    except ImplImportError as exc:
+        print(f"step-04 stopped: {exc}")
+        return 1
+    results, todos = compute_available(head, repeats=args.repeats)
+    for name, body in blocks(results).items():
+        print(BLOCKS[name][2], body, sep="\n")
+    if "cost" in results:
+        print(
+            "(e) cost, measured on this machine, one thread: changes from run to run, checked nowhere"
+        )
+        print(timing_table(results["cost"]))
+    for path in figures(results, out_dir(STEP, args.out)):
+        print(f"wrote {path}")
+    if todos:
+        print(f"\nnot run yet, a TODO in steps/{STEP}/{impl}/head.py comes first:")
+        print("\n".join(f"  {todo}" for todo in todos))
+        if args.write_docs:
+            print("README.md not rewritten: its numbers need every experiment")
+        return 1
+    if args.write_docs:
+        changed = [
+            name for name, body in blocks(results).items() if write_block(README, name, body)
+        ]
+        print(f"README.md: {', '.join(changed) or 'already up to date'}")
+    return 0

@@ -1,0 +1,66 @@
+"""Step 4: one head of causal self-attention, plus the small functions its experiments need."""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F  # noqa: F401  (forward needs F.softmax)
+
+
+class Head(nn.Module):
+    """One head of causal self-attention: (B, T, d) -> (B, T, d_head)."""
+
+    def __init__(self, d, d_head, T_max):
+        super().__init__()
+        self.d, self.d_head, self.T_max = d, d_head, T_max
+        self.key = nn.Linear(d, d_head, bias=False)
+        self.query = nn.Linear(d, d_head, bias=False)
+        self.value = nn.Linear(d, d_head, bias=False)
+        # causal mask, built once; a buffer moves with the module but is not trained
+        self.register_buffer("tril", torch.tril(torch.ones(T_max, T_max)))  # (T_max, T_max)
+        self.A = None  # the last attention matrix, (B, T, T), kept for plotting
+
+    def check_input(self, x):
+        """Raise ValueError unless x is a (B, T, d) tensor with T <= T_max."""
+        if not isinstance(x, torch.Tensor) or x.dim() != 3:
+            got = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
+            raise ValueError(
+                f"x must have shape (B, T, d) = 3 dims, got {got}; add a batch axis with x[None]"
+            )
+        B, T, d = x.shape
+        if d != self.d:
+            raise ValueError(f"x has width d={d}, but this head was built for d={self.d}")
+        if T > self.T_max:
+            raise ValueError(f"sequence length T={T} exceeds T_max={self.T_max}")
+
+    def forward(self, x):
+        """Causal attention of every position over itself and the positions before it."""
+        raise NotImplementedError(
+            "TODO(step-04 4.1): call self.check_input(x); q, k, v from the three linear maps; scores q k^T / sqrt(d_head); masked_fill with -inf where self.tril[:T, :T] == 0; softmax over the last axis; keep A.detach() in self.A; return A @ v"
+        )
+
+
+def attention_scores(q, k, scale=True):
+    """Unmasked scores q k^T, divided by sqrt(d_k) if `scale`: (B, T, d_k), (B, T, d_k) -> (B, T, T)."""
+    raise NotImplementedError(
+        "TODO(step-04 4.2): return q @ k.transpose(-2, -1), divided by sqrt(d_k) only when scale is true"
+    )
+
+
+def smoothing_weights(T, s):
+    """Causal attention over positions only, scores -(i-j)^2 / (2 s^2): a (T, T) matrix."""
+    raise NotImplementedError(
+        "TODO(step-04 4.4): scores[i, j] = -(i - j)**2 / (2 * s**2) for positions i, j < T; -inf where j > i; softmax over the last axis"
+    )
+
+
+def online_softmax(scores):
+    """Softmax over the last axis, one key at a time (each row's first score must be finite)."""
+    raise NotImplementedError(
+        "TODO(step-04 going further): loop over keys j keeping a running max m and sum s of exp(score - m), rescaling s by exp(m_old - m_new); return exp(scores - m) / s"
+    )
+
+
+def online_attention(q, k, v):
+    """Causal scaled attention, one key at a time, never building the (T, T) matrix."""
+    raise NotImplementedError(
+        "TODO(step-04 going further): as online_softmax, plus a running sum of exp(score - m) * v_j; scores q.k_j / sqrt(d_k); key j only counts for queries i >= j"
+    )

@@ -1,0 +1,23 @@
+"""Fixtures for Step 4: the modules under test, loaded when a test asks for them."""
+
+import pytest
+
+from common.loader import load, load_file, step_dir
+
+
+@pytest.fixture
+def head():
+    """The head module under test (starter or solution, per --impl, or an override)."""
+    return load("step-04", "head")
+
+
+@pytest.fixture
+def experiments():
+    """steps/step-04/experiments.py: the measurements, given a head module."""
+    return load_file(step_dir("step-04") / "experiments.py", "_course_step_04_experiments")
+
+
+@pytest.fixture
+def run():
+    """steps/step-04/run.py: tables, figures and the README's generated blocks."""
+    return load_file(step_dir("step-04") / "run.py", "_course_run_step_04")

@@ -1,0 +1,47 @@
+"""The numbers in README.md are the numbers a fresh run prints."""
+
+from decimal import Decimal, InvalidOperation
+
+from common.docs import parse_table, read_block
+
+# Tolerance, per cell: one unit in the last digit the README prints. The value can sit next to a
+# rounding boundary, and another CPU or BLAS may add the same floats in another order. Values
+# below NOISE are float32 rounding errors (the ~1e-7 differences of the equivariance and online
+# checks); their digits depend on the machine, so both sides only have to stay below NOISE.
+NOISE = 1e-4
+
+
+def _number(cell: str) -> Decimal | None:
+    try:
+        return Decimal(cell.removesuffix("%"))
+    except InvalidOperation:
+        return None
+
+
+def cells_agree(readme: str, fresh: str) -> bool:
+    """True if two table cells show the same number up to the tolerance above (or equal text)."""
+    a, b = _number(readme), _number(fresh)
+    if a is None or b is None:
+        return readme == fresh
+    if abs(a) < NOISE and abs(b) < NOISE:
+        return True
+    unit = Decimal(1).scaleb(a.as_tuple().exponent)  # "4.01" -> 0.01, "5.9e-01" -> 0.01
+    return abs(a - b) <= unit
+
+
+def test_readme_numbers_match_a_fresh_run(head, run):
+    fresh = run.blocks(run.compute(head, timing_Ts=(16, 32), repeats=1))
+    # the rule itself, on examples
+    assert cells_agree("4.01", "4.02") and not cells_agree("4.01", "4.03")
+    assert cells_agree("9.4%", "9.5%") and not cells_agree("9.4%", "9.6%")
+    assert cells_agree("1.2e-07", "3.0e-08") and not cells_agree("5.9e-01", "6.1e-01")
+    for name, block in fresh.items():
+        in_readme = read_block(run.README, name)
+        assert in_readme.splitlines()[0] == block.splitlines()[0], f"{name}: header changed"
+        rows, fresh_rows = parse_table(in_readme), parse_table(block)
+        assert len(rows) == len(fresh_rows), f"{name}: run `pixi run step-04 --write-docs`"
+        for row, fresh_row in zip(rows, fresh_rows, strict=True):
+            assert all(map(cells_agree, row, fresh_row)) and len(row) == len(fresh_row), (
+                f"README block {name!r} says {row}, a fresh run gives {fresh_row}; "
+                "if the code changed on purpose, run `pixi run step-04 --write-docs`"
+            )

@@ -1,0 +1,157 @@
+"""The experiments of 4.2-4.4 and Going further: the pattern each one is meant to show."""
+
+import ast
+import math
+from pathlib import Path
+
+import pytest
+import torch
+
+from common.figures import out_dir
+from common.loader import load_checkpoint
+from common.seeding import randn
+
+FLOAT32_TOL = 1e-6  # float32 results of O(1) size computed along two different routes
+# Max |difference| that still counts as "equal up to rounding" in the equivariance checks: the
+# permuted input makes the matrix products add in another order, which moves float32 outputs of
+# size ~1 by about 1e-7.
+ROUNDING = 1e-5
+
+
+def test_scale_check_follows_the_variance_lemma(head, experiments):
+    for row in experiments.scale_check(head):
+        # 4096 scores per width: the sample std is within about 2% of the true one, so 15% is
+        # far outside chance and still catches a missing (or doubled) sqrt(d_k).
+        assert abs(row["raw_std"] / math.sqrt(row["d_k"]) - 1) < 0.15, row["d_k"]
+        assert abs(row["scaled_std"] - 1) < 0.15, row["d_k"]
+
+
+def test_unscaled_rows_saturate_as_d_k_grows(head, experiments):
+    rows = experiments.scale_check(head)
+    raw = [r["max_raw"] for r in rows]
+    assert raw == sorted(raw) and raw[-1] > raw[0] + 0.1, raw
+    # at d_k = 256 raw scores have std 16, so the top two of 8 are typically several units
+    # apart and e^(-gap) is tiny: most rows are one-hot to two decimals (measured about 60%)
+    assert rows[-1]["saturated_raw"] > 0.5
+    # scaled rows are softmaxes of 8 N(0, 1) scores whatever d_k is; a weight above 0.99 needs
+    # a gap of about ln(99 * 7) = 6.5 standard deviations, which does not happen in 512 rows
+    assert all(r["saturated_scaled"] == 0 for r in rows)
+    scaled = [r["max_scaled"] for r in rows]
+    assert max(scaled) - min(scaled) < 0.03, scaled
+
+
+def test_real_text_heatmaps_are_causal_rows_of_probabilities(head, experiments):
+    result = experiments.real_text(head)
+    assert result["text"] == load_checkpoint("step-03", "data").load_text()[:64]
+    A = result["A"]  # (5, 64, 64)
+    assert A.shape == (5, 64, 64)
+    assert torch.equal(torch.triu(A, diagonal=1), torch.zeros_like(A))
+    tol = 64 * torch.finfo(torch.float32).eps  # rounding grows with the 64 terms of a row
+    assert torch.allclose(A.sum(dim=-1), torch.ones(5, 64), rtol=0, atol=tol)
+    assert (A >= 0).all()
+    for a in range(5):
+        for b in range(a):
+            assert (A[a] - A[b]).abs().max() > 0.01, f"seeds {a} and {b} give the same picture"
+
+
+def test_untrained_heads_on_text_are_close_to_uniform(head, experiments):
+    result = experiments.real_text(head)
+    # the README's reading of table (b): default initialisation gives small scores
+    assert all(0.8 < r["evenness"] < 1 for r in result["rows"])
+    assert abs(result["uniform"] - sum(1 / n for n in range(1, 65)) / 64) < 1e-12
+
+
+def test_smoothing_weights_are_a_causal_gaussian_kernel(head):
+    s = 1.5
+    W = head.smoothing_weights(6, s)  # (6, 6)
+    assert W.shape == (6, 6)
+    assert torch.equal(torch.triu(W, diagonal=1), torch.zeros_like(W))
+    assert torch.allclose(W.sum(dim=-1), torch.ones(6), rtol=0, atol=6e-7)
+    for i in range(6):
+        for j in range(i + 1):
+            kernel = math.exp(-((i - j) ** 2) / (2 * s**2))
+            assert math.isclose(W[i, j] / W[i, i], kernel, rel_tol=1e-5), (i, j)
+    assert torch.allclose(head.smoothing_weights(5, 0.05), torch.eye(5), atol=FLOAT32_TOL)
+
+
+def test_wider_kernels_average_more_and_lag_more(head, experiments):
+    result = experiments.smoothing(head)
+    rows = result["rows"]
+    look_back = [r["look_back"] for r in rows]
+    keys = [r["keys"] for r in rows]
+    assert look_back == sorted(look_back) and keys == sorted(keys)
+    best = min(r["rmse"] for r in rows)
+    assert best < 0.8 * result["noise"], "some bandwidth should remove part of the noise"
+    assert rows[-1]["rmse"] > best, "the widest one-sided window should lag behind the signal"
+
+
+def test_mask_after_softmax_is_caught_by_the_simplex_test(head, experiments):
+    result = experiments.mask_order(head)
+    lo, hi = result["good"]
+    assert abs(lo - 1) < 1e-6 and abs(hi - 1) < 1e-6
+    lo, hi = result["bad"]
+    assert 0 < lo < 0.2, lo
+    assert abs(hi - 1) < 1e-6, "the last row sees every key, so nothing is masked away"
+    # row i keeps the weight that fell on i + 1 of the 8 keys; the scores of an untrained head
+    # are small, so that share is close to (i + 1) / 8 (measured within 0.04 over 4 batches)
+    for i, kept in enumerate(result["bad_by_row"]):
+        assert abs(kept - (i + 1) / 8) < 0.1, (i, kept)
+    tree = ast.parse(Path(__file__).with_name("test_head.py").read_text(encoding="utf-8"))
+    tests = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
+    assert "test_rows_are_in_the_simplex" in result["caught"]
+    assert set(result["caught"]) <= tests, "the experiment names a test that does not exist"
+
+
+def test_permutation_equivariance_and_where_it_breaks(head, experiments):
+    diffs = experiments.equivariance(head)
+    *equivariant, broken = diffs.values()
+    assert all(d < ROUNDING for d in equivariant), diffs
+    assert broken > 0.1, diffs  # positions attached to token slots: an O(1) difference
+
+
+def test_online_softmax_matches_softmax(head):
+    scores = 3 * randn(4, 8, 8, seed=3)
+    future = torch.ones(8, 8, dtype=torch.bool).triu(diagonal=1)
+    masked = scores.masked_fill(future, float("-inf"))
+    for s in (scores, masked, scores + 1000, scores[0, 0]):
+        # + 1000: exp would overflow float32 without the running max
+        online = head.online_softmax(s)
+        assert not online.isnan().any()
+        assert torch.allclose(online, torch.softmax(s, dim=-1), atol=FLOAT32_TOL)
+
+
+def test_online_attention_matches_the_head(head, experiments):
+    result = experiments.online_check(head)
+    for name, diff in result["diffs"].items():
+        assert diff < FLOAT32_TOL, name
+    assert result["naive_nan"] == 1.0  # exp(1000) = inf, and inf / inf = nan
+
+
+def test_cost_counts_and_times_without_checking_speed(head, experiments):
+    result = experiments.cost(head, Ts=(8, 16), d=8, d_head=4, repeats=1)
+    assert [r["T"] for r in result["rows"]] == [8, 16]
+    assert [r["flops"] for r in result["rows"]] == [
+        2 * 3 * T * 8 * 4 + 4 * T * T * 4 for T in (8, 16)
+    ]
+    assert all(r["seconds"] > 0 for r in result["rows"])
+    assert math.isfinite(result["exponent"])  # its value depends on the machine: not checked
+
+
+@pytest.mark.slow  # about 3 s: matplotlib draws seven figures, one of them with ten heatmaps
+def test_every_figure_is_a_png(head, run, tmp_path):
+    results = run.compute(head, timing_Ts=(16, 32), repeats=1)
+    paths = run.figures(results, out_dir("step-04", tmp_path))
+    assert {p.name for p in paths} == {
+        "scale_check.png",
+        "real_text_heatmaps.png",
+        "smoothing.png",
+        "mask_order.png",
+        "equivariance.png",
+        "online_softmax.png",
+        "cost.png",
+    }
+    for path in paths:
+        assert path.parent == tmp_path / "step-04"
+        data = path.read_bytes()
+        assert data.startswith(b"\x89PNG\r\n\x1a\n"), path.name
+        assert len(data) > 10_000, f"{path.name} is suspiciously small"

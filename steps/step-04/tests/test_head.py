@@ -1,0 +1,153 @@
+"""Tasks 4.1 and 4.2: the head's shapes, the two properties proved on paper, and its errors."""
+
+import math
+
+import pytest
+import torch
+
+from common.seeding import randn, seed_all
+
+B, T, D, D_HEAD = 4, 8, 32, 16  # the 4.2 setting: x of shape (4, 8, 32), Head(32, 16, T_max=8)
+# A row sum adds T float32 weights; each weight carries a rounding error of about eps/2 from the
+# exp and the division, and each addition adds another: T * eps (about 1e-6 for T = 8) bounds the
+# total, while the typical error measured is about 1e-7.
+ROW_SUM_TOL = T * torch.finfo(torch.float32).eps
+# Two float32 computations of the same O(1) quantity that sum in different orders.
+FLOAT32_TOL = 1e-6
+
+
+def make(head, seed=0, T_max=T):
+    """A seeded Head(32, 16, T_max) and a seeded x of shape (4, 8, 32)."""
+    seed_all(seed)
+    return head.Head(D, D_HEAD, T_max=T_max), randn(B, T, D, seed=seed + 100)
+
+
+def test_shapes_parameters_and_stashed_attention(head):
+    h, x = make(head)
+    out = h(x)
+    assert out.shape == (B, T, D_HEAD)
+    assert h.A.shape == (B, T, T)
+    assert not h.A.requires_grad, "keep A.detach() in self.A"
+    assert sorted(name for name, _ in h.named_parameters()) == [
+        "key.weight",
+        "query.weight",
+        "value.weight",
+    ]
+    assert "tril" in dict(h.named_buffers())  # a buffer: saved and moved, never trained
+
+
+def test_rows_are_in_the_simplex(head):
+    h, x = make(head)
+    h(x)
+    A = h.A
+    assert (A >= 0).all(), "negative (or nan) attention weights"
+    assert torch.allclose(A.sum(dim=-1), torch.ones(B, T), rtol=0, atol=ROW_SUM_TOL), (
+        f"row sums range over {A.sum(dim=-1).min():.4f}..{A.sum(dim=-1).max():.4f}, not 1"
+    )
+    assert torch.equal(torch.triu(A, diagonal=1), torch.zeros_like(A)), "weight on future keys"
+
+
+def test_first_position_sees_only_itself(head):
+    h, x = make(head)
+    out = h(x)
+    assert torch.equal(h.A[:, 0, 0], torch.ones(B))  # a single key gets all of the weight
+    assert torch.allclose(out[:, 0], h.value(x)[:, 0], atol=FLOAT32_TOL)
+
+
+def test_output_stays_in_the_convex_hull_of_the_values(head):
+    h, x = make(head)
+    out = h(x).detach()
+    v = h.value(x).detach()  # (B, T, d_head)
+    for i in range(T):
+        # a convex combination of v_0..v_i lies inside their bounding box, coordinate by coordinate
+        low, high = v[:, : i + 1].amin(dim=1), v[:, : i + 1].amax(dim=1)  # (B, d_head)
+        assert (out[:, i] >= low - FLOAT32_TOL).all() and (out[:, i] <= high + FLOAT32_TOL).all()
+
+
+def test_causality_by_perturbation(head):
+    h, x = make(head)
+    out = h(x)
+    x2 = x.clone()
+    x2[:, 5, :] = randn(B, D, seed=7)  # an arbitrary change at position 5
+    out2 = h(x2)
+    assert torch.equal(out[:, :5], out2[:, :5]), "positions 0-4 must not see position 5 at all"
+    for i in range(5, T):
+        assert not torch.allclose(out[:, i], out2[:, i]), f"position {i} should see position 5"
+
+
+def test_causality_by_gradient(head):
+    h, x = make(head)
+    x.requires_grad_(True)
+    out = h(x)
+    out[0, 3].sum().backward()  # d(sum of the d_head outputs at batch 0, position 3) / dx
+    g = x.grad  # (B, T, d)
+    assert torch.equal(g[0, 4:], torch.zeros_like(g[0, 4:])), "out[0, 3] depends on x[0, j > 3]"
+    assert (g[0, :4].abs().sum(dim=-1) > 0).all(), "out[0, 3] should depend on x[0, 0..3]"
+    assert torch.equal(g[1:], torch.zeros_like(g[1:])), "batch elements must not mix"
+
+
+def test_a_shorter_sequence_gives_the_same_prefix(head):
+    h, x = make(head)
+    out = h(x)
+    short = h(x[:, :5])  # T = 5 < T_max = 8
+    assert short.shape == (B, 5, D_HEAD)
+    assert h.A.shape == (B, 5, 5)
+    # causality again: the first 5 outputs cannot depend on whether positions 5-7 exist
+    assert torch.allclose(short, out[:, :5], atol=FLOAT32_TOL)
+
+
+def test_attention_matches_the_formula(head):
+    h, x = make(head)
+    out = h(x)
+    with torch.no_grad():  # softmax(mask(q k^T / sqrt(d_head))) v, written out independently
+        q, k, v = x @ h.query.weight.T, x @ h.key.weight.T, x @ h.value.weight.T
+        scores = torch.einsum("bid,bjd->bij", q, k) / math.sqrt(D_HEAD)
+        future = torch.ones(T, T, dtype=torch.bool).triu(diagonal=1)
+        A = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
+    assert torch.allclose(h.A, A, atol=FLOAT32_TOL)
+    assert torch.allclose(out, A @ v, atol=FLOAT32_TOL)
+
+
+def test_scores_are_divided_by_sqrt_d_head(head):
+    h = head.Head(4, 4, T_max=2)
+    with torch.no_grad():
+        for linear in (h.query, h.key, h.value):
+            linear.weight.copy_(torch.eye(4))
+    x = torch.tensor([[[0.0, 0.0, 0.0, 0.0], [1.0, 1.0, 1.0, 1.0]]])  # (1, 2, 4)
+    h(x)
+    # row 1 scores: x1.x0 = 0 and x1.x1 = 4, divided by sqrt(4) = 2
+    expected = torch.softmax(torch.tensor([0.0, 2.0]), dim=0)
+    unscaled = torch.softmax(torch.tensor([0.0, 4.0]), dim=0)
+    assert torch.allclose(h.A[0, 1], expected, atol=FLOAT32_TOL), (
+        f"got {h.A[0, 1].tolist()}; without the 1/sqrt(d_head) it would be {unscaled.tolist()}"
+    )
+
+
+def test_gradients_reach_the_three_weight_matrices(head):
+    h, x = make(head)
+    h(x).sum().backward()
+    for name in ("query", "key", "value"):
+        assert getattr(h, name).weight.grad.abs().sum() > 0, f"no gradient reaches {name}"
+
+
+@pytest.mark.parametrize(
+    "shape, message",
+    [
+        ((1, 9, D), r"sequence length T=9 exceeds T_max=8"),
+        ((1, 8, 31), r"x has width d=31, but this head was built for d=32"),
+        ((8, D), r"3 dims, got \(8, 32\)"),
+        ((1, 1, 8, D), r"3 dims, got \(1, 1, 8, 32\)"),
+    ],
+    ids=["too-long", "wrong-width", "no-batch-axis", "extra-axis"],
+)
+def test_bad_input_is_refused_with_a_clear_message(head, shape, message):
+    h, _ = make(head)
+    with pytest.raises(ValueError, match=message):
+        h(torch.zeros(shape))
+
+
+def test_attention_scores_with_and_without_the_scaling(head):
+    q, k = randn(2, 3, 16, seed=1), randn(2, 3, 16, seed=2)
+    raw = head.attention_scores(q, k, scale=False)
+    assert torch.allclose(raw, torch.einsum("bid,bjd->bij", q, k), atol=1e-5)  # |q.k| ~ 4
+    assert torch.allclose(head.attention_scores(q, k), raw / 4, atol=FLOAT32_TOL)  # sqrt(16)
