@@ -50,6 +50,8 @@ def scale_check(head, d_ks=(16, 64, 256), B=64, T=8, seed=0):
                 max_scaled=top_scaled.mean().item(),
                 saturated_raw=(top_raw > SATURATED).float().mean().item(),
                 saturated_scaled=(top_scaled > SATURATED).float().mean().item(),
+                largest_raw=top_raw.max().item(),
+                largest_scaled=top_scaled.max().item(),
                 top_raw=top_raw.flatten(),
                 top_scaled=top_scaled.flatten(),
             )

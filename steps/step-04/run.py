@@ -56,6 +56,7 @@ def scale_block(rows) -> str:
     """(a) the scale check."""
     header = ["d_k", "raw std", "sqrt(d_k)", "scaled std"]
     header += ["max weight, raw", "max weight, scaled", "rows > 0.99, raw", "rows > 0.99, scaled"]
+    header += ["largest weight, raw", "largest weight, scaled"]
     return markdown_table(
         header,
         [
@@ -68,6 +69,8 @@ def scale_block(rows) -> str:
                 f"{r['max_scaled']:.3f}",
                 _pct(r["saturated_raw"]),
                 _pct(r["saturated_scaled"]),
+                f"{r['largest_raw']:.3f}",
+                f"{r['largest_scaled']:.3f}",
             ]
             for r in rows
         ],

@@ -36,6 +36,9 @@ def test_unscaled_rows_saturate_as_d_k_grows(head, experiments):
     # scaled rows are softmaxes of 8 N(0, 1) scores whatever d_k is; a weight above 0.99 needs
     # a gap of about ln(99 * 7) = 6.5 standard deviations, which does not happen in 512 rows
     assert all(r["saturated_scaled"] == 0 for r in rows)
+    # the handout's "max weight, raw = 1.000" already at d_k = 16: some row is one-hot to 3 decimals
+    assert all(r["largest_raw"] > 0.9995 for r in rows), [r["largest_raw"] for r in rows]
+    assert all(r["largest_scaled"] < 0.99 for r in rows)
     scaled = [r["max_scaled"] for r in rows]
     assert max(scaled) - min(scaled) < 0.03, scaled
 
