@@ -152,9 +152,10 @@ def test_bad_block_size_is_a_value_error(blocks):
         tiled_attention(q, k, v, **blocks)
 
 
-def test_readme_block_is_the_rendering_of_results_json():
+@pytest.mark.parametrize("doc", bench_attention.QUOTED_IN, ids=lambda p: p.parent.name)
+def test_readme_block_is_the_rendering_of_results_json(doc):
     results = json.loads(bench_attention.RESULTS.read_text(encoding="utf-8"))
-    block = read_block(bench_attention.README, bench_attention.BLOCK)
+    block = read_block(doc, bench_attention.BLOCK)
     assert block == bench_attention.render_block(results)
     assert results["env"] in block and results["cpu"] in block  # names the recording machine
     assert [row[0] for row in parse_table(block)] == [str(T) for T in bench_attention.FULL_T]
