@@ -205,3 +205,6 @@ def _broken_sdpa(reference, bug: Bug):
         return A @ v, A  # (..., T_q, T_k) @ (..., T_k, d_v) -> (..., T_q, d_v)
 
     return scaled_dot_product_attention
+
+
+BY_NAME = {bug.name: bug for bug in BUGS + PADDING_BUGS}
