@@ -51,7 +51,7 @@ def pytest_sessionstart(session):
             try:
                 load(step, module, impl)
             except ImplImportError as exc:
-                pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
+                raise pytest.UsageError(str(exc)) from None
 
 
 def pytest_terminal_summary(terminalreporter, config):

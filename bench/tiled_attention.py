@@ -108,8 +108,8 @@ def tiled_attention(
         _check_mask(mask, (*lead, T_q, T_k))
         mask = mask.expand(*lead, T_q, T_k)  # (..., T_q, T_k) a view: nothing is copied
     scale = 1.0 / math.sqrt(d_head) if scale is None else scale
-    # Scores are kept in base 2: exp(x) = 2^(x * log2(e)), and torch's exp2 kernel is several times
-    # faster than exp on CPU (bench/README.md). The factor rides along with the scale on q.
+    # Scores are kept in base 2: exp(x) = 2^(x * log2(e)), and torch's exp2 kernel was faster than
+    # exp on the recording machine's CPU (bench/README.md). The factor rides along with the scale on q.
     scale2 = scale * LOG2_E
     N = math.prod(lead)
     q = q.reshape(N, T_q, d_head)  # (..., T_q, hs) -> (N, T_q, hs)

@@ -8,7 +8,7 @@ from datetime import datetime
 from pathlib import Path
 
 from common import REPO_ROOT
-from common.loader import step_dir, step_names
+from common.loader import checkpoint_names, step_dir, step_names
 
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc")
 
@@ -50,14 +50,25 @@ def catch_up(folder: Path, now: datetime | None = None) -> tuple[Path | None, st
     rel = _shown(starter)
     if caught_up(starter, solution):
         return None, f"{rel} already holds the reference solution; nothing changed."
-    backup = backup_path(starter, now or datetime.now())
-    if starter.exists():
-        shutil.copytree(starter, backup, ignore=IGNORED)
-        shutil.rmtree(starter)
-    shutil.copytree(solution, starter, ignore=IGNORED)
+    now = now or datetime.now()
+    # Copy first, then swap by renaming, so a failure never leaves a half-replaced starter.
+    staging = folder / f".catch-up-{now:%Y%m%d-%H%M%S}"
+    shutil.rmtree(staging, ignore_errors=True)
+    shutil.copytree(solution, staging, ignore=IGNORED)
+    backup = backup_path(starter, now) if starter.exists() else None
+    try:
+        if backup is not None:
+            backup.parent.mkdir(exist_ok=True)
+            starter.rename(backup)
+        staging.rename(starter)
+    except OSError as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        if backup is not None and backup.exists() and not starter.exists():
+            backup.rename(starter)  # put the student's version back where it was
+        raise OSError(f"could not replace {rel} ({exc}); nothing was changed") from exc
+    saved = f"Your version of {rel} is saved in {_shown(backup)}/\n" if backup else ""
     return backup, (
-        f"Your version of {rel} is saved in {_shown(backup)}/\n"
-        f"{rel} now holds the reference solution. Next: pixi run check-{folder.name}"
+        f"{saved}{rel} now holds the reference solution. Next: pixi run check-{folder.name}"
     )
 
 
@@ -66,9 +77,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="pixi run catch-up", description=__doc__)
     parser.add_argument("step", help=f"one of: {', '.join(step_names())}")
     args = parser.parse_args(argv)
+    if args.step in checkpoint_names():
+        parser.error(
+            f"{args.step} is a checkpoint, not a step: use solutions/{args.step}/ as it is "
+            f"(pixi run {args.step}); steps you can catch up on: {', '.join(step_names())}"
+        )
     if args.step not in step_names():
         parser.error(f"unknown step {args.step!r}; valid steps: {', '.join(step_names())}")
-    print(catch_up(step_dir(args.step))[1])
+    try:
+        print(catch_up(step_dir(args.step))[1])
+    except OSError as exc:
+        parser.exit(1, f"pixi run catch-up: {exc}\n")
     return 0
 
 

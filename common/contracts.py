@@ -132,13 +132,24 @@ def readme_task_problems(text: str, tasks: dict[str, dict], where: str) -> list[
     ]
 
 
-def _asserts(node: ast.AST) -> bool:
-    """Does this function body assert something (assert, pytest.raises/warns, assert_*(...))?"""
-    for sub in ast.walk(node):
-        if isinstance(sub, ast.Assert):
+def _own_nodes(func: ast.AST):
+    """The nodes of a function body, without those of functions or classes nested in it."""
+    todo = list(ast.iter_child_nodes(func))
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
+            continue  # code that may never run proves nothing
+        yield node
+        todo.extend(ast.iter_child_nodes(node))
+
+
+def _asserts(func: ast.AST) -> bool:
+    """Does this test assert something (a non-constant assert, pytest.raises/warns, assert_*())?"""
+    for node in _own_nodes(func):
+        if isinstance(node, ast.Assert) and not isinstance(node.test, ast.Constant):
             return True
-        if isinstance(sub, ast.Call):
-            f = sub.func
+        if isinstance(node, ast.Call):
+            f = node.func
             name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
             if name in ("raises", "warns", "fail") or name.startswith("assert"):
                 return True
@@ -196,10 +207,14 @@ def starter_run(folder: Path, junit: Path, steps_dir: Path | None = None) -> tup
         bad = case.find("failure") if case.find("failure") is not None else case.find("error")
         if bad is None:
             problems.append(f"{folder.name}: {name} passes on the untouched starter")
-        elif "NotImplementedError" not in (bad.get("message", "") + (bad.text or "")):
+            continue
+        text = bad.get("message", "") + (bad.text or "")
+        if "NotImplementedError" not in text:
             problems.append(
                 f"{folder.name}: {name} fails on the starter without NotImplementedError"
             )
+        elif f"TODO({folder.name}" not in text:
+            problems.append(f"{folder.name}: {name} hits a NotImplementedError that names no TODO")
     if count == 0:
         problems.append(f"{folder.name}: no tests ran against the starter (exit {code})")
     return code, problems

@@ -3,6 +3,7 @@
 import importlib
 import importlib.machinery
 import importlib.util
+import itertools
 import os
 import sys
 import traceback
@@ -13,8 +14,9 @@ from types import ModuleType
 from common import REPO_ROOT, SOLUTIONS_DIR, STEPS_DIR
 
 IMPLS = ("solution", "starter")
-IMPL_ENV = "COURSE_IMPL"  # set by `pytest --impl` and `python -m common.run --impl`
+IMPL_ENV = "COURSE_IMPL"  # set by `pytest --impl`; also the default of `python -m common.run`
 _overrides: dict[tuple[str, str], ModuleType] = {}
+_fresh_ids = itertools.count()
 
 
 class UnknownStepError(ValueError):
@@ -51,11 +53,15 @@ def current_impl() -> str:
 
 
 def _package(name: str, folder: Path) -> str:
-    """Register `folder` as an importable package called `name` (idempotent)."""
-    if name not in sys.modules:
+    """Register `folder` as an importable package called `name` (idempotent for the same folder)."""
+    existing = sys.modules.get(name)
+    if existing is None:
         spec = importlib.machinery.ModuleSpec(name, None, is_package=True)
         spec.submodule_search_locations = [str(folder)]
         sys.modules[name] = importlib.util.module_from_spec(spec)
+    elif [str(folder)] != list(getattr(existing, "__path__", [])):
+        # Reusing a name for another folder would silently hand back the other folder's code.
+        raise ValueError(f"package {name!r} already loads {existing.__path__}, not {folder}")
     return name
 
 
@@ -102,6 +108,11 @@ def load_checkpoint(name: str, module: str) -> ModuleType:
 def load_from(folder: Path, module: str, package: str) -> ModuleType:
     """Import `module` from an arbitrary implementation folder under the package name `package`."""
     return _import(_package(package, folder), folder, module)
+
+
+def load_fresh(folder: Path, module: str) -> ModuleType:
+    """A new, uncached copy of `module` from `folder`: patching it changes nothing else."""
+    return load_from(folder, module, f"_course_fresh_{next(_fresh_ids)}")
 
 
 def load_file(path: Path, name: str) -> ModuleType:

@@ -5,7 +5,7 @@ import sys
 
 from common import SOLUTIONS_DIR
 from common.envreport import report
-from common.loader import IMPLS, checkpoint_names, load_file, step_dir, step_names
+from common.loader import IMPLS, checkpoint_names, current_impl, load_file, step_dir, step_names
 
 
 def runnable() -> dict[str, object]:
@@ -23,7 +23,9 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m common.run", description=__doc__, add_help=False
     )
     parser.add_argument("step", help=f"one of: {', '.join(scripts)}")
-    parser.add_argument("--impl", choices=IMPLS, default="solution", help="code to run")
+    parser.add_argument(
+        "--impl", choices=IMPLS, default=current_impl(), help="code to run (default: solution)"
+    )
     argv = sys.argv[1:] if argv is None else argv
     if not argv or argv[0] in ("-h", "--help"):
         parser.print_help()
@@ -31,7 +33,8 @@ def main(argv: list[str] | None = None) -> int:
     args, rest = parser.parse_known_args(argv)
     if args.step not in scripts:
         parser.error(f"unknown step {args.step!r}; valid steps: {', '.join(scripts)}")
-    print(report(), end="\n\n")
+    if not {"-h", "--help"} & set(rest):  # the step's own help comes without the report
+        print(report(), end="\n\n")
     module = load_file(scripts[args.step], f"_course_run_{args.step.replace('-', '_')}")
     return module.main(rest, impl=args.impl)
 

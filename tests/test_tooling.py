@@ -49,6 +49,32 @@ def test_catch_up_never_overwrites_an_earlier_backup(step):
     assert (second / "thing.py").read_text(encoding="utf-8") == "# edited again\n"
 
 
+def test_catch_up_without_a_starter_claims_no_backup(step):
+    shutil.rmtree(step / "starter")
+    backup, message = catchup.catch_up(step, now=datetime(2026, 11, 29, 8, 0, 0))
+    assert backup is None and "saved" not in message
+    assert not (step / "backups").exists()
+    assert (step / "starter" / "thing.py").is_file()
+
+
+def test_catch_up_leaves_no_staging_folder_behind(step):
+    catchup.catch_up(step, now=datetime(2026, 11, 29, 8, 0, 0))
+    assert sorted(p.name for p in step.iterdir()) == [
+        "backups",
+        "run.py",
+        "solution",
+        "starter",
+        "tests",
+    ]
+
+
+def test_catch_up_on_a_checkpoint_says_what_it_is(capsys):
+    with pytest.raises(SystemExit):
+        catchup.main(["step-03"])
+    err = capsys.readouterr().err
+    assert "step-03 is a checkpoint, not a step: use solutions/step-03/ as it is" in err
+
+
 def test_catch_up_unknown_step_lists_the_valid_ones(capsys):
     with pytest.raises(SystemExit) as exit_info:
         catchup.main(["step-404"])

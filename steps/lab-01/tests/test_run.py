@@ -3,7 +3,7 @@
 from pathlib import Path
 
 from common.broken import BY_NAME, broken_module
-from common.loader import load_from
+from common.loader import load_fresh
 
 
 def test_run_passes_on_the_attention_under_test(attention, wrong_mask, runner, capsys):
@@ -14,7 +14,7 @@ def test_run_passes_on_the_attention_under_test(attention, wrong_mask, runner, c
 
 def test_run_fails_when_a_figure_is_over_its_threshold(attention, wrong_mask, runner, capsys):
     """Drop 1/sqrt(d_head) from the attention under test: the table must say FAIL and exit 1."""
-    fresh = load_from(Path(attention.__file__).parent, "attention", "_lab01_run_unscaled")
+    fresh = load_fresh(Path(attention.__file__).parent, "attention")  # a copy we may break
     unscaled = broken_module(fresh, BY_NAME["missing 1/sqrt(d_k)"])
     assert runner.run(unscaled, wrong_mask, False) == 1
     assert "FAIL: a figure is above its threshold" in capsys.readouterr().out
