@@ -47,8 +47,14 @@ def _public(module: ModuleType) -> dict[str, str]:
         elif inspect.isclass(obj):
             found[name] = str(inspect.signature(obj))
             for attr, member in vars(obj).items():
-                if inspect.isfunction(member) and (not attr.startswith("_") or attr == "__init__"):
+                if attr.startswith("_") and attr != "__init__":
+                    continue
+                if isinstance(member, staticmethod | classmethod):
+                    member = member.__func__
+                if inspect.isfunction(member):
                     found[f"{name}.{attr}"] = str(inspect.signature(member))
+                elif isinstance(member, property):
+                    found[f"{name}.{attr}"] = "property"
     return found
 
 

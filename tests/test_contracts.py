@@ -95,6 +95,7 @@ def test_fixture_signature_problems_are_found():
     problems = c.signature_problems(BROKEN)
     assert any("thing.py lacks extra" in p for p in problems)
     assert any("scale signature differs" in p and "factor=3" in p for p in problems)
+    assert any("Box.make signature differs: solution (n), starter (n, m)" in p for p in problems)
 
 
 def test_fixture_missing_tasks_are_found():
