@@ -241,7 +241,7 @@ def run(attention: ModuleType, wrong_mask: ModuleType, write_docs: bool) -> int:
     rows = parity_rows(attention)
     print("Max abs difference against PyTorch (float32, CPU, seeded inputs)\n")
     print(parity_table(rows))
-    print(f"Exercise: the mask that looks right (T = {EXERCISE_T}, seeded q, k, v)\n")
+    print(f"Exercise: right shape, wrong triangle (T = {EXERCISE_T}, seeded q, k, v)\n")
     ex = exercise_buggy(wrong_mask)
     print("\n".join(buggy_lines(ex)))  # printed before the repair, which may still be a TODO
     ex |= exercise_fixed(attention, wrong_mask)

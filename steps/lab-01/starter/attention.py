@@ -17,17 +17,30 @@ def _check_rank(x: torch.Tensor, name: str, layout: str, ndim: int, exact: bool 
         raise ValueError(f"{name} must have shape {layout} ({want}), got shape {tuple(x.shape)}")
 
 
+def _check_size(value: int, name: str) -> None:
+    """Refuse a layer size (d_model, d_head, n_heads) that is not a positive int."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+
+
 def _check_input(x: torch.Tensor, d_model: int) -> None:
-    """Refuse module input that is not [B, T, d_model]."""
+    """Refuse module input that is not a floating-point [B, T, d_model]."""
     _check_rank(x, "x", "[B, T, d_model]", 3)
+    if not x.is_floating_point():
+        raise ValueError(f"x must be a floating-point tensor, got dtype {x.dtype}")
     if x.shape[-1] != d_model:
         raise ValueError(f"x must have width d_model={d_model}, got shape {tuple(x.shape)}")
 
 
 def _check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
-    """Refuse q, k, v that cannot be attended: wrong rank, q/k widths or k/v lengths that differ."""
+    """Refuse q, k, v that cannot be attended: wrong rank or dtype, q/k widths or k/v lengths."""
     for name, t in (("q", q), ("k", k), ("v", v)):
         _check_rank(t, name, "[..., T, d_head]", 2, exact=False)
+    if not (q.is_floating_point() and q.dtype == k.dtype == v.dtype):
+        raise ValueError(
+            "q, k and v must share one floating-point dtype, got "
+            f"q {q.dtype}, k {k.dtype}, v {v.dtype}"
+        )
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(
             f"q and k must have the same width d_head, got q {tuple(q.shape)}, k {tuple(k.shape)}"
@@ -97,6 +110,8 @@ class SelfAttention(nn.Module):
 
     def __init__(self, d_model: int, d_head: int | None = None, bias: bool = False):
         super().__init__()
+        _check_size(d_model, "d_model")
+        _check_size(d_model if d_head is None else d_head, "d_head")
         self.d_model = d_model
         self.d_head = d_model if d_head is None else d_head
         self.query = nn.Linear(d_model, self.d_head, bias=bias)
@@ -123,10 +138,11 @@ class MultiHeadSelfAttention(nn.Module):
 
     def __init__(self, d_model: int, n_heads: int, bias: bool = False):
         super().__init__()
-        if n_heads < 1 or d_model % n_heads != 0:
+        _check_size(d_model, "d_model")
+        _check_size(n_heads, "n_heads")
+        if d_model % n_heads != 0:
             raise ValueError(
-                f"d_model must be divisible by n_heads (a positive int), "
-                f"got d_model={d_model} and n_heads={n_heads}"
+                f"d_model must be divisible by n_heads, got d_model={d_model} and n_heads={n_heads}"
             )
         self.d_model = d_model
         self.n_heads = n_heads

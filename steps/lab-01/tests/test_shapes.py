@@ -154,3 +154,85 @@ def test_input_of_wrong_width_raises(attention):
     seed_all(0)
     with pytest.raises(ValueError, match=r"d_model=8.*\(2, 5, 6\)"):
         attention.MultiHeadSelfAttention(8, 2)(randn(2, 5, 6, seed=0))
+
+
+@pytest.mark.parametrize(
+    "dtypes",
+    [
+        (torch.float32, torch.float64, torch.float32),
+        (torch.float32, torch.float32, torch.float16),
+        (torch.int64, torch.int64, torch.int64),
+    ],
+    ids=["k float64", "v float16", "all int64"],
+)
+def test_q_k_v_of_mixed_or_integer_dtypes_raise(attention, dtypes):
+    """q, k, v must share one floating-point dtype: ValueError naming the three dtypes."""
+    q, k, v = (randn(2, 5, 4, seed=i).to(dtype) for i, dtype in enumerate(dtypes))
+    names = r".*".join(re.escape(str(dtype)) for dtype in dtypes)
+    with pytest.raises(ValueError, match=r"one floating-point dtype.*" + names):
+        attention.scaled_dot_product_attention(q, k, v)
+
+
+def test_same_float64_q_k_v_are_accepted(attention):
+    """One shared floating-point dtype other than float32 is fine: the output keeps it."""
+    q, k, v = (randn(2, 5, 4, seed=i, dtype=torch.float64) for i in range(3))
+    out, weights = attention.scaled_dot_product_attention(q, k, v)
+    assert out.dtype == weights.dtype == torch.float64
+
+
+@pytest.mark.parametrize("module", ["SelfAttention", "MultiHeadSelfAttention"])
+def test_integer_module_input_raises(attention, module):
+    """Integer x (token ids, say, instead of embeddings): ValueError naming the dtype."""
+    seed_all(0)
+    layer = (
+        attention.SelfAttention(8)
+        if module == "SelfAttention"
+        else attention.MultiHeadSelfAttention(8, 2)
+    )
+    x = torch.zeros(2, 5, 8, dtype=torch.int64)  # (B, T, C)
+    with pytest.raises(ValueError, match=r"x must be a floating-point tensor.*torch\.int64"):
+        layer(x)
+
+
+@pytest.mark.parametrize(
+    "d_model, d_head, bad",
+    [
+        (0, None, "d_model"),
+        (-4, None, "d_model"),
+        (8, 0, "d_head"),
+        (8, -2, "d_head"),
+        (8.0, 4, "d_model"),
+    ],
+)
+def test_self_attention_sizes_must_be_positive_ints(attention, d_model, d_head, bad):
+    """A zero, negative or non-int d_model or d_head: ValueError naming it and the value got."""
+    seed_all(0)
+    out, _ = attention.SelfAttention(8, 4)(randn(2, 5, 8, seed=0))  # valid sizes work
+    assert out.shape == (2, 5, 4)
+    value = d_model if bad == "d_model" else d_head
+    with pytest.raises(
+        ValueError, match=rf"{bad} must be a positive int, got {re.escape(repr(value))}"
+    ):
+        attention.SelfAttention(d_model, d_head)
+
+
+@pytest.mark.parametrize(
+    "d_model, n_heads, bad",
+    [
+        (0, 2, "d_model"),
+        (-8, 2, "d_model"),
+        (8, 0, "n_heads"),
+        (8, -2, "n_heads"),
+        (8, True, "n_heads"),
+    ],
+)
+def test_multi_head_sizes_must_be_positive_ints(attention, d_model, n_heads, bad):
+    """A zero, negative or non-int d_model or n_heads: ValueError naming it and the value got."""
+    seed_all(0)
+    out, _ = attention.MultiHeadSelfAttention(8, 2)(randn(2, 5, 8, seed=0))  # valid sizes work
+    assert out.shape == (2, 5, 8)
+    value = d_model if bad == "d_model" else n_heads
+    with pytest.raises(
+        ValueError, match=rf"{bad} must be a positive int, got {re.escape(repr(value))}"
+    ):
+        attention.MultiHeadSelfAttention(d_model, n_heads)
