@@ -227,7 +227,8 @@ def parity_block(rows: list[tuple[str, float, float]]) -> str:
         "the multi-head row uses x of shape [B, T, d_model] = "
         f"{[MULTI_HEAD[n] for n in ('B', 'T', 'd_model')]} with n_heads = {MULTI_HEAD['n_heads']}."
     )
-    env = f"Measured with `pixi run lab-01 --write-docs` on:\n\n```text\n{report()}\n```"
+    cmd = "`python -m common.run lab-01 --write-docs` (the command behind `pixi run lab-01`)"
+    env = f"Measured with {cmd} on:\n\n```text\n{report()}\n```"
     return f"{inputs}\n\n{env}\n\n{parity_table(rows)}"
 
 
