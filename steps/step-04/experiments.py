@@ -7,7 +7,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from common.loader import load_checkpoint
+from common.broken import BY_NAME, broken_head
+from common.loader import load, load_checkpoint
 from common.seeding import generator, randn, seed_all
 
 D, D_HEAD, T_TEXT = 32, 16, 64  # the 4.3 setting: width 32, head size 16, 64 characters
@@ -119,47 +120,54 @@ def smoothing(head, bandwidths=(0.5, 1, 2, 4, 8), T=64, seed=0):
 
 # (d) the checkpoint question: mask after softmax instead of before
 
+# Each reference proof of 4.2 (solution/proofs.py) -> the test of tests/test_head.py that checks
+# the same property. Table (d) runs the proofs; the tests are named, not run.
+PROOFS = {
+    "prove_simplex": "test_rows_are_in_the_simplex",
+    "prove_causality_by_perturbation": "test_causality_by_perturbation",
+    "prove_causality_by_gradient": "test_causality_by_gradient",
+}
+SWAPPED = BY_NAME["mask after softmax"]  # softmax over all keys, then the future zeroed
 
-def mask_after_softmax(h, x):
-    """The bug: softmax over all keys, then zero the future. Returns (out, A)."""
-    q, k, v = h.query(x), h.key(x), h.value(x)  # (B, T, d_head) each
-    T = x.shape[1]
-    A = F.softmax(q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5, dim=-1)  # (B, T, T), all keys
-    A = A.masked_fill(h.tril[:T, :T] == 0, 0.0)  # (B, T, T) rows no longer sum to 1
-    return A @ v, A  # (B, T, d_head), (B, T, T)
+
+def reference_proofs():
+    """The reference 4.2 proofs, whatever implementation is under test."""
+    return load("step-04", "proofs", impl="solution")
+
+
+def failing_proofs(Head):
+    """The names of the reference proofs that raise AssertionError on the head class `Head`."""
+    proofs = reference_proofs()
+    failed = []
+    for name in PROOFS:
+        try:
+            getattr(proofs, name)(Head)
+        except AssertionError:
+            failed.append(name)
+    return failed
 
 
 def mask_order(head, seed=0, B=4, T=8):
-    """Row sums of the right order (your head) and the wrong one, and which 4.2 tests notice."""
-    seed_all(seed)
-    h = head.Head(D, D_HEAD, T_max=T)
-    x = randn(B, T, D, seed=seed + 100)  # the same head and x as tests/test_head.py
-    with torch.no_grad():
-        h(x)
-        good = h.A.sum(dim=-1)  # (B, T)
-        out, A = mask_after_softmax(h, x)
-        bad = A.sum(dim=-1)  # (B, T)
-        x2 = x.clone()
-        x2[:, 5, :] += 1.0  # perturb position 5
-        out2, _ = mask_after_softmax(h, x2)
-    xg = x.clone().requires_grad_(True)
-    out_g, _ = mask_after_softmax(h, xg)
-    out_g[0, 3].sum().backward()
-    caught = []
-    if not torch.allclose(bad, torch.ones_like(bad), atol=1e-6):
-        caught.append("test_rows_are_in_the_simplex")
-    if not torch.equal(out[:, :5], out2[:, :5]):
-        caught.append("test_causality_by_perturbation")
-    if xg.grad[0, 4:].abs().sum() > 0:
-        caught.append("test_causality_by_gradient")
+    """Row sums of your head and of its swapped twin, and which reference 4.2 proofs fail."""
+    swapped = broken_head(head.Head, SWAPPED)  # your head's weights, the two lines swapped
+    x = randn(B, T, D, seed=seed + 100)  # the same x as tests/test_head.py
+    A = []
+    for Head in (head.Head, swapped):
+        seed_all(seed)  # the same weights for both: the head of tests/test_head.py
+        h = Head(D, D_HEAD, T_max=T)
+        with torch.no_grad():
+            h(x)
+        A.append(h.A)  # (B, T, T)
+    good, bad = A[0].sum(dim=-1), A[1].sum(dim=-1)  # (B, T) each
     return dict(
         good=(good.min().item(), good.max().item()),
         bad=(bad.min().item(), bad.max().item()),
         bad_sums=bad,
         bad_by_row=bad.mean(dim=0).tolist(),
-        caught=caught,
-        A_good=h.A[0],
-        A_bad=A[0],
+        failed_good=failing_proofs(head.Head),
+        failed_bad=failing_proofs(swapped),
+        A_good=A[0][0],
+        A_bad=A[1][0],
     )
 
 

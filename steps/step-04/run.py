@@ -99,14 +99,20 @@ def smoothing_block(sm) -> str:
 
 
 def mask_order_block(mo) -> str:
-    """(d) row sums with the mask before and after the softmax."""
-    caught = ", ".join(f"`{name}`" for name in mo["caught"]) or "none"
+    """(d) row sums with the mask before and after the softmax, and the proofs that fail."""
+
+    def failed(proofs):
+        tests = [experiments.PROOFS[name] for name in proofs]
+        return [", ".join(f"`{name}`" for name in names) or "none" for names in (proofs, tests)]
+
     good, bad = mo["good"], mo["bad"]
+    header = ["order", "smallest row sum", "largest row sum", "4.2 proofs that fail"]
     return markdown_table(
-        ["order", "smallest row sum", "largest row sum", "tests that fail"],
+        header + ["tests of test_head.py for the same properties"],
         [
-            ["mask, then softmax (your head)", f"{good[0]:.3f}", f"{good[1]:.3f}", "none"],
-            ["softmax, then mask", f"{bad[0]:.3f}", f"{bad[1]:.3f}", caught],
+            ["mask, then softmax (your head)", f"{good[0]:.3f}", f"{good[1]:.3f}"]
+            + failed(mo["failed_good"]),
+            ["softmax, then mask", f"{bad[0]:.3f}", f"{bad[1]:.3f}"] + failed(mo["failed_bad"]),
         ],
     )
 
@@ -198,6 +204,8 @@ def main(argv: list[str], impl: str) -> int:
     args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error(f"--repeats must be at least 1, got {args.repeats}")
+    if args.write_docs and impl != "solution":
+        parser.error("--write-docs records the reference solution's numbers; drop --impl starter")
     try:
         head = load(STEP, "head", impl)
     except ImplImportError as exc:

@@ -10,24 +10,34 @@ class Head(nn.Module):
 
     def __init__(self, d, d_head, T_max):
         super().__init__()
+        for name, size in (("d", d), ("d_head", d_head), ("T_max", T_max)):
+            if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+                raise ValueError(f"{name} must be a positive int, got {size!r}")
         self.d, self.d_head, self.T_max = d, d_head, T_max
-        self.key = nn.Linear(d, d_head, bias=False)
-        self.query = nn.Linear(d, d_head, bias=False)
-        self.value = nn.Linear(d, d_head, bias=False)
+        self.key = nn.Linear(d, d_head, bias=False)  # (B, T, d) -> (B, T, d_head)
+        self.query = nn.Linear(d, d_head, bias=False)  # (B, T, d) -> (B, T, d_head)
+        self.value = nn.Linear(d, d_head, bias=False)  # (B, T, d) -> (B, T, d_head)
         # causal mask, built once; a buffer moves with the module but is not trained
         self.register_buffer("tril", torch.tril(torch.ones(T_max, T_max)))  # (T_max, T_max)
         self.A = None  # the last attention matrix, (B, T, T), kept for plotting
 
     def check_input(self, x):
-        """Raise ValueError unless x is a (B, T, d) tensor with T <= T_max."""
+        """Raise ValueError unless x is (B, T, d), of the weights' dtype, with 1 <= T <= T_max."""
         if not isinstance(x, torch.Tensor) or x.dim() != 3:
             got = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
             raise ValueError(
                 f"x must have shape (B, T, d) = 3 dims, got {got}; add a batch axis with x[None]"
             )
+        dtype = self.query.weight.dtype
+        if x.dtype != dtype:
+            raise ValueError(
+                f"x has dtype {x.dtype}, but this head's weights are {dtype}; use x.to({dtype})"
+            )
         B, T, d = x.shape
         if d != self.d:
             raise ValueError(f"x has width d={d}, but this head was built for d={self.d}")
+        if T == 0:
+            raise ValueError("x has sequence length T=0; a head needs at least one position")
         if T > self.T_max:
             raise ValueError(f"sequence length T={T} exceeds T_max={self.T_max}")
 
