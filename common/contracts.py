@@ -88,6 +88,46 @@ def signature_problems(folder: Path) -> list[str]:
     return problems
 
 
+def _defs(tree: ast.Module) -> dict[str, ast.AST]:
+    """Top-level functions and class methods of a module, by qualified name."""
+    found = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            found[node.name] = node
+        elif isinstance(node, ast.ClassDef):
+            for sub in node.body:
+                if isinstance(sub, ast.FunctionDef):
+                    found[f"{node.name}.{sub.name}"] = sub
+    return found
+
+
+def _is_todo(func: ast.AST) -> bool:
+    """Does this function raise NotImplementedError (a TODO the student fills in)?"""
+    return any(
+        isinstance(node, ast.Raise) and "NotImplementedError" in ast.unparse(node.exc or node)
+        for node in ast.walk(func)
+    )
+
+
+def given_code_problems(folder: Path) -> list[str]:
+    """Code the starter gives (everything but its TODOs) is exactly the solution's code."""
+    problems = []
+    solution, starter = folder / "solution", folder / "starter"
+    for path in sorted(solution.rglob("*.py")):
+        rel = path.relative_to(solution)
+        if not (starter / rel).is_file():
+            continue  # signature_problems reports the missing file
+        ref = _defs(ast.parse(path.read_text(encoding="utf-8")))
+        mine = _defs(ast.parse((starter / rel).read_text(encoding="utf-8")))
+        for name, node in mine.items():
+            if name in ref and not _is_todo(node) and ast.dump(node) != ast.dump(ref[name]):
+                problems.append(
+                    f"{folder.name}: {rel.as_posix()}:{name} is given in the starter "
+                    "but differs from the solution"
+                )
+    return problems
+
+
 def task_problems(steps: list[str], tasks: dict[str, dict]) -> list[str]:
     """Every step has its run, test- and check- tasks, pointing at the right folder and impl."""
     problems = []

@@ -48,6 +48,11 @@ def test_starter_and_solution_signatures_match(step):
     assert c.signature_problems(STEPS_DIR / step) == []
 
 
+@pytest.mark.parametrize("step", STEPS)
+def test_code_the_starter_gives_is_the_solutions(step):
+    assert c.given_code_problems(STEPS_DIR / step) == []
+
+
 def test_every_step_has_its_tasks():
     assert c.task_problems(STEPS, TASKS) == []
 
@@ -96,6 +101,12 @@ def test_fixture_signature_problems_are_found():
     assert any("thing.py lacks extra" in p for p in problems)
     assert any("scale signature differs" in p and "factor=3" in p for p in problems)
     assert any("Box.make signature differs: solution (n), starter (n, m)" in p for p in problems)
+
+
+def test_fixture_given_code_that_drifted_is_found():
+    assert c.given_code_problems(BROKEN) == [
+        "step-99: thing.py:add is given in the starter but differs from the solution"
+    ]
 
 
 def test_fixture_missing_tasks_are_found():
