@@ -50,6 +50,10 @@ def test_starter_and_solution_signatures_match(step):
 
 @pytest.mark.parametrize("step", STEPS)
 def test_code_the_starter_gives_is_the_solutions(step):
+    if _starter_modified(step):
+        pytest.skip(
+            f"steps/{step}/starter has your changes; this contract is for the untouched starter"
+        )
     assert c.given_code_problems(STEPS_DIR / step) == []
 
 
