@@ -5,6 +5,7 @@ import platform
 import re
 import sys
 from importlib import metadata
+from pathlib import Path
 
 import torch
 
@@ -14,8 +15,9 @@ from common.docs import markdown_table, write_block
 REQUIREMENTS = REPO_ROOT / "requirements.txt"
 
 
-def read_pins(path=REQUIREMENTS) -> dict[str, str]:
+def read_pins(path: Path | None = None) -> dict[str, str]:
     """The `name==version` pins of requirements.txt, names normalised (PEP 503)."""
+    path = path or REQUIREMENTS
     pins = {}
     for raw in path.read_text(encoding="utf-8").splitlines():
         line = raw.split("#", 1)[0].strip()

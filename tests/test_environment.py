@@ -6,7 +6,7 @@ import tomllib
 
 import pytest
 
-from common import REPO_ROOT
+from common import REPO_ROOT, envreport
 from common.envreport import check_pins, normalise, read_pins, report
 
 PIXI = tomllib.loads((REPO_ROOT / "pixi.toml").read_text(encoding="utf-8"))
@@ -103,3 +103,20 @@ def test_ci_workflow_uses_pinned_setup_pixi_on_three_oses():
     for os_name in ("ubuntu-latest", "macos-latest", "windows-latest"):
         assert os_name in text
     assert "locked: true" in text  # a stale pixi.lock fails the run
+
+
+def test_env_task_prints_ok_for_every_pin(capsys):
+    assert envreport.main([]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line for line in lines if line.startswith("[OK] ")] == [
+        f"[OK] {name}=={version}" for name, version in PINS.items()
+    ]
+    assert not any(line.startswith("[FAIL]") for line in lines)
+
+
+def test_env_task_fails_on_a_wrong_pin(tmp_path, monkeypatch, capsys):
+    wrong = tmp_path / "requirements.txt"
+    wrong.write_text("pytest==0.0.1\n", encoding="utf-8")
+    monkeypatch.setattr(envreport, "REQUIREMENTS", wrong)
+    assert envreport.main([]) == 1
+    assert "[FAIL] pytest==0.0.1 (found 9.0.2)" in capsys.readouterr().out
