@@ -74,7 +74,13 @@ def peak_extra_bytes(fn: Callable[..., torch.Tensor], *args) -> tuple[int, list[
     os.environ.setdefault("KINETO_LOG_LEVEL", "6")
     with torch.autograd.profiler.profile(profile_memory=True) as prof:
         out = fn(*args)  # (B, h, T, hs)
-    events = prof.kineto_results.events()
+    results = getattr(prof, "kineto_results", None)  # absent if torch was built without Kineto
+    if results is None:
+        raise RuntimeError(
+            "peak memory needs torch's Kineto profiler, which this torch build lacks "
+            f"(torch {torch.__version__}); the timings do not"
+        )
+    events = results.events()
     memory = sorted((e for e in events if e.name() == "[memory]"), key=lambda e: e.start_ns())
     held = peak = 0
     for event in memory:
