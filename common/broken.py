@@ -175,7 +175,8 @@ def broken_head(reference: type, bug: Bug) -> type:
             self.A = A.detach()
             return A @ v  # (B, T, T) @ (B, T, d_head) -> (B, T, d_head)
 
-    BrokenHead.__name__ = BrokenHead.__qualname__ = f"Head[{bug.name}]"
+    # named like the real thing, so a proof cannot tell them apart by name
+    BrokenHead.__name__ = BrokenHead.__qualname__ = reference.__name__
     return BrokenHead
 
 

@@ -50,25 +50,25 @@ def catch_up(folder: Path, now: datetime | None = None) -> tuple[Path | None, st
     rel = _shown(starter)
     if caught_up(starter, solution):
         return None, f"{rel} already holds the reference solution; nothing changed."
-    now = now or datetime.now()
-    # Copy first, then swap by renaming, so a failure never leaves a half-replaced starter.
-    staging = folder / f".catch-up-{now:%Y%m%d-%H%M%S}"
-    shutil.rmtree(staging, ignore_errors=True)
-    shutil.copytree(solution, staging, ignore=IGNORED)
-    backup = backup_path(starter, now) if starter.exists() else None
-    try:
-        if backup is not None:
-            backup.parent.mkdir(exist_ok=True)
-            starter.rename(backup)
-        staging.rename(starter)
-    except OSError as exc:
-        shutil.rmtree(staging, ignore_errors=True)
-        if backup is not None and backup.exists() and not starter.exists():
-            backup.rename(starter)  # put the student's version back where it was
-        raise OSError(f"could not replace {rel} ({exc}); nothing was changed") from exc
+    backup = None
+    if starter.exists():  # a copy, not a move: an open editor or terminal cannot block it
+        backup = backup_path(starter, now or datetime.now())
+        shutil.copytree(starter, backup, ignore=IGNORED)
     saved = f"Your version of {rel} is saved in {_shown(backup)}/\n" if backup else ""
-    return backup, (
-        f"{saved}{rel} now holds the reference solution. Next: pixi run check-{folder.name}"
+    try:
+        for extra in _files(starter) - _files(solution) if starter.exists() else ():
+            (starter / extra).unlink()
+        for name in sorted(_files(solution)):
+            (starter / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(solution / name, starter / name)
+    except OSError as exc:
+        raise OSError(
+            f"{saved}could not finish replacing {rel}: {exc}; close editors or terminals using "
+            "it and run the command again"
+        ) from exc
+    return (
+        backup,
+        f"{saved}{rel} now holds the reference solution. Next: pixi run check-{folder.name}",
     )
 
 

@@ -1,6 +1,7 @@
 """The course's contracts, as functions returning problems; tests/ runs them on every step and a broken fixture."""
 
 import ast
+import hashlib
 import inspect
 import os
 import re
@@ -17,6 +18,9 @@ from common import REPO_ROOT
 from common.loader import IMPL_ENV, ImplImportError, load_from
 
 PIXI_TOML = REPO_ROOT / "pixi.toml"
+# sha256 of every pristine starter: "untouched" is decided by content, so a student's commit,
+# a zip download without .git, or a catch-up are all seen for what they are.
+STARTERS = REPO_ROOT / "tests" / "starters.sha256"
 REQUIRED = ("README.md", "run.py", "starter", "solution", "tests")
 
 
@@ -24,6 +28,34 @@ def pixi_tasks(path: Path = PIXI_TOML) -> dict[str, dict]:
     """pixi.toml's tasks, each normalised to a table with a `cmd`."""
     tasks = tomllib.loads(path.read_text(encoding="utf-8")).get("tasks", {})
     return {n: t if isinstance(t, dict) else {"cmd": t} for n, t in tasks.items()}
+
+
+def starter_digest(folder: Path) -> str:
+    """sha256 over the starter's files (paths and bytes), caches left out."""
+    starter = folder / "starter"
+    h = hashlib.sha256()
+    for path in sorted(p for p in starter.rglob("*") if p.is_file() and p.suffix != ".pyc"):
+        h.update(path.relative_to(starter).as_posix().encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
+
+
+def read_manifest(path: Path = STARTERS) -> dict[str, str]:
+    """step -> digest of its pristine starter, from tests/starters.sha256."""
+    lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
+    return {step: digest for digest, step in (line.split() for line in lines if line.strip())}
+
+
+def write_manifest(steps_dir: Path, path: Path = STARTERS) -> str:
+    """Record the current starters as pristine (maintainers, after changing a starter)."""
+    steps = sorted(p for p in steps_dir.iterdir() if (p / "starter").is_dir())
+    text = "".join(f"{starter_digest(p)}  {p.name}\n" for p in steps)
+    path.write_text(text, encoding="utf-8", newline="\n")
+    return text
+
+
+def untouched(folder: Path) -> bool:
+    """Is this step's starter byte for byte the one the course ships?"""
+    return read_manifest().get(folder.name) == starter_digest(folder)
 
 
 def layout_problems(folder: Path) -> list[str]:
@@ -58,8 +90,11 @@ def _public(module: ModuleType) -> dict[str, str]:
     return found
 
 
-def signature_problems(folder: Path) -> list[str]:
-    """Starter and solution expose the same public names with the same signatures."""
+def signature_problems(folder: Path, strict: bool = True) -> list[str]:
+    """Starter and solution expose the same public names with the same signatures.
+
+    With strict=False (a starter the student has edited) only missing names count.
+    """
     problems = []
     key = re.sub(r"\W", "_", str(folder))
     solution, starter = folder / "solution", folder / "starter"
@@ -78,6 +113,8 @@ def signature_problems(folder: Path) -> list[str]:
         for name in sorted(ref.keys() | mine.keys()):
             if name not in mine:
                 problems.append(f"{folder.name}: starter {rel.as_posix()} lacks {name}")
+            elif not strict:
+                continue
             elif name not in ref:
                 problems.append(f"{folder.name}: starter {rel.as_posix()} has extra {name}")
             elif ref[name] != mine[name]:
@@ -264,3 +301,10 @@ def starter_run(folder: Path, junit: Path, steps_dir: Path | None = None) -> tup
     if count == 0:
         problems.append(f"{folder.name}: no tests ran against the starter (exit {code})")
     return code, problems
+
+
+if __name__ == "__main__":
+    from common import STEPS_DIR
+
+    # Maintainers: `python -m common.contracts` after changing a starter on purpose.
+    print(write_manifest(STEPS_DIR), end="")

@@ -79,7 +79,9 @@ def _import(package: str, folder: Path, module: str) -> ModuleType:
             where = Path(exc.filename)
         rel = where.relative_to(REPO_ROOT) if where.is_relative_to(REPO_ROOT) else where
         loc = f"{rel.as_posix()}:{line}" if line else rel.as_posix()
-        msg = str(exc).splitlines()[0] if str(exc) else ""
+        msg = exc.msg if isinstance(exc, SyntaxError) else (str(exc).splitlines() or [""])[0]
+        if isinstance(exc, ModuleNotFoundError) and exc.name and "." not in exc.name:
+            msg += f" (a file next to this one? import it relatively: from .{exc.name} import ...)"
         raise ImplImportError(f"{loc} does not import: {type(exc).__name__}: {msg}") from exc
 
 

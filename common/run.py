@@ -19,14 +19,17 @@ def main(argv: list[str] | None = None) -> int:
     """Parse the step name and --impl, print the environment report, then hand over to run.py."""
     scripts = runnable()
     # no -h here: `pixi run lab-01 --help` should reach the step's own options
+    argv = sys.argv[1:] if argv is None else argv
+    named = f"pixi run {argv[0]}" if argv and not argv[0].startswith("-") else None
     parser = argparse.ArgumentParser(
-        prog="python -m common.run", description=__doc__, add_help=False
+        prog=named or "python -m common.run", description=__doc__, add_help=False
     )
     parser.add_argument("step", help=f"one of: {', '.join(scripts)}")
-    parser.add_argument(
-        "--impl", choices=IMPLS, default=current_impl(), help="code to run (default: solution)"
-    )
-    argv = sys.argv[1:] if argv is None else argv
+    try:
+        default = current_impl()  # COURSE_IMPL, as pytest reads it
+    except ValueError as exc:
+        parser.error(str(exc))
+    parser.add_argument("--impl", choices=IMPLS, default=default, help="code to run")
     if not argv or argv[0] in ("-h", "--help"):
         parser.print_help()
         return 0

@@ -91,3 +91,12 @@ def test_multi_head_padding_matches_key_padding_mask(attention, runner):
                 x, x, x, attn_mask=~causal, key_padding_mask=~padding, need_weights=False
             )
     assert runner.max_abs_diff(out, expected) <= runner.MULTI_HEAD_TOL
+
+
+def test_value_width_may_differ_from_d_head(attention, runner):
+    """The default scale is 1/sqrt of the q and k width; v may be wider or narrower."""
+    q, k = randn(2, 5, 8, seed=0), randn(2, 5, 8, seed=1)  # (B, T, d_head)
+    v = randn(2, 5, 3, seed=2)  # (B, T, d_v) with d_v != d_head
+    ours, _ = attention.scaled_dot_product_attention(q, k, v)  # (B, T, d_v)
+    assert ours.shape == (2, 5, 3)
+    assert runner.max_abs_diff(ours, runner.reference_sdpa(q, k, v)) <= runner.SINGLE_HEAD_TOL

@@ -93,3 +93,13 @@ def test_diagnostic_passes_and_combined_padding(attention, wrong_mask):
     _, weights = attention.scaled_dot_product_attention(q, k, v, mask)
     assert wrong_mask.future_leak(weights) == (0, 0.0)
     wrong_mask.assert_no_future_leak(weights, "AND-combined padding")
+
+
+def test_diagnostic_counts_even_a_tiny_leak(wrong_mask):
+    """Any non-zero weight on a later key is a leak, however small: causality is exact."""
+    weights = wrong_mask.attention_weights(wrong_mask.fixed_causal_mask(T)).clone()  # (1, T, T)
+    weights[0, 0, T - 1] = 1e-6  # query 0 peeks at the last key
+    count, largest = wrong_mask.future_leak(weights)
+    assert count == 1 and largest == pytest.approx(1e-6)
+    with pytest.raises(AssertionError, match="tiny: 1 future-token weights"):
+        wrong_mask.assert_no_future_leak(weights, "tiny")
