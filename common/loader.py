@@ -92,9 +92,8 @@ def load(step: str, module: str, impl: str | None = None) -> ModuleType:
         raise ValueError(f"impl must be one of {IMPLS}, got {impl!r}")
     if (step, module) in _overrides:
         return _overrides[(step, module)]
-    folder = step_dir(step) / impl
-    package = _package(f"_course_{step.replace('-', '_')}_{impl}", folder)
-    return _import(package, folder, module)
+    package = f"_course_{step.replace('-', '_')}_{impl}"
+    return load_from(step_dir(step) / impl, module, package)
 
 
 def load_checkpoint(name: str, module: str) -> ModuleType:
@@ -102,9 +101,8 @@ def load_checkpoint(name: str, module: str) -> ModuleType:
     if name not in checkpoint_names():
         valid = ", ".join(checkpoint_names())
         raise UnknownStepError(f"unknown checkpoint {name!r}; valid checkpoints: {valid}")
-    folder = SOLUTIONS_DIR / name
-    package = _package(f"_course_checkpoint_{name.replace('-', '_')}", folder)
-    return _import(package, folder, module)
+    package = f"_course_checkpoint_{name.replace('-', '_')}"
+    return load_from(SOLUTIONS_DIR / name, module, package)
 
 
 def load_from(folder: Path, module: str, package: str) -> ModuleType:
@@ -119,7 +117,7 @@ def load_fresh(folder: Path, module: str) -> ModuleType:
 
 def load_file(path: Path, name: str) -> ModuleType:
     """Import a single file (a step's run.py, say) under a unique module name."""
-    return _import(_package(name, path.parent), path.parent, path.stem)
+    return load_from(path.parent, path.stem, name)
 
 
 @contextmanager
