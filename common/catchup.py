@@ -13,7 +13,7 @@ from common.loader import checkpoint_names, step_dir, step_names
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc")
 
 
-def _files(folder: Path) -> set[Path]:
+def source_files(folder: Path) -> set[Path]:
     """Relative paths of the files in `folder`, caches left out."""
     return {
         p.relative_to(folder)
@@ -24,9 +24,11 @@ def _files(folder: Path) -> set[Path]:
 
 def caught_up(starter: Path, solution: Path) -> bool:
     """True when the starter already holds exactly the solution's files."""
-    if not starter.is_dir() or _files(starter) != _files(solution):
+    if not starter.is_dir() or source_files(starter) != source_files(solution):
         return False
-    return all(filecmp.cmp(starter / f, solution / f, shallow=False) for f in _files(solution))
+    return all(
+        filecmp.cmp(starter / f, solution / f, shallow=False) for f in source_files(solution)
+    )
 
 
 def backup_path(folder: Path, now: datetime) -> Path:
@@ -56,9 +58,9 @@ def catch_up(folder: Path, now: datetime | None = None) -> tuple[Path | None, st
         shutil.copytree(starter, backup, ignore=IGNORED)
     saved = f"Your version of {rel} is saved in {_shown(backup)}/\n" if backup else ""
     try:
-        for extra in _files(starter) - _files(solution) if starter.exists() else ():
+        for extra in source_files(starter) - source_files(solution) if starter.exists() else ():
             (starter / extra).unlink()
-        for name in sorted(_files(solution)):
+        for name in sorted(source_files(solution)):
             (starter / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(solution / name, starter / name)
     except OSError as exc:

@@ -15,6 +15,7 @@ from types import ModuleType
 import pytest
 
 from common import REPO_ROOT
+from common.catchup import source_files
 from common.loader import IMPL_ENV, ImplImportError, load_from
 
 PIXI_TOML = REPO_ROOT / "pixi.toml"
@@ -34,8 +35,8 @@ def starter_digest(folder: Path) -> str:
     """sha256 over the starter's files (paths and bytes), caches left out."""
     starter = folder / "starter"
     h = hashlib.sha256()
-    for path in sorted(p for p in starter.rglob("*") if p.is_file() and p.suffix != ".pyc"):
-        h.update(path.relative_to(starter).as_posix().encode() + b"\0" + path.read_bytes())
+    for rel in sorted(source_files(starter)):  # the files catch-up compares and copies
+        h.update(rel.as_posix().encode() + b"\0" + (starter / rel).read_bytes())
     return h.hexdigest()
 
 
