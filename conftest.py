@@ -1,12 +1,11 @@
 """Repo-wide pytest wiring: the `--impl` switch and a one-line report for a starter that won't import."""
 
-import os
 from pathlib import Path
 
 import pytest
 
 from common import STEPS_DIR
-from common.loader import IMPL_ENV, IMPLS, ImplImportError, load, step_names
+from common.loader import IMPLS, ImplImportError, load, step_names
 from common.reports import REPORTS
 
 
@@ -14,20 +13,19 @@ def pytest_addoption(parser):
     parser.addoption(
         "--impl",
         choices=IMPLS,
-        default=None,
+        default="solution",
         help="implementation the step tests run against (default: solution)",
     )
 
 
-def pytest_configure(config):
-    impl = config.getoption("--impl") or os.environ.get(IMPL_ENV) or "solution"
-    if impl not in IMPLS:
-        raise pytest.UsageError(f"{IMPL_ENV} must be one of {', '.join(IMPLS)}, got {impl!r}")
-    os.environ[IMPL_ENV] = impl
+@pytest.fixture
+def impl(request) -> str:
+    """The implementation under test, from --impl: step fixtures pass it to common.loader.load."""
+    return request.config.getoption("--impl")
 
 
 def pytest_report_header(config):
-    return f"implementation under test: {os.environ[IMPL_ENV]} (choose with --impl)"
+    return f"implementation under test: {config.getoption('--impl')} (choose with --impl)"
 
 
 def _steps_under_test(config) -> list[str]:
@@ -43,7 +41,7 @@ def _steps_under_test(config) -> list[str]:
 
 def pytest_sessionstart(session):
     """Import every module of the chosen implementation first, so a broken file is one line."""
-    impl = os.environ[IMPL_ENV]
+    impl = session.config.getoption("--impl")
     for step in _steps_under_test(session.config):
         folder = STEPS_DIR / step / impl
         for path in sorted(folder.rglob("*.py")):

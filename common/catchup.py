@@ -41,7 +41,7 @@ def backup_path(folder: Path, now: datetime) -> Path:
     return path
 
 
-def _shown(path: Path) -> str:
+def shown(path: Path) -> str:
     """`path` relative to the repo when it is inside it."""
     return path.relative_to(REPO_ROOT).as_posix() if path.is_relative_to(REPO_ROOT) else str(path)
 
@@ -49,14 +49,14 @@ def _shown(path: Path) -> str:
 def catch_up(folder: Path, now: datetime | None = None) -> tuple[Path | None, str]:
     """Replace the starter of the step in `folder` by its solution; return (backup or None, message)."""
     starter, solution = folder / "starter", folder / "solution"
-    rel = _shown(starter)
+    rel = shown(starter)
     if caught_up(starter, solution):
         return None, f"{rel} already holds the reference solution; nothing changed."
     backup = None
     if starter.exists():  # a copy, not a move: an open editor or terminal cannot block it
         backup = backup_path(starter, now or datetime.now())
         shutil.copytree(starter, backup, ignore=IGNORED)
-    saved = f"Your version of {rel} is saved in {_shown(backup)}/\n" if backup else ""
+    saved = f"Your version of {rel} is saved in {shown(backup)}/\n" if backup else ""
     try:
         for extra in source_files(starter) - source_files(solution) if starter.exists() else ():
             (starter / extra).unlink()

@@ -4,7 +4,6 @@ import importlib
 import importlib.machinery
 import importlib.util
 import itertools
-import os
 import sys
 import traceback
 from contextlib import contextmanager
@@ -13,43 +12,30 @@ from types import ModuleType
 
 from common import REPO_ROOT, SOLUTIONS_DIR, STEPS_DIR
 
-IMPLS = ("solution", "starter")
-IMPL_ENV = "COURSE_IMPL"  # set by `pytest --impl`; also the default of `python -m common.run`
+IMPLS = ("solution", "starter")  # pytest's --impl and common.run's --impl offer these
 _overrides: dict[tuple[str, str], ModuleType] = {}
 _fresh_ids = itertools.count()
-
-
-class UnknownStepError(ValueError):
-    """A step name that is not a folder under steps/ (or solutions/)."""
 
 
 class ImplImportError(ImportError):
     """A starter or solution file that does not import; the message is one line."""
 
 
-def step_names() -> list[str]:
-    """Every step folder under steps/, sorted."""
-    return sorted(p.name for p in STEPS_DIR.iterdir() if p.is_dir() and p.name[0] not in "._")
+def step_names(root: Path = STEPS_DIR) -> list[str]:
+    """Every step folder under steps/ (or checkpoint under `root`=solutions/), sorted."""
+    return sorted(p.name for p in root.iterdir() if p.is_dir() and p.name[0] not in "._")
 
 
 def checkpoint_names() -> list[str]:
     """Every checkpoint folder under solutions/, sorted."""
-    return sorted(p.name for p in SOLUTIONS_DIR.iterdir() if p.is_dir() and p.name[0] not in "._")
+    return step_names(SOLUTIONS_DIR)
 
 
 def step_dir(step: str) -> Path:
     """The folder of `step`, or a ValueError listing the valid names."""
     if step not in step_names():
-        raise UnknownStepError(f"unknown step {step!r}; valid steps: {', '.join(step_names())}")
+        raise ValueError(f"unknown step {step!r}; valid steps: {', '.join(step_names())}")
     return STEPS_DIR / step
-
-
-def current_impl() -> str:
-    """Which implementation is under test: 'solution' (default) or 'starter'."""
-    impl = os.environ.get(IMPL_ENV, "solution")
-    if impl not in IMPLS:
-        raise ValueError(f"{IMPL_ENV} must be one of {IMPLS}, got {impl!r}")
-    return impl
 
 
 def _package(name: str, folder: Path) -> str:
@@ -85,11 +71,10 @@ def _import(package: str, folder: Path, module: str) -> ModuleType:
         raise ImplImportError(f"{loc} does not import: {type(exc).__name__}: {msg}") from exc
 
 
-def load(step: str, module: str, impl: str | None = None) -> ModuleType:
+def load(step: str, module: str, impl: str = "solution") -> ModuleType:
     """Return module `module` (dotted, e.g. 'exercises.wrong_mask') of a step's starter or solution."""
-    impl = impl or current_impl()
     if impl not in IMPLS:
-        raise ValueError(f"impl must be one of {IMPLS}, got {impl!r}")
+        raise ValueError(f"impl must be one of {', '.join(IMPLS)}, got {impl!r}")
     if (step, module) in _overrides:
         return _overrides[(step, module)]
     package = f"_course_{step.replace('-', '_')}_{impl}"
@@ -100,7 +85,7 @@ def load_checkpoint(name: str, module: str) -> ModuleType:
     """Return module `module` of the catch-up checkpoint solutions/<name>/."""
     if name not in checkpoint_names():
         valid = ", ".join(checkpoint_names())
-        raise UnknownStepError(f"unknown checkpoint {name!r}; valid checkpoints: {valid}")
+        raise ValueError(f"unknown checkpoint {name!r}; valid checkpoints: {valid}")
     package = f"_course_checkpoint_{name.replace('-', '_')}"
     return load_from(SOLUTIONS_DIR / name, module, package)
 

@@ -5,7 +5,7 @@ import sys
 
 from common import SOLUTIONS_DIR
 from common.envreport import report
-from common.loader import IMPLS, checkpoint_names, current_impl, load_file, step_dir, step_names
+from common.loader import IMPLS, checkpoint_names, load_file, step_dir, step_names
 
 
 def runnable() -> dict[str, object]:
@@ -20,16 +20,12 @@ def main(argv: list[str] | None = None) -> int:
     scripts = runnable()
     # no -h here: `pixi run lab-01 --help` should reach the step's own options
     argv = sys.argv[1:] if argv is None else argv
-    named = f"pixi run {argv[0]}" if argv and not argv[0].startswith("-") else None
+    named = f"pixi run {argv[0]}" if argv and argv[0] in scripts else None
     parser = argparse.ArgumentParser(
         prog=named or "python -m common.run", description=__doc__, add_help=False
     )
     parser.add_argument("step", help=f"one of: {', '.join(scripts)}")
-    try:
-        default = current_impl()  # COURSE_IMPL, as pytest reads it
-    except ValueError as exc:
-        parser.error(str(exc))
-    parser.add_argument("--impl", choices=IMPLS, default=default, help="code to run")
+    parser.add_argument("--impl", choices=IMPLS, default="solution", help="code to run")
     if not argv or argv[0] in ("-h", "--help"):
         parser.print_help()
         return 0

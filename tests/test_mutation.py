@@ -4,8 +4,8 @@ import pytest
 
 from common import STEPS_DIR
 from common.broken import BUGS, PADDING_BUGS, Bug, broken_module
-from common.contracts import run_pytest
 from common.loader import load_fresh, override
+from tests.contracts import run_pytest
 
 # (step, module the variant replaces, the bugs that apply to it)
 TARGETS = [("step-04", "head", BUGS), ("lab-01", "attention", BUGS + PADDING_BUGS)]

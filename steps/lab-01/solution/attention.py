@@ -73,11 +73,15 @@ def _check_mask(mask: torch.Tensor, shape: tuple[int, ...], name: str = "mask") 
 
 def stable_softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
     """Softmax that cannot overflow; a row that is all -inf gives all zeros instead of NaN."""
+    # BEGIN SOLUTION TODO(lab-01 softmax)
+    # subtract the row max, exponentiate, divide by the row sum; a row that is all -inf must
+    # give zeros, not NaN
     m = x.amax(dim=dim, keepdim=True)  # (..., 1) row max
     m = m.masked_fill(m == float("-inf"), 0.0)  # all -inf row: -inf - (-inf) would be NaN
     e = torch.exp(x - m)  # (..., n) every entry <= 1, so exp never overflows
     s = e.sum(dim=dim, keepdim=True)  # (..., 1) >= 1, or exactly 0 for an all -inf row
     return e / s.masked_fill(s == 0, 1.0)  # (..., n) / (..., 1) -> (..., n); 0 / 1 = 0
+    # END SOLUTION
 
 
 def scaled_dot_product_attention(
@@ -88,6 +92,9 @@ def scaled_dot_product_attention(
     scale: float | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """softmax(q k^T * scale) v with blocked keys removed; returns (output, weights)."""
+    # BEGIN SOLUTION TODO(lab-01 sdpa)
+    # call _check_qkv, scale q @ k^T by 1/sqrt(d_head), _check_mask and set blocked scores to
+    # -inf, stable_softmax, multiply by v; return (output, weights)
     _check_qkv(q, k, v)
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale  # 1/sqrt(d_head)
     scores = q @ k.transpose(-2, -1) * scale  # (..., T_q, hs) @ (..., hs, T_k) -> (..., T_q, T_k)
@@ -97,23 +104,32 @@ def scaled_dot_product_attention(
     weights = stable_softmax(scores, dim=-1)  # (..., T_q, T_k) rows sum to 1 (0 if fully blocked)
     out = weights @ v  # (..., T_q, T_k) @ (..., T_k, d_v) -> (..., T_q, d_v)
     return out, weights
+    # END SOLUTION
 
 
 def causal_mask(seq_len: int) -> torch.Tensor:
     """[T, T] lower triangle: query t may attend to keys j <= t and to nothing later."""
+    # BEGIN SOLUTION TODO(lab-01 causal_mask)
+    # refuse seq_len < 1 with a ValueError, then return the [T, T] boolean lower triangle
+    # (torch.tril)
     if isinstance(seq_len, bool) or not isinstance(seq_len, int) or seq_len < 1:
         raise ValueError(f"seq_len must be a positive int, got {seq_len!r}")
     return torch.tril(torch.ones(seq_len, seq_len, dtype=torch.bool))  # (T, T)
+    # END SOLUTION
 
 
 def combine_causal_and_padding(causal: torch.Tensor, padding: torch.Tensor) -> torch.Tensor:
     """[B, T, T] mask: query i may attend key j if j <= i AND key j is real (padding[b, j] True)."""
+    # BEGIN SOLUTION TODO(lab-01 padding)
+    # check causal [T, T] and padding [B, T] are bool, then AND them: causal & padding[:, None,
+    # :]
     _check_rank(causal, "causal", "[T, T]", 2)
     _check_rank(padding, "padding", "[B, T]", 2)
     T = causal.shape[-1]
     _check_mask(causal, (T, T), "causal")
     _check_mask(padding, (padding.shape[0], T), "padding")
     return causal & padding[:, None, :]  # (T, T) & (B, 1, T) -> (B, T, T)
+    # END SOLUTION
 
 
 class SelfAttention(nn.Module):
@@ -131,18 +147,24 @@ class SelfAttention(nn.Module):
 
     def project(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """q, k, v, each [B, T, d_head], from x [B, T, d_model]."""
+        # BEGIN SOLUTION TODO(lab-01 self-attention)
+        # call _check_input, then apply self.query, self.key, self.value to x
         _check_input(x, self.d_model)
         q = self.query(x)  # (B, T, d_model) -> (B, T, d_head)
         k = self.key(x)  # (B, T, d_model) -> (B, T, d_head)
         v = self.value(x)  # (B, T, d_model) -> (B, T, d_head)
         return q, k, v
+        # END SOLUTION
 
     def forward(
         self, x: torch.Tensor, mask: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """(output [B, T, d_head], weights [B, T, T]); mask broadcasts to [B, T, T]."""
+        # BEGIN SOLUTION TODO(lab-01 self-attention)
+        # project x to q, k, v and return scaled_dot_product_attention(q, k, v, mask)
         q, k, v = self.project(x)  # each (B, T, d_head)
         return scaled_dot_product_attention(q, k, v, mask)  # (B, T, d_head), (B, T, T)
+        # END SOLUTION
 
 
 class MultiHeadSelfAttention(nn.Module):
@@ -165,13 +187,20 @@ class MultiHeadSelfAttention(nn.Module):
 
     def split_heads(self, x: torch.Tensor) -> torch.Tensor:
         """[B, T, d_model] -> [B, h, T, d_head]; head i owns columns [i*d_head, (i+1)*d_head)."""
+        # BEGIN SOLUTION TODO(lab-01 multi-head)
+        # call _check_input, view [B, T, d_model] as [B, T, h, d_head], transpose to [B, h, T,
+        # d_head]
         _check_input(x, self.d_model)
         B, T, _ = x.shape
         x = x.view(B, T, self.n_heads, self.d_head)  # (B, T, C) -> (B, T, h, hs)
         return x.transpose(1, 2)  # (B, T, h, hs) -> (B, h, T, hs)
+        # END SOLUTION
 
     def merge_heads(self, x: torch.Tensor) -> torch.Tensor:
         """[B, h, T, d_head] -> [B, T, d_model]: the heads' outputs concatenated side by side."""
+        # BEGIN SOLUTION TODO(lab-01 multi-head)
+        # check x is [B, h, T, d_head], transpose back to [B, T, h, d_head] and view as [B, T,
+        # d_model]
         _check_rank(x, "x", "[B, h, T, d_head]", 4)
         if x.shape[1] != self.n_heads or x.shape[3] != self.d_head:
             raise ValueError(
@@ -180,11 +209,15 @@ class MultiHeadSelfAttention(nn.Module):
         B, h, T, hs = x.shape
         x = x.transpose(1, 2).contiguous()  # (B, h, T, hs) -> (B, T, h, hs)
         return x.view(B, T, h * hs)  # (B, T, h, hs) -> (B, T, C)
+        # END SOLUTION
 
     def forward(
         self, x: torch.Tensor, mask: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """(output [B, T, d_model], weights [B, h, T, T]); mask broadcasts to [B, T, T]."""
+        # BEGIN SOLUTION TODO(lab-01 multi-head)
+        # in_proj then split into q, k, v and heads; _check_mask(mask, (B, T, T)) and give it a
+        # head dim; attend; merge heads; out_proj; return (output, weights)
         _check_input(x, self.d_model)
         B, T, _ = x.shape
         q, k, v = self.in_proj(x).split(self.d_model, dim=-1)  # (B, T, 3C) -> 3 x (B, T, C)
@@ -194,3 +227,4 @@ class MultiHeadSelfAttention(nn.Module):
             mask = mask.expand(B, T, T).unsqueeze(1)  # (B, 1, T, T): every head gets the same mask
         out, weights = scaled_dot_product_attention(q, k, v, mask)  # (B, h, T, hs), (B, h, T, T)
         return self.out_proj(self.merge_heads(out)), weights  # (B, T, C) -> (B, T, C)
+        # END SOLUTION

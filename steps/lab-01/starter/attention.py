@@ -1,6 +1,6 @@
 """Attention from scratch: stable softmax, scaled dot-product attention, masks, multi-head."""
 
-import math  # noqa: F401 (for the 1/sqrt(d_head) default scale)
+import math
 
 import torch
 from torch import nn

@@ -11,15 +11,15 @@ RUN_PY = Path(__file__).resolve().parent.parent / "run.py"
 
 
 @pytest.fixture
-def attention():
+def attention(impl):
     """The attention module under test (starter or solution, per --impl)."""
-    return load(STEP, "attention")
+    return load(STEP, "attention", impl)
 
 
 @pytest.fixture
-def wrong_mask():
+def wrong_mask(impl):
     """The exercise module exercises/wrong_mask.py under test (starter or solution, per --impl)."""
-    return load(STEP, "exercises.wrong_mask")
+    return load(STEP, "exercises.wrong_mask", impl)
 
 
 @pytest.fixture

@@ -43,6 +43,10 @@ class Head(nn.Module):
 
     def forward(self, x):
         """Causal attention of every position over itself and the positions before it."""
+        # BEGIN SOLUTION TODO(step-04 4.1)
+        # call self.check_input(x); q, k, v from the three linear maps; scores q k^T /
+        # sqrt(d_head); masked_fill with -inf where self.tril[:T, :T] == 0; softmax over the
+        # last axis; keep A.detach() in self.A; return A @ v
         self.check_input(x)
         B, T, d = x.shape  # x: (B, T, d)
         q, k, v = self.query(x), self.key(x), self.value(x)  # (B, T, d_head) each
@@ -52,24 +56,35 @@ class Head(nn.Module):
         A = F.softmax(scores, dim=-1)  # (B, T, T), each row sums to 1
         self.A = A.detach()  # (B, T, T)
         return A @ v  # (B, T, T) @ (B, T, d_head) -> (B, T, d_head)
+        # END SOLUTION
 
 
 def attention_scores(q, k, scale=True):
     """Unmasked scores q k^T, divided by sqrt(d_k) if `scale`: (B, T, d_k), (B, T, d_k) -> (B, T, T)."""
+    # BEGIN SOLUTION TODO(step-04 4.2)
+    # return q @ k.transpose(-2, -1), divided by sqrt(d_k) only when scale is true
     scores = q @ k.transpose(-2, -1)  # (B, T, d_k) @ (B, d_k, T) -> (B, T, T)
     return scores / k.shape[-1] ** 0.5 if scale else scores  # (B, T, T)
+    # END SOLUTION
 
 
 def smoothing_weights(T, s):
     """Causal attention over positions only, scores -(i-j)^2 / (2 s^2): a (T, T) matrix."""
+    # BEGIN SOLUTION TODO(step-04 4.4)
+    # scores[i, j] = -(i - j)**2 / (2 * s**2) for positions i, j < T; -inf where j > i; softmax
+    # over the last axis
     pos = torch.arange(T, dtype=torch.float32)  # (T,)
     scores = -((pos[:, None] - pos[None, :]) ** 2) / (2 * s**2)  # (T, 1) - (1, T) -> (T, T)
     scores = scores.masked_fill(torch.tril(torch.ones(T, T)) == 0, float("-inf"))  # (T, T)
     return F.softmax(scores, dim=-1)  # (T, T)
+    # END SOLUTION
 
 
 def online_softmax(scores):
     """Softmax over the last axis, one key at a time (each row's first score must be finite)."""
+    # BEGIN SOLUTION TODO(step-04 going further)
+    # loop over keys j keeping a running max m and sum s of exp(score - m), rescaling s by
+    # exp(m_old - m_new); return exp(scores - m) / s
     m = scores.new_full(scores.shape[:-1], float("-inf"))  # (...,) largest score seen so far
     s = scores.new_zeros(scores.shape[:-1])  # (...,) sum of exp(score - m) so far
     for j in range(scores.shape[-1]):
@@ -77,10 +92,14 @@ def online_softmax(scores):
         s = s * torch.exp(m - m_new) + torch.exp(scores[..., j] - m_new)  # (...,) rescale, add
         m = m_new
     return torch.exp(scores - m[..., None]) / s[..., None]  # (..., T)
+    # END SOLUTION
 
 
 def online_attention(q, k, v):
     """Causal scaled attention, one key at a time, never building the (T, T) matrix."""
+    # BEGIN SOLUTION TODO(step-04 going further)
+    # as online_softmax, plus a running sum of exp(score - m) * v_j; scores q.k_j / sqrt(d_k);
+    # key j only counts for queries i >= j
     B, T, d_k = q.shape  # q, k: (B, T, d_k); v: (B, T, d_v)
     pos = torch.arange(T)  # (T,)
     m = q.new_full((B, T), float("-inf"))  # (B, T) running max of each query's scores
@@ -96,3 +115,4 @@ def online_attention(q, k, v):
         acc = acc * rescale[..., None] + w[..., None] * v[:, j, None, :]  # (B, T, d_v)
         m = m_new
     return acc / s[..., None]  # (B, T, d_v)
+    # END SOLUTION

@@ -19,6 +19,9 @@ def head_and_input(Head, seed=0):
 
 def prove_simplex(Head):
     """Every row of A is a probability vector with exactly zero weight on the future."""
+    # BEGIN SOLUTION TODO(step-04 4.2.1)
+    # head, x = head_and_input(Head); head(x); assert head.A is finite, >= 0, rows sum to 1
+    # (which tolerance, and why?), and the strict upper triangle is 0
     head, x = head_and_input(Head)
     head(x)
     A = head.A  # (B, T, T)
@@ -29,10 +32,14 @@ def prove_simplex(Head):
         "rows of A do not sum to 1"
     )
     assert (A.triu(diagonal=1) == 0).all(), "A puts weight on future positions (j > i)"
+    # END SOLUTION
 
 
 def prove_causality_by_perturbation(Head):
     """Changing x at position 5 leaves outputs 0-4 bitwise equal and changes outputs 5-7."""
+    # BEGIN SOLUTION TODO(step-04 4.2.2)
+    # run the head, change x[:, 5, :], rerun; assert positions 0-4 are torch.equal (bitwise, not
+    # allclose) and each of positions 5-7 changed
     head, x = head_and_input(Head)
     out = head(x)  # (B, T, d_head)
     x2 = x.clone()
@@ -41,10 +48,14 @@ def prove_causality_by_perturbation(Head):
     assert torch.equal(out[:, :T_CHANGED], out2[:, :T_CHANGED]), "an earlier output saw the change"
     for t in range(T_CHANGED, T):
         assert not torch.equal(out[:, t], out2[:, t]), f"output {t} ignored a change at {T_CHANGED}"
+    # END SOLUTION
 
 
 def prove_causality_by_gradient(Head):
     """d out[0, 3] / d x[b, j] is zero for j > 3 or b != 0, and non-zero for every j <= 3."""
+    # BEGIN SOLUTION TODO(step-04 4.2.3)
+    # x.requires_grad_(); head(x)[0, 3].sum().backward(); assert x.grad is zero after position 3
+    # and outside batch element 0, non-zero at every j <= 3
     head, x = head_and_input(Head)
     x.requires_grad_(True)
     head(x)[0, I_GRAD].sum().backward()  # a scalar: the sum of output row 3 of batch element 0
@@ -53,3 +64,4 @@ def prove_causality_by_gradient(Head):
     assert (g[0, I_GRAD + 1 :] == 0).all(), "out[0, 3] depends on a later position"
     assert (g[1:] == 0).all(), "out[0, 3] depends on another batch element"
     assert (g[0, : I_GRAD + 1] > 0).all(), "out[0, 3] ignores a position j <= 3"
+    # END SOLUTION

@@ -2,7 +2,7 @@
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F  # noqa: F401  (forward needs F.softmax)
+import torch.nn.functional as F
 
 
 class Head(nn.Module):

@@ -20,22 +20,19 @@ def head_and_input(Head, seed=0):
 def prove_simplex(Head):
     """Every row of A is a probability vector with exactly zero weight on the future."""
     raise NotImplementedError(
-        "TODO(step-04 4.2.1): head, x = head_and_input(Head); head(x); assert head.A is finite, "
-        ">= 0, rows sum to 1 (which tolerance, and why?), and the strict upper triangle is 0"
+        "TODO(step-04 4.2.1): head, x = head_and_input(Head); head(x); assert head.A is finite, >= 0, rows sum to 1 (which tolerance, and why?), and the strict upper triangle is 0"
     )
 
 
 def prove_causality_by_perturbation(Head):
     """Changing x at position 5 leaves outputs 0-4 bitwise equal and changes outputs 5-7."""
     raise NotImplementedError(
-        "TODO(step-04 4.2.2): run the head, change x[:, 5, :], rerun; assert positions 0-4 are "
-        "torch.equal (bitwise, not allclose) and each of positions 5-7 changed"
+        "TODO(step-04 4.2.2): run the head, change x[:, 5, :], rerun; assert positions 0-4 are torch.equal (bitwise, not allclose) and each of positions 5-7 changed"
     )
 
 
 def prove_causality_by_gradient(Head):
     """d out[0, 3] / d x[b, j] is zero for j > 3 or b != 0, and non-zero for every j <= 3."""
     raise NotImplementedError(
-        "TODO(step-04 4.2.3): x.requires_grad_(); head(x)[0, 3].sum().backward(); assert x.grad "
-        "is zero after position 3 and outside batch element 0, non-zero at every j <= 3"
+        "TODO(step-04 4.2.3): x.requires_grad_(); head(x)[0, 3].sum().backward(); assert x.grad is zero after position 3 and outside batch element 0, non-zero at every j <= 3"
     )

@@ -6,9 +6,9 @@ from common.loader import load, load_file, step_dir
 
 
 @pytest.fixture
-def head():
+def head(impl):
     """The head module under test (starter or solution, per --impl, or an override)."""
-    return load("step-04", "head")
+    return load("step-04", "head", impl)
 
 
 @pytest.fixture

@@ -2,17 +2,19 @@
 
 import pytest
 
-from common.loader import current_impl, load
+from common.loader import load, load_file, step_dir
 from common.reports import add_report
-from common.scorecard import grade, todo_or_none
+
+grading = load_file(step_dir("step-04") / "scorecard.py", "_course_step_04_scorecard")
+todo_or_none = grading.todo_or_none
 
 
 @pytest.fixture(scope="module")
 def scorecard(request):
     """Grade the proofs under test against the reference Head and every broken Head, once."""
-    proofs = load("step-04", "proofs")
-    card = grade(proofs, load("step-04", "head", impl="solution").Head)
-    whose = "your" if current_impl() == "starter" else "the reference"
+    impl = request.config.getoption("--impl")
+    card = grading.grade(load("step-04", "proofs", impl), load("step-04", "head").Head)
+    whose = "your" if impl == "starter" else "the reference"
     add_report(request.config, f"step-04: {whose} 4.2 proofs against broken heads", card.render())
     return card
 

@@ -1,7 +1,6 @@
 """The course's contracts, as functions returning problems; tests/ runs them on every step and a broken fixture."""
 
 import ast
-import hashlib
 import inspect
 import os
 import re
@@ -15,13 +14,10 @@ from types import ModuleType
 import pytest
 
 from common import REPO_ROOT
-from common.catchup import source_files
-from common.loader import IMPL_ENV, ImplImportError, load_from
+from common.loader import ImplImportError, load_from
+from common.starters import stale
 
 PIXI_TOML = REPO_ROOT / "pixi.toml"
-# sha256 of every pristine starter: "untouched" is decided by content, so a student's commit,
-# a zip download without .git, or a catch-up are all seen for what they are.
-STARTERS = REPO_ROOT / "tests" / "starters.sha256"
 REQUIRED = ("README.md", "run.py", "starter", "solution", "tests")
 
 
@@ -31,32 +27,9 @@ def pixi_tasks(path: Path = PIXI_TOML) -> dict[str, dict]:
     return {n: t if isinstance(t, dict) else {"cmd": t} for n, t in tasks.items()}
 
 
-def starter_digest(folder: Path) -> str:
-    """sha256 over the starter's files (paths and bytes), caches left out."""
-    starter = folder / "starter"
-    h = hashlib.sha256()
-    for rel in sorted(source_files(starter)):  # the files catch-up compares and copies
-        h.update(rel.as_posix().encode() + b"\0" + (starter / rel).read_bytes())
-    return h.hexdigest()
-
-
-def read_manifest(path: Path = STARTERS) -> dict[str, str]:
-    """step -> digest of its pristine starter, from tests/starters.sha256."""
-    lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
-    return {step: digest for digest, step in (line.split() for line in lines if line.strip())}
-
-
-def write_manifest(steps_dir: Path, path: Path = STARTERS) -> str:
-    """Record the current starters as pristine (maintainers, after changing a starter)."""
-    steps = sorted(p for p in steps_dir.iterdir() if (p / "starter").is_dir())
-    text = "".join(f"{starter_digest(p)}  {p.name}\n" for p in steps)
-    path.write_text(text, encoding="utf-8", newline="\n")
-    return text
-
-
 def untouched(folder: Path) -> bool:
-    """Is this step's starter byte for byte the one the course ships?"""
-    return read_manifest().get(folder.name) == starter_digest(folder)
+    """Is this step's starter exactly what its solution generates (no student edits)?"""
+    return not stale(folder)
 
 
 def layout_problems(folder: Path) -> list[str]:
@@ -122,46 +95,6 @@ def signature_problems(folder: Path, strict: bool = True) -> list[str]:
                 problems.append(
                     f"{folder.name}: {rel.as_posix()}:{name} signature differs: "
                     f"solution {ref[name]}, starter {mine[name]}"
-                )
-    return problems
-
-
-def _defs(tree: ast.Module) -> dict[str, ast.AST]:
-    """Top-level functions and class methods of a module, by qualified name."""
-    found = {}
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef):
-            found[node.name] = node
-        elif isinstance(node, ast.ClassDef):
-            for sub in node.body:
-                if isinstance(sub, ast.FunctionDef):
-                    found[f"{node.name}.{sub.name}"] = sub
-    return found
-
-
-def _is_todo(func: ast.AST) -> bool:
-    """Does this function raise NotImplementedError (a TODO the student fills in)?"""
-    return any(
-        isinstance(node, ast.Raise) and "NotImplementedError" in ast.unparse(node.exc or node)
-        for node in ast.walk(func)
-    )
-
-
-def given_code_problems(folder: Path) -> list[str]:
-    """Code the starter gives (everything but its TODOs) is exactly the solution's code."""
-    problems = []
-    solution, starter = folder / "solution", folder / "starter"
-    for path in sorted(solution.rglob("*.py")):
-        rel = path.relative_to(solution)
-        if not (starter / rel).is_file():
-            continue  # signature_problems reports the missing file
-        ref = _defs(ast.parse(path.read_text(encoding="utf-8")))
-        mine = _defs(ast.parse((starter / rel).read_text(encoding="utf-8")))
-        for name, node in mine.items():
-            if name in ref and not _is_todo(node) and ast.dump(node) != ast.dump(ref[name]):
-                problems.append(
-                    f"{folder.name}: {rel.as_posix()}:{name} is given in the starter "
-                    "but differs from the solution"
                 )
     return problems
 
@@ -268,14 +201,7 @@ def run_pytest(args: list[str], steps_dir: Path | None = None) -> int:
         env = os.environ | {"COURSE_STEPS_DIR": str(steps_dir)}
         cmd = [sys.executable, "-m", "pytest", *args]
         return subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True).returncode
-    saved = os.environ.get(IMPL_ENV)
-    try:
-        return pytest.main(args)
-    finally:  # the inner run's --impl must not leak into the outer session
-        if saved is None:
-            os.environ.pop(IMPL_ENV, None)
-        else:
-            os.environ[IMPL_ENV] = saved
+    return pytest.main(args)
 
 
 def starter_run(folder: Path, junit: Path, steps_dir: Path | None = None) -> tuple[int, list[str]]:
@@ -302,10 +228,3 @@ def starter_run(folder: Path, junit: Path, steps_dir: Path | None = None) -> tup
     if count == 0:
         problems.append(f"{folder.name}: no tests ran against the starter (exit {code})")
     return code, problems
-
-
-if __name__ == "__main__":
-    from common import STEPS_DIR
-
-    # Maintainers: `python -m common.contracts` after changing a starter on purpose.
-    print(write_manifest(STEPS_DIR), end="")

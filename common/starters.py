@@ -1,0 +1,114 @@
+"""Write every starter from its marked solution: `python -m common.starters [--check]`.
+
+A solution marks what the student writes with `# BEGIN SOLUTION TODO(<step> <task>)` and
+`# END SOLUTION`. The comment lines right after BEGIN are the hint. The starter gets, in place of
+the region, `raise NotImplementedError("TODO(<step> <task>): <hint>")`, or, when the region holds
+`# STARTER: <code>` lines, that code (an exercise that ships with a bug to find).
+"""
+
+import argparse
+import re
+import shutil
+import sys
+from datetime import datetime
+from pathlib import Path
+
+from common import STEPS_DIR
+from common.catchup import IGNORED, backup_path, shown
+
+BEGIN = re.compile(r"^(\s*)# BEGIN SOLUTION (TODO\([^)]*\))\s*$")
+END = re.compile(r"^\s*# END SOLUTION\s*$")
+STARTER = re.compile(r"^\s*# STARTER: ?(.*)$")
+WIDTH = 100  # ruff's line length: the raise stays on one line when it fits
+
+
+def _raise(indent: str, todo: str, hint: list[str]) -> list[str]:
+    """The NotImplementedError a student sees, laid out as `ruff format` would."""
+    message = todo + (": " + " ".join(hint) if hint else "")
+    literal = '"' + message.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if len(f"{indent}raise NotImplementedError({literal})") <= WIDTH:
+        return [f"{indent}raise NotImplementedError({literal})"]
+    return [f"{indent}raise NotImplementedError(", f"{indent}    {literal}", f"{indent})"]
+
+
+def starter_text(solution: str, where: str = "solution") -> str:
+    """The starter for one marked solution file's text."""
+    out, region = [], None
+    for number, line in enumerate(solution.splitlines(), start=1):
+        if m := BEGIN.match(line):
+            if region is not None:
+                raise ValueError(f"{where}:{number}: BEGIN SOLUTION inside another region")
+            region = {"indent": m[1], "todo": m[2], "hint": [], "code": [], "in_hint": True}
+        elif region is None:
+            out.append(line)
+        elif END.match(line):
+            if region["code"]:
+                out += region["code"]
+            else:
+                out += _raise(region["indent"], region["todo"], region["hint"])
+            region = None
+        elif m := STARTER.match(line):
+            region["code"].append(region["indent"] + m[1])
+            region["in_hint"] = False
+        elif region["in_hint"] and line.strip().startswith("#"):
+            region["hint"].append(line.strip().removeprefix("#").strip())
+        else:
+            region["in_hint"] = False
+    if region is not None:
+        raise ValueError(f"{where}: BEGIN SOLUTION {region['todo']} has no END SOLUTION")
+    return "\n".join(out) + "\n"
+
+
+def starters(step_dir: Path) -> dict[Path, str]:
+    """Starter path -> generated text, for every .py file of the step's solution."""
+    solution = step_dir / "solution"
+    made = {}
+    for path in sorted(solution.rglob("*.py")):
+        rel = path.relative_to(solution)
+        made[step_dir / "starter" / rel] = starter_text(path.read_text(encoding="utf-8"), str(rel))
+    return made
+
+
+def stale(step_dir: Path) -> list[Path]:
+    """Starter files that differ from what their solution generates (or are missing)."""
+    return [
+        path
+        for path, text in starters(step_dir).items()
+        if not path.is_file() or path.read_text(encoding="utf-8") != text
+    ]
+
+
+def write(step_dir: Path) -> list[str]:
+    """Regenerate one step's starter, first copying any edited one to backups/; say what changed."""
+    changed = stale(step_dir)
+    said = []
+    if changed and (step_dir / "starter").is_dir():
+        backup = backup_path(step_dir / "starter", datetime.now())
+        shutil.copytree(step_dir / "starter", backup, ignore=IGNORED)
+        said.append(f"saved the old starter in {shown(backup)}/")
+    for path, text in starters(step_dir).items():
+        if path in changed:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8", newline="\n")
+            said.append(f"wrote {shown(path)}")
+    return said
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Write (or, with --check, compare) the starter of every step."""
+    parser = argparse.ArgumentParser(prog="python -m common.starters", description=__doc__)
+    parser.add_argument("--check", action="store_true", help="exit 1 if a starter is stale")
+    args = parser.parse_args(argv)
+    steps = sorted(p for p in STEPS_DIR.iterdir() if (p / "solution").is_dir())
+    if args.check:
+        changed = [shown(path) for step in steps for path in stale(step)]
+        for shown in changed:
+            print(f"stale: {shown} (regenerate it: python -m common.starters)")
+        return 1 if changed else 0
+    said = [line for step in steps for line in write(step)]
+    print("\n".join(said) or "every starter is up to date")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

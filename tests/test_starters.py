@@ -1,0 +1,72 @@
+"""Starters are generated from marked solutions: the regions, the hints, the layout, the backup."""
+
+import pytest
+
+from common import starters
+
+SOLUTION = '''def f(x):
+    """Double x."""
+    # BEGIN SOLUTION TODO(step-99 f)
+    # return x doubled;
+    # use + or *
+    y = x * 2  # the reference's comment stays out of the starter
+    return y
+    # END SOLUTION
+'''
+
+
+def test_a_region_becomes_the_todo_with_its_hint():
+    assert starters.starter_text(SOLUTION) == (
+        'def f(x):\n    """Double x."""\n'
+        '    raise NotImplementedError("TODO(step-99 f): return x doubled; use + or *")\n'
+    )
+
+
+def test_a_long_hint_is_laid_out_as_ruff_format_would():
+    text = starters.starter_text(SOLUTION.replace("use + or *", "use + or * " + "x" * 80))
+    assert text.splitlines()[2:] == [
+        "    raise NotImplementedError(",
+        f'        "TODO(step-99 f): return x doubled; use + or * {"x" * 80}"',
+        "    )",
+    ]
+
+
+def test_quotes_in_a_hint_are_escaped():
+    text = starters.starter_text(SOLUTION.replace("use + or *", 'say "twice"'))
+    assert 'raise NotImplementedError("TODO(step-99 f): return x doubled; say \\"twice\\"")' in text
+
+
+def test_starter_lines_replace_the_region_for_a_bug_hunt():
+    text = starters.starter_text(
+        SOLUTION.replace("    y = x * 2", "    # STARTER: return x + 1\n    y = x * 2")
+    )
+    assert text.splitlines()[2:] == ["    return x + 1"]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (SOLUTION.replace("    # END SOLUTION\n", ""), "has no END SOLUTION"),
+        (
+            SOLUTION.replace("    y = x", "    # BEGIN SOLUTION TODO(x)\n    y = x"),
+            "inside another",
+        ),
+    ],
+)
+def test_a_broken_region_is_a_clear_error(text, message):
+    with pytest.raises(ValueError, match=message):
+        starters.starter_text(text, "f.py")
+
+
+def test_regenerating_backs_up_an_edited_starter(tmp_path):
+    step = tmp_path / "step-99"
+    (step / "solution").mkdir(parents=True)
+    (step / "starter").mkdir()
+    (step / "solution" / "f.py").write_text(SOLUTION, encoding="utf-8")
+    (step / "starter" / "f.py").write_text("# my own work\n", encoding="utf-8")
+    said = starters.write(step)
+    backups = list((step / "backups").iterdir())
+    assert (backups[0] / "f.py").read_text(encoding="utf-8") == "# my own work\n"
+    assert starters.stale(step) == [] and len(said) == 2
+    assert starters.write(step) == []  # a second run changes nothing and backs up nothing
+    assert len(list((step / "backups").iterdir())) == 1
