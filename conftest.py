@@ -1,12 +1,19 @@
-"""Repo-wide pytest wiring: the `--impl` switch and a one-line report for a starter that won't import."""
+"""Repo-wide pytest wiring: `--impl`, a one-line report for a starter that won't import, and the
+student's one-screen check (`--impl starter`: what is done, what to write next, real bugs)."""
 
+import ast
+import re
+import sys
+import textwrap
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from common import STEPS_DIR
+from common import REPO_ROOT, STEPS_DIR, command
 from common.loader import IMPLS, ImplImportError, load, step_names
 from common.reports import REPORTS
+from common.starters import BEGIN
 
 
 def pytest_addoption(parser):
@@ -16,6 +23,19 @@ def pytest_addoption(parser):
         default="solution",
         help="implementation the step tests run against (default: solution)",
     )
+    parser.addoption("--full", action="store_true", help="with --impl starter: pytest's own output")
+    parser.addoption(
+        "--progress", action="store_true", help="with --impl starter: one line per step, exit 0"
+    )
+
+
+def pytest_configure(config):
+    """`--impl starter` without -v or --full: the student's summary replaces pytest's report."""
+    if config.getoption("--impl") == "starter" and (
+        config.getoption("--progress")
+        or not (config.option.verbose > 0 or config.getoption("--full"))
+    ):
+        config.pluginmanager.register(StudentCheck(config), "student-check")
 
 
 @pytest.fixture
@@ -26,6 +46,10 @@ def impl(request) -> str:
 
 def pytest_report_header(config):
     return f"implementation under test: {config.getoption('--impl')} (choose with --impl)"
+
+
+STEPS_UNDER_TEST = pytest.StashKey[list[str]]()
+TODO_ID = re.compile(r"TODO\(([^)]*)\)")
 
 
 def _steps_under_test(config) -> list[str]:
@@ -42,7 +66,8 @@ def _steps_under_test(config) -> list[str]:
 def pytest_sessionstart(session):
     """Import every module of the chosen implementation first, so a broken file is one line."""
     impl = session.config.getoption("--impl")
-    for step in _steps_under_test(session.config):
+    session.config.stash[STEPS_UNDER_TEST] = _steps_under_test(session.config)
+    for step in session.config.stash[STEPS_UNDER_TEST]:
         folder = STEPS_DIR / step / impl
         for path in sorted(folder.rglob("*.py")):
             module = path.relative_to(folder).with_suffix("").as_posix().replace("/", ".")
@@ -57,3 +82,222 @@ def pytest_terminal_summary(terminalreporter, config):
     for title, text in config.stash.get(REPORTS, []):
         terminalreporter.write_sep("=", title)
         terminalreporter.write_line(text)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """An optional TODO not written yet skips its tests instead of failing them."""
+    report = yield
+    exc = call.excinfo
+    if exc and exc.errisinstance(NotImplementedError) and (m := TODO_ID.search(str(exc.value))):
+        report.todo = m[1]
+        if "optional" in m[1].split(":")[0].split():
+            where = exc.traceback[-1]
+            report.outcome = "skipped"
+            report.longrepr = (
+                str(where.path),
+                where.lineno + 1,
+                f"optional TODO({m[1]}) not written",
+            )
+    elif exc and report.failed:
+        report.bug = _short_traceback(exc)
+    return report
+
+
+def _short_traceback(exc) -> list[str]:
+    """The repository's frames of a failure (file:line, function, source line) and the error."""
+    lines = []
+    for entry in exc.traceback:
+        path = Path(entry.path)
+        if path.is_relative_to(REPO_ROOT) and ".venv" not in path.parts:
+            where = f"{path.relative_to(REPO_ROOT).as_posix()}:{entry.lineno + 1}"
+            lines += [f"  {where} in {entry.name}", f"      {str(entry.statement).strip()}"]
+    return lines[-6:] + [f"  {exc.typename}: {(str(exc.value).splitlines() or [''])[0]}"]
+
+
+# --- the student's check -------------------------------------------------------------------------
+
+
+def _natural(todo: str) -> list:
+    """Sort key: 'task 10' after 'task 9', '4.2.4' after '4.2.3'."""
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", todo)]
+
+
+def _regions(step: str) -> dict[str, dict]:
+    """TODO id -> its module, the functions it is written in, and the first function's place."""
+    todos = {}
+    folder = STEPS_DIR / step / "solution"
+    for path in sorted(folder.rglob("*.py")):
+        module = path.relative_to(folder).with_suffix("").as_posix().replace("/", ".")
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        functions = [
+            (f"{cls.name}.{fn.name}" if cls else fn.name, fn)
+            for cls in [None, *[n for n in tree.body if isinstance(n, ast.ClassDef)]]
+            for fn in (cls.body if cls else tree.body)
+            if isinstance(fn, ast.FunctionDef)
+        ]
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if m := BEGIN.match(line):
+                todo = m[2][5:-1]
+                name = next(q for q, fn in functions if fn.lineno <= number <= fn.end_lineno)
+                entry = todos.setdefault(todo, {"module": module, "functions": [], "file": path})
+                entry["functions"].append(name)
+    return dict(sorted(todos.items(), key=lambda kv: _natural(kv[0])))
+
+
+def _open_todos(step: str) -> dict[str, tuple[str, int, str]]:
+    """TODO id -> (starter file, line, message) for every NotImplementedError still in the starter."""
+    found = {}
+    folder = STEPS_DIR / step / "starter"
+    for path in sorted(folder.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args:
+                arg = node.exc.args[0]
+                text = arg.value if isinstance(arg, ast.Constant) else ""
+                if isinstance(text, str) and (m := TODO_ID.match(text)):
+                    rel = path.relative_to(REPO_ROOT).as_posix()
+                    found.setdefault(m[1], (rel, node.lineno, text))
+    return found
+
+
+class StudentCheck:
+    """`--impl starter`: a table of the step's TODOs, the next one to write, and real bugs."""
+
+    TOOL = 4  # a sys.monitoring tool id that coverage (1) and debuggers (0) leave free
+
+    def __init__(self, config):
+        self.config = config
+        self.results: dict[str, dict] = {}  # nodeid -> outcome, step, todo, bug, entered
+        self.codes: dict = {}  # code object of a TODO function -> (step, TODO id)
+        self.entered: set = set()
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionstart(self, session):
+        """Quiet pytest's own report, and watch which TODO functions each test runs."""
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        self.config.option.tbstyle, self.config.option.verbose = "no", -1
+        if reporter:
+            reporter.reportchars = ""
+        for step in self.config.stash.get(STEPS_UNDER_TEST, []):
+            for todo, region in _regions(step).items():
+                module = load(step, region["module"], "starter")
+                for name in region["functions"]:
+                    obj = module
+                    for part in name.split("."):
+                        obj = getattr(obj, part, None)
+                    if code := getattr(obj, "__code__", None):
+                        self.codes[code] = (step, todo)
+        if self.codes and sys.monitoring.get_tool(self.TOOL) is None:
+            sys.monitoring.use_tool_id(self.TOOL, "course-check")
+            sys.monitoring.register_callback(
+                self.TOOL, sys.monitoring.events.PY_START, self._on_start
+            )
+            for code in self.codes:
+                sys.monitoring.set_local_events(self.TOOL, code, sys.monitoring.events.PY_START)
+
+    def _on_start(self, code, offset):
+        self.entered.add(self.codes[code][1])
+        return sys.monitoring.DISABLE  # once per test is enough; restart_events re-arms it
+
+    def pytest_unconfigure(self, config):
+        if sys.monitoring.get_tool(self.TOOL) == "course-check":
+            sys.monitoring.free_tool_id(self.TOOL)
+
+    def pytest_runtest_logstart(self, nodeid, location):
+        self.entered = set()
+        sys.monitoring.restart_events()
+
+    def pytest_report_teststatus(self, report, config):
+        """No progress dots: the summary says it all (setup and teardown count for nothing)."""
+        return (report.outcome if report.when == "call" or not report.passed else ""), "", ""
+
+    def pytest_runtest_logreport(self, report):
+        if report.when == "call" or not report.passed:
+            parts = Path(report.fspath).resolve().relative_to(REPO_ROOT).parts
+            step = parts[1] if parts[0] == "steps" and len(parts) > 2 else None
+            self.results[report.nodeid] = {
+                "outcome": report.outcome,
+                "step": step,
+                "todo": getattr(report, "todo", None),
+                "bug": getattr(report, "bug", None),
+                "entered": set(self.entered),
+            }
+
+    def pytest_terminal_summary(self, terminalreporter):
+        write = terminalreporter.write_line
+        progress = self.config.getoption("--progress")
+        for step in self.config.stash.get(STEPS_UNDER_TEST, []):
+            lines = self.step_lines(step, progress)
+            for line in lines:
+                write(line)
+        others = [n for n, r in self.results.items() if r["step"] is None and r["bug"]]
+        for nodeid in others:
+            write(f"{nodeid}: {self.results[nodeid]['bug'][-1].strip()}")
+
+    def pytest_sessionfinish(self, session):
+        if self.config.getoption("--progress"):
+            session.exitstatus = 0  # progress is a report, never a red check
+
+    def step_lines(self, step: str, progress: bool) -> list[str]:
+        """The summary of one step: its TODO table, its bugs and what to write next."""
+        results = {n: r for n, r in self.results.items() if r["step"] == step}
+        todos, still = _regions(step), _open_todos(step)
+        held = Counter(r["todo"] for r in results.values() if r["todo"])
+        status, failing = {}, {}
+        for todo in todos:
+            mine = [r for r in results.values() if todo in r["entered"] or r["todo"] == todo]
+            failing[todo] = sum(
+                r["outcome"] == "failed" and r["todo"] in (None, todo) for r in mine
+            )
+            optional = "optional" in todo.split(":")[0].split()
+            if todo in still:
+                status[todo] = "optional" if optional else "todo"
+            else:
+                status[todo] = "bug" if failing[todo] else "done"
+        passed = sum(r["outcome"] == "passed" for r in results.values())
+        done = sum(s == "done" for s in status.values())
+        required = sum(s != "optional" for s in status.values()) + sum(
+            s == "done" and "optional" in t for t, s in status.items()
+        )
+        nxt = next((t for t, s in status.items() if s in ("todo", "bug")), None)
+        where = still.get(nxt) or (todos[nxt]["file"].as_posix(), 0, "") if nxt else None
+        if progress:
+            head = f"{step:<9} {done}/{len(todos)} TODOs done, {passed}/{len(results)} tests pass"
+            return [head + (f", next: TODO({nxt}) {where[0]}:{where[1]}" if nxt else ", all done")]
+        lines = [
+            f"{step} with your starter: {done} of {len(todos)} TODOs done "
+            f"({required} required), {passed} of {len(results)} tests pass",
+            "",
+        ]
+        marks = {"done": "[x]", "todo": "[ ]", "bug": "[!]", "optional": "[ ]"}
+        for todo, state in status.items():
+            note = {
+                "todo": f"{held[todo]} tests wait for it",
+                "bug": f"written; {failing[todo]} of its tests fail",
+                "optional": f"optional; {held[todo]} tests skip until you write it",
+                "done": "done",
+            }[state]
+            lines.append(f"{marks[state]} TODO({todo}): {note}")
+        bugs = [(n, r["bug"]) for n, r in results.items() if r["bug"]]
+        if bugs:
+            lines += ["", f"{len(bugs)} failures are bugs, not TODOs (shortened; -v shows all):"]
+            for nodeid, tb in bugs[:3]:
+                lines += [nodeid, *tb]
+            lines += [f"{nodeid}: {tb[-1].strip()}" for nodeid, tb in bugs[3:]]
+        if nxt:
+            file, line, message = where
+            hint = message.partition(": ")[2] if message else ""
+            lines += ["", f"Next: TODO({nxt}) at {file}:{line}"]
+            lines += textwrap.wrap(hint, 96, initial_indent="  ", subsequent_indent="  ")
+            first = next((n for n, r in results.items() if r["todo"] == nxt), None)
+            first = first or next((n for n, r in results.items() if r["outcome"] == "failed"), "")
+            name = first.split("::")[-1].split("[")[0]  # -k takes a name, not a parameter
+            rel = f"steps/{step}"
+            lines.append(
+                "One test in full: "
+                + command(
+                    f"pixi run check-{step} -v -k {name}",
+                    f"python -m pytest {rel} --impl starter -v -k {name}",
+                )
+            )
+        return lines

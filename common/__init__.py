@@ -8,3 +8,8 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 STEPS_DIR = Path(os.environ.get("COURSE_STEPS_DIR", REPO_ROOT / "steps")).resolve()
 SOLUTIONS_DIR = REPO_ROOT / "solutions"
 OUT_DIR = REPO_ROOT / "out"
+
+
+def command(pixi: str, python: str) -> str:
+    """The command to show a student: `pixi run ...` inside a pixi task, else its `python` twin."""
+    return pixi if os.environ.get("PIXI_PROJECT_ROOT") else python

@@ -206,7 +206,8 @@ def run_pytest(args: list[str], steps_dir: Path | None = None) -> int:
 
 def starter_run(folder: Path, junit: Path, steps_dir: Path | None = None) -> tuple[int, list[str]]:
     """Run a step's tests against its untouched starter; return (exit code, problems)."""
-    args = [str(folder / "tests"), "--impl", "starter", "-qq", "--tb=line", f"--junitxml={junit}"]
+    args = [str(folder / "tests"), "--impl", "starter", "--full", "-qq", "--tb=line"]
+    args.append(f"--junitxml={junit}")
     code = run_pytest(args, steps_dir)
     if not junit.is_file():
         return code, [f"{folder.name}: the starter run wrote no report (exit {code})"]
@@ -215,6 +216,9 @@ def starter_run(folder: Path, junit: Path, steps_dir: Path | None = None) -> tup
         count += 1
         name = f"{case.get('classname')}::{case.get('name')}"
         bad = case.find("failure") if case.find("failure") is not None else case.find("error")
+        skipped = case.find("skipped")
+        if skipped is not None and f"optional TODO({folder.name}" in skipped.get("message", ""):
+            continue  # an optional TODO not written yet skips its tests, as it should
         if bad is None:
             problems.append(f"{folder.name}: {name} passes on the untouched starter")
             continue

@@ -15,7 +15,10 @@ def scorecard(request):
     impl = request.config.getoption("--impl")
     card = grading.grade(load("step-04", "proofs", impl), load("step-04", "head").Head)
     whose = "your" if impl == "starter" else "the reference"
-    add_report(request.config, f"step-04: {whose} 4.2 proofs against broken heads", card.render())
+    if todo_or_none(card) is None:  # a table of TODOs would only repeat the check's summary
+        add_report(
+            request.config, f"step-04: {whose} 4.2 proofs against broken heads", card.render()
+        )
     return card
 
 
