@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from common import REPO_ROOT, STEPS_DIR, command
+from common.catchup import shown
 from common.loader import IMPLS, ImplImportError, load, step_names
 from common.reports import REPORTS
 from common.starters import BEGIN
@@ -88,6 +89,8 @@ def pytest_terminal_summary(terminalreporter, config):
 def pytest_runtest_makereport(item, call):
     """An optional TODO not written yet skips its tests instead of failing them."""
     report = yield
+    path = Path(item.path).resolve()
+    report.step = path.relative_to(STEPS_DIR).parts[0] if path.is_relative_to(STEPS_DIR) else None
     exc = call.excinfo
     if exc and exc.errisinstance(NotImplementedError) and (m := TODO_ID.search(str(exc.value))):
         report.todo = m[1]
@@ -155,8 +158,7 @@ def _open_todos(step: str) -> dict[str, tuple[str, int, str]]:
                 arg = node.exc.args[0]
                 text = arg.value if isinstance(arg, ast.Constant) else ""
                 if isinstance(text, str) and (m := TODO_ID.match(text)):
-                    rel = path.relative_to(REPO_ROOT).as_posix()
-                    found.setdefault(m[1], (rel, node.lineno, text))
+                    found.setdefault(m[1], (shown(path), node.lineno, text))
     return found
 
 
@@ -213,11 +215,9 @@ class StudentCheck:
 
     def pytest_runtest_logreport(self, report):
         if report.when == "call" or not report.passed:
-            parts = Path(report.fspath).resolve().relative_to(REPO_ROOT).parts
-            step = parts[1] if parts[0] == "steps" and len(parts) > 2 else None
             self.results[report.nodeid] = {
                 "outcome": report.outcome,
-                "step": step,
+                "step": getattr(report, "step", None),
                 "todo": getattr(report, "todo", None),
                 "bug": getattr(report, "bug", None),
                 "entered": set(self.entered),
@@ -252,8 +252,10 @@ class StudentCheck:
             optional = "optional" in todo.split(":")[0].split()
             if todo in still:
                 status[todo] = "optional" if optional else "todo"
+            elif failing[todo] or not mine:  # written, and failing or not tested in this run
+                status[todo] = "bug" if failing[todo] else "untested"
             else:
-                status[todo] = "bug" if failing[todo] else "done"
+                status[todo] = "done"
         passed = sum(r["outcome"] == "passed" for r in results.values())
         done = sum(s == "done" for s in status.values())
         required = sum(s != "optional" for s in status.values()) + sum(
@@ -269,13 +271,14 @@ class StudentCheck:
             f"({required} required), {passed} of {len(results)} tests pass",
             "",
         ]
-        marks = {"done": "[x]", "todo": "[ ]", "bug": "[!]", "optional": "[ ]"}
+        marks = {"done": "[x]", "todo": "[ ]", "bug": "[!]", "optional": "[ ]", "untested": "[?]"}
         for todo, state in status.items():
             note = {
                 "todo": f"{held[todo]} tests wait for it",
                 "bug": f"written; {failing[todo]} of its tests fail",
                 "optional": f"optional; {held[todo]} tests skip until you write it",
                 "done": "done",
+                "untested": "written; none of its tests ran here",
             }[state]
             lines.append(f"{marks[state]} TODO({todo}): {note}")
         bugs = [(n, r["bug"]) for n, r in results.items() if r["bug"]]
@@ -292,12 +295,7 @@ class StudentCheck:
             first = next((n for n, r in results.items() if r["todo"] == nxt), None)
             first = first or next((n for n, r in results.items() if r["outcome"] == "failed"), "")
             name = first.split("::")[-1].split("[")[0]  # -k takes a name, not a parameter
-            rel = f"steps/{step}"
-            lines.append(
-                "One test in full: "
-                + command(
-                    f"pixi run check-{step} -v -k {name}",
-                    f"python -m pytest {rel} --impl starter -v -k {name}",
-                )
-            )
+            pixi, python = f"pixi run check-{step}", f"python -m pytest steps/{step} --impl starter"
+            if name:
+                lines.append(f"One test in full: {command(pixi, python)} -v -k {name}")
         return lines

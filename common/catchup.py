@@ -7,7 +7,7 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from common import REPO_ROOT
+from common import REPO_ROOT, command
 from common.loader import checkpoint_names, step_dir, step_names
 
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc")
@@ -70,26 +70,34 @@ def catch_up(folder: Path, now: datetime | None = None) -> tuple[Path | None, st
         ) from exc
     return (
         backup,
-        f"{saved}{rel} now holds the reference solution. Next: pixi run check-{folder.name}",
+        f"{saved}{rel} now holds the reference solution. Next: "
+        + command(
+            f"pixi run check-{folder.name}", f"python -m pytest {shown(folder)} --impl starter"
+        ),
     )
 
 
 def main(argv: list[str] | None = None) -> int:
     """Command line: one step name; an unknown one lists the valid names."""
-    parser = argparse.ArgumentParser(prog="pixi run catch-up", description=__doc__)
-    parser.add_argument("step", help=f"one of: {', '.join(step_names())}")
+    prog = command("pixi run catch-up", "python -m common.catchup")
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__)
+    parser.add_argument("step", nargs="?", help=f"one of: {', '.join(step_names())}")
     args = parser.parse_args(argv)
+    valid = f"valid steps: {', '.join(step_names())}"
+    if args.step is None:
+        parser.error(f"name a step to catch up on; {valid}")
     if args.step in checkpoint_names():
+        run = command(f"pixi run {args.step}", f"python -m common.run {args.step}")
         parser.error(
             f"{args.step} is a checkpoint, not a step: use solutions/{args.step}/ as it is "
-            f"(pixi run {args.step}); steps you can catch up on: {', '.join(step_names())}"
+            f"({run}); steps you can catch up on: {', '.join(step_names())}"
         )
     if args.step not in step_names():
-        parser.error(f"unknown step {args.step!r}; valid steps: {', '.join(step_names())}")
+        parser.error(f"unknown step {args.step!r}; {valid}")
     try:
         print(catch_up(step_dir(args.step))[1])
     except OSError as exc:
-        parser.exit(1, f"pixi run catch-up: {exc}\n")
+        parser.exit(1, f"{prog}: {exc}\n")
     return 0
 
 

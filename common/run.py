@@ -3,7 +3,7 @@
 import argparse
 import sys
 
-from common import SOLUTIONS_DIR
+from common import SOLUTIONS_DIR, command
 from common.envreport import report
 from common.loader import IMPLS, checkpoint_names, load_file, step_dir, step_names
 
@@ -20,15 +20,18 @@ def main(argv: list[str] | None = None) -> int:
     scripts = runnable()
     # no -h here: `pixi run lab-01 --help` should reach the step's own options
     argv = sys.argv[1:] if argv is None else argv
-    named = f"pixi run {argv[0]}" if argv and argv[0] in scripts else None
+    known = argv[0] if argv and argv[0] in scripts else None
+    prog = command(f"pixi run {known}", f"python -m common.run {known}") if known else None
     parser = argparse.ArgumentParser(
-        prog=named or "python -m common.run", description=__doc__, add_help=False
+        prog=prog or "python -m common.run", description=__doc__, add_help=False
     )
     parser.add_argument("step", help=f"one of: {', '.join(scripts)}")
     parser.add_argument("--impl", choices=IMPLS, default="solution", help="code to run")
-    if not argv or argv[0] in ("-h", "--help"):
+    if argv and argv[0] in ("-h", "--help"):
         parser.print_help()
         return 0
+    if not argv or argv[0].startswith("-"):
+        parser.error(f"name a step first; valid steps: {', '.join(scripts)}")
     args, rest = parser.parse_known_args(argv)
     if args.step not in scripts:
         parser.error(f"unknown step {args.step!r}; valid steps: {', '.join(scripts)}")

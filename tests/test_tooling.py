@@ -22,7 +22,8 @@ def step(tmp_path):
     return folder
 
 
-def test_catch_up_backs_up_then_installs_the_solution(step):
+def test_catch_up_backs_up_then_installs_the_solution(step, monkeypatch):
+    monkeypatch.setenv("PIXI_PROJECT_ROOT", str(REPO_ROOT))
     backup, message = catchup.catch_up(step, now=datetime(2026, 11, 29, 8, 0, 0))
     assert backup == step / "backups" / "starter-20261129-080000"
     assert (backup / "mine.py").read_text(encoding="utf-8") == "# my own work\n"
@@ -155,3 +156,33 @@ def test_a_syntax_error_names_file_line_and_reason_once(tmp_path):
     text = str(info.value)
     assert "bad.py:1 does not import: SyntaxError: " in text
     assert "line 1)" not in text  # the place is said once, up front
+
+
+@pytest.mark.parametrize("main", [runner.main, catchup.main], ids=["run", "catch-up"])
+def test_no_step_is_a_usage_error_listing_the_steps(main, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main([])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2
+    assert "valid steps: lab-01" in err and "step-04" in err
+
+
+def test_an_unknown_step_is_never_the_program_name(capsys, monkeypatch):
+    monkeypatch.setenv("PIXI_PROJECT_ROOT", str(REPO_ROOT))
+    with pytest.raises(SystemExit):
+        runner.main(["step-404"])
+    err = capsys.readouterr().err
+    assert "pixi run step-404" not in err and err.startswith("usage: python -m common.run")
+
+
+@pytest.mark.parametrize(
+    ("pixi", "expected"),
+    [(True, "Next: pixi run check-step-99"), (False, "Next: python -m pytest ")],
+)
+def test_messages_name_the_command_of_the_students_path(step, monkeypatch, pixi, expected):
+    if pixi:
+        monkeypatch.setenv("PIXI_PROJECT_ROOT", str(REPO_ROOT))
+    else:
+        monkeypatch.delenv("PIXI_PROJECT_ROOT", raising=False)
+    _, message = catchup.catch_up(step, now=datetime(2026, 11, 29, 8, 0, 0))
+    assert expected in message
