@@ -13,7 +13,6 @@ import pytest
 from common import REPO_ROOT, STEPS_DIR, command
 from common.catchup import shown
 from common.loader import IMPLS, ImplImportError, load, step_names
-from common.reports import REPORTS
 from common.starters import BEGIN
 
 
@@ -76,13 +75,6 @@ def pytest_sessionstart(session):
                 load(step, module, impl)
             except ImplImportError as exc:
                 raise pytest.UsageError(str(exc)) from None
-
-
-def pytest_terminal_summary(terminalreporter, config):
-    """Print the reports tests left behind (Step 4's proof scorecard, for one)."""
-    for title, text in config.stash.get(REPORTS, []):
-        terminalreporter.write_sep("=", title)
-        terminalreporter.write_line(text)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -2,6 +2,8 @@
 
 import pytest
 
+SCORECARD = pytest.StashKey[str]()
+
 from common.loader import load, load_file, step_dir
 
 
@@ -21,3 +23,15 @@ def experiments():
 def run():
     """steps/step-04/run.py: tables, figures and the README's generated blocks."""
     return load_file(step_dir("step-04") / "run.py", "_course_run_step_04")
+
+
+@pytest.fixture(scope="session")
+def leave_scorecard(request):
+    """Keep the graded proofs' scorecard to print after the tests."""
+    return lambda text: request.config.stash.__setitem__(SCORECARD, text)
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    """After the tests: the proofs' scorecard against every broken head, once they are written."""
+    if card := config.stash.get(SCORECARD, None):
+        terminalreporter.write_line(card)
