@@ -31,13 +31,15 @@ def caught_up(starter: Path, solution: Path) -> bool:
     )
 
 
-def backup_path(folder: Path, now: datetime) -> Path:
-    """A fresh `backups/starter-<timestamp>` folder name next to the starter."""
-    base = folder.parent / "backups" / f"starter-{now:%Y%m%d-%H%M%S}"
+def back_up(starter: Path, now: datetime | None = None) -> Path:
+    """Copy `starter` to a fresh `backups/starter-<timestamp>` folder beside it; return that."""
+    base = starter.parent / "backups" / f"starter-{now or datetime.now():%Y%m%d-%H%M%S}"
     path, n = base, 1
     while path.exists():
         n += 1
         path = base.with_name(f"{base.name}-{n}")
+    # a copy, not a move: an open editor or terminal cannot block it
+    shutil.copytree(starter, path, ignore=IGNORED)
     return path
 
 
@@ -52,10 +54,7 @@ def catch_up(folder: Path, now: datetime | None = None) -> tuple[Path | None, st
     rel = shown(starter)
     if caught_up(starter, solution):
         return None, f"{rel} already holds the reference solution; nothing changed."
-    backup = None
-    if starter.exists():  # a copy, not a move: an open editor or terminal cannot block it
-        backup = backup_path(starter, now or datetime.now())
-        shutil.copytree(starter, backup, ignore=IGNORED)
+    backup = back_up(starter, now) if starter.exists() else None
     saved = f"Your version of {rel} is saved in {shown(backup)}/\n" if backup else ""
     try:
         for extra in source_files(starter) - source_files(solution) if starter.exists() else ():

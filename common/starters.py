@@ -1,20 +1,12 @@
-"""Write every starter from its marked solution: `python -m common.starters [--check]`.
-
-A solution marks what the student writes with `# BEGIN SOLUTION TODO(<step> <task>)` and
-`# END SOLUTION`. The comment lines right after BEGIN are the hint. The starter gets, in place of
-the region, `raise NotImplementedError("TODO(<step> <task>): <hint>")`, or, when the region holds
-`# STARTER: <code>` lines, that code (an exercise that ships with a bug to find).
-"""
+"""Write every starter from its marked solution (CONTRIBUTING.md): `python -m common.starters`."""
 
 import argparse
 import re
-import shutil
 import sys
-from datetime import datetime
 from pathlib import Path
 
 from common import STEPS_DIR
-from common.catchup import IGNORED, backup_path, shown
+from common.catchup import back_up, shown
 
 BEGIN = re.compile(r"^(\s*)# BEGIN SOLUTION (TODO\([^)]*\))\s*$")
 END = re.compile(r"^\s*# END SOLUTION\s*$")
@@ -80,12 +72,9 @@ def stale(step_dir: Path) -> list[Path]:
 
 def write(step_dir: Path) -> list[str]:
     """Regenerate one step's starter, first copying any edited one to backups/; say what changed."""
-    changed = stale(step_dir)
-    said = []
+    changed, said = stale(step_dir), []
     if changed and (step_dir / "starter").is_dir():
-        backup = backup_path(step_dir / "starter", datetime.now())
-        shutil.copytree(step_dir / "starter", backup, ignore=IGNORED)
-        said.append(f"saved the old starter in {shown(backup)}/")
+        said.append(f"saved the old starter in {shown(back_up(step_dir / 'starter'))}/")
     for path, text in starters(step_dir).items():
         if path in changed:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -102,8 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     steps = sorted(p for p in STEPS_DIR.iterdir() if (p / "solution").is_dir())
     if args.check:
         changed = [shown(path) for step in steps for path in stale(step)]
-        for shown in changed:
-            print(f"stale: {shown} (regenerate it: python -m common.starters)")
+        for path in changed:
+            print(f"stale: {path} (regenerate it: python -m common.starters)")
         return 1 if changed else 0
     said = [line for step in steps for line in write(step)]
     print("\n".join(said) or "every starter is up to date")
