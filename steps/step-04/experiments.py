@@ -60,33 +60,99 @@ def scale_check(head, d_ks=(16, 64, 256), B=64, T=8, seed=0):
     return rows
 
 
-# (b) 4.3: an untrained head on real text, for several seeds
+# (b) 4.3: an untrained head on real text, for several seeds, and the settings behind each pattern
+
+# Thresholds of the pattern names, tried in this order (README, 4.3 and table (f)):
+NEAR_UNIFORM = 0.9  # evenness (row entropy / its largest value) at or above this
+DIAGONAL = 0.5  # share of rows whose largest weight sits on the diagonal, at or above this
+COLUMN = 0.25  # share of all attention one key column takes, at or above this
+
+
+def row_evenness(A):
+    """Entropy of each row over the log of its visible keys, averaged over rows 1.. (row 0 has one key)."""
+    T = A.shape[-1]
+    visible = torch.arange(2, T + 1, dtype=A.dtype)  # (T - 1,) row i sees i + 1 keys
+    entropy = -(A[1:] * torch.log(A[1:].clamp_min(1e-30))).sum(dim=-1)  # (T - 1,)
+    return (entropy / torch.log(visible)).mean().item()
+
+
+def pattern_metrics(A):
+    """The numbers behind a pattern's name, for one attention matrix A (T, T)."""
+    T = A.shape[-1]
+    later = A[1:]  # (T - 1, T) rows 1.. ; row 0 has a single key and no choice
+    top = later.argmax(dim=-1)  # (T - 1,) the key with the largest weight, per row
+    columns = later.sum(dim=0) / (T - 1)  # (T,) share of all attention that lands on each key
+    first = A[:, 0] * torch.arange(1, T + 1, dtype=A.dtype)  # (T,) first column / 1 / (i + 1)
+    return dict(
+        first_column=A[:, 0].mean().item(),
+        first_vs_uniform=first[1:].mean().item(),
+        diagonal=A.diagonal().mean().item(),
+        diagonal_rows=(top == torch.arange(1, T)).float().mean().item(),
+        column=columns.max().item(),
+        column_key=columns.argmax().item(),
+        evenness=row_evenness(A),
+    )
+
+
+def pattern_name(m):
+    """near-uniform, diagonal-hugging, column-collapse or scattered, by the thresholds above."""
+    if m["evenness"] >= NEAR_UNIFORM:
+        return "near-uniform"
+    if m["diagonal_rows"] >= DIAGONAL:
+        return "diagonal-hugging"
+    if m["column"] >= COLUMN:
+        return "column-collapse"
+    return "scattered"
+
+
+def text_attention(head, seed, scale=1.0, tied=False, pos=1.0, offset=0.0):
+    """A (T, T) of an untrained head on the text, with one setting changed from the default."""
+    _, idx, V = text_ids()
+    T = idx.shape[1]
+    tok_emb, pos_emb, h = embedded_head(head, seed, V)
+    shared = randn(D, seed=seed)  # (d,) one vector added to every position when offset != 0
+    with torch.no_grad():
+        if tied:
+            h.key.weight.copy_(h.query.weight)  # W_K = W_Q: q . k is a positive form
+        h.query.weight.mul_(scale)  # scores grow by scale**2: an inverse temperature
+        h.key.weight.mul_(scale)
+        x = tok_emb(idx) + pos * pos_emb(torch.arange(T))[None, :] + offset * shared  # (1, T, d)
+        h(x)
+    return h.A[0]  # (T, T)
 
 
 def real_text(head, seeds=(0, 1, 2, 3, 4)):
     """Attention matrices (S, 64, 64) of untrained heads on the first 64 characters."""
-    text, idx, V = text_ids()
+    text, idx, _ = text_ids()
     T = idx.shape[1]
-    mats, rows = [], []
-    for seed in seeds:
-        tok_emb, pos_emb, h = embedded_head(head, seed, V)
-        with torch.no_grad():
-            x = tok_emb(idx) + pos_emb(torch.arange(T))[None, :]  # (1, T, d)
-            h(x)
-        A = h.A[0]  # (T, T)
-        visible = torch.arange(1, T + 1, dtype=A.dtype)  # (T,) row i sees i + 1 keys
-        entropy = -(A * torch.log(A.clamp_min(1e-30))).sum(dim=-1)  # (T,)
-        rows.append(
-            dict(
-                seed=seed,
-                first_column=A[:, 0].mean().item(),
-                diagonal=A.diagonal().mean().item(),
-                evenness=(entropy[1:] / torch.log(visible[1:])).mean().item(),
-            )
-        )
-        mats.append(A)
+    A = torch.stack([text_attention(head, seed) for seed in seeds])  # (S, T, T)
+    rows = [dict(seed=seed, **pattern_metrics(a)) for seed, a in zip(seeds, A, strict=True)]
     uniform = (1 / torch.arange(1, T + 1, dtype=torch.float64)).mean().item()
-    return dict(text=text, A=torch.stack(mats), rows=rows, uniform=uniform)
+    return dict(text=text, A=A, rows=rows, uniform=uniform)
+
+
+# Setting name -> how it differs from the default (text_attention's keywords).
+SETTINGS = {
+    "default init": {},
+    "W_Q, W_K x3": dict(scale=3.0),
+    "W_K = W_Q": dict(tied=True),
+    "W_K = W_Q, x3": dict(tied=True, scale=3.0),
+    "no positions": dict(pos=0.0),
+    "positions x4": dict(pos=4.0),
+    "shared offset x4, W x2": dict(offset=4.0, scale=2.0),
+}
+
+
+def family(head, seeds=(0, 1, 2, 3, 4)):
+    """Each setting: seed 0's matrix and metrics, and how many seeds get seed 0's pattern."""
+    rows = []
+    for name, setting in SETTINGS.items():
+        mats = [text_attention(head, seed, **setting) for seed in seeds]  # S x (T, T)
+        metrics = [pattern_metrics(A) for A in mats]
+        names = [pattern_name(m) for m in metrics]
+        same = sum(n == names[0] for n in names)
+        rows.append(dict(setting=name, pattern=names[0], same=same, A=mats[0], **metrics[0]))
+    return dict(text=text_ids()[0], rows=rows, seeds=len(seeds))
 
 
 # (c) 4.4: attention over positions only is a kernel smoother
@@ -148,16 +214,19 @@ def failing_proofs(Head):
 
 
 def mask_order(head, seed=0, B=4, T=8):
+def seeded_weights(Head, seed, B=4, T=8):
+    """A (B, T, T) of Head(32, 16, T_max=T) from seed `seed` on x from seed + 100 (test_head.py's)."""
+    x = randn(B, T, D, seed=seed + 100)  # (B, T, d)
+    seed_all(seed)  # the same weights for every Head class: the head of tests/test_head.py
+    h = Head(D, D_HEAD, T_max=T)
+    with torch.no_grad():
+        h(x)
+    return h.A  # (B, T, T)
+
+
     """Row sums of your head and of its swapped twin, and which reference 4.2 proofs fail."""
     swapped = broken_head(head.Head, SWAPPED)  # your head's weights, the two lines swapped
-    x = randn(B, T, D, seed=seed + 100)  # the same x as tests/test_head.py
-    A = []
-    for Head in (head.Head, swapped):
-        seed_all(seed)  # the same weights for both: the head of tests/test_head.py
-        h = Head(D, D_HEAD, T_max=T)
-        with torch.no_grad():
-            h(x)
-        A.append(h.A)  # (B, T, T)
+    A = [seeded_weights(Head, seed, B, T) for Head in (head.Head, swapped)]  # 2 x (B, T, T)
     good, bad = A[0].sum(dim=-1), A[1].sum(dim=-1)  # (B, T) each
     return dict(
         good=(good.min().item(), good.max().item()),
@@ -172,6 +241,54 @@ def mask_order(head, seed=0, B=4, T=8):
 
 
 # (e) going further: permutation equivariance, online softmax, cost
+# Appendix: how far a different draw moves the lecture's numbers
+
+LECTURE_SCALE = {16: (4.12, 0.798), 64: (7.95, 0.684), 256: (18.00, 0.467)}  # raw std, max weight
+LECTURE_MASK_LOW = 0.13  # the lecture's smallest row sum, softmax then mask
+PERCENTILES = (0.05, 0.5, 0.95)
+
+
+def percentiles(values):
+    """The 5th, 50th and 95th percentiles of a list of floats."""
+    q = torch.tensor(PERCENTILES, dtype=torch.float64)  # (3,)
+    return torch.tensor(values, dtype=torch.float64).quantile(q).tolist()
+
+
+def scale_spread(head, draws=200, B=1, T=8):
+    """Raw std and largest scaled weight of one (B, T) draw of q, k, over `draws` seeds, per d_k."""
+    rows = []
+    for d_k, (lecture_std, lecture_max) in LECTURE_SCALE.items():
+        std, top = [], []
+        for seed in range(draws):
+            q, k = randn(B, T, d_k, seed=2 * seed), randn(B, T, d_k, seed=2 * seed + 1)
+            std.append(head.attention_scores(q, k, scale=False).std().item())  # (B, T, T) -> std
+            scaled = head.attention_scores(q, k, scale=True)  # (B, T, T)
+            top.append(F.softmax(scaled, dim=-1).max().item())  # largest weight of the draw
+        rows.append(
+            dict(
+                d_k=d_k,
+                lecture_std=lecture_std,
+                std=percentiles(std),
+                at_least=sum(s >= lecture_std for s in std) / draws,
+                lecture_max=lecture_max,
+                top=percentiles(top),
+            )
+        )
+    return dict(rows=rows, draws=draws, B=B, T=T)
+
+
+def mask_low_spread(head, seeds=100, B=4, T=8):
+    """Smallest row sum of the swapped head, per seeded head and input: one sequence, and B."""
+    swapped = broken_head(head.Head, SWAPPED)
+    sums = [seeded_weights(swapped, seed, B, T).sum(dim=-1) for seed in range(seeds)]  # (B, T) each
+    rows = []
+    for n in (1, B):  # the first sequence alone, then the whole batch (table (d)'s minimum)
+        lows = [s[:n].min().item() for s in sums]
+        at_least = sum(low >= LECTURE_MASK_LOW for low in lows) / seeds
+        rows.append(dict(B=n, low=percentiles(lows), at_least=at_least))
+    return dict(rows=rows, seeds=seeds, lecture=LECTURE_MASK_LOW)
+
+
 
 
 def equivariance(head, seed=0):

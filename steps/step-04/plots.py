@@ -2,7 +2,9 @@
 
 from pathlib import Path
 
+import numpy as np
 import torch
+from matplotlib.colors import Normalize, PowerNorm
 
 from common.figures import plt, save
 
@@ -37,25 +39,95 @@ def scale_check(rows, path: Path) -> Path:
     return save(fig, path)
 
 
+FUTURE = "0.8"  # grey: cells above the diagonal, masked before the softmax (not small weights)
+GAMMA = 0.5  # power-law colour scale for weights: a weight w gets the colour of w**GAMMA
+
+
+def printable(ch: str) -> str:
+    """A character as a tick label: a space and a newline become visible symbols."""
+    return {" ": "␣", "\n": "↵"}.get(ch, ch)
+
+
+def attention_image(ax, A, norm=None, cmap="Blues"):
+    """Draw A (T, T) with the masked future in grey; return the image for a colorbar."""
+    future = torch.ones_like(A, dtype=torch.bool).triu(diagonal=1)  # (T, T) True where j > i
+    shown = np.ma.masked_array(A.numpy(), mask=future.numpy())  # (T, T) future cells hidden
+    colours = plt.get_cmap(cmap).with_extremes(bad=FUTURE)
+    norm = norm or PowerNorm(GAMMA, vmin=0, vmax=1)
+    image = ax.imshow(shown, cmap=colours, norm=norm, interpolation="nearest")
+    ax.set(xlabel="key j", ylabel="query i")
+    return image
+
+
+def weight_colorbar(fig, image, ax):
+    """A colorbar for attention weights, labelled with the scale it uses."""
+    bar = fig.colorbar(image, ax=ax, fraction=0.046)
+    bar.set_label(f"weight A[i, j], colour ~ A^{GAMMA:g} (grey: future)")
+    return bar
+
+
 def real_text(result, path: Path) -> Path:
     """Heatmaps of untrained heads on the first 64 characters, one column per seed."""
     A = result["A"]  # (S, T, T)
     T = A.shape[-1]
     visible = torch.arange(1, T + 1, dtype=A.dtype)[:, None]  # (T, 1) row i sees i + 1 keys
     ratio = torch.log2(A * visible)  # (S, T, T) 0 = a uniform row's share, -inf above diagonal
-    fig, axes = plt.subplots(2, len(A), figsize=(3 * len(A), 6), layout="constrained")
+    ratio_norm = Normalize(vmin=-2, vmax=2)
+    fig, axes = plt.subplots(2, len(A), figsize=(3.2 * len(A), 6.4), layout="constrained")
     for col, (mat, rel, row) in enumerate(zip(A, ratio, result["rows"], strict=True)):
-        top = axes[0, col].imshow(mat.numpy(), cmap="Blues", vmin=0, vmax=1)
-        bottom = axes[1, col].imshow(
-            rel.masked_fill(rel.isinf(), torch.nan).numpy(), cmap="RdBu_r", vmin=-2, vmax=2
-        )
-        axes[0, col].set(title=f"seed {row['seed']}: A")
-        axes[1, col].set(title="log2(A / uniform row)", xlabel="key j")
-    axes[0, 0].set_ylabel("query i")
-    axes[1, 0].set_ylabel("query i")
-    fig.colorbar(top, ax=axes[0, -1], fraction=0.046)
-    fig.colorbar(bottom, ax=axes[1, -1], fraction=0.046)
-    fig.suptitle(f"untrained heads on {result['text'][:30]!r}...")
+        top = attention_image(axes[0, col], mat)
+        bottom = attention_image(axes[1, col], rel, norm=ratio_norm, cmap="RdBu_r")
+        axes[0, col].set_title(f"seed {row['seed']}: A (evenness {row['evenness']:.2f})")
+        axes[1, col].set_title(f"seed {row['seed']}: A against a uniform row")
+    weight_colorbar(fig, top, axes[0, -1])
+    bar = fig.colorbar(bottom, ax=axes[1, -1], fraction=0.046)
+    bar.set_label("log2(A[i, j] · (i+1)) (grey: future)")
+    fig.suptitle(
+        "five untrained heads (default init) on the first 64 characters: "
+        f"{''.join(map(printable, result['text'][:30]))}..."
+    )
+    return save(fig, path)
+
+
+def first_column(result, path: Path) -> Path:
+    """First-column weight by row, for each seed, against the 1/(i+1) of a uniform row."""
+    A = result["A"]  # (S, T, T)
+    T = A.shape[-1]
+    i = torch.arange(T)  # (T,)
+    uniform = 1 / (i + 1)  # (T,)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10.5, 3.8), layout="constrained")
+    for mat, row in zip(A, result["rows"], strict=True):
+        label = f"seed {row['seed']}"
+        left.plot(i + 1, mat[:, 0].numpy(), ".-", lw=0.8, ms=3, label=label)
+        right.plot(i, (mat[:, 0] * (i + 1)).numpy(), ".-", lw=0.8, ms=3, label=label)
+    left.plot(i + 1, uniform.numpy(), "k--", lw=2, label="uniform row: 1/(i+1)")
+    left.set(xscale="log", yscale="log", xlabel="i + 1 (keys row i may see)")
+    left.set(ylabel="first-column weight A[i, 0]", title="the first column fades as 1/(i+1)")
+    right.axhline(1.0, color="k", ls="--", lw=2, label="uniform row")
+    right.set(xlabel="query i", ylabel="A[i, 0] · (i+1)", yscale="log")
+    right.set_title("against a uniform row's share: scattered around 1")
+    left.legend(fontsize=7)
+    right.legend(fontsize=7, ncol=2)
+    return save(fig, path)
+
+
+def family(result, path: Path, zoom: int = 20, zoom_setting: str = "W_K = W_Q") -> Path:
+    """One head per setting, titled with its pattern, and a zoom with the text as tick labels."""
+    rows = result["rows"]
+    fig, axes = plt.subplots(2, 4, figsize=(15, 8), layout="constrained")
+    for ax, row in zip(axes.flat, rows, strict=False):
+        image = attention_image(ax, row["A"])
+        ax.set_title(f"{row['setting']}\n→ {row['pattern']}", fontsize=10)
+    zoomed = next(r for r in rows if r["setting"] == zoom_setting)
+    ax = axes.flat[len(rows)]
+    attention_image(ax, zoomed["A"][:zoom, :zoom])
+    ticks = [printable(ch) for ch in result["text"][:zoom]]
+    ax.set_xticks(range(zoom), ticks, fontsize=8)
+    ax.set_yticks(range(zoom), ticks, fontsize=8)
+    ax.set(xlabel="key (character)", ylabel="query (character)")
+    ax.set_title(f"{zoom_setting}, first {zoom} characters\n→ {zoomed['pattern']}", fontsize=10)
+    weight_colorbar(fig, image, axes[:, -1])
+    fig.suptitle("untrained heads on Shakespeare (seed 0): which setting gives which pattern")
     return save(fig, path)
 
 
@@ -79,17 +151,22 @@ def smoothing(result, path: Path) -> Path:
 
 def mask_order(result, path: Path) -> Path:
     """The right order and the wrong one, side by side, with the wrong order's row sums."""
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.6), layout="constrained")
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), layout="constrained")
     pairs = [(result["A_good"], "mask, then softmax"), (result["A_bad"], "softmax, then mask")]
     for ax, (mat, title) in zip(axes[:2], pairs, strict=True):
-        im = ax.imshow(mat.numpy(), cmap="Blues", vmin=0, vmax=1)
-        ax.set(title=title, xlabel="key j", ylabel="query i")
-    fig.colorbar(im, ax=axes[1], fraction=0.046)
+        image = attention_image(ax, mat, norm=Normalize(vmin=0, vmax=1))
+        ax.set_title(f"{title}: A of sequence 0")
+    bar = fig.colorbar(image, ax=axes[:2], fraction=0.046)
+    bar.set_label("weight A[i, j] (grey: future, masked)")
     sums = result["bad_sums"].numpy()  # (B, T)
+    i = np.arange(sums.shape[1])  # (T,)
     for b in range(sums.shape[0]):
-        axes[2].plot(sums[b], "o-", alpha=0.7)
-    axes[2].axhline(1.0, color="k", ls=":")
-    axes[2].set(xlabel="query i", ylabel="row sum", title="softmax, then mask: row sums")
+        axes[2].plot(i, sums[b], "o-", alpha=0.7, label=f"sequence {b}")
+    axes[2].plot(i, (i + 1) / len(i), "k:", label="(i+1)/8: equal scores")
+    axes[2].axhline(1.0, color="k", lw=1, label="1: a probability row")
+    axes[2].set(xlabel="query i", ylabel="sum over keys of A[i, :]")
+    axes[2].set_title("softmax, then mask: row sums")
+    axes[2].legend(fontsize=7)
     return save(fig, path)
 
 

@@ -23,9 +23,12 @@ def experiment_calls(timing_Ts=TIMING_TS, repeats=3) -> dict:
         "mask_order": experiments.mask_order,
         "scale": experiments.scale_check,
         "real_text": experiments.real_text,
+        "family": experiments.family,
         "smoothing": experiments.smoothing,
         "equivariance": experiments.equivariance,
         "online": experiments.online_check,
+        "scale_spread": experiments.scale_spread,
+        "mask_spread": experiments.mask_low_spread,
         "cost": lambda head: experiments.cost(
             head, Ts=timing_Ts, d=COST_D, d_head=COST_D_HEAD, repeats=repeats
         ),
@@ -55,7 +58,7 @@ def _pct(x: float) -> str:
 def scale_block(rows) -> str:
     """(a) the scale check."""
     header = ["d_k", "raw std", "sqrt(d_k)", "scaled std"]
-    header += ["max weight, raw", "max weight, scaled", "rows > 0.99, raw", "rows > 0.99, scaled"]
+    header += ["mean row max, raw", "mean row max, scaled", "rows > 0.99, raw", "rows > 0.99, scaled"]
     header += ["largest weight, raw", "largest weight, scaled"]
     return markdown_table(
         header,
@@ -80,11 +83,25 @@ def scale_block(rows) -> str:
 def real_text_block(rt) -> str:
     """(b) statistics of the untrained heads' attention on text."""
     rows = [
-        [r["seed"], f"{r['first_column']:.3f}", f"{r['diagonal']:.3f}", f"{r['evenness']:.3f}"]
+        [r["seed"], f"{r['first_column']:.3f}", f"{r['first_vs_uniform']:.2f}"]
+        + [f"{r['diagonal']:.3f}", f"{r['evenness']:.3f}"]
         for r in rt["rows"]
     ]
-    rows.append(["uniform rows", f"{rt['uniform']:.3f}", f"{rt['uniform']:.3f}", "1.000"])
-    return markdown_table(["seed", "first column", "diagonal", "evenness"], rows)
+    rows.append(["uniform rows", f"{rt['uniform']:.3f}", "1.00", f"{rt['uniform']:.3f}", "1.000"])
+    header = ["seed", "first column", "first column / 1/(i+1)", "diagonal", "evenness"]
+    return markdown_table(header, rows)
+
+
+def family_block(fam) -> str:
+    """(b2) which setting gives which pattern: seed 0's metrics and name, and how many seeds agree."""
+    rows = [
+        [r["setting"], f"{r['diagonal_rows']:.2f}", f"{r['column']:.2f}", r["column_key"]]
+        + [f"{r['evenness']:.2f}", r["pattern"], f"{r['same']} of {fam['seeds']}"]
+        for r in fam["rows"]
+    ]
+    header = ["setting", "rows peaked on the diagonal", "top key column's share", "that key"]
+    header += ["evenness", "pattern (seed 0)", "seeds with that pattern"]
+    return markdown_table(header, rows)
 
 
 def smoothing_block(sm) -> str:
@@ -123,6 +140,35 @@ def mask_rows_block(mo) -> str:
     return markdown_table(header, [[i, i + 1, f"{s:.3f}"] for i, s in enumerate(mo["bad_by_row"])])
 
 
+def scale_spread_block(sp) -> str:
+    """Appendix: the lecture's scale-table numbers against the spread of one draw of its size."""
+    rows = []
+    for r in sp["rows"]:
+        std, top = r["std"], r["top"]
+        rows.append(
+            [r["d_k"], f"{r['lecture_std']:.2f}", f"{std[0]:.2f}", f"{std[2]:.2f}"]
+            + [_pct(r["at_least"]), f"{r['lecture_max']:.3f}"]
+            + [f"{top[0]:.3f}", f"{top[1]:.3f}", f"{top[2]:.3f}"]
+        )
+    header = ["d_k", "raw std, lecture", "raw std, 5th pct", "raw std, 95th pct"]
+    header += ["draws >= lecture's std", "largest scaled weight, lecture"]
+    header += ["largest scaled weight, 5th pct", "median", "95th pct"]
+    return markdown_table(header, rows)
+
+
+def mask_spread_block(ms) -> str:
+    """Appendix: the smallest row sum after softmax-then-mask over seeded heads and inputs."""
+    rows = [
+        [f"{r['B']} x (8, 32)"]
+        + [f"{v:.3f}" for v in r["low"]]
+        + [_pct(r["at_least"])]
+        for r in ms["rows"]
+    ]
+    header = ["input", "smallest row sum, 5th pct", "median", "95th pct"]
+    header += [f"seeds >= lecture's {ms['lecture']:.2f}"]
+    return markdown_table(header, rows)
+
+
 def equivariance_block(diffs) -> str:
     """(e) the four permutation checks."""
     rows = [[name, f"{d:.1e}", "yes" if d < 1e-5 else "no"] for name, d in diffs.items()]
@@ -155,12 +201,15 @@ BLOCKS = {
     "mask-order": ("mask_order", mask_order_block, "(d) mask before or after the softmax? T = 8"),
     "mask-order-rows": ("mask_order", mask_rows_block, "(d) row sums, softmax then mask"),
     "equivariance": ("equivariance", equivariance_block, "(e) permutation equivariance"),
+    "family": ("family", family_block, "(b2) which untrained settings give which pattern, T = 64"),
     "online": ("online", online_block, "(e) online softmax and attention"),
     "cost-count": (None, cost_count_block, f"(e) cost, counted, d = d_head = {COST_D}"),
 }
 
 
 def blocks(results: dict) -> dict[str, str]:
+    "lecture-scale": ("scale_spread", scale_spread_block, "appendix: 200 draws of q, k (1, 8, d_k)"),
+    "lecture-mask": ("mask_spread", mask_spread_block, "appendix: softmax then mask, 100 seeds"),
     """The README's generated blocks whose results are available; timings are never among them."""
     return {
         name: write(results.get(needs))
@@ -194,6 +243,8 @@ def figures(results: dict, folder: Path) -> list[Path]:
     """Write the figure of every available result into `folder`; return the paths."""
     return [draw(results[name], folder / file) for name, draw, file in FIGURES if name in results]
 
+    ("real_text", plots.first_column, "first_column.png"),
+    ("family", plots.family, "family.png"),
 
 def main(argv: list[str], impl: str) -> int:
     """`pixi run step-04 [--write-docs] [--out DIR] [--repeats N]`."""

@@ -67,6 +67,74 @@ def test_untrained_heads_on_text_are_close_to_uniform(head, experiments):
     assert abs(result["uniform"] - sum(1 / n for n in range(1, 65)) / 64) < 1e-12
 
 
+def test_pattern_metrics_name_textbook_matrices(experiments):
+    T = 8
+    causal = torch.tril(torch.ones(T, T))  # (T, T)
+    uniform = causal / causal.sum(dim=-1, keepdim=True)  # (T, T) row i: 1/(i+1) on i+1 keys
+    m = experiments.pattern_metrics(uniform)
+    assert m["evenness"] == pytest.approx(1) and m["first_vs_uniform"] == pytest.approx(1)
+    assert experiments.pattern_name(m) == "near-uniform"
+    m = experiments.pattern_metrics(torch.eye(T))
+    assert m["diagonal_rows"] == 1 and m["evenness"] == pytest.approx(0, abs=1e-6)
+    assert experiments.pattern_name(m) == "diagonal-hugging"
+    first = torch.zeros(T, T)
+    first[:, 0] = 1  # every row on key 0
+    m = experiments.pattern_metrics(first)
+    assert m["column"] == 1 and m["column_key"] == 0 and m["diagonal_rows"] == 0
+    assert experiments.pattern_name(m) == "column-collapse"
+    peaked = torch.eye(T)[[0, 0, 1, 2, 3, 4, 5, 6]]  # (T, T) row i on key i - 1: previous token
+    assert experiments.pattern_name(experiments.pattern_metrics(peaked)) == "scattered"
+
+
+def test_each_setting_gives_its_pattern_for_every_seed(head, experiments):
+    result = experiments.family(head)
+    names = {r["setting"]: r["pattern"] for r in result["rows"]}
+    assert names == {
+        "default init": "near-uniform",
+        "W_Q, W_K x3": "scattered",
+        "W_K = W_Q": "diagonal-hugging",
+        "W_K = W_Q, x3": "diagonal-hugging",
+        "no positions": "near-uniform",
+        "positions x4": "scattered",
+        "shared offset x4, W x2": "column-collapse",
+    }
+    assert all(r["same"] == result["seeds"] == 5 for r in result["rows"])
+    rows = {r["setting"]: r for r in result["rows"]}
+    # the README: a temperature sharpens the rows but leaves every row's largest weight in place
+    assert rows["W_Q, W_K x3"]["diagonal_rows"] == rows["default init"]["diagonal_rows"]
+    assert rows["W_Q, W_K x3"]["evenness"] < rows["default init"]["evenness"] - 0.5
+    assert rows["W_K = W_Q, x3"]["evenness"] < rows["W_K = W_Q"]["evenness"]
+    for r in result["rows"]:  # every picture is a causal attention matrix
+        assert torch.equal(torch.triu(r["A"], diagonal=1), torch.zeros_like(r["A"]))
+
+
+def test_first_column_gets_a_uniform_share_on_average(head, experiments):
+    # the README's answer to "why is the first column heavy?": short rows, not extra weight
+    for row in experiments.real_text(head)["rows"]:
+        assert 0.8 < row["first_vs_uniform"] < 1.25, row
+
+
+def test_lecture_scale_figures_fit_one_draw(head, experiments):
+    result = experiments.scale_spread(head)
+    for r in result["rows"]:
+        low, _, high = r["std"]
+        assert low <= r["lecture_std"] <= high, r["d_k"]
+        low, _, high = r["top"]
+        assert low <= r["lecture_max"] <= high + 0.05, r["d_k"]  # 0.798: just above the 95th
+    assert 0.02 < result["rows"][-1]["at_least"] < 0.2  # "about one draw in ten" reaches 18.00
+    medians = [r["top"][1] for r in result["rows"]]
+    assert max(medians) - min(medians) < 0.05, medians  # one distribution at every d_k
+
+
+def test_lecture_mask_low_end_is_one_sequences_smallest_row(head, experiments):
+    result = experiments.mask_low_spread(head)
+    one, batch = result["rows"]
+    assert one["low"][0] < result["lecture"] < one["low"][2]  # typical for one sequence
+    assert batch["low"][1] < one["low"][1]  # the smallest of four sequences is lower
+    # table (d)'s draw sits below even the batch's 5th percentile (the appendix says so)
+    assert experiments.mask_order(head)["bad"][0] < batch["low"][0]
+
+
 def test_smoothing_weights_are_a_causal_gaussian_kernel(head):
     s = 1.5
     W = head.smoothing_weights(6, s)  # (6, 6)
@@ -153,7 +221,7 @@ def test_cost_counts_and_times_without_checking_speed(head, experiments):
     assert math.isfinite(result["exponent"])  # its value depends on the machine: not checked
 
 
-@pytest.mark.slow  # about 3 s: matplotlib draws seven figures, one of them with ten heatmaps
+@pytest.mark.slow  # about 4 s: matplotlib draws nine figures, two of them with eight heatmaps or more
 def test_every_figure_is_a_png(head, run, tmp_path):
     results = run.compute(head, timing_Ts=(16, 32), repeats=1)
     paths = run.figures(results, out_dir("step-04", tmp_path))
@@ -170,4 +238,6 @@ def test_every_figure_is_a_png(head, run, tmp_path):
         assert path.parent == tmp_path / "step-04"
         data = path.read_bytes()
         assert data.startswith(b"\x89PNG\r\n\x1a\n"), path.name
+        "first_column.png",
+        "family.png",
         assert len(data) > 10_000, f"{path.name} is suspiciously small"
