@@ -1,4 +1,4 @@
-"""Environment report, printed at the top of every step run; `python -m common.envreport` checks pins."""
+"""Environment report, printed at the top of every step run; `python -m common.envreport` checks the lock."""
 
 import argparse
 import platform
@@ -8,25 +8,24 @@ from importlib import metadata
 from pathlib import Path
 
 import torch
+from packaging.requirements import Requirement
 
 from common import REPO_ROOT
 from common.docs import markdown_table, write_block
 
-REQUIREMENTS = REPO_ROOT / "requirements.txt"
+REQUIREMENTS = REPO_ROOT / "requirements.txt"  # the top-level pins
+LOCK = REPO_ROOT / "requirements.lock"  # every package, generated from them by `pixi run lock-pip`
 
 
 def read_pins(path: Path | None = None) -> dict[str, str]:
-    """The `name==version` pins of requirements.txt, names normalised (PEP 503)."""
-    path = path or REQUIREMENTS
-    pins = {}
+    """The `name==version` pins of requirements.txt or of the lock (markers and hashes skipped)."""
+    path, pins = path or REQUIREMENTS, {}
     for raw in path.read_text(encoding="utf-8").splitlines():
-        line = raw.split("#", 1)[0].strip()
-        if not line:
-            continue
-        m = re.fullmatch(r"([A-Za-z0-9_.\-]+)==([A-Za-z0-9_.+\-]+)", line)
-        if not m:
-            raise ValueError(f"{path.name}: expected an exact pin 'name==version', got {line!r}")
-        pins[normalise(m[1])] = m[2]
+        line = raw.split("#", 1)[0].split(";", 1)[0].strip().rstrip("\\ ")
+        if line and not line.startswith("--hash="):
+            if not (m := re.fullmatch(r"([\w.\-]+)==([\w.+\-]+)", line)):
+                raise ValueError(f"{path.name}: not an exact pin 'name==version': {line!r}")
+            pins[normalise(m[1])] = m[2]
     return pins
 
 
@@ -35,34 +34,33 @@ def normalise(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def torch_build() -> str:
-    """'CPU' or 'CUDA 13.0' etc.: what the installed torch wheel was built for."""
-    return f"CUDA {torch.version.cuda}" if torch.version.cuda else "CPU"
-
-
 def report() -> str:
     """A short multi-line description of the machine the numbers were produced on."""
+    build = f"CUDA {torch.version.cuda}" if torch.version.cuda else "CPU"
     device = "CUDA available" if torch.cuda.is_available() else "CPU only"
-    return "\n".join(
-        [
-            f"python   {platform.python_version()} ({sys.implementation.name})",
-            f"torch    {torch.__version__} ({torch_build()} build), running {device}",
-            f"threads  {torch.get_num_threads()}",
-            f"os       {platform.system()} {platform.release()} ({platform.machine()})",
-        ]
+    return (
+        f"python   {platform.python_version()} ({sys.implementation.name})\n"
+        f"torch    {torch.__version__} ({build} build), running {device}\n"
+        f"threads  {torch.get_num_threads()}\n"
+        f"os       {platform.system()} {platform.release()} ({platform.machine()})"
     )
 
 
-def check_pins(pins: dict[str, str]) -> list[tuple[str, str, str | None]]:
-    """(name, pinned, installed-or-None) for each pin."""
-    rows = []
-    for name, want in pins.items():
-        try:
-            have = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            have = None
-        rows.append((name, want, have))
-    return rows
+def check_lock(top: dict[str, str], lock: dict[str, str]):
+    """(name, locked, installed-or-None) for each locked package installed or needed here (by the
+    top-level pins through installed metadata: a CPU torch needs no CUDA), and the unlocked names."""
+    dists = {normalise(d.metadata["Name"]): d for d in reversed([*metadata.distributions()])}
+    done, todo = set(), [(name, "") for name in top]  # (name, extra) pairs; the first dist wins
+    while todo:
+        name, extra = todo.pop()
+        done.add((name, extra))
+        for req in map(Requirement, dists[name].requires or [] if name in dists else []):
+            if req.marker is None or req.marker.evaluate({"extra": extra}):
+                todo += {(normalise(req.name), e) for e in ("", *req.extras)} - done
+    wanted = {**lock, **top}
+    here = {name for name, _ in done} | (wanted.keys() & dists.keys())
+    rows = [(n, v, getattr(dists.get(n), "version", None)) for n, v in wanted.items() if n in here]
+    return rows, sorted(dists.keys() - wanted.keys())
 
 
 def pins_table() -> str:
@@ -71,22 +69,24 @@ def pins_table() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Print the report and one [OK]/[FAIL] line per pinned package; non-zero on any FAIL."""
+    """Print the report, the top-level pins, any DRIFT from the lock and a summary; 1 on drift."""
     parser = argparse.ArgumentParser(prog="pixi run env", description=__doc__)
     parser.add_argument("--write-docs", action="store_true", help="rewrite README.md's pins table")
     if parser.parse_args(argv).write_docs:
         changed = write_block(REPO_ROOT / "README.md", "pins", pins_table())
         print("README.md pins table " + ("updated" if changed else "already up to date"))
     print(report())
-    failed = 0
-    for name, want, have in check_pins(read_pins()):
-        # A local build tag such as '+cpu' is the same release.
-        ok = have is not None and have.split("+")[0] == want
-        failed += not ok
-        print(f"[{'OK' if ok else 'FAIL'}] {name}=={want}" + ("" if ok else f" (found {have})"))
-    if torch.version.cuda:
-        print("[NOTE] torch is a CUDA build; the course only needs the CPU build (see README).")
-    return 1 if failed else 0
+    rows, unlocked = check_lock(top := read_pins(), lock := read_pins(LOCK))
+    drift = [n for n, want, have in rows if (have or "").split("+")[0] != want]  # '+cpu': same
+    for name, want, have in rows:
+        if name in drift:
+            print(f"[DRIFT] {name}=={want} " + (f"(found {have})" if have else "(missing)"))
+        elif name in top:
+            print(f"[OK] {name}=={want}")
+    outside = f"; installed outside the lock: {', '.join(unlocked)}" if unlocked else ""
+    counts = f"{len(rows) - len(drift)} OK, {len(drift)} DRIFT{outside}"
+    print(f"{LOCK.name}: {len(rows)} of {len(lock)} locked packages apply here: {counts}")
+    return 1 if drift else 0
 
 
 if __name__ == "__main__":
