@@ -213,7 +213,6 @@ def failing_proofs(Head):
     return failed
 
 
-def mask_order(head, seed=0, B=4, T=8):
 def seeded_weights(Head, seed, B=4, T=8):
     """A (B, T, T) of Head(32, 16, T_max=T) from seed `seed` on x from seed + 100 (test_head.py's)."""
     x = randn(B, T, D, seed=seed + 100)  # (B, T, d)
@@ -224,6 +223,7 @@ def seeded_weights(Head, seed, B=4, T=8):
     return h.A  # (B, T, T)
 
 
+def mask_order(head, seed=0, B=4, T=8):
     """Row sums of your head and of its swapped twin, and which reference 4.2 proofs fail."""
     swapped = broken_head(head.Head, SWAPPED)  # your head's weights, the two lines swapped
     A = [seeded_weights(Head, seed, B, T) for Head in (head.Head, swapped)]  # 2 x (B, T, T)
@@ -240,7 +240,6 @@ def seeded_weights(Head, seed, B=4, T=8):
     )
 
 
-# (e) going further: permutation equivariance, online softmax, cost
 # Appendix: how far a different draw moves the lecture's numbers
 
 LECTURE_SCALE = {16: (4.12, 0.798), 64: (7.95, 0.684), 256: (18.00, 0.467)}  # raw std, max weight
@@ -289,6 +288,7 @@ def mask_low_spread(head, seeds=100, B=4, T=8):
     return dict(rows=rows, seeds=seeds, lecture=LECTURE_MASK_LOW)
 
 
+# (e) going further: permutation equivariance, online softmax, cost
 
 
 def equivariance(head, seed=0):

@@ -197,19 +197,19 @@ def cost_count_block(_=None) -> str:
 BLOCKS = {
     "scale-check": ("scale", scale_block, "(a) scale check: iid N(0, 1) q, k; 512 rows of 8 keys"),
     "real-text": ("real_text", real_text_block, "(b) untrained heads on the first 64 characters"),
+    "family": ("family", family_block, "(b2) which untrained settings give which pattern, T = 64"),
     "smoothing": ("smoothing", smoothing_block, "(c) position-only attention smoothing, T = 64"),
     "mask-order": ("mask_order", mask_order_block, "(d) mask before or after the softmax? T = 8"),
     "mask-order-rows": ("mask_order", mask_rows_block, "(d) row sums, softmax then mask"),
     "equivariance": ("equivariance", equivariance_block, "(e) permutation equivariance"),
-    "family": ("family", family_block, "(b2) which untrained settings give which pattern, T = 64"),
     "online": ("online", online_block, "(e) online softmax and attention"),
     "cost-count": (None, cost_count_block, f"(e) cost, counted, d = d_head = {COST_D}"),
+    "lecture-scale": ("scale_spread", scale_spread_block, "appendix: 200 draws of q, k (1, 8, d_k)"),
+    "lecture-mask": ("mask_spread", mask_spread_block, "appendix: softmax then mask, 100 seeds"),
 }
 
 
 def blocks(results: dict) -> dict[str, str]:
-    "lecture-scale": ("scale_spread", scale_spread_block, "appendix: 200 draws of q, k (1, 8, d_k)"),
-    "lecture-mask": ("mask_spread", mask_spread_block, "appendix: softmax then mask, 100 seeds"),
     """The README's generated blocks whose results are available; timings are never among them."""
     return {
         name: write(results.get(needs))
@@ -231,6 +231,8 @@ def timing_table(cost: dict) -> str:
 FIGURES = [  # (result, plot function, file name)
     ("scale", plots.scale_check, "scale_check.png"),
     ("real_text", plots.real_text, "real_text_heatmaps.png"),
+    ("real_text", plots.first_column, "first_column.png"),
+    ("family", plots.family, "family.png"),
     ("smoothing", plots.smoothing, "smoothing.png"),
     ("mask_order", plots.mask_order, "mask_order.png"),
     ("equivariance", plots.equivariance, "equivariance.png"),
@@ -243,8 +245,6 @@ def figures(results: dict, folder: Path) -> list[Path]:
     """Write the figure of every available result into `folder`; return the paths."""
     return [draw(results[name], folder / file) for name, draw, file in FIGURES if name in results]
 
-    ("real_text", plots.first_column, "first_column.png"),
-    ("family", plots.family, "family.png"),
 
 def main(argv: list[str], impl: str) -> int:
     """`pixi run step-04 [--write-docs] [--out DIR] [--repeats N]`."""

@@ -228,6 +228,8 @@ def test_every_figure_is_a_png(head, run, tmp_path):
     assert {p.name for p in paths} == {
         "scale_check.png",
         "real_text_heatmaps.png",
+        "first_column.png",
+        "family.png",
         "smoothing.png",
         "mask_order.png",
         "equivariance.png",
@@ -238,6 +240,4 @@ def test_every_figure_is_a_png(head, run, tmp_path):
         assert path.parent == tmp_path / "step-04"
         data = path.read_bytes()
         assert data.startswith(b"\x89PNG\r\n\x1a\n"), path.name
-        "first_column.png",
-        "family.png",
         assert len(data) > 10_000, f"{path.name} is suspiciously small"
