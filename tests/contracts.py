@@ -204,23 +204,48 @@ def run_pytest(args: list[str], steps_dir: Path | None = None) -> int:
     return pytest.main(args)
 
 
-def starter_run(folder: Path, junit: Path, steps_dir: Path | None = None) -> tuple[int, list[str]]:
-    """Run a step's tests against its untouched starter; return (exit code, problems)."""
-    args = [str(folder / "tests"), "--impl", "starter", "--full", "-qq", "--tb=line"]
-    args.append(f"--junitxml={junit}")
-    code = run_pytest(args, steps_dir)
-    if not junit.is_file():
-        return code, [f"{folder.name}: the starter run wrote no report (exit {code})"]
-    problems, count = [], 0
+def _cases(junit: Path):
+    """(test name, failure or error element or None, skip reason) for every case of a JUnit report."""
     for case in ET.parse(junit).getroot().iter("testcase"):
-        count += 1
-        name = f"{case.get('classname')}::{case.get('name')}"
         bad = case.find("failure") if case.find("failure") is not None else case.find("error")
         skipped = case.find("skipped")
-        if skipped is not None and f"optional TODO({folder.name}" in skipped.get("message", ""):
-            continue  # an optional TODO not written yet skips its tests, as it should
+        reason = "" if skipped is None else skipped.get("message", "") + (skipped.text or "")
+        yield f"{case.get('classname')}::{case.get('name')}", bad, reason
+
+
+def starter_run(folder: Path, junit: Path, steps_dir: Path | None = None) -> tuple[int, list[str]]:
+    """Run a step's tests against its untouched starter; return (exit code, problems).
+
+    Every test fails with a NotImplementedError naming a TODO of the step (or skips because an
+    optional TODO of the step is not written), except tests marked `given`: those call only given
+    code, so they must pass. The exit code is the one of the run without the given tests.
+    """
+    args = [str(folder / "tests"), "--impl", "starter", "-qq", "--tb=line"]
+    given_junit = junit.with_name(junit.stem + ".given.xml")
+    code = run_pytest([*args, "-m", "not given", f"--junitxml={junit}"], steps_dir)
+    given_code = run_pytest([*args, "-m", "given", f"--junitxml={given_junit}"], steps_dir)
+    problems = []
+    for report, ran in ((junit, code), (given_junit, given_code)):
+        if not report.is_file():
+            problems.append(f"{folder.name}: the starter run wrote no {report.name} (exit {ran})")
+    if problems:
+        return code, problems
+    count = 0
+    for name, bad, skipped in _cases(junit):
+        count += 1
+        if bad is None and f"TODO({folder.name}" in skipped:
+            continue  # held back by an optional TODO: the conftest plugin skips its tests
+        if bad is None and skipped:
+            problems.append(
+                f"{folder.name}: {name} skips on the untouched starter for a reason other than "
+                "an optional TODO not written"
+            )
+            continue
         if bad is None:
-            problems.append(f"{folder.name}: {name} passes on the untouched starter")
+            problems.append(
+                f"{folder.name}: {name} passes on the untouched starter "
+                "(mark it given if it calls only given code)"
+            )
             continue
         text = bad.get("message", "") + (bad.text or "")
         if "NotImplementedError" not in text:
@@ -231,4 +256,10 @@ def starter_run(folder: Path, junit: Path, steps_dir: Path | None = None) -> tup
             problems.append(f"{folder.name}: {name} hits a NotImplementedError that names no TODO")
     if count == 0:
         problems.append(f"{folder.name}: no tests ran against the starter (exit {code})")
+    for name, bad, _ in _cases(given_junit):
+        if bad is not None:
+            problems.append(
+                f"{folder.name}: {name} is marked given but fails on the untouched starter "
+                "(it runs TODO code)"
+            )
     return code, problems
