@@ -23,17 +23,25 @@ def _check_size(value: int, name: str) -> None:
         raise ValueError(f"{name} must be a positive int, got {value!r}")
 
 
-def _check_input(x: torch.Tensor, d_model: int) -> None:
-    """Refuse module input that is not a floating-point [B, T, d_model]."""
+def _check_input(x: torch.Tensor, layer: nn.Module) -> None:
+    """Refuse input `layer` cannot take: not a [B, T, d_model] with T >= 1 of its weights' dtype."""
     _check_rank(x, "x", "[B, T, d_model]", 3)
     if not x.is_floating_point():
         raise ValueError(f"x must be a floating-point tensor, got dtype {x.dtype}")
-    if x.shape[-1] != d_model:
-        raise ValueError(f"x must have width d_model={d_model}, got shape {tuple(x.shape)}")
+    if x.shape[-1] != layer.d_model:
+        raise ValueError(f"x must have width d_model={layer.d_model}, got shape {tuple(x.shape)}")
+    if x.shape[1] < 1:
+        raise ValueError(f"x must have at least one position T >= 1, got shape {tuple(x.shape)}")
+    dtype = next(layer.parameters()).dtype  # the weights' dtype: a matmul needs both the same
+    if x.dtype != dtype:
+        raise ValueError(
+            f"x must have the layer's dtype {dtype}, got dtype {x.dtype}; "
+            f"pass x.to({dtype}) or build the layer with .to({x.dtype})"
+        )
 
 
 def _check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
-    """Refuse q, k, v that cannot be attended: wrong rank or dtype, q/k widths or k/v lengths."""
+    """Refuse q, k, v that cannot be attended: rank, dtype, q/k widths, k/v lengths, empty, batch."""
     for name, t in (("q", q), ("k", k), ("v", v)):
         _check_rank(t, name, "[..., T, d_head]", 2, exact=False)
     if not (q.is_floating_point() and q.dtype == k.dtype == v.dtype):
@@ -45,15 +53,29 @@ def _check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
         raise ValueError(
             f"q and k must have the same width d_head, got q {tuple(q.shape)}, k {tuple(k.shape)}"
         )
+    if q.shape[-1] < 1:
+        raise ValueError(f"q and k must have width d_head >= 1, got q {tuple(q.shape)}")
     if k.shape[-2] != v.shape[-2]:
         raise ValueError(
             f"k and v must have the same length T_k, got k {tuple(k.shape)} and v {tuple(v.shape)}"
+        )
+    if q.shape[-2] < 1 or k.shape[-2] < 1:
+        raise ValueError(
+            "q and k must have at least one position (T_q, T_k >= 1), got "
+            f"q {tuple(q.shape)}, k {tuple(k.shape)}"
         )
     if not q.shape[:-2] == k.shape[:-2] == v.shape[:-2]:
         raise ValueError(
             "q, k and v must have the same leading dims [...], got "
             f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}"
         )
+
+
+def _check_heads(x: torch.Tensor, n_heads: int, d_head: int) -> None:
+    """Refuse heads that are not [B, n_heads, T, d_head]."""
+    _check_rank(x, "x", "[B, h, T, d_head]", 4)
+    if x.shape[1] != n_heads or x.shape[3] != d_head:
+        raise ValueError(f"x must be [B, {n_heads}, T, {d_head}], got shape {tuple(x.shape)}")
 
 
 def _check_mask(mask: torch.Tensor, shape: tuple[int, ...], name: str = "mask") -> None:
@@ -148,8 +170,8 @@ class SelfAttention(nn.Module):
     def project(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """q, k, v, each [B, T, d_head], from x [B, T, d_model]."""
         # BEGIN SOLUTION TODO(lab-01 self-attention)
-        # call _check_input, then apply self.query, self.key, self.value to x
-        _check_input(x, self.d_model)
+        # call _check_input(x, self), then apply self.query, self.key, self.value to x
+        _check_input(x, self)
         q = self.query(x)  # (B, T, d_model) -> (B, T, d_head)
         k = self.key(x)  # (B, T, d_model) -> (B, T, d_head)
         v = self.value(x)  # (B, T, d_model) -> (B, T, d_head)
@@ -188,9 +210,9 @@ class MultiHeadSelfAttention(nn.Module):
     def split_heads(self, x: torch.Tensor) -> torch.Tensor:
         """[B, T, d_model] -> [B, h, T, d_head]; head i owns columns [i*d_head, (i+1)*d_head)."""
         # BEGIN SOLUTION TODO(lab-01 multi-head)
-        # call _check_input, view [B, T, d_model] as [B, T, h, d_head], transpose to [B, h, T,
+        # call _check_input(x, self), view [B, T, d_model] as [B, T, h, d_head], transpose to [B, h, T,
         # d_head]
-        _check_input(x, self.d_model)
+        _check_input(x, self)
         B, T, _ = x.shape
         x = x.view(B, T, self.n_heads, self.d_head)  # (B, T, C) -> (B, T, h, hs)
         return x.transpose(1, 2)  # (B, T, h, hs) -> (B, h, T, hs)
@@ -199,13 +221,9 @@ class MultiHeadSelfAttention(nn.Module):
     def merge_heads(self, x: torch.Tensor) -> torch.Tensor:
         """[B, h, T, d_head] -> [B, T, d_model]: the heads' outputs concatenated side by side."""
         # BEGIN SOLUTION TODO(lab-01 multi-head)
-        # check x is [B, h, T, d_head], transpose back to [B, T, h, d_head] and view as [B, T,
+        # call _check_heads, transpose back to [B, T, h, d_head] and view as [B, T,
         # d_model]
-        _check_rank(x, "x", "[B, h, T, d_head]", 4)
-        if x.shape[1] != self.n_heads or x.shape[3] != self.d_head:
-            raise ValueError(
-                f"x must be [B, {self.n_heads}, T, {self.d_head}], got shape {tuple(x.shape)}"
-            )
+        _check_heads(x, self.n_heads, self.d_head)
         B, h, T, hs = x.shape
         x = x.transpose(1, 2).contiguous()  # (B, h, T, hs) -> (B, T, h, hs)
         return x.view(B, T, h * hs)  # (B, T, h, hs) -> (B, T, C)
@@ -216,9 +234,9 @@ class MultiHeadSelfAttention(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """(output [B, T, d_model], weights [B, h, T, T]); mask broadcasts to [B, T, T]."""
         # BEGIN SOLUTION TODO(lab-01 multi-head)
-        # in_proj then split into q, k, v and heads; _check_mask(mask, (B, T, T)) and give it a
+        # _check_input(x, self); in_proj then split into q, k, v and heads; _check_mask(mask, (B, T, T)) and give it a
         # head dim; attend; merge heads; out_proj; return (output, weights)
-        _check_input(x, self.d_model)
+        _check_input(x, self)
         B, T, _ = x.shape
         q, k, v = self.in_proj(x).split(self.d_model, dim=-1)  # (B, T, 3C) -> 3 x (B, T, C)
         q, k, v = self.split_heads(q), self.split_heads(k), self.split_heads(v)  # (B, h, T, hs)

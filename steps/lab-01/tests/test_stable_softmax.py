@@ -29,6 +29,30 @@ def test_large_logits_stay_finite(attention, runner):
     torch.testing.assert_close(p, expected, rtol=0, atol=runner.SOFTMAX_TOL)
 
 
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("dim", [-1, 0])
+def test_logits_far_apart_match_torch_softmax(attention, runner, seed, dim):
+    """Logits hundreds apart (more than 88, where exp overflows float32): torch.softmax's result."""
+    x = 300 * randn(5, 6, seed=seed)  # (5, 6) each row and column spans hundreds
+    assert (x.amax(dim) - x.amin(dim) > 88).all()  # shifting by anything but the max overflows
+    ours = attention.stable_softmax(x, dim=dim)
+    torch.testing.assert_close(ours, torch.softmax(x, dim=dim), rtol=0, atol=runner.SOFTMAX_TOL)
+
+
+def test_large_logits_beside_blocked_ones_match_torch_softmax(attention, runner):
+    """Logits near 1000 next to -inf entries: finite, 0 on the -inf, torch.softmax elsewhere."""
+    x = torch.tensor(
+        [
+            [1000.0, NEG_INF, 1001.0, NEG_INF],
+            [NEG_INF, NEG_INF, -500.0, 400.0],
+            [NEG_INF, 3000.0, NEG_INF, NEG_INF],
+        ]
+    )  # (3, 4)
+    p = attention.stable_softmax(x, dim=-1)
+    assert torch.isfinite(p).all()
+    torch.testing.assert_close(p, torch.softmax(x, dim=-1), rtol=0, atol=runner.SOFTMAX_TOL)
+
+
 def test_all_neg_inf_row_gives_zeros_not_nan(attention, runner):
     """A row with every entry -inf (a query that may attend nowhere) gives zeros; others are normal."""
     x = torch.tensor([[NEG_INF, NEG_INF, NEG_INF], [0.0, 1.0, 2.0]])  # (2, 3)

@@ -1,5 +1,7 @@
 """Step 4: one head of causal self-attention, plus the small functions its experiments need."""
 
+import math
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -57,13 +59,26 @@ def attention_scores(q, k, scale=True):
 
 def smoothing_weights(T, s):
     """Causal attention over positions only, scores -(i-j)^2 / (2 s^2): a (T, T) matrix."""
+    if isinstance(T, bool) or not isinstance(T, int) or T < 1:
+        raise ValueError(f"T must be a positive int, got {T!r}")
+    if isinstance(s, bool) or not isinstance(s, int | float) or not 0 < s < math.inf:
+        raise ValueError(f"the bandwidth s must be a finite number > 0, got {s!r}")
     raise NotImplementedError(
         "TODO(step-04 4.4): scores[i, j] = -(i - j)**2 / (2 * s**2) for positions i, j < T; -inf where j > i; softmax over the last axis"
     )
 
 
 def online_softmax(scores):
-    """Softmax over the last axis, one key at a time (each row's first score must be finite)."""
+    """Softmax over the last axis, one key at a time; ValueError if a row's first score is not finite."""
+    # A row with no allowed key (all -inf) is refused, not turned into zeros: its softmax is 0 / 0.
+    if scores.dim() < 1 or scores.shape[-1] < 1:
+        raise ValueError(f"scores must have at least one key, got shape {tuple(scores.shape)}")
+    bad = ~torch.isfinite(scores[..., 0])  # (...,) rows whose first key is masked, inf or nan
+    if bad.any():
+        raise ValueError(
+            f"every row's first score must be finite, got {int(bad.sum())} of {bad.numel()} rows "
+            "where it is not (a row with no allowed key has no softmax)"
+        )
     raise NotImplementedError(
         "TODO(step-04 going further): loop over keys j keeping a running max m and sum s of exp(score - m), rescaling s by exp(m_old - m_new); return exp(scores - m) / s"
     )

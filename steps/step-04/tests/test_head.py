@@ -1,6 +1,11 @@
-"""Tasks 4.1 and 4.2: the head's shapes, the two properties proved on paper, and its errors."""
+"""Tasks 4.1 and 4.2: the head's shapes, the two properties proved on paper, and its errors.
+
+Tests marked `given` call only code the starter gives (constructor and argument checks): they pass
+on the untouched starter.
+"""
 
 import math
+import re
 
 import pytest
 import torch
@@ -182,6 +187,7 @@ def test_an_empty_sequence_is_refused(head):
         h(x[:, :0])  # (4, 0, 32)
 
 
+@pytest.mark.given
 @pytest.mark.parametrize(
     "sizes, message",
     [
@@ -193,7 +199,56 @@ def test_an_empty_sequence_is_refused(head):
     ids=["T_max=0", "d_head=0", "d=-1", "float-T_max"],
 )
 def test_bad_sizes_are_refused_when_the_head_is_built(head, sizes, message):
-    h, x = make(head)
-    h(x)  # forward first (a TODO in the starter); the size checks are given code in __init__
+    h = head.Head(D, D_HEAD, T_max=T)  # valid sizes are built
+    assert h.tril.shape == (T, T) and h.query.weight.shape == (D_HEAD, D)
     with pytest.raises(ValueError, match=message):
         head.Head(*sizes)
+
+
+@pytest.mark.given
+@pytest.mark.parametrize(
+    "length, s, message",
+    [
+        (0, 1.0, r"T must be a positive int, got 0"),
+        (-2, 1.0, r"T must be a positive int, got -2"),
+        (4.0, 1.0, r"T must be a positive int, got 4\.0"),
+        (True, 1.0, r"T must be a positive int, got True"),
+        (4, 0, r"s must be a finite number > 0, got 0"),
+        (4, -1.5, r"s must be a finite number > 0, got -1\.5"),
+        (4, math.inf, r"s must be a finite number > 0, got inf"),
+        (4, math.nan, r"s must be a finite number > 0, got nan"),
+        (4, "2", r"s must be a finite number > 0, got '2'"),
+        (4, True, r"s must be a finite number > 0, got True"),
+    ],
+    ids=["T=0", "T<0", "float-T", "bool-T", "s=0", "s<0", "s=inf", "s=nan", "str-s", "bool-s"],
+)
+def test_smoothing_weights_refuses_bad_arguments(head, length, s, message):
+    with pytest.raises(ValueError, match=message):
+        head.smoothing_weights(length, s)
+
+
+@pytest.mark.given
+@pytest.mark.parametrize(
+    "first, message",
+    [
+        (float("-inf"), r"first score must be finite, got 1 of 3 rows"),
+        (float("inf"), r"first score must be finite, got 1 of 3 rows"),
+        (float("nan"), r"first score must be finite, got 1 of 3 rows"),
+    ],
+    ids=["-inf", "inf", "nan"],
+)
+def test_online_softmax_refuses_a_row_whose_first_key_is_not_finite(head, first, message):
+    """A row with no allowed key (all -inf) has no softmax: refused, as the docstring says."""
+    scores = randn(3, 4, seed=0)  # (3, 4)
+    scores[1, 0] = first
+    if first == float("-inf"):
+        scores[1] = first  # the whole row blocked: no allowed key
+    with pytest.raises(ValueError, match=message):
+        head.online_softmax(scores)
+
+
+@pytest.mark.given
+@pytest.mark.parametrize("shape", [(3, 0), ()], ids=["no keys", "0-dim"])
+def test_online_softmax_refuses_scores_without_keys(head, shape):
+    with pytest.raises(ValueError, match=rf"at least one key, got shape {re.escape(str(shape))}"):
+        head.online_softmax(torch.zeros(shape))
