@@ -2,9 +2,9 @@
 
 import pytest
 
-SCORECARD = pytest.StashKey[str]()
-
 from common.loader import load, load_file, step_dir
+
+SCORECARD = pytest.StashKey[str]()
 
 
 @pytest.fixture
