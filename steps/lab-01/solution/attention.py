@@ -95,9 +95,10 @@ def _check_mask(mask: torch.Tensor, shape: tuple[int, ...], name: str = "mask") 
 
 def stable_softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
     """Softmax that cannot overflow; a row that is all -inf gives all zeros instead of NaN."""
-    # BEGIN SOLUTION TODO(lab-01 softmax)
-    # subtract the row max, exponentiate, divide by the row sum; a row that is all -inf must
-    # give zeros, not NaN
+    # BEGIN SOLUTION TODO(lab-01 task 1: stable_softmax)
+    # m = the row max (amax, keepdim=True), with an all -inf row's max set to 0 so it cannot give
+    # NaN; e = exp(x - m); divide by the row sum, where a zero sum (all -inf row) is set to 1 so
+    # that row gives zeros.
     m = x.amax(dim=dim, keepdim=True)  # (..., 1) row max
     m = m.masked_fill(m == float("-inf"), 0.0)  # all -inf row: -inf - (-inf) would be NaN
     e = torch.exp(x - m)  # (..., n) every entry <= 1, so exp never overflows
@@ -114,9 +115,11 @@ def scaled_dot_product_attention(
     scale: float | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """softmax(q k^T * scale) v with blocked keys removed; returns (output, weights)."""
-    # BEGIN SOLUTION TODO(lab-01 sdpa)
-    # call _check_qkv, scale q @ k^T by 1/sqrt(d_head), _check_mask and set blocked scores to
-    # -inf, stable_softmax, multiply by v; return (output, weights)
+    # BEGIN SOLUTION TODO(lab-01 task 2: scaled_dot_product_attention)
+    # _check_qkv(q, k, v); scale = the given `scale`, or 1 / math.sqrt(d_head) when it is None;
+    # scores = q @ k.transpose(-2, -1) * scale; if a mask is given: _check_mask(mask,
+    # scores.shape), then scores = scores.masked_fill(~mask, float('-inf')); weights =
+    # stable_softmax(scores, dim=-1); return weights @ v, weights.
     _check_qkv(q, k, v)
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale  # 1/sqrt(d_head)
     scores = q @ k.transpose(-2, -1) * scale  # (..., T_q, hs) @ (..., hs, T_k) -> (..., T_q, T_k)
@@ -131,9 +134,9 @@ def scaled_dot_product_attention(
 
 def causal_mask(seq_len: int) -> torch.Tensor:
     """[T, T] lower triangle: query t may attend to keys j <= t and to nothing later."""
-    # BEGIN SOLUTION TODO(lab-01 causal_mask)
-    # refuse seq_len < 1 with a ValueError, then return the [T, T] boolean lower triangle
-    # (torch.tril)
+    # BEGIN SOLUTION TODO(lab-01 task 3: causal_mask)
+    # unless seq_len is an int >= 1, raise ValueError(f"seq_len must be a positive int, got
+    # {seq_len!r}"); then return torch.tril of a [T, T] torch.ones with dtype=torch.bool.
     if isinstance(seq_len, bool) or not isinstance(seq_len, int) or seq_len < 1:
         raise ValueError(f"seq_len must be a positive int, got {seq_len!r}")
     return torch.tril(torch.ones(seq_len, seq_len, dtype=torch.bool))  # (T, T)
@@ -142,9 +145,11 @@ def causal_mask(seq_len: int) -> torch.Tensor:
 
 def combine_causal_and_padding(causal: torch.Tensor, padding: torch.Tensor) -> torch.Tensor:
     """[B, T, T] mask: query i may attend key j if j <= i AND key j is real (padding[b, j] True)."""
-    # BEGIN SOLUTION TODO(lab-01 padding)
-    # check causal [T, T] and padding [B, T] are bool, then AND them: causal & padding[:, None,
-    # :]
+    # BEGIN SOLUTION TODO(lab-01 task 4: combine_causal_and_padding)
+    # _check_rank(causal, "causal", "[T, T]", 2) and _check_rank(padding, "padding", "[B, T]", 2);
+    # T = causal.shape[-1]; _check_mask(causal, (T, T), "causal") and _check_mask(padding,
+    # (padding.shape[0], T), "padding"); return causal & padding[:, None, :], which broadcasts (T,
+    # T) & (B, 1, T) to (B, T, T).
     _check_rank(causal, "causal", "[T, T]", 2)
     _check_rank(padding, "padding", "[B, T]", 2)
     T = causal.shape[-1]
@@ -169,8 +174,8 @@ class SelfAttention(nn.Module):
 
     def project(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """q, k, v, each [B, T, d_head], from x [B, T, d_model]."""
-        # BEGIN SOLUTION TODO(lab-01 self-attention)
-        # call _check_input(x, self), then apply self.query, self.key, self.value to x
+        # BEGIN SOLUTION TODO(lab-01 task 5: SelfAttention)
+        # _check_input(x, self); return self.query(x), self.key(x), self.value(x).
         _check_input(x, self)
         q = self.query(x)  # (B, T, d_model) -> (B, T, d_head)
         k = self.key(x)  # (B, T, d_model) -> (B, T, d_head)
@@ -182,8 +187,8 @@ class SelfAttention(nn.Module):
         self, x: torch.Tensor, mask: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """(output [B, T, d_head], weights [B, T, T]); mask broadcasts to [B, T, T]."""
-        # BEGIN SOLUTION TODO(lab-01 self-attention)
-        # project x to q, k, v and return scaled_dot_product_attention(q, k, v, mask)
+        # BEGIN SOLUTION TODO(lab-01 task 5: SelfAttention)
+        # q, k, v = self.project(x); return scaled_dot_product_attention(q, k, v, mask).
         q, k, v = self.project(x)  # each (B, T, d_head)
         return scaled_dot_product_attention(q, k, v, mask)  # (B, T, d_head), (B, T, T)
         # END SOLUTION
@@ -209,9 +214,9 @@ class MultiHeadSelfAttention(nn.Module):
 
     def split_heads(self, x: torch.Tensor) -> torch.Tensor:
         """[B, T, d_model] -> [B, h, T, d_head]; head i owns columns [i*d_head, (i+1)*d_head)."""
-        # BEGIN SOLUTION TODO(lab-01 multi-head)
-        # call _check_input(x, self), view [B, T, d_model] as [B, T, h, d_head], transpose to [B, h, T,
-        # d_head]
+        # BEGIN SOLUTION TODO(lab-01 task 6: MultiHeadSelfAttention)
+        # _check_input(x, self); B, T, _ = x.shape; return x.view(B, T, self.n_heads,
+        # self.d_head).transpose(1, 2), which is [B, h, T, d_head].
         _check_input(x, self)
         B, T, _ = x.shape
         x = x.view(B, T, self.n_heads, self.d_head)  # (B, T, C) -> (B, T, h, hs)
@@ -220,22 +225,27 @@ class MultiHeadSelfAttention(nn.Module):
 
     def merge_heads(self, x: torch.Tensor) -> torch.Tensor:
         """[B, h, T, d_head] -> [B, T, d_model]: the heads' outputs concatenated side by side."""
-        # BEGIN SOLUTION TODO(lab-01 multi-head)
-        # call _check_heads, transpose back to [B, T, h, d_head] and view as [B, T,
-        # d_model]
+        # BEGIN SOLUTION TODO(lab-01 task 6: MultiHeadSelfAttention)
+        # _check_heads(x, self.n_heads, self.d_head); B, h, T, d_head = x.shape; return
+        # x.transpose(1, 2).reshape(B, T, h * d_head): reshape, not view, because the transposed
+        # tensor is not contiguous.
         _check_heads(x, self.n_heads, self.d_head)
         B, h, T, hs = x.shape
-        x = x.transpose(1, 2).contiguous()  # (B, h, T, hs) -> (B, T, h, hs)
-        return x.view(B, T, h * hs)  # (B, T, h, hs) -> (B, T, C)
+        x = x.transpose(1, 2)  # (B, h, T, hs) -> (B, T, h, hs), no longer contiguous
+        return x.reshape(B, T, h * hs)  # (B, T, h, hs) -> (B, T, C), copies as needed
         # END SOLUTION
 
     def forward(
         self, x: torch.Tensor, mask: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """(output [B, T, d_model], weights [B, h, T, T]); mask broadcasts to [B, T, T]."""
-        # BEGIN SOLUTION TODO(lab-01 multi-head)
-        # _check_input(x, self); in_proj then split into q, k, v and heads; _check_mask(mask, (B, T, T)) and give it a
-        # head dim; attend; merge heads; out_proj; return (output, weights)
+        # BEGIN SOLUTION TODO(lab-01 task 6: MultiHeadSelfAttention)
+        # _check_input(x, self); B, T, _ = x.shape; q, k, v = self.in_proj(x).split(self.d_model,
+        # dim=-1); then q, k, v = self.split_heads(q), self.split_heads(k), self.split_heads(v);
+        # if a mask is given, _check_mask(mask, (B, T, T)) and mask = mask.expand(B, T,
+        # T).unsqueeze(1), one [B, 1, T, T] mask shared by every head; out, weights =
+        # scaled_dot_product_attention(q, k, v, mask); return
+        # self.out_proj(self.merge_heads(out)), weights.
         _check_input(x, self)
         B, T, _ = x.shape
         q, k, v = self.in_proj(x).split(self.d_model, dim=-1)  # (B, T, 3C) -> 3 x (B, T, C)

@@ -46,9 +46,10 @@ class Head(nn.Module):
     def forward(self, x):
         """Causal attention of every position over itself and the positions before it."""
         # BEGIN SOLUTION TODO(step-04 4.1)
-        # call self.check_input(x); q, k, v from the three linear maps; scores q k^T /
-        # sqrt(d_head); masked_fill with -inf where self.tril[:T, :T] == 0; softmax over the
-        # last axis; keep A.detach() in self.A; return A @ v
+        # self.check_input(x); B, T, d = x.shape; q, k, v = self.query(x), self.key(x),
+        # self.value(x); scores = q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5; scores =
+        # scores.masked_fill(self.tril[:T, :T] == 0, float('-inf')); A = F.softmax(scores,
+        # dim=-1); self.A = A.detach(); return A @ v.
         self.check_input(x)
         B, T, d = x.shape  # x: (B, T, d)
         q, k, v = self.query(x), self.key(x), self.value(x)  # (B, T, d_head) each
@@ -63,8 +64,9 @@ class Head(nn.Module):
 
 def attention_scores(q, k, scale=True):
     """Unmasked scores q k^T, divided by sqrt(d_k) if `scale`: (B, T, d_k), (B, T, d_k) -> (B, T, T)."""
-    # BEGIN SOLUTION TODO(step-04 4.2)
-    # return q @ k.transpose(-2, -1), divided by sqrt(d_k) only when scale is true
+    # BEGIN SOLUTION TODO(step-04 4.2.4)
+    # scores = q @ k.transpose(-2, -1); return scores / k.shape[-1] ** 0.5 if scale is true, else
+    # scores unscaled.
     scores = q @ k.transpose(-2, -1)  # (B, T, d_k) @ (B, d_k, T) -> (B, T, T)
     return scores / k.shape[-1] ** 0.5 if scale else scores  # (B, T, T)
     # END SOLUTION
@@ -97,9 +99,10 @@ def online_softmax(scores):
             f"every row's first score must be finite, got {int(bad.sum())} of {bad.numel()} rows "
             "where it is not (a row with no allowed key has no softmax)"
         )
-    # BEGIN SOLUTION TODO(step-04 going further)
-    # loop over keys j keeping a running max m and sum s of exp(score - m), rescaling s by
-    # exp(m_old - m_new); return exp(scores - m) / s
+    # BEGIN SOLUTION TODO(step-04 optional: online_softmax)
+    # m = running max and s = running sum of exp(score - m), one per row; for each key j: m_new =
+    # torch.maximum(m, scores[..., j]); s = s * exp(m - m_new) + exp(scores[..., j] - m_new); m =
+    # m_new; finally return exp(scores - m[..., None]) / s[..., None].
     m = scores.new_full(scores.shape[:-1], float("-inf"))  # (...,) largest score seen so far
     s = scores.new_zeros(scores.shape[:-1])  # (...,) sum of exp(score - m) so far
     for j in range(scores.shape[-1]):
@@ -112,9 +115,9 @@ def online_softmax(scores):
 
 def online_attention(q, k, v):
     """Causal scaled attention, one key at a time, never building the (T, T) matrix."""
-    # BEGIN SOLUTION TODO(step-04 going further)
-    # as online_softmax, plus a running sum of exp(score - m) * v_j; scores q.k_j / sqrt(d_k);
-    # key j only counts for queries i >= j
+    # BEGIN SOLUTION TODO(step-04 optional: online_attention)
+    # as online_softmax, with a third running sum acc of exp(score - m) * v_j, rescaled like s;
+    # score_j = (q @ k_j) / sqrt(d_k), set to -inf for queries i < j; return acc / s[..., None].
     B, T, d_k = q.shape  # q, k: (B, T, d_k); v: (B, T, d_v)
     pos = torch.arange(T)  # (T,)
     m = q.new_full((B, T), float("-inf"))  # (B, T) running max of each query's scores

@@ -14,7 +14,7 @@ def buggy_causal_mask(seq_len: int) -> torch.Tensor:
 
 def fixed_causal_mask(seq_len: int) -> torch.Tensor:
     """The repair: query t may attend to keys j <= t only."""
-    # BEGIN SOLUTION TODO(lab-01 exercise)
+    # BEGIN SOLUTION TODO(lab-01 task 7: the wrong-mask exercise)
     # return the [T, T] boolean mask in which query t may attend to keys j <= t
     return torch.tril(torch.ones(seq_len, seq_len, dtype=torch.bool))  # (T, T)
     # END SOLUTION

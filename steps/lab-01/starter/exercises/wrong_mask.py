@@ -15,7 +15,7 @@ def buggy_causal_mask(seq_len: int) -> torch.Tensor:
 def fixed_causal_mask(seq_len: int) -> torch.Tensor:
     """The repair: query t may attend to keys j <= t only."""
     raise NotImplementedError(
-        "TODO(lab-01 exercise): return the [T, T] boolean mask in which query t may attend to keys j <= t"
+        "TODO(lab-01 task 7: the wrong-mask exercise): return the [T, T] boolean mask in which query t may attend to keys j <= t"
     )
 
 
