@@ -17,7 +17,8 @@ WIDTH = 100  # ruff's line length: the raise stays on one line when it fits
 def _raise(indent: str, todo: str, hint: list[str]) -> list[str]:
     """The NotImplementedError a student sees, laid out as `ruff format` would."""
     message = todo + (": " + " ".join(hint) if hint else "")
-    literal = '"' + message.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    quote = "'" if '"' in message and "'" not in message else '"'  # ruff's preference
+    literal = quote + message.replace("\\", "\\\\").replace(quote, "\\" + quote) + quote
     if len(f"{indent}raise NotImplementedError({literal})") <= WIDTH:
         return [f"{indent}raise NotImplementedError({literal})"]
     return [f"{indent}raise NotImplementedError(", f"{indent}    {literal}", f"{indent})"]

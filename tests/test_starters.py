@@ -31,9 +31,11 @@ def test_a_long_hint_is_laid_out_as_ruff_format_would():
     ]
 
 
-def test_quotes_in_a_hint_are_escaped():
+def test_quotes_in_a_hint_are_quoted_as_ruff_would():
     text = starters.starter_text(SOLUTION.replace("use + or *", 'say "twice"'))
-    assert 'raise NotImplementedError("TODO(step-99 f): return x doubled; say \\"twice\\"")' in text
+    assert """raise NotImplementedError('TODO(step-99 f): return x doubled; say "twice"')""" in text
+    text = starters.starter_text(SOLUTION.replace("use + or *", 'say "x\'s"'))
+    assert 'NotImplementedError("TODO(step-99 f): return x doubled; say \\"x\'s\\"")' in text
 
 
 def test_starter_lines_replace_the_region_for_a_bug_hunt():

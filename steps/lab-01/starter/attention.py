@@ -116,14 +116,14 @@ def scaled_dot_product_attention(
 def causal_mask(seq_len: int) -> torch.Tensor:
     """[T, T] lower triangle: query t may attend to keys j <= t and to nothing later."""
     raise NotImplementedError(
-        "TODO(lab-01 task 3: causal_mask): unless seq_len is an int >= 1, raise ValueError(f\"seq_len must be a positive int, got {seq_len!r}\"); then return torch.tril of a [T, T] torch.ones with dtype=torch.bool."
+        'TODO(lab-01 task 3: causal_mask): unless seq_len is an int >= 1, raise ValueError(f"seq_len must be a positive int, got {seq_len!r}"); then return torch.tril of a [T, T] torch.ones with dtype=torch.bool.'
     )
 
 
 def combine_causal_and_padding(causal: torch.Tensor, padding: torch.Tensor) -> torch.Tensor:
     """[B, T, T] mask: query i may attend key j if j <= i AND key j is real (padding[b, j] True)."""
     raise NotImplementedError(
-        "TODO(lab-01 task 4: combine_causal_and_padding): _check_rank(causal, \"causal\", \"[T, T]\", 2) and _check_rank(padding, \"padding\", \"[B, T]\", 2); T = causal.shape[-1]; _check_mask(causal, (T, T), \"causal\") and _check_mask(padding, (padding.shape[0], T), \"padding\"); return causal & padding[:, None, :], which broadcasts (T, T) & (B, 1, T) to (B, T, T)."
+        'TODO(lab-01 task 4: combine_causal_and_padding): _check_rank(causal, "causal", "[T, T]", 2) and _check_rank(padding, "padding", "[B, T]", 2); T = causal.shape[-1]; _check_mask(causal, (T, T), "causal") and _check_mask(padding, (padding.shape[0], T), "padding"); return causal & padding[:, None, :], which broadcasts (T, T) & (B, 1, T) to (B, T, T).'
     )
 
 
