@@ -86,7 +86,7 @@ def pytest_runtest_makereport(item, call):
     exc = call.excinfo
     if exc and exc.errisinstance(NotImplementedError) and (m := TODO_ID.search(str(exc.value))):
         report.todo = m[1]
-        if "optional" in m[1].split(":")[0].split():
+        if _optional(m[1]):
             where = exc.traceback[-1]
             report.outcome = "skipped"
             report.longrepr = (
@@ -96,6 +96,7 @@ def pytest_runtest_makereport(item, call):
             )
     elif exc and report.failed:
         report.bug = _short_traceback(exc)
+        report.codes = [entry.frame.code.raw for entry in exc.traceback]
     return report
 
 
@@ -116,6 +117,21 @@ def _short_traceback(exc) -> list[str]:
 def _natural(todo: str) -> list:
     """Sort key: 'task 10' after 'task 9', '4.2.4' after '4.2.3'."""
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", todo)]
+
+
+def _optional(todo: str) -> bool:
+    """Is this an optional TODO ('step-04 optional: online_softmax')?"""
+    return "optional" in todo.split(":")[0].split()
+
+
+def _function_place(step: str, region: dict) -> tuple[str, int, str]:
+    """(starter file, line, '') of the first function a written TODO lives in."""
+    rel = region["file"].relative_to(STEPS_DIR / step / "solution")
+    path = STEPS_DIR / step / "starter" / rel
+    name = region["functions"][0].split(".")[-1]
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    line = next((n.lineno for n in ast.walk(tree) if getattr(n, "name", None) == name), 1)
+    return shown(path), line, ""
 
 
 def _regions(step: str) -> dict[str, dict]:
@@ -207,12 +223,16 @@ class StudentCheck:
 
     def pytest_runtest_logreport(self, report):
         if report.when == "call" or not report.passed:
+            inner = [self.codes[c][1] for c in getattr(report, "codes", []) if c in self.codes]
+            last = max(self.entered, key=_natural, default=None)  # the latest task it reached
             self.results[report.nodeid] = {
                 "outcome": report.outcome,
                 "step": getattr(report, "step", None),
                 "todo": getattr(report, "todo", None),
                 "bug": getattr(report, "bug", None),
                 "entered": set(self.entered),
+                # whose failure: the TODO it names, else the innermost TODO frame, else the latest
+                "blame": getattr(report, "todo", None) or (inner[-1] if inner else last),
             }
 
     def pytest_terminal_summary(self, terminalreporter):
@@ -235,26 +255,25 @@ class StudentCheck:
         results = {n: r for n, r in self.results.items() if r["step"] == step}
         todos, still = _regions(step), _open_todos(step)
         held = Counter(r["todo"] for r in results.values() if r["todo"])
-        status, failing = {}, {}
+        status, failing = {}, Counter()
+        for r in results.values():
+            if r["outcome"] == "failed" and not r["todo"]:
+                failing[r["blame"]] += 1
         for todo in todos:
-            mine = [r for r in results.values() if todo in r["entered"] or r["todo"] == todo]
-            failing[todo] = sum(
-                r["outcome"] == "failed" and r["todo"] in (None, todo) for r in mine
-            )
-            optional = "optional" in todo.split(":")[0].split()
+            ran = [r for r in results.values() if todo in r["entered"]]
             if todo in still:
-                status[todo] = "optional" if optional else "todo"
-            elif failing[todo] or not mine:  # written, and failing or not tested in this run
-                status[todo] = "bug" if failing[todo] else "untested"
+                status[todo] = "optional" if _optional(todo) else "todo"
+            elif failing[todo]:
+                status[todo] = "bug"
+            elif any(r["todo"] for r in ran):
+                status[todo] = "waiting"  # written; some of its tests stop at a later TODO
             else:
-                status[todo] = "done"
+                status[todo] = "done" if ran else "untested"
         passed = sum(r["outcome"] == "passed" for r in results.values())
         done = sum(s == "done" for s in status.values())
-        required = sum(s != "optional" for s in status.values()) + sum(
-            s == "done" and "optional" in t for t, s in status.items()
-        )
+        required = sum(not _optional(t) for t in todos)
         nxt = next((t for t, s in status.items() if s in ("todo", "bug")), None)
-        where = still.get(nxt) or (todos[nxt]["file"].as_posix(), 0, "") if nxt else None
+        where = still.get(nxt) or _function_place(step, todos[nxt]) if nxt else None
         if progress:
             head = f"{step:<9} {done}/{len(todos)} TODOs done, {passed}/{len(results)} tests pass"
             return [head + (f", next: TODO({nxt}) {where[0]}:{where[1]}" if nxt else ", all done")]
@@ -264,6 +283,7 @@ class StudentCheck:
             "",
         ]
         marks = {"done": "[x]", "todo": "[ ]", "bug": "[!]", "optional": "[ ]", "untested": "[?]"}
+        marks["waiting"] = "[~]"
         for todo, state in status.items():
             note = {
                 "todo": f"{held[todo]} tests wait for it",
@@ -271,6 +291,7 @@ class StudentCheck:
                 "optional": f"optional; {held[todo]} tests skip until you write it",
                 "done": "done",
                 "untested": "written; none of its tests ran here",
+                "waiting": "written; some of its tests wait for another TODO",
             }[state]
             lines.append(f"{marks[state]} TODO({todo}): {note}")
         bugs = [(n, r["bug"]) for n, r in results.items() if r["bug"]]
@@ -281,11 +302,15 @@ class StudentCheck:
             lines += [f"{nodeid}: {tb[-1].strip()}" for nodeid, tb in bugs[3:]]
         if nxt:
             file, line, message = where
-            hint = message.partition(": ")[2] if message else ""
+            hint = message[TODO_ID.match(message).end() :].lstrip(": ") if message else ""
             lines += ["", f"Next: TODO({nxt}) at {file}:{line}"]
             lines += textwrap.wrap(hint, 96, initial_indent="  ", subsequent_indent="  ")
-            first = next((n for n, r in results.items() if r["todo"] == nxt), None)
-            first = first or next((n for n, r in results.items() if r["outcome"] == "failed"), "")
+            if not message:  # written but failing: its first failure is the place to start
+                lines.append(f"  {failing[nxt]} of its tests fail; the first is shown above")
+            mine = [n for n, r in results.items() if r["outcome"] == "failed" and r["blame"] == nxt]
+            # a test of the code itself before one that compares whole runs or handouts
+            mine.sort(key=lambda n: any(w in n for w in ("test_docs", "test_run")))
+            first = mine[0] if mine else ""
             name = first.split("::")[-1].split("[")[0]  # -k takes a name, not a parameter
             pixi, python = f"pixi run check-{step}", f"python -m pytest steps/{step} --impl starter"
             if name:

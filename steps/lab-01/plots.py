@@ -71,10 +71,10 @@ def leak(result: dict, path: Path) -> Path:
     """The triu mask's attention weights beside the repaired mask's, leaked weights outlined."""
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.6), layout="constrained")
     buggy = (
-        f"buggy_causal_mask (triu): {result['buggy_count']} future weights leak,\n"
+        f"as shipped (torch.triu): {result['buggy_count']} future weights leak,\n"
         f"largest {result['buggy_largest']:.6f} (red outline)"
     )
-    fixed = f"fixed_causal_mask (tril): {result['fixed_count']} future weights leak"
+    fixed = f"your buggy_causal_mask: {result['fixed_count']} future weights leak"
     draw_weights(axes[0], result["buggy_weights"], result["buggy_mask"], buggy)
     image = draw_weights(axes[1], result["fixed_weights"], result["fixed_mask"], fixed)
     bar = fig.colorbar(image, ax=axes, fraction=0.046)

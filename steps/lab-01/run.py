@@ -14,6 +14,7 @@ from torch import nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from common import REPO_ROOT
+from common.broken import triu_mask
 from common.docs import markdown_table, write_block
 from common.envreport import report
 from common.figures import out_dir
@@ -161,37 +162,37 @@ def parity_table(rows: list[tuple[str, float, float]]) -> str:
 
 
 def exercise_buggy(wrong_mask: ModuleType, T: int = EXERCISE_T) -> dict:
-    """The triu mask through the leak diagnostic: its shape, leak count, largest leak, message."""
-    buggy = wrong_mask.buggy_causal_mask(T)  # (T, T)
+    """The mask as shipped (triu) through the leak diagnostic: shape, leak count, largest leak."""
+    buggy = triu_mask(T)  # (T, T), what starter/exercises/wrong_mask.py ships
     weights = wrong_mask.attention_weights(buggy)  # (1, T, T)
     count, largest = wrong_mask.future_leak(weights)
-    try:
-        wrong_mask.assert_no_future_leak(weights, "buggy mask")
-        message = "(none: the diagnostic missed the leak)"
-    except AssertionError as exc:
-        message = f"AssertionError: {exc}"
     return {
         "T": T,
         "buggy_shape": tuple(buggy.shape),
         "buggy_count": count,
         "buggy_largest": largest,
-        "message": message,
         "buggy_mask": buggy,
         "buggy_weights": weights[0],  # (T, T)
     }
 
 
 def exercise_fixed(attention: ModuleType, wrong_mask: ModuleType, T: int = EXERCISE_T) -> dict:
-    """The repaired mask: its shape, leak count, largest leak, and max |ours - SDPA is_causal|."""
-    fixed = wrong_mask.fixed_causal_mask(T)  # (T, T)
+    """Your buggy_causal_mask: shape, leak count, the diagnostic's verdict, max |ours - SDPA|."""
+    fixed = wrong_mask.buggy_causal_mask(T)  # (T, T)
     weights = wrong_mask.attention_weights(fixed)  # (1, T, T)
     count, largest = wrong_mask.future_leak(weights)
+    try:
+        wrong_mask.assert_no_future_leak(weights, "buggy_causal_mask")
+        message = ""
+    except AssertionError as exc:
+        message = f"AssertionError: {exc}"
     q, k, v = seeded_qkv((1, T, 8), seed=0)  # each (1, T, d_head)
     ours, _ = attention.scaled_dot_product_attention(q, k, v, fixed)
     return {
         "fixed_shape": tuple(fixed.shape),
         "fixed_count": count,
         "fixed_largest": largest,
+        "message": message,
         "fixed_vs_sdpa": max_abs_diff(ours, reference_sdpa(q, k, v, is_causal=True)),
         "fixed_mask": fixed,
         "fixed_weights": weights[0],  # (T, T)
@@ -204,26 +205,31 @@ def exercise(attention: ModuleType, wrong_mask: ModuleType, T: int = EXERCISE_T)
 
 
 def exercise_passed(ex: dict) -> bool:
-    """The repaired mask leaks nothing and matches SDPA is_causal=True within SINGLE_HEAD_TOL."""
+    """Your mask leaks nothing and matches SDPA is_causal=True within SINGLE_HEAD_TOL."""
     return ex["fixed_count"] == 0 and ex["fixed_vs_sdpa"] <= SINGLE_HEAD_TOL
 
 
 def buggy_lines(ex: dict) -> list[str]:
-    """What the exercise prints about the triu mask."""
+    """What the exercise prints about the mask as shipped."""
     return [
-        f"buggy_causal_mask({ex['T']}): shape {ex['buggy_shape']}, "
+        f"as shipped, torch.triu({ex['T']}): shape {ex['buggy_shape']}, "
         f"{ex['buggy_count']} future-token weights, largest {ex['buggy_largest']:.6f}",
-        f"assert_no_future_leak raised: {ex['message']}",
     ]
 
 
 def fixed_lines(ex: dict) -> list[str]:
-    """What the exercise prints about the repaired mask."""
+    """What the exercise prints about the student's buggy_causal_mask."""
     verdict = "PASS" if exercise_passed(ex) else "FAIL"
-    return [
-        f"fixed_causal_mask({ex['T']}): shape {ex['fixed_shape']}, "
+    lines = [
+        f"your buggy_causal_mask({ex['T']}): shape {ex['fixed_shape']}, "
         f"{ex['fixed_count']} future-token weights, largest {ex['fixed_largest']:.6f}",
-        f"fixed mask vs SDPA is_causal=True: max abs difference {ex['fixed_vs_sdpa']:.2e} "
+    ]
+    if ex["message"]:
+        return [*lines, f"leak diagnostic FAILED: {ex['message']}", f"exercise: {verdict}"]
+    return [
+        *lines,
+        "leak diagnostic passed: no query puts weight on a later key",
+        f"vs SDPA is_causal=True: max abs difference {ex['fixed_vs_sdpa']:.2e} "
         f"(threshold {SINGLE_HEAD_TOL:.0e}) {verdict}",
     ]
 
@@ -304,7 +310,7 @@ def lecture_leak(attention: ModuleType, wrong_mask: ModuleType, T: int = EXERCIS
     }
     rows = []
     for name, (q, k, v) in draws.items():
-        triu = wrong_mask.buggy_causal_mask(T)  # (T, T)
+        triu = triu_mask(T)  # (T, T), the mask as shipped
         _, weights = attention.scaled_dot_product_attention(q, k, v, triu)  # (1, T, T)
         rows.append((name, *wrong_mask.future_leak(weights)))
     return rows
@@ -349,7 +355,7 @@ def run(
     print(parity_table(rows))
     print(f"Exercise: right shape, wrong triangle (T = {EXERCISE_T}, seeded q, k, v)\n")
     ex = exercise_buggy(wrong_mask)
-    print("\n".join(buggy_lines(ex)))  # printed before the repair, which may still be a TODO
+    print("\n".join(buggy_lines(ex)))
     ex |= exercise_fixed(attention, wrong_mask)
     print("\n".join(fixed_lines(ex)))
     ok = all(d <= tol for _, d, tol in rows) and exercise_passed(ex)

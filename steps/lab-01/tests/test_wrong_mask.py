@@ -9,54 +9,50 @@ from common.seeding import randn
 T = 4  # the exercise's sequence length: T * (T - 1) / 2 = 6 weights sit above the diagonal
 
 
-# The broken masks the diagnostic must catch come from the course's library, common/broken.py
-# (the exercise's own triu mask is buggy_causal_mask).
+# The exercise's own test comes first: on the shipped starter it goes red with the diagnostic's
+# message, and the student's repair of buggy_causal_mask turns it green. The tests after it prove,
+# on the mask as shipped (common/broken.py's triu_mask), that the diagnostic is what catches it.
 
 
-def test_buggy_mask_passes_shape_and_row_sum_checks(wrong_mask):
-    """The triu mask has the right shape and dtype, and its weights still sum to 1 per row."""
+def test_the_exercise_mask_does_not_leak(wrong_mask):
+    """The exercise: assert_no_future_leak on buggy_causal_mask. Red as shipped; repair the mask."""
+    weights = wrong_mask.attention_weights(wrong_mask.buggy_causal_mask(T))  # (1, T, T)
+    wrong_mask.assert_no_future_leak(weights, "buggy_causal_mask")
+
+
+def test_the_repaired_mask_matches_sdpa_is_causal(attention, wrong_mask, runner):
+    """The repaired mask is causal_mask(T), and attention under it is PyTorch's is_causal=True."""
     mask = wrong_mask.buggy_causal_mask(T)
     assert mask.shape == (T, T) and mask.dtype == torch.bool
-    assert torch.equal(mask, triu_mask(T))  # the library's upper-triangular bug, exactly
+    assert torch.equal(mask, attention.causal_mask(T))
+    q, k, v = (randn(2, T, 8, seed=i) for i in range(3))  # each (B, T, d_head)
+    ours, _ = attention.scaled_dot_product_attention(q, k, v, mask)
+    expected = runner.reference_sdpa(q, k, v, is_causal=True)
+    assert runner.max_abs_diff(ours, expected) <= runner.SINGLE_HEAD_TOL
+
+
+def test_the_shipped_mask_passes_shape_and_row_sum_checks(wrong_mask):
+    """The triu mask has the right shape and dtype, and its weights still sum to 1 per row."""
+    mask = triu_mask(T)
     weights = wrong_mask.attention_weights(mask)
-    assert weights.shape == (1, T, T)
+    assert mask.shape == (T, T) and mask.dtype == torch.bool and weights.shape == (1, T, T)
     # 1e-6: a float32 sum of <= 4 probabilities, a few rounding units of 2**-23.
     torch.testing.assert_close(weights.sum(-1), torch.ones(1, T), rtol=0, atol=1e-6)
 
 
-def test_buggy_mask_fails_the_leak_diagnostic(wrong_mask):
+def test_the_shipped_mask_fails_the_leak_diagnostic(wrong_mask):
     """assert_no_future_leak raises, naming the label, the count (6 at T = 4) and the largest."""
-    weights = wrong_mask.attention_weights(wrong_mask.buggy_causal_mask(T))
-    with pytest.raises(AssertionError, match=r"buggy mask: 6 future-token weights .*largest 0\.\d"):
-        wrong_mask.assert_no_future_leak(weights, "buggy mask")
+    weights = wrong_mask.attention_weights(triu_mask(T))
+    with pytest.raises(AssertionError, match=r"triu mask: 6 future-token weights .*largest 0\.\d"):
+        wrong_mask.assert_no_future_leak(weights, "triu mask")
 
 
 @pytest.mark.parametrize("seq_len", [2, 4, 7])
-def test_buggy_mask_leaks_every_pair_above_the_diagonal(wrong_mask, seq_len):
+def test_the_shipped_mask_leaks_every_pair_above_the_diagonal(wrong_mask, seq_len):
     """With triu every (query t, key j > t) pair gets weight: T * (T - 1) / 2 leaks, each in (0, 1)."""
-    count, largest = wrong_mask.future_leak(
-        wrong_mask.attention_weights(wrong_mask.buggy_causal_mask(seq_len))
-    )
+    count, largest = wrong_mask.future_leak(wrong_mask.attention_weights(triu_mask(seq_len)))
     assert count == seq_len * (seq_len - 1) // 2
     assert 0 < largest < 1
-
-
-def test_fixed_mask_passes_shape_checks_and_the_diagnostic(attention, wrong_mask):
-    """fixed_causal_mask: [T, T] bool, equal to causal_mask(T), and zero future-token weights."""
-    mask = wrong_mask.fixed_causal_mask(T)
-    assert mask.shape == (T, T) and mask.dtype == torch.bool
-    assert torch.equal(mask, attention.causal_mask(T))
-    weights = wrong_mask.attention_weights(mask)
-    assert wrong_mask.future_leak(weights) == (0, 0.0)
-    wrong_mask.assert_no_future_leak(weights, "fixed mask")
-
-
-def test_fixed_mask_matches_sdpa_is_causal(attention, wrong_mask, runner):
-    """Attention under the repaired mask equals PyTorch's is_causal=True (SINGLE_HEAD_TOL, run.py)."""
-    q, k, v = (randn(2, T, 8, seed=i) for i in range(3))  # each (B, T, d_head)
-    ours, _ = attention.scaled_dot_product_attention(q, k, v, wrong_mask.fixed_causal_mask(T))
-    expected = runner.reference_sdpa(q, k, v, is_causal=True)
-    assert runner.max_abs_diff(ours, expected) <= runner.SINGLE_HEAD_TOL
 
 
 def test_diagnostic_catches_a_missing_mask(wrong_mask):
@@ -95,9 +91,9 @@ def test_diagnostic_passes_and_combined_padding(attention, wrong_mask):
     wrong_mask.assert_no_future_leak(weights, "AND-combined padding")
 
 
-def test_diagnostic_counts_even_a_tiny_leak(wrong_mask):
+def test_diagnostic_counts_even_a_tiny_leak(attention, wrong_mask):
     """Any non-zero weight on a later key is a leak, however small: causality is exact."""
-    weights = wrong_mask.attention_weights(wrong_mask.fixed_causal_mask(T)).clone()  # (1, T, T)
+    weights = wrong_mask.attention_weights(attention.causal_mask(T)).clone()  # (1, T, T)
     weights[0, 0, T - 1] = 1e-6  # query 0 peeks at the last key
     count, largest = wrong_mask.future_leak(weights)
     assert count == 1 and largest == pytest.approx(1e-6)

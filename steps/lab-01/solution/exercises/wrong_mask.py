@@ -8,15 +8,10 @@ from ..attention import scaled_dot_product_attention
 
 
 def buggy_causal_mask(seq_len: int) -> torch.Tensor:
-    """The exhibit: triu keeps keys j >= t, so query t sees itself and every LATER token."""
-    return torch.triu(torch.ones(seq_len, seq_len, dtype=torch.bool))  # (T, T), wrong triangle
-
-
-def fixed_causal_mask(seq_len: int) -> torch.Tensor:
-    """The repair: query t may attend to keys j <= t only."""
+    """The exercise's [T, T] causal mask: it passes every shape check. Run the exercise, then fix it."""
     # BEGIN SOLUTION TODO(lab-01 task 7: the wrong-mask exercise)
-    # return the [T, T] boolean mask in which query t may attend to keys j <= t
-    return torch.tril(torch.ones(seq_len, seq_len, dtype=torch.bool))  # (T, T)
+    # STARTER: return torch.triu(torch.ones(seq_len, seq_len, dtype=torch.bool))  # (T, T)
+    return torch.tril(torch.ones(seq_len, seq_len, dtype=torch.bool))  # (T, T), keys j <= t only
     # END SOLUTION
 
 

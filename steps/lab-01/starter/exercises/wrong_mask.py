@@ -8,15 +8,8 @@ from ..attention import scaled_dot_product_attention
 
 
 def buggy_causal_mask(seq_len: int) -> torch.Tensor:
-    """The exhibit: triu keeps keys j >= t, so query t sees itself and every LATER token."""
-    return torch.triu(torch.ones(seq_len, seq_len, dtype=torch.bool))  # (T, T), wrong triangle
-
-
-def fixed_causal_mask(seq_len: int) -> torch.Tensor:
-    """The repair: query t may attend to keys j <= t only."""
-    raise NotImplementedError(
-        "TODO(lab-01 task 7: the wrong-mask exercise): return the [T, T] boolean mask in which query t may attend to keys j <= t"
-    )
+    """The exercise's [T, T] causal mask: it passes every shape check. Run the exercise, then fix it."""
+    return torch.triu(torch.ones(seq_len, seq_len, dtype=torch.bool))  # (T, T)
 
 
 def attention_weights(mask: torch.Tensor, d_head: int = 8, seed: int = 0) -> torch.Tensor:
