@@ -96,9 +96,9 @@ def _check_mask(mask: torch.Tensor, shape: tuple[int, ...], name: str = "mask") 
 def stable_softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
     """Softmax that cannot overflow; a row that is all -inf gives all zeros instead of NaN."""
     # BEGIN SOLUTION TODO(lab-01 task 1: stable_softmax)
-    # m = the row max (amax, keepdim=True), with an all -inf row's max set to 0 so it cannot give
-    # NaN; e = exp(x - m); divide by the row sum, where a zero sum (all -inf row) is set to 1 so
-    # that row gives zeros.
+    # m = x.amax(dim=dim, keepdim=True), then m = m.masked_fill(m == float('-inf'), 0);
+    # e = torch.exp(x - m); s = e.sum(dim=dim, keepdim=True); return e / s.masked_fill(s == 0, 1),
+    # so a row that is all -inf gives zeros, not NaN.
     m = x.amax(dim=dim, keepdim=True)  # (..., 1) row max
     m = m.masked_fill(m == float("-inf"), 0.0)  # all -inf row: -inf - (-inf) would be NaN
     e = torch.exp(x - m)  # (..., n) every entry <= 1, so exp never overflows
@@ -116,10 +116,10 @@ def scaled_dot_product_attention(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """softmax(q k^T * scale) v with blocked keys removed; returns (output, weights)."""
     # BEGIN SOLUTION TODO(lab-01 task 2: scaled_dot_product_attention)
-    # _check_qkv(q, k, v); scale = the given `scale`, or 1 / math.sqrt(d_head) when it is None;
-    # scores = q @ k.transpose(-2, -1) * scale; if a mask is given: _check_mask(mask,
-    # scores.shape), then scores = scores.masked_fill(~mask, float('-inf')); weights =
-    # stable_softmax(scores, dim=-1); return weights @ v, weights.
+    # _check_qkv(q, k, v); if scale is None: scale = 1 / math.sqrt(q.shape[-1]), the d_head;
+    # scores = q @ k.transpose(-2, -1) * scale; if mask is not None: _check_mask(mask, scores.shape)
+    # and scores = scores.masked_fill(~mask, float('-inf'));
+    # weights = stable_softmax(scores, dim=-1); return weights @ v, weights.
     _check_qkv(q, k, v)
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale  # 1/sqrt(d_head)
     scores = q @ k.transpose(-2, -1) * scale  # (..., T_q, hs) @ (..., hs, T_k) -> (..., T_q, T_k)
@@ -136,7 +136,7 @@ def causal_mask(seq_len: int) -> torch.Tensor:
     """[T, T] lower triangle: query t may attend to keys j <= t and to nothing later."""
     # BEGIN SOLUTION TODO(lab-01 task 3: causal_mask)
     # unless seq_len is an int >= 1, raise ValueError(f"seq_len must be a positive int, got
-    # {seq_len!r}"); then return torch.tril of a [T, T] torch.ones with dtype=torch.bool.
+    # {seq_len!r}"); then return torch.tril(torch.ones(seq_len, seq_len, dtype=torch.bool)).
     if isinstance(seq_len, bool) or not isinstance(seq_len, int) or seq_len < 1:
         raise ValueError(f"seq_len must be a positive int, got {seq_len!r}")
     return torch.tril(torch.ones(seq_len, seq_len, dtype=torch.bool))  # (T, T)
