@@ -72,7 +72,8 @@ class Bug:
 
     name: str
     breaks: str
-    hint: str
+    hint: str  # what a proof should assert to catch it
+    fix: str  # what the student's code should do instead
     mask: object = None  # replaces the causal mask builder, T -> (T, T)
     padding: object = None  # replaces combine_causal_and_padding
     knobs: dict = field(default_factory=dict)  # mistakes in the weights themselves
@@ -84,30 +85,35 @@ BUGS = [
         "upper-triangular mask",
         "torch.triu instead of torch.tril: each query sees the future and loses its past",
         "assert that the strict upper triangle of every A[b] is exactly zero",
+        "build the mask with torch.tril, not torch.triu",
         mask=triu_mask,
     ),
     Bug(
         "no mask",
         "every query attends to every key, future included",
         "perturb a later position and require earlier outputs to stay bitwise equal",
+        "set the scores of later keys to -inf before the softmax",
         mask=missing_mask,
     ),
     Bug(
         "inverted mask",
         "~tril keeps only the strict future; the last row has no key left and turns to NaN",
         "check that A is finite, non-negative and that every row sums to 1",
+        "block where the mask is False (tril == 0), not where it is True",
         mask=inverted_mask,
     ),
     Bug(
         "diagonal excluded",
         "tril(diagonal=-1): a token cannot see itself; row 0 is empty and turns to NaN",
         "require a non-zero gradient for every j <= i, the diagonal included, and finite rows",
+        "keep the diagonal: torch.tril with its default diagonal=0",
         mask=no_diagonal_mask,
     ),
     Bug(
         "mask after softmax",
         "future weights zeroed after softmax: rows no longer sum to 1",
         "check that every row of A sums to 1",
+        "mask the scores with -inf before the softmax, not the weights after it",
         knobs={"after_softmax": True},
     ),
     Bug(
@@ -115,19 +121,22 @@ BUGS = [
         "equal to the right answer in exact arithmetic, but earlier rows now depend on the "
         "future through rounding of the full-row softmax",
         "compare earlier outputs with torch.equal, not allclose, after perturbing the future",
+        "mask the scores before the softmax; renormalising after it is not exact",
         knobs={"after_softmax": True, "renormalise": True},
     ),
     Bug(
         "masked with 0 instead of -inf",
         "a zero score is an ordinary score: exp(0) gives the future real weight",
         "assert that the strict upper triangle of every A[b] is exactly zero",
+        "fill blocked scores with float('-inf'), not 0",
         knobs={"fill": 0.0},
     ),
     Bug(
         "missing 1/sqrt(d_k)",
         "scores grow like sqrt(d_k) and softmax saturates to one-hot rows; still a causal "
         "row-stochastic matrix, so no simplex or causality proof can see it",
-        "only the scale check (4.2 part 4) or a parity test against a reference catches this",
+        "compare the output with the formula softmax(q k^T / sqrt(d_k)) v computed by hand",
+        "divide the scores by sqrt(d_head) before the softmax",
         knobs={"scale": False},
         violates_4_2=False,
     ),
@@ -135,6 +144,7 @@ BUGS = [
         "softmax over the wrong axis",
         "softmax over queries (dim=-2): columns sum to 1, rows do not",
         "check that every row of A sums to 1",
+        "softmax over the keys, the last axis: dim=-1",
         knobs={"dim": -2},
     ),
 ]
@@ -143,12 +153,14 @@ PADDING_BUGS = [
         "padding OR-ed",
         "causal | padding lets a query see every real key, future ones included",
         "check weights on future keys with a padding mask in play",
+        "combine the masks with &, not |",
         padding=or_padding,
     ),
     Bug(
         "padding inverted",
         "True read as 'pad': queries attend to padding and ignore real tokens",
         "require zero weight on every padded key column",
+        "padding is True for real tokens: causal & padding[:, None, :]",
         padding=inverted_padding,
     ),
 ]

@@ -38,5 +38,5 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
 def parse_table(block: str) -> list[list[str]]:
     """Rows (header excluded) of the first Markdown table in `block`, cells stripped of backticks."""
     rows = [line for line in block.splitlines() if line.startswith("|")]
-    cells = [[c.strip().strip("`") for c in r.strip().strip("|").split("|")] for r in rows]
+    cells = [[c.strip().strip("`") for c in re.split(r"(?<!\\)\|", r.strip()[1:-1])] for r in rows]
     return cells[2:]

@@ -186,7 +186,7 @@ def assertion_problems(paths: list[Path]) -> list[str]:
     return problems
 
 
-def run_pytest(args: list[str], steps_dir: Path | None = None) -> int:
+def run_pytest(args: list[str], steps_dir: Path | None = None, plugins=()) -> int:
     """pytest in this process (fast: torch is already imported), or in a child for another steps dir."""
     # unraisableexception runs gc.collect() five times per session: 0.5 s each with torch loaded
     args = [
@@ -201,7 +201,7 @@ def run_pytest(args: list[str], steps_dir: Path | None = None) -> int:
         env = os.environ | {"COURSE_STEPS_DIR": str(steps_dir)}
         cmd = [sys.executable, "-m", "pytest", *args]
         return subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True).returncode
-    return pytest.main(args)
+    return pytest.main(args, plugins=list(plugins))
 
 
 def _cases(junit: Path):
