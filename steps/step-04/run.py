@@ -58,7 +58,8 @@ def _pct(x: float) -> str:
 def scale_block(rows) -> str:
     """(a) the scale check."""
     header = ["d_k", "raw std", "sqrt(d_k)", "scaled std"]
-    header += ["mean row max, raw", "mean row max, scaled", "rows > 0.99, raw", "rows > 0.99, scaled"]
+    header += ["mean row max, raw", "mean row max, scaled"]
+    header += ["rows > 0.99, raw", "rows > 0.99, scaled"]
     header += ["largest weight, raw", "largest weight, scaled"]
     return markdown_table(
         header,
@@ -159,9 +160,7 @@ def scale_spread_block(sp) -> str:
 def mask_spread_block(ms) -> str:
     """Appendix: the smallest row sum after softmax-then-mask over seeded heads and inputs."""
     rows = [
-        [f"{r['B']} x (8, 32)"]
-        + [f"{v:.3f}" for v in r["low"]]
-        + [_pct(r["at_least"])]
+        [f"{r['B']} x (8, 32)"] + [f"{v:.3f}" for v in r["low"]] + [_pct(r["at_least"])]
         for r in ms["rows"]
     ]
     header = ["input", "smallest row sum, 5th pct", "median", "95th pct"]
@@ -204,7 +203,7 @@ BLOCKS = {
     "equivariance": ("equivariance", equivariance_block, "(e) permutation equivariance"),
     "online": ("online", online_block, "(e) online softmax and attention"),
     "cost-count": (None, cost_count_block, f"(e) cost, counted, d = d_head = {COST_D}"),
-    "lecture-scale": ("scale_spread", scale_spread_block, "appendix: 200 draws of q, k (1, 8, d_k)"),
+    "lecture-scale": ("scale_spread", scale_spread_block, "appendix: 200 draws of (1, 8, d_k)"),
     "lecture-mask": ("mask_spread", mask_spread_block, "appendix: softmax then mask, 100 seeds"),
 }
 

@@ -67,6 +67,7 @@ def test_untrained_heads_on_text_are_close_to_uniform(head, experiments):
     assert abs(result["uniform"] - sum(1 / n for n in range(1, 65)) / 64) < 1e-12
 
 
+@pytest.mark.given  # pattern_metrics and pattern_name are given code: no TODO on the path
 def test_pattern_metrics_name_textbook_matrices(experiments):
     T = 8
     causal = torch.tril(torch.ones(T, T))  # (T, T)
