@@ -1,7 +1,6 @@
 """Broken attention: each bug a handout warns about, with what it breaks. Good tests catch them all."""
 
 from dataclasses import dataclass, field
-from types import ModuleType
 
 import torch
 import torch.nn.functional as F
@@ -190,34 +189,6 @@ def broken_head(reference: type, bug: Bug) -> type:
     # named like the real thing, so a proof cannot tell them apart by name
     BrokenHead.__name__ = BrokenHead.__qualname__ = reference.__name__
     return BrokenHead
-
-
-def broken_module(fresh: ModuleType, bug: Bug) -> ModuleType:
-    """Make a freshly imported copy of a step's module commit `bug` (patches its globals)."""
-    if hasattr(fresh, "Head"):
-        fresh.Head = broken_head(fresh.Head, bug)
-        return fresh
-    if bug.mask is not None:
-        fresh.causal_mask = bug.mask
-    if bug.padding is not None:
-        fresh.combine_causal_and_padding = bug.padding
-    if bug.knobs:
-        fresh.scaled_dot_product_attention = _broken_sdpa(fresh.scaled_dot_product_attention, bug)
-    return fresh
-
-
-def _broken_sdpa(reference, bug: Bug):
-    """lab-01's scaled_dot_product_attention, with the reference's input checks and `bug`'s maths."""
-
-    def scaled_dot_product_attention(q, k, v, mask=None, scale=None):
-        reference(q, k, v, mask, scale)  # keeps the reference's ValueErrors for bad input
-        keep = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool) if mask is None else mask
-        if scale is not None and bug.knobs.get("scale", True):
-            q = q * (scale * q.shape[-1] ** 0.5)  # weights() divides by sqrt(d_head) again
-        A = torch.nan_to_num(weights(q, k, keep, **bug.knobs))  # (..., T_q, T_k); no NaN, as lab-01
-        return A @ v, A  # (..., T_q, T_k) @ (..., T_k, d_v) -> (..., T_q, d_v)
-
-    return scaled_dot_product_attention
 
 
 BY_NAME = {bug.name: bug for bug in BUGS + PADDING_BUGS}

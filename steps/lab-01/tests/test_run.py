@@ -4,7 +4,6 @@ from pathlib import Path
 
 import torch
 
-from common.broken import BY_NAME, broken_module
 from common.loader import load_fresh
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -20,8 +19,11 @@ def test_run_fails_when_a_figure_is_over_its_threshold(
     attention, wrong_mask, runner, capsys, tmp_path
 ):
     """Drop 1/sqrt(d_head) from the attention under test: the table must say FAIL and exit 1."""
-    fresh = load_fresh(Path(attention.__file__).parent, "attention")  # a copy we may break
-    unscaled = broken_module(fresh, BY_NAME["missing 1/sqrt(d_k)"])
+    unscaled = load_fresh(Path(attention.__file__).parent, "attention")  # a copy we may break
+    sdpa = unscaled.scaled_dot_product_attention
+    unscaled.scaled_dot_product_attention = lambda q, k, v, mask=None, scale=None: sdpa(
+        q, k, v, mask, scale=1.0
+    )
     assert runner.run(unscaled, wrong_mask, False, tmp_path) == 1
     assert "FAIL: a figure is above its threshold" in capsys.readouterr().out
 
