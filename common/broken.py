@@ -56,7 +56,7 @@ def weights(
     renormalise: bool = False,
 ) -> torch.Tensor:
     """Attention weights A (..., T, T) computed with the chosen mistakes (defaults: correct)."""
-    scores = q @ k.transpose(-2, -1)  # (..., T, hs) @ (..., hs, T) -> (..., T, T)
+    scores = q @ k.transpose(-2, -1)  # (..., T, d_head) @ (..., d_head, T) -> (..., T, T)
     if scale:
         scores = scores / q.shape[-1] ** 0.5  # (..., T, T)
     if not after_softmax:

@@ -6,8 +6,8 @@ import torch
 from torch import nn
 
 # Masks are boolean and broadcast to the scores [..., T_q, T_k]; True means "this query may attend
-# to this key". Activations are [..., T, d_head] (hs in the shape comments, C is d_model): the
-# leading dims are [B] for one head and [B, h] for several.
+# to this key". Activations are [..., T, d_head]: the leading dims are [B] for one head and [B, h]
+# for several. Shape names follow the course glossary (README.md): d is the model width, d_model.
 
 
 def _check_rank(x: torch.Tensor, name: str, layout: str, ndim: int, exact: bool = True) -> None:
@@ -122,7 +122,7 @@ def scaled_dot_product_attention(
     # weights = stable_softmax(scores, dim=-1); return weights @ v, weights.
     _check_qkv(q, k, v)
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale  # 1/sqrt(d_head)
-    scores = q @ k.transpose(-2, -1) * scale  # (..., T_q, hs) @ (..., hs, T_k) -> (..., T_q, T_k)
+    scores = q @ k.transpose(-2, -1) * scale  # (..., T_q, d_head) @ (..., d_head, T_k)
     if mask is not None:
         _check_mask(mask, scores.shape)
         scores = scores.masked_fill(~mask, float("-inf"))  # (..., T_q, T_k) blocked keys -> -inf
@@ -219,8 +219,8 @@ class MultiHeadSelfAttention(nn.Module):
         # self.d_head).transpose(1, 2), which is [B, h, T, d_head].
         _check_input(x, self)
         B, T, _ = x.shape
-        x = x.view(B, T, self.n_heads, self.d_head)  # (B, T, C) -> (B, T, h, hs)
-        return x.transpose(1, 2)  # (B, T, h, hs) -> (B, h, T, hs)
+        x = x.view(B, T, self.n_heads, self.d_head)  # (B, T, d) -> (B, T, h, d_head)
+        return x.transpose(1, 2)  # (B, T, h, d_head) -> (B, h, T, d_head)
         # END SOLUTION
 
     def merge_heads(self, x: torch.Tensor) -> torch.Tensor:
@@ -230,9 +230,9 @@ class MultiHeadSelfAttention(nn.Module):
         # x.transpose(1, 2).reshape(B, T, h * d_head): reshape, not view, because the transposed
         # tensor is not contiguous.
         _check_heads(x, self.n_heads, self.d_head)
-        B, h, T, hs = x.shape
-        x = x.transpose(1, 2)  # (B, h, T, hs) -> (B, T, h, hs), no longer contiguous
-        return x.reshape(B, T, h * hs)  # (B, T, h, hs) -> (B, T, C), copies as needed
+        B, h, T, d_head = x.shape
+        x = x.transpose(1, 2)  # (B, h, T, d_head) -> (B, T, h, d_head), no longer contiguous
+        return x.reshape(B, T, h * d_head)  # (B, T, h, d_head) -> (B, T, d), copies as needed
         # END SOLUTION
 
     def forward(
@@ -248,11 +248,11 @@ class MultiHeadSelfAttention(nn.Module):
         # self.out_proj(self.merge_heads(out)), weights.
         _check_input(x, self)
         B, T, _ = x.shape
-        q, k, v = self.in_proj(x).split(self.d_model, dim=-1)  # (B, T, 3C) -> 3 x (B, T, C)
-        q, k, v = self.split_heads(q), self.split_heads(k), self.split_heads(v)  # (B, h, T, hs)
+        q, k, v = self.in_proj(x).split(self.d_model, dim=-1)  # (B, T, 3d) -> 3 x (B, T, d)
+        q, k, v = self.split_heads(q), self.split_heads(k), self.split_heads(v)  # (B, h, T, d_head)
         if mask is not None:
             _check_mask(mask, (B, T, T))
             mask = mask.expand(B, T, T).unsqueeze(1)  # (B, 1, T, T): every head gets the same mask
-        out, weights = scaled_dot_product_attention(q, k, v, mask)  # (B, h, T, hs), (B, h, T, T)
-        return self.out_proj(self.merge_heads(out)), weights  # (B, T, C) -> (B, T, C)
+        out, weights = scaled_dot_product_attention(q, k, v, mask)  # (B, h, T, d_head), weights
+        return self.out_proj(self.merge_heads(out)), weights  # (B, T, d) -> (B, T, d)
         # END SOLUTION

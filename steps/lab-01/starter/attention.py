@@ -6,8 +6,8 @@ import torch
 from torch import nn
 
 # Masks are boolean and broadcast to the scores [..., T_q, T_k]; True means "this query may attend
-# to this key". Activations are [..., T, d_head] (hs in the shape comments, C is d_model): the
-# leading dims are [B] for one head and [B, h] for several.
+# to this key". Activations are [..., T, d_head]: the leading dims are [B] for one head and [B, h]
+# for several. Shape names follow the course glossary (README.md): d is the model width, d_model.
 
 
 def _check_rank(x: torch.Tensor, name: str, layout: str, ndim: int, exact: bool = True) -> None:

@@ -65,7 +65,7 @@ def test_modules_with_a_causal_mask_isolate_earlier_tokens(attention, module):
         layer = attention.SelfAttention(8, 4)
     else:
         layer = attention.MultiHeadSelfAttention(8, 2)
-    x = randn(2, 6, 8, seed=0)  # (B, T, C)
+    x = randn(2, 6, 8, seed=0)  # (B, T, d)
     x2 = x.clone()
     x2[:, 3] = randn(2, 8, seed=99)
     mask = attention.causal_mask(6)

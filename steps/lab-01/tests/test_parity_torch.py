@@ -48,11 +48,11 @@ def test_self_attention_is_sdpa_of_its_projections(attention, runner):
     """SelfAttention(x) equals SDPA applied to its own q, k, v projections."""
     seed_all(0)
     head = attention.SelfAttention(16, 8)
-    x = randn(2, 6, 16, seed=0)  # (B, T, C)
+    x = randn(2, 6, 16, seed=0)  # (B, T, d)
     with torch.no_grad():
-        q = x @ head.query.weight.T  # (B, T, C) @ (C, hs) -> (B, T, hs)
-        k = x @ head.key.weight.T  # (B, T, C) @ (C, hs) -> (B, T, hs)
-        v = x @ head.value.weight.T  # (B, T, C) @ (C, hs) -> (B, T, hs)
+        q = x @ head.query.weight.T  # (B, T, d) @ (d, d_head) -> (B, T, d_head)
+        k = x @ head.key.weight.T  # (B, T, d) @ (d, d_head) -> (B, T, d_head)
+        v = x @ head.value.weight.T  # (B, T, d) @ (d, d_head) -> (B, T, d_head)
         out, _ = head(x, attention.causal_mask(6))
     expected = runner.reference_sdpa(q, k, v, is_causal=True)
     assert runner.max_abs_diff(out, expected) <= runner.SINGLE_HEAD_TOL
@@ -69,7 +69,7 @@ def test_multi_head_matches_nn_multihead_attention(attention, runner, d_model, n
 def test_multi_head_weights_match_per_head(attention, runner):
     """Per-head attention weights [B, h, T, T] agree with nn.MultiheadAttention's, head by head."""
     ours, ref = runner.multi_head_pair(attention, d_model=16, n_heads=4, seed=0)
-    x = randn(2, 6, 16, seed=0)  # (B, T, C)
+    x = randn(2, 6, 16, seed=0)  # (B, T, d)
     mask = attention.causal_mask(6)  # (T, T), True = may attend
     with torch.no_grad():
         _, weights = ours(x, mask)  # (B, h, T, T)
@@ -82,10 +82,10 @@ def test_multi_head_weights_match_per_head(attention, runner):
 def test_multi_head_padding_matches_key_padding_mask(attention, runner):
     """combine_causal_and_padding equals nn.MultiheadAttention's attn_mask + key_padding_mask."""
     ours, ref = runner.multi_head_pair(attention, d_model=16, n_heads=2, seed=1)
-    x = randn(3, 6, 16, seed=1)  # (B, T, C)
+    x = randn(3, 6, 16, seed=1)  # (B, T, d)
     causal, padding = attention.causal_mask(6), runner.padding_mask(3, 6)  # (T, T), (B, T)
     with torch.no_grad():
-        out, _ = ours(x, attention.combine_causal_and_padding(causal, padding))  # (B, T, C)
+        out, _ = ours(x, attention.combine_causal_and_padding(causal, padding))  # (B, T, d)
         with sdpa_kernel(backends=[SDPBackend.MATH]):
             expected, _ = ref(
                 x, x, x, attn_mask=~causal, key_padding_mask=~padding, need_weights=False
