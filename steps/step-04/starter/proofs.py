@@ -27,12 +27,12 @@ def prove_simplex(Head):
 def prove_causality_by_perturbation(Head):
     """Changing x at position 5 leaves outputs 0-4 bitwise equal and changes outputs 5-7."""
     raise NotImplementedError(
-        "TODO(step-04 4.2.2): run the head, change x[:, 5, :], rerun; assert positions 0-4 are torch.equal (bitwise, not allclose) and each of positions 5-7 changed"
+        "TODO(step-04 4.2.2): head, x = head_and_input(Head); out = head(x); change x[:, 5, :] (on a clone), rerun; assert positions 0-4 are torch.equal (bitwise, not allclose) and each of positions 5-7 changed"
     )
 
 
 def prove_causality_by_gradient(Head):
     """d out[0, 3] / d x[b, j] is zero for j > 3 or b != 0, and non-zero for every j <= 3."""
     raise NotImplementedError(
-        "TODO(step-04 4.2.3): x.requires_grad_(); head(x)[0, 3].sum().backward(); assert x.grad is zero after position 3 and outside batch element 0, non-zero at every j <= 3"
+        "TODO(step-04 4.2.3): head, x = head_and_input(Head); x.requires_grad_(); head(x)[0, 3].sum().backward(); assert x.grad is zero after position 3 and outside batch element 0, non-zero at every j <= 3"
     )
