@@ -109,6 +109,15 @@ def test_each_setting_gives_its_pattern_for_every_seed(head, experiments):
         assert torch.equal(torch.triu(r["A"], diagonal=1), torch.zeros_like(r["A"]))
 
 
+def test_tied_head_leans_next_on_an_earlier_copy_of_the_same_character(head, experiments):
+    # the README's reading of the zoomed panel: "Citizen"'s i and t lean on "First"'s i and t
+    text = experiments.text_ids()[0]
+    A = experiments.text_attention(head, 0, tied=True)  # (T, T)
+    for i, j in ((7, 1), (8, 4)):  # (query, earlier key), both the same character
+        assert text[i] == text[j]
+        assert A[i, :i].argmax().item() == j, (i, text[i])  # the largest weight off the diagonal
+
+
 def test_first_column_gets_a_uniform_share_on_average(head, experiments):
     # the README's answer to "why is the first column heavy?": short rows, not extra weight
     for row in experiments.real_text(head)["rows"]:
