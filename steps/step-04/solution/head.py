@@ -100,9 +100,9 @@ def online_softmax(scores):
             "where it is not (a row with no allowed key has no softmax)"
         )
     # BEGIN SOLUTION TODO(step-04 optional: online_softmax)
-    # m = running max and s = running sum of exp(score - m), one per row; for each key j: m_new =
-    # torch.maximum(m, scores[..., j]); s = s * exp(m - m_new) + exp(scores[..., j] - m_new); m =
-    # m_new; finally return exp(scores - m[..., None]) / s[..., None].
+    # m = torch.full_like(scores[..., 0], float('-inf')); s = torch.zeros_like(m); for each key j:
+    # m_new = torch.maximum(m, scores[..., j]); s = s * torch.exp(m - m_new) + torch.exp(scores[...,
+    # j] - m_new); m = m_new; finally return torch.exp(scores - m[..., None]) / s[..., None].
     m = scores.new_full(scores.shape[:-1], float("-inf"))  # (...,) largest score seen so far
     s = scores.new_zeros(scores.shape[:-1])  # (...,) sum of exp(score - m) so far
     for j in range(scores.shape[-1]):
@@ -116,8 +116,10 @@ def online_softmax(scores):
 def online_attention(q, k, v):
     """Causal scaled attention, one key at a time, never building the (T, T) matrix."""
     # BEGIN SOLUTION TODO(step-04 optional: online_attention)
-    # as online_softmax, with a third running sum acc of exp(score - m) * v_j, rescaled like s;
-    # score_j = (q @ k_j) / sqrt(d_k), set to -inf for queries i < j; return acc / s[..., None].
+    # as online_softmax (m, s shaped like q[..., 0]), plus acc = torch.zeros_like(v); per key j:
+    # score_j = (q @ k[..., j, :, None]).squeeze(-1) / math.sqrt(q.shape[-1]), -inf where
+    # torch.arange(q.shape[-2]) < j; acc = acc * torch.exp(m - m_new)[..., None] + torch.exp(score_j
+    # - m_new)[..., None] * v[..., j, None, :] before m = m_new; return acc / s[..., None].
     B, T, d_k = q.shape  # q, k: (B, T, d_k); v: (B, T, d_v)
     pos = torch.arange(T)  # (T,)
     m = q.new_full((B, T), float("-inf"))  # (B, T) running max of each query's scores
