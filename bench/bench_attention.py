@@ -4,17 +4,26 @@ import argparse
 import json
 import os
 import platform
-import statistics
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 
 from bench.tiled_attention import naive_attention, tiled_attention
+from bench.timing import (
+    SPREAD_LIMIT,
+    fit_exponent,
+    interleaved,
+    load_average,
+    load_warning,
+    medians_and_bars,
+    quartiles,
+    relative_spread,
+    torch_threads,
+)
 from common import REPO_ROOT
 from common.docs import markdown_table, write_block
 from common.envreport import report
@@ -27,13 +36,14 @@ README = BENCH_DIR / "README.md"
 QUOTED_IN = [README, REPO_ROOT / "steps" / "step-04" / "README.md"]
 RESULTS = BENCH_DIR / "results.json"
 BLOCK = "bench-results"
-FULL_T, FULL_ROUNDS = [256, 512, 1024, 2048, 4096], 9
-QUICK_T, QUICK_ROUNDS = [64, 128, 256], 2
+FULL_T, FULL_ROUNDS, FULL_MIN_RUN_TIME = [256, 512, 1024, 2048, 4096], 9, 0.1
+QUICK_T, QUICK_ROUNDS, QUICK_MIN_RUN_TIME = [64, 128, 256], 2, 0.01
 B, HEADS, D_HEAD = 1, 4, 64
 BLOCK_Q = BLOCK_K = 256
 TIME_GOAL_T, TIME_GOAL = 2048, 2.0  # tiled time <= 2 x SDPA's at T = 2048
 MEMORY_GOAL_T, MEMORY_GOAL = 4096, 1 / 8  # tiled peak extra memory <= 1/8 of naive's at T = 4096
 LABELS = {"naive": "naive", "tiled": "tiled", "sdpa": "SDPA"}
+RATIOS = [("naive", "sdpa"), ("tiled", "sdpa")]  # (numerator, denominator), taken per round
 MIB = 2**20
 
 
@@ -59,9 +69,24 @@ def cpu_name() -> str:
     return f"{name.strip() or 'unknown'}, {os.cpu_count()} logical cores"
 
 
-def progress(message: str) -> None:
-    """Overwrite the progress line on stderr (an empty message clears it)."""
-    print(f"\r{message:<60}", end="" if message else "\r", file=sys.stderr, flush=True)
+def status(message: str) -> None:
+    """Rewrite the progress line on a terminal's stderr; print nothing when stderr is not one."""
+    if sys.stderr.isatty():
+        print(f"\r{message:<60}", end="" if message else "\r", file=sys.stderr, flush=True)
+
+
+def round_done(rounds: int, last: tuple[int, str]) -> Callable[[int, tuple[int, str]], None]:
+    """The timer's callback: a rewritten line per cell on a terminal, else one line per round."""
+    began = time.perf_counter()
+
+    def done(r: int, cell: tuple[int, str]) -> None:
+        T, name = cell
+        status(f"round {r + 1}/{rounds}: timed {LABELS[name]} at T={T}")
+        if cell == last and not sys.stderr.isatty():
+            elapsed = time.perf_counter() - began
+            print(f"round {r + 1}/{rounds} timed ({elapsed:.0f} s)", file=sys.stderr, flush=True)
+
+    return done
 
 
 def peak_extra_bytes(fn: Callable[..., torch.Tensor], *args) -> tuple[int, list[str]]:
@@ -73,7 +98,7 @@ def peak_extra_bytes(fn: Callable[..., torch.Tensor], *args) -> tuple[int, list[
     # this variable when it first starts.
     os.environ.setdefault("KINETO_LOG_LEVEL", "6")
     with torch.autograd.profiler.profile(profile_memory=True) as prof:
-        out = fn(*args)  # (B, h, T, hs)
+        out = fn(*args)  # (B, h, T, d_head)
     results = getattr(prof, "kineto_results", None)  # absent if torch was built without Kineto
     if results is None:
         raise RuntimeError(
@@ -90,58 +115,87 @@ def peak_extra_bytes(fn: Callable[..., torch.Tensor], *args) -> tuple[int, list[
     return peak - out.nbytes, ops
 
 
-def measure(seq_lens: list[int], rounds: int) -> dict:
-    """Median-ready timings, peak extra memory and agreement of the three methods at each T."""
-    fns = methods()
-    runs, sdpa_ops, begin = [], [], time.perf_counter()
-    for T in seq_lens:
-        q, k, v = (randn(B, HEADS, T, D_HEAD, seed=s) for s in (0, 1, 2))  # each (B, h, T, hs)
-        progress(f"T={T}: warm-up")
-        outs = {name: fn(q, k, v) for name, fn in fns.items()}  # warm-up, (B, h, T, hs) each
-        diff = {name: (outs[name] - outs["sdpa"]).abs().max().item() for name in ("naive", "tiled")}
-        del outs
-        seconds = {name: [] for name in fns}
-        for r in range(rounds):  # interleaved, so a busy moment slows all three alike
-            for name, fn in fns.items():
-                progress(f"T={T}: timing {LABELS[name]}, round {r + 1}/{rounds}")
-                start = time.perf_counter()
-                fn(q, k, v)
-                seconds[name].append(round(time.perf_counter() - start, 7))
-        peak = {}
-        for name, fn in fns.items():
-            progress(f"T={T}: memory of {LABELS[name]}")
-            peak[name], ops = peak_extra_bytes(fn, q, k, v)
-            if name == "sdpa":
-                sdpa_ops = [op for op in ops if op.startswith("aten::_scaled_dot_product")]
-        runs.append(
-            {
-                "T": T,
-                "seconds": seconds,
-                "peak_extra_bytes": peak,
-                "max_abs_diff_vs_sdpa": {name: float(f"{d:.3g}") for name, d in diff.items()},
-            }
-        )
-    progress("")
+def inputs(T: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Seeded q, k, v for length T, each (B, h, T, hs)."""
+    return tuple(randn(B, HEADS, T, D_HEAD, seed=s) for s in (0, 1, 2))
+
+
+def agreement(qkv: tuple[torch.Tensor, ...]) -> dict[str, float]:
+    """Largest |output - SDPA output| of naive and tiled (this is also every method's warm-up)."""
+    outs = {name: fn(*qkv) for name, fn in methods().items()}  # (B, h, T, d_head) each
+    diff = {name: (outs[name] - outs["sdpa"]).abs().max().item() for name in ("naive", "tiled")}
+    return {name: float(f"{d:.3g}") for name, d in diff.items()}
+
+
+def memory(qkv: tuple[torch.Tensor, ...], T: int) -> tuple[dict[str, int], list[str]]:
+    """Peak extra bytes of each method at one T, and the SDPA kernel the profiler saw."""
+    peak, kernel = {}, []
+    for name, fn in methods().items():
+        status(f"T={T}: memory of {LABELS[name]}")
+        peak[name], ops = peak_extra_bytes(fn, *qkv)
+        if name == "sdpa":
+            kernel = [op for op in ops if op.startswith("aten::_scaled_dot_product")]
+    return peak, kernel
+
+
+def measure(seq_lens: list[int], rounds: int, threads: int = 1, min_run_time: float = 0.1) -> dict:
+    """Interleaved timings, peak extra memory and agreement of the three methods at each T."""
+    load, begin = load_average(), time.perf_counter()
+    qkv = {T: inputs(T) for T in seq_lens}
+    with torch_threads(threads):  # memory and agreement at the thread count of the timings too
+        diffs = {}
+        for T in seq_lens:
+            status(f"T={T}: warm-up")
+            diffs[T] = agreement(qkv[T])
+        cells = {(T, n): _call(fn, qkv[T]) for T in seq_lens for n, fn in methods().items()}
+        done = round_done(rounds, last=list(cells)[-1])
+        seconds = interleaved(cells, rounds, threads, min_run_time, done)
+        peaks = {T: memory(qkv[T], T) for T in seq_lens}
+        env = report()  # inside the block: its threads line is the count the methods ran at
+    status("")
+    runs = [
+        {
+            "T": T,
+            "seconds": {n: [round(s, 9) for s in seconds[(T, n)]] for n in LABELS},
+            "peak_extra_bytes": peaks[T][0],
+            "max_abs_diff_vs_sdpa": diffs[T],
+        }
+        for T in seq_lens
+    ]
     config = {"B": B, "heads": HEADS, "d_head": D_HEAD, "causal": True, "dtype": "float32"}
     config |= {"block_q": BLOCK_Q, "block_k": BLOCK_K, "rounds": rounds, "T": seq_lens}
+    config |= {"threads": threads, "min_run_time": min_run_time}
     return {
         "config": config,
-        "env": report(),
+        "env": env,
         "cpu": cpu_name(),
-        "sdpa_kernel": sdpa_ops,
+        "cores": os.cpu_count(),
+        "load_average_at_start": None if load is None else round(load, 2),
+        "sdpa_kernel": peaks[seq_lens[-1]][1],
         "wall_seconds": round(time.perf_counter() - begin, 1),
         "runs": runs,
     }
 
 
+def _call(fn: Callable[..., torch.Tensor], qkv: tuple[torch.Tensor, ...]) -> Callable[[], object]:
+    """fn(q, k, v) as a call with no arguments, for the timer."""
+    return lambda: fn(*qkv)
+
+
+def ratios(run: dict, top: str, bottom: str) -> list[float]:
+    """time of `top` / time of `bottom`, one ratio per round (both timed in that round)."""
+    return [a / b for a, b in zip(run["seconds"][top], run["seconds"][bottom], strict=True)]
+
+
 def medians_ms(results: dict, name: str) -> list[float]:
-    """Median time of method `name` at each T, in milliseconds."""
-    return [statistics.median(run["seconds"][name]) * 1e3 for run in results["runs"]]
+    """Median over rounds of method `name`'s time at each T, in milliseconds."""
+    return [quartiles(run["seconds"][name])[1] * 1e3 for run in results["runs"]]
 
 
-def fit_exponent(seq_lens: list[int], times: list[float]) -> float:
-    """p in time ~ T^p: the slope of a least-squares line through (log T, log time)."""
-    return float(np.polyfit(np.log(seq_lens), np.log(times), 1)[0])
+def _summary(values: list[float], scale: float = 1.0, digits: int = 2) -> str:
+    """'median [first quartile, third quartile]' of values x scale."""
+    q1, med, q3 = (scale * x for x in quartiles(values))
+    return f"{med:.{digits}f} [{q1:.{digits}f}, {q3:.{digits}f}]"
 
 
 def _run_at(results: dict, T: int) -> dict | None:
@@ -150,19 +204,19 @@ def _run_at(results: dict, T: int) -> dict | None:
 
 
 def goals(results: dict) -> list[str]:
-    """One line per goal: the measured ratio and whether the goal is met."""
+    """One line per goal: the measured ratio, its spread over rounds, and whether it is met."""
     lines = []
     run = _run_at(results, TIME_GOAL_T)
     if run is None:
         lines.append(f"- tiled / SDPA time at T = {TIME_GOAL_T}: not measured in this run")
     else:
-        ratio = statistics.median(run["seconds"]["tiled"]) / statistics.median(
-            run["seconds"]["sdpa"]
-        )
+        per_round = ratios(run, "tiled", "sdpa")
+        q1, ratio, q3 = quartiles(per_round)
         verdict = "met" if ratio <= TIME_GOAL else "NOT met"
         lines.append(
             f"- tiled / SDPA time at T = {TIME_GOAL_T}: **{ratio:.2f}** "
-            f"(goal <= {TIME_GOAL:g}: {verdict})"
+            f"(quartiles {q1:.2f} to {q3:.2f}, range {min(per_round):.2f} to "
+            f"{max(per_round):.2f} over {len(per_round)} rounds; goal <= {TIME_GOAL:g}: {verdict})"
         )
     run = _run_at(results, MEMORY_GOAL_T)
     if run is None:
@@ -177,22 +231,59 @@ def goals(results: dict) -> list[str]:
     return lines
 
 
+def warnings(results: dict) -> list[str]:
+    """Why the run's timings may not be trusted: a high load average, or a wide spread."""
+    found = [load_warning(results["load_average_at_start"], results["cores"])]
+    for run in results["runs"]:
+        series = {LABELS[n]: run["seconds"][n] for n in LABELS}
+        series |= {f"{LABELS[a]} / {LABELS[b]}": ratios(run, a, b) for a, b in RATIOS}
+        spreads = {what: relative_spread(values) for what, values in series.items()}
+        wide = [
+            f"{what} ({spread:.0%})" for what, spread in spreads.items() if spread > SPREAD_LIMIT
+        ]
+        if wide:
+            found.append(
+                f"T = {run['T']}: quartiles more than {SPREAD_LIMIT:.0%} of the median apart "
+                f"for {', '.join(wide)}"
+            )
+    return [line for line in found if line]
+
+
+def time_table(results: dict) -> str:
+    """Median [quartiles] over rounds of each method's time and of the per-round ratios."""
+    header = ["T"] + [f"{LABELS[n]} ms" for n in LABELS]
+    header += [f"{LABELS[a]} / {LABELS[b]}" for a, b in RATIOS]
+    rows = [
+        [str(run["T"])]
+        + [_summary(run["seconds"][n], scale=1e3) for n in LABELS]
+        + [_summary(ratios(run, a, b)) for a, b in RATIOS]
+        for run in results["runs"]
+    ]
+    return markdown_table(header, rows)
+
+
+def memory_table(results: dict) -> str:
+    """Peak extra MiB of each method at each T."""
+    header = ["T"] + [f"{LABELS[n]} peak extra MiB" for n in LABELS]
+    rows = [
+        [str(run["T"])] + [f"{run['peak_extra_bytes'][n] / MIB:.2f}" for n in LABELS]
+        for run in results["runs"]
+    ]
+    return markdown_table(header, rows)
+
+
 def render_block(results: dict) -> str:
     """The Markdown of the README's bench-results block, made from the recorded results alone."""
     cfg, runs = results["config"], results["runs"]
-    ms = {name: medians_ms(results, name) for name in LABELS}
-    header = ["T"] + [f"{LABELS[n]} ms" for n in LABELS]
-    header += ["naive / SDPA", "tiled / SDPA"] + [f"{LABELS[n]} peak extra MiB" for n in LABELS]
-    rows = []
-    for i, run in enumerate(runs):
-        row = [str(run["T"])] + [f"{ms[n][i]:.2f}" for n in LABELS]
-        row += [f"{ms['naive'][i] / ms['sdpa'][i]:.2f}", f"{ms['tiled'][i] / ms['sdpa'][i]:.2f}"]
-        row += [f"{run['peak_extra_bytes'][n] / MIB:.2f}" for n in LABELS]
-        rows.append(row)
     seq_lens = [run["T"] for run in runs]
-    slopes = ", ".join(f"{LABELS[n]} {fit_exponent(seq_lens, ms[n]):.2f}" for n in LABELS)
+    slopes = ", ".join(
+        f"{LABELS[n]} {fit_exponent(seq_lens, medians_ms(results, n)):.2f}" for n in LABELS
+    )
     worst = max(max(run["max_abs_diff_vs_sdpa"].values()) for run in runs)
     kernel = ", ".join(f"`{op}`" for op in results["sdpa_kernel"]) or "(not recorded)"
+    threads = f"{cfg['threads']} thread" + ("s" if cfg["threads"] > 1 else "")
+    load = results["load_average_at_start"]
+    load_text = "not available" if load is None else f"{load:.2f}"
     lines = [
         "Measured by `pixi run bench-attention` (`python -m bench.bench_attention`) on:",
         "",
@@ -202,44 +293,70 @@ def render_block(results: dict) -> str:
         "```",
         "",
         f"Causal self-attention, B = {cfg['B']}, {cfg['heads']} heads, d_head = {cfg['d_head']}, "
-        f"{cfg['dtype']}; tiles of {cfg['block_q']} x {cfg['block_k']}; "
-        f"median of {cfg['rounds']} interleaved rounds after one warm-up; "
-        f"SDPA ran {kernel}. Largest |output - SDPA output| in the run: {worst:.1e}. "
-        f"The whole measurement took {results['wall_seconds']:.0f} s.",
+        f"{cfg['dtype']}; tiles of {cfg['block_q']} x {cfg['block_k']}; SDPA ran {kernel}. "
+        f"Largest |output - SDPA output| in the run: {worst:.1e}.",
         "",
-        markdown_table(header, rows).rstrip("\n"),
+        f"Every method ran at **{threads}**. Timed with `torch.utils.benchmark.Timer(..., "
+        f"num_threads={cfg['threads']}).blocked_autorange(min_run_time={cfg['min_run_time']:g})` "
+        f"in {cfg['rounds']} interleaved rounds: each round times every method at every T before "
+        "the next begins. A cell is the median over rounds [first quartile, third quartile]; a "
+        "ratio is taken within each round, then summarised the same way. The load average was "
+        f"{load_text} when the run started, and the whole run took "
+        f"{results['wall_seconds']:.0f} s.",
         "",
-        f"Fitted exponent p in time ~ T^p (least squares on log-log, T = {seq_lens[0]} to "
-        f"{seq_lens[-1]}): {slopes}.",
+        time_table(results).rstrip("\n"),
+        "",
+        memory_table(results).rstrip("\n"),
+        "",
+        f"Fitted exponent p in time ~ T^p (least squares on log-log of the medians, "
+        f"T = {seq_lens[0]} to {seq_lens[-1]}): {slopes}.",
         "",
         "Goals, as ratios measured in this run:",
         "",
         *goals(results),
+        "",
+        "Warnings:",
+        "",
+        *[f"- {line}" for line in warnings(results) or ["none"]],
     ]
     return "\n".join(lines) + "\n"
 
 
 def plot(results: dict, path: Path) -> Path:
-    """Log-log plot of time and of peak extra memory against T, with the fitted exponents."""
-    seq_lens = [run["T"] for run in results["runs"]]
-    fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(10, 4))
+    """Log-log time, ratio to SDPA and peak extra memory against T; bars span the quartiles."""
+    seq_lens, runs = [run["T"] for run in results["runs"]], results["runs"]
+    fig, (ax_t, ax_r, ax_m) = plt.subplots(1, 3, figsize=(15, 4.2), layout="constrained")
     for name, label in LABELS.items():
-        ms = medians_ms(results, name)
+        ms, bars = medians_and_bars([run["seconds"][name] for run in runs], scale=1e3)
         p = fit_exponent(seq_lens, ms)
-        ax_t.plot(seq_lens, ms, "o-", label=f"{label} (p = {p:.2f})")
-        mib = [max(run["peak_extra_bytes"][name], 1) / MIB for run in results["runs"]]
+        ax_t.errorbar(seq_lens, ms, yerr=bars, fmt="o-", capsize=3, label=f"{label} (p = {p:.2f})")
+        mib = [max(run["peak_extra_bytes"][name], 1) / MIB for run in runs]
         ax_m.plot(seq_lens, mib, "o-", label=label)
-    ax_t.set(ylabel="median time (ms)", title="time ~ T^p (p fitted on log-log)")
+    for top, bottom in RATIOS:
+        med, bars = medians_and_bars([ratios(run, top, bottom) for run in runs])
+        label = f"{LABELS[top]} / {LABELS[bottom]}"
+        ax_r.errorbar(seq_lens, med, yerr=bars, fmt="o-", capsize=3, label=label)
+    ax_r.axhline(1.0, color="0.5", lw=1, ls="--")
+    cfg = results["config"]
+    ax_t.set(
+        ylabel="time per call (ms), median and quartiles", title="time ~ T^p (p fitted on log-log)"
+    )
+    ax_r.set(
+        ylabel="time / SDPA time, per round", title=f"ratio to SDPA over {cfg['rounds']} rounds"
+    )
     ax_m.set(ylabel="peak extra MiB", title="peak extra memory (CPU allocator log)")
-    for ax in (ax_t, ax_m):
+    for ax in (ax_t, ax_r, ax_m):
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xticks(seq_lens, [str(T) for T in seq_lens])
+        ax.set_xticks([], minor=True)
         ax.set_xlabel("T (sequence length)")
         ax.grid(True, which="both", alpha=0.3)
         ax.legend()
-    cfg = results["config"]
-    fig.suptitle(f"causal attention, B={cfg['B']}, {cfg['heads']} heads, d_head={cfg['d_head']}")
+    fig.suptitle(
+        f"causal attention, B={cfg['B']}, {cfg['heads']} heads, d_head={cfg['d_head']}, "
+        f"{cfg['threads']} thread(s)"
+    )
     return save(fig, path)
 
 
@@ -251,11 +368,22 @@ def write_docs(results: dict) -> None:
         write_block(doc, BLOCK, render_block(recorded))
 
 
+def positive_int(text: str) -> int:
+    """argparse type: an int >= 1."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Measure, print the table and goals, draw the plot; with --write-docs record the run."""
+    """Measure, print the table, goals and warnings, draw the plot; --write-docs records the run."""
     parser = argparse.ArgumentParser(prog="pixi run bench-attention", description=__doc__)
     parser.add_argument(
         "--quick", action="store_true", help=f"T in {QUICK_T}, {QUICK_ROUNDS} rounds (for tests)"
+    )
+    parser.add_argument(
+        "--threads", type=positive_int, default=1, help="torch threads for every method (default 1)"
     )
     parser.add_argument(
         "--out", type=Path, default=None, help="folder for attention.png (default: out/bench)"
@@ -268,10 +396,18 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.quick and args.write_docs:
         parser.error("--write-docs records the full run; drop --quick")
-    print(report(), end="\n\n")
-    seq_lens, rounds = (QUICK_T, QUICK_ROUNDS) if args.quick else (FULL_T, FULL_ROUNDS)
-    results = measure(seq_lens, rounds)
+    with torch_threads(args.threads):
+        print(report(), end="\n\n")  # its threads line is the count every method runs at
+    warning = load_warning(load_average(), os.cpu_count() or 1)
+    if warning:
+        print(f"warning: {warning}", file=sys.stderr)
+    if args.quick:
+        results = measure(QUICK_T, QUICK_ROUNDS, args.threads, QUICK_MIN_RUN_TIME)
+    else:
+        results = measure(FULL_T, FULL_ROUNDS, args.threads, FULL_MIN_RUN_TIME)
     print(render_block(results))
+    for line in warnings(results):
+        print(f"warning: {line}", file=sys.stderr)
     folder = out_dir("bench") if args.out is None else args.out
     folder.mkdir(parents=True, exist_ok=True)
     path = plot(results, folder / "attention.png")

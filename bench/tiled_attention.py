@@ -4,60 +4,26 @@ import math
 
 import torch
 
-# Conventions of lab-01: q, k, v are [..., T, d_head] (hs in the shape comments; the leading dims
+from common.loader import load
+
+# The input checks are the ones lab-01 gives its students (given code, the same in starter and
+# solution), imported rather than copied: a change to them reaches this file too.
+_lab01 = load("lab-01", "attention", "solution")
+
+# Conventions of lab-01: q, k, v are [..., T, d_head] (d_head in the shape comments; the leading dims
 # are flattened to N inside the tiled loop); a mask is boolean, broadcasts to [..., T_q, T_k] and
 # True means "this query may attend to this key"; a query that may attend to nothing outputs zeros.
 
 LOG2_E = 1.0 / math.log(2.0)  # log2(e)
 
 
-def _check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool) -> None:
-    """Refuse q, k, v that cannot be attended: wrong rank, dtype, widths or lengths."""
-    for name, t in (("q", q), ("k", k), ("v", v)):
-        if not isinstance(t, torch.Tensor) or t.dim() < 2:
-            got = f"shape {tuple(t.shape)}" if isinstance(t, torch.Tensor) else type(t).__name__
-            raise ValueError(f"{name} must be a tensor [..., T, d_head] (>= 2 dims), got {got}")
-    if not (q.dtype == k.dtype == v.dtype and q.dtype.is_floating_point):
-        raise ValueError(
-            f"q, k and v must share one floating dtype, got {q.dtype}, {k.dtype}, {v.dtype}"
-        )
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError(
-            f"q and k must have the same width d_head, got q {tuple(q.shape)}, k {tuple(k.shape)}"
-        )
-    if k.shape[-2] != v.shape[-2]:
-        raise ValueError(
-            f"k and v must have the same length T_k, got k {tuple(k.shape)} and v {tuple(v.shape)}"
-        )
-    if not q.shape[:-2] == k.shape[:-2] == v.shape[:-2]:
-        raise ValueError(
-            "q, k and v must have the same leading dims [...], got "
-            f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}"
-        )
+def _check_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool) -> None:
+    """lab-01's checks of q, k, v, and a causal mask's need for as many queries as keys."""
+    _lab01._check_qkv(q, k, v)
     if is_causal and q.shape[-2] != k.shape[-2]:
         raise ValueError(
             f"is_causal needs T_q == T_k, got q {tuple(q.shape)} and k {tuple(k.shape)}"
         )
-
-
-def _check_mask(mask: torch.Tensor, shape: tuple[int, ...]) -> None:
-    """Refuse a mask that is not boolean or does not broadcast to `shape`."""
-    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
-        got = f"dtype {mask.dtype}" if isinstance(mask, torch.Tensor) else type(mask).__name__
-        raise ValueError(f"mask must be a boolean tensor (True = may attend), got {got}")
-    # Broadcasting aligns trailing dims; each mask dim must be 1 or the target size, none extra.
-    extra = len(shape) - mask.dim()
-    fits = extra >= 0 and all(
-        have in (1, want) for have, want in zip(mask.shape, shape[extra:], strict=True)
-    )
-    if not fits:
-        raise ValueError(f"mask must broadcast to {tuple(shape)}, got shape {tuple(mask.shape)}")
-
-
-def _check_block(value: int, name: str) -> None:
-    """Refuse a block size that is not a positive int."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
 
 
 def naive_attention(
@@ -68,12 +34,12 @@ def naive_attention(
     is_causal: bool = False,
 ) -> torch.Tensor:
     """softmax(q k^T / sqrt(d_head)) v, materialising every [T_q, T_k] score matrix at once."""
-    _check_qkv(q, k, v, is_causal)
+    _check_inputs(q, k, v, is_causal)
     T_q, T_k = q.shape[-2], k.shape[-2]
     if mask is not None:
-        _check_mask(mask, (*q.shape[:-1], T_k))
-    q = q * (1.0 / math.sqrt(q.shape[-1]))  # (..., T_q, hs) scaled once, not the bigger scores
-    scores = q @ k.transpose(-2, -1)  # (..., T_q, hs) @ (..., hs, T_k) -> (..., T_q, T_k)
+        _lab01._check_mask(mask, (*q.shape[:-1], T_k))
+    q = q * (1.0 / math.sqrt(q.shape[-1]))  # (..., T_q, d_head) scaled once, not the bigger scores
+    scores = q @ k.transpose(-2, -1)  # (..., T_q, d_head) @ (..., d_head, T_k) -> (..., T_q, T_k)
     allowed = mask  # (..., T_q, T_k) or None
     if is_causal:
         tril = torch.ones(T_q, T_k, dtype=torch.bool, device=q.device).tril()  # (T_q, T_k) j <= i
@@ -100,32 +66,32 @@ def tiled_attention(
 ) -> torch.Tensor:
     """The same attention, one [block_q, block_k] tile of scores at a time (online softmax)."""
     # Forward only: the running statistics are updated in place, which autograd cannot replay.
-    _check_qkv(q, k, v, is_causal)
-    _check_block(block_q, "block_q")
-    _check_block(block_k, "block_k")
+    _check_inputs(q, k, v, is_causal)
+    _lab01._check_size(block_q, "block_q")
+    _lab01._check_size(block_k, "block_k")
     lead, (T_q, d_head), T_k, d_v = q.shape[:-2], q.shape[-2:], k.shape[-2], v.shape[-1]
     if mask is not None:
-        _check_mask(mask, (*lead, T_q, T_k))
+        _lab01._check_mask(mask, (*lead, T_q, T_k))
         mask = mask.expand(*lead, T_q, T_k)  # (..., T_q, T_k) a view: nothing is copied
     scale = 1.0 / math.sqrt(d_head) if scale is None else scale
     # Scores are kept in base 2: exp(x) = 2^(x * log2(e)), and torch's exp2 kernel was faster than
     # exp on the recording machine's CPU (bench/README.md). The factor rides along with the scale on q.
     scale2 = scale * LOG2_E
     N = math.prod(lead)
-    q = q.reshape(N, T_q, d_head)  # (..., T_q, hs) -> (N, T_q, hs)
-    kt = k.reshape(N, T_k, d_head).transpose(-2, -1)  # (..., T_k, hs) -> (N, hs, T_k)
+    q = q.reshape(N, T_q, d_head)  # (..., T_q, d_head) -> (N, T_q, d_head)
+    kt = k.reshape(N, T_k, d_head).transpose(-2, -1)  # (..., T_k, d_head) -> (N, d_head, T_k)
     v = v.reshape(N, T_k, d_v)  # (..., T_k, d_v) -> (N, T_k, d_v)
     out = q.new_empty(N, T_q, d_v)  # (N, T_q, d_v) filled one query block at a time
     for i0 in range(0, T_q, block_q):
         i1 = min(i0 + block_q, T_q)
-        q_i = q[:, i0:i1] * scale2  # (N, bq, hs) scaled per block: no scaled copy of all of q
+        q_i = q[:, i0:i1] * scale2  # (N, bq, d_head) scaled per block: no scaled copy of all of q
         m = q.new_full((N, i1 - i0, 1), float("-inf"))  # (N, bq, 1) running max of the scores
         denom = q.new_zeros(N, i1 - i0, 1)  # (N, bq, 1) running sum of exp2(score - m)
         acc = q.new_zeros(N, i1 - i0, d_v)  # (N, bq, d_v) running sum of exp2(score - m) * v
         # Causal: key blocks that start after this query block's last query are all -inf: skip.
         for j0 in range(0, i1 if is_causal else T_k, block_k):
             j1 = min(j0 + block_k, T_k)
-            s = q_i @ kt[:, :, j0:j1]  # (N, bq, hs) @ (N, hs, bk) -> (N, bq, bk)
+            s = q_i @ kt[:, :, j0:j1]  # (N, bq, d_head) @ (N, d_head, bk) -> (N, bq, bk)
             if mask is not None:
                 blocked = ~mask[..., i0:i1, j0:j1].reshape(N, i1 - i0, j1 - j0)  # (N, bq, bk)
                 s.masked_fill_(blocked, float("-inf"))  # (N, bq, bk)

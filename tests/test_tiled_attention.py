@@ -120,7 +120,7 @@ def test_late_first_key_with_very_negative_scores():
 @pytest.mark.parametrize(
     "shapes, kwargs, message",
     [
-        (((8,), (5, 8), (5, 8)), {}, r"q must be a tensor \[\.\.\., T, d_head\].*got shape \(8,\)"),
+        (((8,), (5, 8), (5, 8)), {}, r"q must have shape \[\.\.\., T, d_head\].*got shape \(8,\)"),
         (((5, 8), (5, 4), (5, 4)), {}, r"same width d_head, got q \(5, 8\), k \(5, 4\)"),
         (((5, 8), (6, 8), (5, 8)), {}, r"same length T_k, got k \(6, 8\) and v \(5, 8\)"),
         (((2, 5, 8), (3, 5, 8), (3, 5, 8)), {}, r"same leading dims"),
@@ -140,7 +140,7 @@ def test_bad_input_is_a_value_error(attend, shapes, kwargs, message):
 @pytest.mark.parametrize("attend", [naive_attention, tiled_attention], ids=["naive", "tiled"])
 def test_integer_inputs_are_a_value_error(attend):
     q = torch.ones(4, 8, dtype=torch.int64)
-    with pytest.raises(ValueError, match=r"floating dtype, got torch\.int64"):
+    with pytest.raises(ValueError, match=r"floating-point dtype, got q torch\.int64"):
         attend(q, q, q)
 
 
@@ -158,21 +158,49 @@ def test_readme_block_is_the_rendering_of_results_json(doc):
     block = read_block(doc, bench_attention.BLOCK)
     assert block == bench_attention.render_block(results)
     assert results["env"] in block and results["cpu"] in block  # names the recording machine
-    assert [row[0] for row in parse_table(block)] == [str(T) for T in bench_attention.FULL_T]
+    lengths = [str(T) for T in bench_attention.FULL_T]
+    tables = [parse_table(part) for part in block.split("\n\n") if part.startswith("|")]
+    assert [[row[0] for row in rows] for rows in tables] == [lengths, lengths]  # time, memory
+    assert f"threads  {results['config']['threads']}" in block  # the count every method ran at
+
+
+def _run(T, tiled_s, sdpa_s, tiled_bytes=1, naive_bytes=1):
+    """A recorded run at length T with the given per-round seconds of tiled and SDPA."""
+    seconds = {"naive": [1.0] * len(tiled_s), "tiled": tiled_s, "sdpa": sdpa_s}
+    peak = {"naive": naive_bytes, "tiled": tiled_bytes, "sdpa": 1}
+    return {"T": T, "seconds": seconds, "peak_extra_bytes": peak}
 
 
 def test_goal_lines_say_met_or_not_met():
-    def run(T, tiled_s, sdpa_s, tiled_bytes, naive_bytes):
-        seconds = {"naive": [1.0], "tiled": [tiled_s], "sdpa": [sdpa_s]}
-        peak = {"naive": naive_bytes, "tiled": tiled_bytes, "sdpa": 1}
-        return {"T": T, "seconds": seconds, "peak_extra_bytes": peak}
-
-    good = bench_attention.goals({"runs": [run(2048, 0.3, 0.2, 1, 1), run(4096, 1, 1, 10, 100)]})
-    bad = bench_attention.goals({"runs": [run(2048, 0.5, 0.2, 1, 1), run(4096, 1, 1, 20, 100)]})
+    good = [_run(2048, [0.3], [0.2]), _run(4096, [1], [1], tiled_bytes=10, naive_bytes=100)]
+    bad = [_run(2048, [0.5], [0.2]), _run(4096, [1], [1], tiled_bytes=20, naive_bytes=100)]
+    good, bad = bench_attention.goals({"runs": good}), bench_attention.goals({"runs": bad})
     assert len(good) == len(bad) == 2
     assert all(line.endswith(": met)") for line in good), good
     assert all(line.endswith(": NOT met)") for line in bad), bad
     assert "**1.50**" in good[0] and "**2.50**" in bad[0] and "= 1/10 " in good[1]
+
+
+def test_ratios_are_taken_per_round_then_summarised():
+    # Round 1 is twice as slow for both methods (a busy moment): per round the ratio is 1.5 both
+    # times. The ratio of the two medians would mix rounds: median(0.3, 0.6) / median(0.2, 0.4).
+    run = _run(2048, [0.3, 0.6, 0.3], [0.2, 0.4, 0.2])
+    assert bench_attention.ratios(run, "tiled", "sdpa") == pytest.approx([1.5, 1.5, 1.5])
+    line = bench_attention.goals({"runs": [run]})[0]
+    assert "**1.50** (quartiles 1.50 to 1.50, range 1.50 to 1.50 over 3 rounds" in line
+
+
+def test_warnings_name_a_wide_spread_and_a_high_load():
+    steady = {"runs": [_run(2048, [0.30, 0.31, 0.30], [0.2] * 3)], "cores": 2}
+    assert bench_attention.warnings(steady | {"load_average_at_start": 0.2}) == []
+    assert bench_attention.warnings(steady | {"load_average_at_start": None}) == []  # Windows
+    busy = bench_attention.warnings(steady | {"load_average_at_start": 2.5})
+    assert len(busy) == 1 and busy[0].startswith("load average 2.50 on 2 logical cores")
+    noisy = {"runs": [_run(2048, [0.3, 0.6, 0.3, 0.6], [0.2] * 4)], "cores": 2}
+    found = bench_attention.warnings(noisy | {"load_average_at_start": 0.2})
+    assert found == [
+        "T = 2048: quartiles more than 10% of the median apart for tiled (67%), tiled / SDPA (67%)"
+    ]
 
 
 def test_quick_bench_runs_end_to_end(tmp_path, capsys):
@@ -181,9 +209,19 @@ def test_quick_bench_runs_end_to_end(tmp_path, capsys):
     png = tmp_path / "attention.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     out, err = capsys.readouterr()
-    assert "threads" in out and "| T |" in out and "Fitted exponent" in out
-    assert "timing tiled" in err  # the progress line
+    assert "threads  1" in out and "| T |" in out and "Fitted exponent" in out
+    assert "at **1 thread**" in out and "num_threads=1" in out
+    # stderr is not a terminal here: no carriage-return progress, one line per finished round
+    assert "\r" not in err
+    rounds = [line for line in err.splitlines() if line.startswith("round ")]
+    assert [line.split(" timed")[0] for line in rounds] == ["round 1/2", "round 2/2"]
     assert bench_attention.README.read_bytes() == readme_before  # only --write-docs writes docs
+
+
+def test_bad_thread_count_is_refused(capsys):
+    with pytest.raises(SystemExit):
+        bench_attention.main(["--quick", "--threads", "0"])
+    assert "must be at least 1, got 0" in capsys.readouterr().err
 
 
 def test_write_docs_refuses_the_quick_run(capsys):

@@ -1,12 +1,13 @@
 """Step 4 experiments: each function takes the head module under test and returns plain numbers."""
 
 import math
-import time
+from functools import partial
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from bench.timing import fit_exponent, interleaved, quartiles
 from common.broken import BY_NAME, broken_head
 from common.loader import load, load_checkpoint
 from common.seeding import generator, randn, seed_all
@@ -344,32 +345,29 @@ def flop_count(T, d, d_head):
     return 2 * 3 * T * d * d_head + 2 * T * T * d_head + 2 * T * T * d_head
 
 
-def cost(head, Ts=(256, 512, 1024, 2048), d=64, d_head=64, repeats=3, seed=0, budget=2.0):
-    """Forward time at each T (machine-dependent, at most about `budget` s per T) and its slope."""
+def flop_exponent(Ts, d, d_head):
+    """p in FLOPs ~ T^p over Ts: below 2, since the projections grow only linearly in T."""
+    return fit_exponent(Ts, [flop_count(T, d, d_head) for T in Ts])
+
+
+def cost(head, Ts=(256, 512, 1024, 2048), d=64, d_head=64, repeats=3, seed=0, min_run_time=0.05):
+    """Median forward time at each T over `repeats` interleaved rounds on one thread, and slopes."""
+    # The benchmark's protocol (bench/timing.py): torch.utils.benchmark at a fixed thread count,
+    # every T timed once per round, the median over rounds kept. Times are machine-dependent.
     seed_all(seed)
     h = head.Head(d, d_head, T_max=max(Ts))
-    xs = {T: randn(1, T, d, seed=seed) for T in Ts}
+    calls = {T: partial(h, randn(1, T, d, seed=seed)) for T in Ts}  # h(x), x (1, T, d)
+    with torch.no_grad():  # the timer calls h in this thread, so no autograd graph is recorded
+        seconds = interleaved(calls, repeats, threads=1, min_run_time=min_run_time)
     rows = []
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # one thread: far less disturbed by other programs on the machine
-    try:
-        with torch.no_grad():
-            for T in Ts:
-                h(xs[T])  # warm-up: the first call at a new size allocates memory
-            for T in Ts:
-                calls = max(1, (max(Ts) // T) ** 2)  # about the same total work at every T
-                best, began = math.inf, time.perf_counter()
-                for _ in range(repeats):
-                    start = time.perf_counter()
-                    for _ in range(calls):
-                        h(xs[T])
-                    best = min(best, (time.perf_counter() - start) / calls)
-                    if time.perf_counter() - began > budget:  # a busy machine: stop early
-                        break
-                rows.append(dict(T=T, seconds=best, flops=flop_count(T, d, d_head)))
-    finally:
-        torch.set_num_threads(threads)
-    logT = torch.tensor([math.log(r["T"]) for r in rows], dtype=torch.float64)
-    logt = torch.tensor([math.log(r["seconds"]) for r in rows], dtype=torch.float64)
-    slope = ((logT - logT.mean()) * (logt - logt.mean())).sum() / ((logT - logT.mean()) ** 2).sum()
-    return dict(rows=rows, exponent=slope.item(), d=d, d_head=d_head)
+    for T in Ts:
+        q1, median, q3 = quartiles(seconds[T])
+        rows.append(dict(T=T, seconds=median, q1=q1, q3=q3, flops=flop_count(T, d, d_head)))
+    return dict(
+        rows=rows,
+        exponent=fit_exponent(Ts, [r["seconds"] for r in rows]),
+        flop_exponent=flop_exponent(Ts, d, d_head),  # what the count predicts for the same T
+        d=d,
+        d_head=d_head,
+        rounds=repeats,
+    )

@@ -200,17 +200,21 @@ def online(result, path: Path) -> Path:
 
 
 def cost(result, path: Path) -> Path:
-    """Forward time against T on log-log axes, with slope-1 and slope-2 guides."""
+    """Median forward time against T on log-log axes (bars: quartiles), beside the FLOP count."""
     rows = result["rows"]
     T = [r["T"] for r in rows]
-    secs = [r["seconds"] for r in rows]
+    secs = [r["seconds"] for r in rows]  # medians over rounds
+    bars = [[r["seconds"] - r["q1"] for r in rows], [r["q3"] - r["seconds"] for r in rows]]
     fig, ax = plt.subplots(figsize=(5.5, 4), layout="constrained")
-    ax.plot(T, secs, "o-", label=f"measured (slope {result['exponent']:.2f})")
-    for power, style in [(1, ":"), (2, "--")]:
-        ax.plot(T, [secs[-1] * (t / T[-1]) ** power for t in T], "k" + style, label=f"T^{power}")
+    label = f"measured, median of {result['rounds']} rounds (slope {result['exponent']:.2f})"
+    ax.errorbar(T, secs, yerr=bars, fmt="o-", capsize=3, label=label)
+    flops = [r["flops"] for r in rows]  # scaled to meet the measured line at the largest T
+    flop_label = f"FLOP count (slope {result['flop_exponent']:.2f})"
+    ax.plot(T, [secs[-1] * f / flops[-1] for f in flops], "k:", label=flop_label)
+    ax.plot(T, [secs[-1] * (t / T[-1]) ** 2 for t in T], "k--", label="T^2")
     ax.set(xscale="log", yscale="log", xlabel="T", ylabel="seconds per forward")
     ax.set_xticks(T, [str(t) for t in T])
     ax.set_xticks([], minor=True)
-    ax.set_title(f"d = {result['d']}, d_head = {result['d_head']} (machine-dependent)")
+    ax.set_title(f"d = {result['d']}, d_head = {result['d_head']}, 1 thread (machine-dependent)")
     ax.legend()
     return save(fig, path)

@@ -189,7 +189,11 @@ def cost_count_block(_=None) -> str:
         quadratic = 4 * T * T * COST_D_HEAD  # q k^T and A v
         rows.append([T, f"{flops:.3e}", _pct(quadratic / flops), f"{T * T * 4 / 2**20:g}"])
     header = ["T", "FLOPs per forward", "of which q k^T and A v", "attention matrix (MiB, float32)"]
-    return markdown_table(header, rows)
+    slope = experiments.flop_exponent(TIMING_TS, COST_D, COST_D_HEAD)
+    return markdown_table(header, rows) + (
+        f"\nFLOPs ~ T^{slope:.2f}: the least-squares slope of log FLOPs against log T, "
+        f"T = {TIMING_TS[0]} to {TIMING_TS[-1]}.\n"
+    )
 
 
 # README block name -> (the result it needs, or None, the function that writes it, its title)
@@ -220,11 +224,19 @@ def blocks(results: dict) -> dict[str, str]:
 def timing_table(cost: dict) -> str:
     """Measured forward times (printed only: they depend on the machine)."""
     rows = [
-        [r["T"], f"{1e3 * r['seconds']:.2f}", f"{r['flops'] / r['seconds'] / 1e9:.1f}"]
+        [
+            r["T"],
+            f"{1e3 * r['seconds']:.2f}",
+            f"{1e3 * r['q1']:.2f} to {1e3 * r['q3']:.2f}",
+            f"{r['flops'] / r['seconds'] / 1e9:.1f}",
+        ]
         for r in cost["rows"]
     ]
-    table = markdown_table(["T", "ms per forward (best)", "GFLOP/s"], rows)
-    return table + f"fitted exponent: time ~ T^{cost['exponent']:.2f} (O(T^2 d) predicts 2)\n"
+    header = ["T", "ms per forward (median)", "quartiles (ms)", "GFLOP/s"]
+    return markdown_table(header, rows) + (
+        f"fitted exponent: time ~ T^{cost['exponent']:.2f}; "
+        f"the FLOP count over the same T grows as T^{cost['flop_exponent']:.2f}\n"
+    )
 
 
 FIGURES = [  # (result, plot function, file name)
@@ -250,7 +262,7 @@ def main(argv: list[str], impl: str) -> int:
     parser = argparse.ArgumentParser(prog="pixi run step-04", description=__doc__)
     parser.add_argument("--write-docs", action="store_true", help="rewrite README.md's numbers")
     parser.add_argument("--out", type=Path, default=None, help="root for out/step-04/ figures")
-    parser.add_argument("--repeats", type=int, default=3, help="timed rounds per T (best kept)")
+    parser.add_argument("--repeats", type=int, default=3, help="timed rounds per T (median kept)")
     args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error(f"--repeats must be at least 1, got {args.repeats}")
@@ -265,8 +277,10 @@ def main(argv: list[str], impl: str) -> int:
     for name, body in blocks(results).items():
         print(BLOCKS[name][2], body, sep="\n")
     if "cost" in results:
+        rounds = results["cost"]["rounds"]
         print(
-            "(e) cost, measured on this machine, one thread: changes from run to run, checked nowhere"
+            f"(e) cost, measured on this machine, one thread, median of {rounds} interleaved "
+            "rounds: changes from run to run, checked nowhere"
         )
         print(timing_table(results["cost"]))
     for path in figures(results, out_dir(STEP, args.out)):

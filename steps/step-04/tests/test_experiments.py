@@ -227,8 +227,18 @@ def test_cost_counts_and_times_without_checking_speed(head, experiments):
     assert [r["flops"] for r in result["rows"]] == [
         2 * 3 * T * 8 * 4 + 4 * T * T * 4 for T in (8, 16)
     ]
-    assert all(r["seconds"] > 0 for r in result["rows"])
+    assert all(0 < r["q1"] <= r["seconds"] <= r["q3"] for r in result["rows"])  # median, quartiles
     assert math.isfinite(result["exponent"])  # its value depends on the machine: not checked
+    # the count's own slope, which the timed exponent is compared with: exact on every machine
+    low, high = (r["flops"] for r in result["rows"])
+    assert result["flop_exponent"] == pytest.approx(math.log2(high / low))  # two points, T doubles
+
+
+def test_flop_slope_over_the_handout_lengths_is_below_2(experiments):
+    # linear projection terms 6 T d d_head pull the slope below the 2 of the q k^T and A v terms
+    assert experiments.flop_exponent((256, 512, 1024, 2048), 64, 64) == pytest.approx(
+        1.870, abs=1e-3
+    )
 
 
 @pytest.mark.slow  # about 4 s: matplotlib draws nine figures, two of them with eight heatmaps or more

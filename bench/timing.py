@@ -1,0 +1,93 @@
+"""One timing protocol for the benchmark and Step 4's cost: torch.utils.benchmark, fixed threads."""
+
+import logging
+import os
+from collections.abc import Callable, Hashable, Iterator
+from contextlib import contextmanager
+
+import numpy as np
+import torch
+
+# torch.utils.benchmark imports torch.utils.cpp_extension, which logs a warning when it finds a CUDA
+# toolkit but no CUDA runtime. Nothing here compiles d++ or touches CUDA: that line is noise.
+logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)
+from torch.utils import benchmark  # noqa: E402
+
+SPREAD_LIMIT = 0.10  # warn when a cell's quartiles are more than 10% of its median apart
+LOAD_LIMIT = 0.5  # warn when the 1-minute load average exceeds half the logical cores
+
+
+@contextmanager
+def torch_threads(n: int) -> Iterator[None]:
+    """Run the block with torch's intra-op thread count set to n, then restore it."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def seconds_per_call(fn: Callable[[], object], threads: int, min_run_time: float) -> float:
+    """Median seconds per call of fn() over the blocks of one Timer.blocked_autorange."""
+    timer = benchmark.Timer("fn()", globals={"fn": fn}, num_threads=threads)
+    return timer.blocked_autorange(min_run_time=min_run_time).median
+
+
+def interleaved(
+    cells: dict[Hashable, Callable[[], object]],
+    rounds: int,
+    threads: int = 1,
+    min_run_time: float = 0.1,
+    done: Callable[[int, Hashable], None] | None = None,
+) -> dict[Hashable, list[float]]:
+    """Seconds per call of every cell, round by round: round r times all cells before round r+1."""
+    # A busy moment then slows one round of every cell, not every round of one cell, and a ratio
+    # of two cells taken within one round compares them under the same conditions.
+    seconds = {key: [] for key in cells}
+    for r in range(rounds):
+        for key, fn in cells.items():
+            seconds[key].append(seconds_per_call(fn, threads, min_run_time))
+            if done is not None:
+                done(r, key)
+    return seconds
+
+
+def quartiles(values: list[float]) -> tuple[float, float, float]:
+    """(first quartile, median, third quartile) of values, linearly interpolated."""
+    q1, med, q3 = np.percentile(values, [25, 50, 75])
+    return float(q1), float(med), float(q3)
+
+
+def medians_and_bars(samples: list[list[float]], scale: float = 1.0):
+    """Medians of each sample x scale, and matplotlib's yerr [below, above] reaching its quartiles."""
+    q1, med, q3 = (
+        np.array(column) * scale for column in zip(*map(quartiles, samples), strict=True)
+    )
+    return med, np.stack([med - q1, q3 - med])  # (n,), (2, n)
+
+
+def relative_spread(values: list[float]) -> float:
+    """Interquartile range over median: 0.1 means the middle half spans 10% of the median."""
+    q1, med, q3 = quartiles(values)
+    return (q3 - q1) / med
+
+
+def fit_exponent(xs: list[float], ys: list[float]) -> float:
+    """p in y ~ x^p: the slope of a least-squares line through (log x, log y)."""
+    return float(np.polyfit(np.log(xs), np.log(ys), 1)[0])
+
+
+def load_average() -> float | None:
+    """The 1-minute load average, or None where the OS has none (Windows)."""
+    return os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+
+
+def load_warning(load: float | None, cores: int) -> str | None:
+    """A warning if the load average says other programs were competing for the cores."""
+    if load is None or load <= LOAD_LIMIT * cores:
+        return None
+    return (
+        f"load average {load:.2f} on {cores} logical cores when the run started: other programs "
+        "were busy; timings taken beside them are slower and noisier"
+    )
