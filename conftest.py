@@ -119,8 +119,19 @@ def _natural(todo: str) -> list:
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", todo)]
 
 
+def _waiting(n: int, verb: str = "wait for it") -> str:
+    """'3 tests wait for it', '1 test waits for it', or what a TODO with none ahead of it says."""
+    if n == 0:
+        return "not written yet (its tests stop at an earlier TODO)"
+    return (
+        f"{n} tests {verb}"
+        if n > 1
+        else f"1 test {verb.replace('wait ', 'waits ').replace('skip ', 'skips ')}"
+    )
+
+
 def _optional(todo: str) -> bool:
-    """Is this an optional TODO ('step-04 optional: online_softmax')?"""
+    """Is this an optional TODO ('step-04 optional 1: online_softmax')?"""
     return "optional" in todo.split(":")[0].split()
 
 
@@ -265,33 +276,46 @@ class StudentCheck:
                 status[todo] = "optional" if _optional(todo) else "todo"
             elif failing[todo]:
                 status[todo] = "bug"
-            elif any(r["todo"] for r in ran):
-                status[todo] = "waiting"  # written; some of its tests stop at a later TODO
-            else:
-                status[todo] = "done" if ran else "untested"
+            elif not any(r["outcome"] == "passed" for r in ran):  # none ran, or all wait
+                status[todo] = "waiting" if ran else "untested"
+            else:  # written, and no failure is its own: tests held by another TODO are not
+                status[todo] = "done"
         passed = sum(r["outcome"] == "passed" for r in results.values())
         done = sum(s == "done" for s in status.values())
-        required = sum(not _optional(t) for t in todos)
+        required = [t for t in todos if not _optional(t)]
+        left = [t for t in required if status[t] != "done"]
         nxt = next((t for t, s in status.items() if s in ("todo", "bug")), None)
         where = still.get(nxt) or _function_place(step, todos[nxt]) if nxt else None
+        summary = (
+            f"{len(required) - len(left)} of {len(required)} required TODOs done"
+            + (
+                f", {done - len(required) + len(left)} of {len(todos) - len(required)} optional"
+                if len(todos) > len(required)
+                else ""
+            )
+            + f"; {passed} of {len(results)} tests pass"
+        )
         if progress:
-            head = f"{step:<9} {done}/{len(todos)} TODOs done, {passed}/{len(results)} tests pass"
-            return [head + (f", next: TODO({nxt}) {where[0]}:{where[1]}" if nxt else ", all done")]
-        lines = [
-            f"{step} with your starter: {done} of {len(todos)} TODOs done "
-            f"({required} required), {passed} of {len(results)} tests pass",
-            "",
-        ]
+            return [
+                f"{step:<9} {summary}"
+                + (f"; next: TODO({nxt}) {where[0]}:{where[1]}" if nxt else "")
+            ]
+        lines = [f"{step} with your starter: {summary}", ""]
+        if not left:
+            lines[1:1] = [
+                "Every required TODO is done."
+                + (" The optional ones are yours to try." if nxt or len(todos) > done else "")
+            ]
         marks = {"done": "[x]", "todo": "[ ]", "bug": "[!]", "optional": "[ ]", "untested": "[?]"}
-        marks["waiting"] = "[~]"
+        marks["waiting"] = "[ ]"
         for todo, state in status.items():
             note = {
-                "todo": f"{held[todo]} tests wait for it",
+                "todo": _waiting(held[todo]),
                 "bug": f"written; {failing[todo]} of its tests fail",
-                "optional": f"optional; {held[todo]} tests skip until you write it",
+                "optional": "optional; " + _waiting(held[todo], "skip until you write it"),
                 "done": "done",
                 "untested": "written; none of its tests ran here",
-                "waiting": "written; some of its tests wait for another TODO",
+                "waiting": "written; its tests wait for another TODO",
             }[state]
             lines.append(f"{marks[state]} TODO({todo}): {note}")
         bugs = [(n, r["bug"]) for n, r in results.items() if r["bug"]]

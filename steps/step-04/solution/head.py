@@ -99,7 +99,7 @@ def online_softmax(scores):
             f"every row's first score must be finite, got {int(bad.sum())} of {bad.numel()} rows "
             "where it is not (a row with no allowed key has no softmax)"
         )
-    # BEGIN SOLUTION TODO(step-04 optional: online_softmax)
+    # BEGIN SOLUTION TODO(step-04 optional 1: online_softmax)
     # m = torch.full_like(scores[..., 0], float('-inf')); s = torch.zeros_like(m); for each key j:
     # m_new = torch.maximum(m, scores[..., j]); s = s * torch.exp(m - m_new) + torch.exp(scores[...,
     # j] - m_new); m = m_new; finally return torch.exp(scores - m[..., None]) / s[..., None].
@@ -115,7 +115,7 @@ def online_softmax(scores):
 
 def online_attention(q, k, v):
     """Causal scaled attention, one key at a time, never building the (T, T) matrix."""
-    # BEGIN SOLUTION TODO(step-04 optional: online_attention)
+    # BEGIN SOLUTION TODO(step-04 optional 2: online_attention)
     # as online_softmax (m, s shaped like q[..., 0]), plus acc = torch.zeros_like(v); per key j:
     # score_j = (q @ k[..., j, :, None]).squeeze(-1) / math.sqrt(q.shape[-1]), -inf where
     # torch.arange(q.shape[-2]) < j; acc = acc * torch.exp(m - m_new)[..., None] + torch.exp(score_j

@@ -80,12 +80,12 @@ def online_softmax(scores):
             "where it is not (a row with no allowed key has no softmax)"
         )
     raise NotImplementedError(
-        "TODO(step-04 optional: online_softmax): m = torch.full_like(scores[..., 0], float('-inf')); s = torch.zeros_like(m); for each key j: m_new = torch.maximum(m, scores[..., j]); s = s * torch.exp(m - m_new) + torch.exp(scores[..., j] - m_new); m = m_new; finally return torch.exp(scores - m[..., None]) / s[..., None]."
+        "TODO(step-04 optional 1: online_softmax): m = torch.full_like(scores[..., 0], float('-inf')); s = torch.zeros_like(m); for each key j: m_new = torch.maximum(m, scores[..., j]); s = s * torch.exp(m - m_new) + torch.exp(scores[..., j] - m_new); m = m_new; finally return torch.exp(scores - m[..., None]) / s[..., None]."
     )
 
 
 def online_attention(q, k, v):
     """Causal scaled attention, one key at a time, never building the (T, T) matrix."""
     raise NotImplementedError(
-        "TODO(step-04 optional: online_attention): as online_softmax (m, s shaped like q[..., 0]), plus acc = torch.zeros_like(v); per key j: score_j = (q @ k[..., j, :, None]).squeeze(-1) / math.sqrt(q.shape[-1]), -inf where torch.arange(q.shape[-2]) < j; acc = acc * torch.exp(m - m_new)[..., None] + torch.exp(score_j - m_new)[..., None] * v[..., j, None, :] before m = m_new; return acc / s[..., None]."
+        "TODO(step-04 optional 2: online_attention): as online_softmax (m, s shaped like q[..., 0]), plus acc = torch.zeros_like(v); per key j: score_j = (q @ k[..., j, :, None]).squeeze(-1) / math.sqrt(q.shape[-1]), -inf where torch.arange(q.shape[-2]) < j; acc = acc * torch.exp(m - m_new)[..., None] + torch.exp(score_j - m_new)[..., None] * v[..., j, None, :] before m = m_new; return acc / s[..., None]."
     )
