@@ -243,9 +243,10 @@ def test_flop_slope_over_the_handout_lengths_is_below_2(experiments):
 
 @pytest.mark.slow  # about 4 s: matplotlib draws nine figures, two of them with eight heatmaps or more
 def test_every_figure_is_a_png(head, run, tmp_path):
-    results = run.compute(head, timing_Ts=(16, 32), repeats=1)
+    results = run.compute_required(head, timing_Ts=(16, 32), repeats=1)
     paths = run.figures(results, out_dir("step-04", tmp_path))
-    assert {p.name for p in paths} == {
+    optional = {"online_softmax.png"} - {file for name, _, file in run.FIGURES if name in results}
+    assert {p.name for p in paths} | optional == {
         "scale_check.png",
         "real_text_heatmaps.png",
         "first_column.png",
