@@ -10,6 +10,7 @@ import pytest
 
 from common import REPO_ROOT, STEPS_DIR
 from common.docs import read_block
+from tests.contracts import run_pytest
 from tests.first_check import README, first_check
 
 
@@ -68,3 +69,12 @@ def test_a_written_todo_is_ticked(tmp_path):
     done = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True)
     assert "[x] TODO(lab-01 task 1: stable_softmax): done" in done.stdout, done.stdout
     assert "Next: TODO(lab-01 task 2" in done.stdout
+
+
+def test_progress_is_one_line_per_step_and_never_red(capsys):
+    code = run_pytest([str(STEPS_DIR), "--impl", "starter", "--progress", "-p", "no:cacheprovider"])
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.strip()]
+    steps = [line for line in lines if re.match(r"^(lab-01|step-04) +\d+ of \d+ required", line)]
+    assert code == pytest.ExitCode.OK
+    assert [line.split()[0] for line in steps] == ["lab-01", "step-04"]
+    assert all("tests pass; next: TODO(" in line for line in steps)
