@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from common import REPO_ROOT, STEPS_DIR, command
-from common.catchup import shown
+from common import REPO_ROOT, STEPS_DIR, command, shown
 from common.loader import IMPLS, ImplImportError, load, step_names
 from common.starters import BEGIN
 

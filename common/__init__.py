@@ -13,3 +13,8 @@ OUT_DIR = REPO_ROOT / "out"
 def command(pixi: str, python: str) -> str:
     """The command to show a student: `pixi run ...` inside a pixi task, else its `python` twin."""
     return pixi if os.environ.get("PIXI_PROJECT_ROOT") else python
+
+
+def shown(path: Path) -> str:
+    """`path` relative to the repo when it is inside it."""
+    return path.relative_to(REPO_ROOT).as_posix() if path.is_relative_to(REPO_ROOT) else str(path)

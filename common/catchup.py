@@ -7,14 +7,14 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from common import REPO_ROOT, command
-from common.loader import checkpoint_names, step_dir, step_names
+from common import SOLUTIONS_DIR, command, shown
+from common.loader import step_dir, step_names
 
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc")
 
 
 def source_files(folder: Path) -> set[Path]:
-    """Relative paths of the files in `folder`, caches left out."""
+    """Relative paths of the files in `folder` (none if it is missing), caches left out."""
     return {
         p.relative_to(folder)
         for p in folder.rglob("*")
@@ -24,11 +24,9 @@ def source_files(folder: Path) -> set[Path]:
 
 def caught_up(starter: Path, solution: Path) -> bool:
     """True when the starter already holds exactly the solution's files."""
-    if not starter.is_dir() or source_files(starter) != source_files(solution):
-        return False
-    return all(
-        filecmp.cmp(starter / f, solution / f, shallow=False) for f in source_files(solution)
-    )
+    files = source_files(solution)
+    same_names = source_files(starter) == files
+    return same_names and all(filecmp.cmp(starter / f, solution / f, shallow=False) for f in files)
 
 
 def back_up(starter: Path, now: datetime | None = None) -> Path:
@@ -39,62 +37,45 @@ def back_up(starter: Path, now: datetime | None = None) -> Path:
         n += 1
         path = base.with_name(f"{base.name}-{n}")
     # a copy, not a move: an open editor or terminal cannot block it
-    shutil.copytree(starter, path, ignore=IGNORED)
-    return path
+    return shutil.copytree(starter, path, ignore=IGNORED)
 
 
-def shown(path: Path) -> str:
-    """`path` relative to the repo when it is inside it."""
-    return path.relative_to(REPO_ROOT).as_posix() if path.is_relative_to(REPO_ROOT) else str(path)
-
-
-def catch_up(folder: Path, now: datetime | None = None) -> tuple[Path | None, str]:
-    """Replace the starter of the step in `folder` by its solution; return (backup or None, message)."""
-    starter, solution = folder / "starter", folder / "solution"
+def catch_up(step: Path, now: datetime | None = None) -> tuple[Path | None, str]:
+    """Replace the starter of the step folder `step` by its solution; return (backup or None, message)."""
+    starter, solution = step / "starter", step / "solution"
     rel = shown(starter)
     if caught_up(starter, solution):
         return None, f"{rel} already holds the reference solution; nothing changed."
     backup = back_up(starter, now) if starter.exists() else None
     saved = f"Your version of {rel} is saved in {shown(backup)}/\n" if backup else ""
     try:
-        for extra in source_files(starter) - source_files(solution) if starter.exists() else ():
+        for extra in source_files(starter) - source_files(solution):
             (starter / extra).unlink()
-        for name in sorted(source_files(solution)):
-            (starter / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(solution / name, starter / name)
+        shutil.copytree(solution, starter, ignore=IGNORED, dirs_exist_ok=True)
     except OSError as exc:
-        raise OSError(
-            f"{saved}could not finish replacing {rel}: {exc}; close editors or terminals using "
-            "it and run the command again"
-        ) from exc
-    return (
-        backup,
-        f"{saved}{rel} now holds the reference solution. Next: "
-        + command(
-            f"pixi run check-{folder.name}", f"python -m pytest {shown(folder)} --impl starter"
-        ),
-    )
+        retry = "close editors or terminals using it and run the command again"
+        raise OSError(f"{saved}could not finish replacing {rel}: {exc}; {retry}") from exc
+    check = command(f"pixi run check-{step.name}", f"python -m pytest {shown(step)} --impl starter")
+    return backup, f"{saved}{rel} now holds the reference solution. Next: {check}"
 
 
 def main(argv: list[str] | None = None) -> int:
     """Command line: one step name; an unknown one lists the valid names."""
     prog = command("pixi run catch-up", "python -m common.catchup")
+    steps = ", ".join(step_names())
     parser = argparse.ArgumentParser(prog=prog, description=__doc__)
-    parser.add_argument("step", nargs="?", help=f"one of: {', '.join(step_names())}")
-    args = parser.parse_args(argv)
-    valid = f"valid steps: {', '.join(step_names())}"
-    if args.step is None:
-        parser.error(f"name a step to catch up on; {valid}")
-    if args.step in checkpoint_names():
-        run = command(f"pixi run {args.step}", f"python -m common.run {args.step}")
+    parser.add_argument("step", nargs="?", help=f"one of: {steps}")
+    step = parser.parse_args(argv).step
+    if step in step_names(SOLUTIONS_DIR):
+        run = command(f"pixi run {step}", f"python -m common.run {step}")
         parser.error(
-            f"{args.step} is a checkpoint, not a step: use solutions/{args.step}/ as it is "
-            f"({run}); steps you can catch up on: {', '.join(step_names())}"
+            f"{step} is a checkpoint, not a step: use solutions/{step}/ as it is ({run}); "
+            f"steps you can catch up on: {steps}"
         )
-    if args.step not in step_names():
-        parser.error(f"unknown step {args.step!r}; {valid}")
     try:
-        print(catch_up(step_dir(args.step))[1])
+        print(catch_up(step_dir(step))[1])
+    except ValueError as exc:  # no step, or an unknown one: the message lists the valid ones
+        parser.error(str(exc))
     except OSError as exc:
         parser.exit(1, f"{prog}: {exc}\n")
     return 0

@@ -2,42 +2,41 @@
 
 import argparse
 import sys
+from pathlib import Path
 
-from common import SOLUTIONS_DIR, command
+from common import SOLUTIONS_DIR, STEPS_DIR, command
 from common.envreport import report
-from common.loader import IMPLS, checkpoint_names, load_file, step_dir, step_names
+from common.loader import IMPLS, load_file, step_names
 
 
-def runnable() -> dict[str, object]:
+def runnable() -> dict[str, Path]:
     """Step and checkpoint names that have a run.py, mapped to its path."""
-    found = {name: step_dir(name) / "run.py" for name in step_names()}
-    found |= {name: SOLUTIONS_DIR / name / "run.py" for name in checkpoint_names()}
-    return {name: path for name, path in sorted(found.items()) if path.is_file()}
+    paths = [root / n / "run.py" for root in (STEPS_DIR, SOLUTIONS_DIR) for n in step_names(root)]
+    return {p.parent.name: p for p in sorted(paths, key=lambda p: p.parent.name) if p.is_file()}
 
 
 def main(argv: list[str] | None = None) -> int:
     """Parse the step name and --impl, print the environment report, then hand over to run.py."""
     scripts = runnable()
-    # no -h here: `pixi run lab-01 --help` should reach the step's own options
     argv = sys.argv[1:] if argv is None else argv
-    known = argv[0] if argv and argv[0] in scripts else None
-    prog = command(f"pixi run {known}", f"python -m common.run {known}") if known else None
-    parser = argparse.ArgumentParser(
-        prog=prog or "python -m common.run", description=__doc__, add_help=False
-    )
+    step = argv[0] if argv else ""
+    prog = "python -m common.run"
+    if step in scripts:
+        prog = command(f"pixi run {step}", f"{prog} {step}")
+    # no -h here: `pixi run lab-01 --help` should reach the step's own options
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__, add_help=False)
     parser.add_argument("step", help=f"one of: {', '.join(scripts)}")
     parser.add_argument("--impl", choices=IMPLS, default="solution", help="code to run")
-    if argv and argv[0] in ("-h", "--help"):
+    if step in ("-h", "--help"):
         parser.print_help()
         return 0
-    if not argv or argv[0].startswith("-"):
-        parser.error(f"name a step first; valid steps: {', '.join(scripts)}")
+    if step not in scripts:
+        unknown = f"unknown step {step!r}" if step and step[0] != "-" else "name a step first"
+        parser.error(f"{unknown}; valid steps: {', '.join(scripts)}")
     args, rest = parser.parse_known_args(argv)
-    if args.step not in scripts:
-        parser.error(f"unknown step {args.step!r}; valid steps: {', '.join(scripts)}")
     if not {"-h", "--help"} & set(rest):  # the step's own help comes without the report
         print(report(), end="\n\n")
-    module = load_file(scripts[args.step], f"_course_run_{args.step.replace('-', '_')}")
+    module = load_file(scripts[step], f"_course_run_{step.replace('-', '_')}")
     return module.main(rest, impl=args.impl)
 
 
