@@ -1,12 +1,13 @@
 """Write every starter from its marked solution (CONTRIBUTING.md): `python -m common.starters`."""
 
 import argparse
+import itertools
 import re
 import sys
 from pathlib import Path
 
-from common import STEPS_DIR
-from common.catchup import back_up, shown
+from common import STEPS_DIR, shown
+from common.catchup import back_up
 
 BEGIN = re.compile(r"^(\s*)# BEGIN SOLUTION (TODO\([^)]*\))\s*$")
 END = re.compile(r"^\s*# END SOLUTION\s*$")
@@ -14,8 +15,12 @@ STARTER = re.compile(r"^\s*# STARTER: ?(.*)$")
 WIDTH = 100  # ruff's line length: the raise stays on one line when it fits
 
 
-def _raise(indent: str, todo: str, hint: list[str]) -> list[str]:
-    """The NotImplementedError a student sees, laid out as `ruff format` would."""
+def _replacement(indent: str, todo: str, body: list[str]) -> list[str]:
+    """A region's STARTER lines, else its TODO's NotImplementedError laid out as `ruff format` would."""
+    if starter := [indent + m[1] for line in body if (m := STARTER.match(line))]:
+        return starter
+    comments = itertools.takewhile(lambda line: line.strip().startswith("#"), body)
+    hint = [line.strip().removeprefix("#").strip() for line in comments]  # right after BEGIN
     message = todo + (": " + " ".join(hint) if hint else "")
     quote = "'" if '"' in message and "'" not in message else '"'  # ruff's preference
     literal = quote + message.replace("\\", "\\\\").replace(quote, "\\" + quote) + quote
@@ -26,29 +31,21 @@ def _raise(indent: str, todo: str, hint: list[str]) -> list[str]:
 
 def starter_text(solution: str, where: str = "solution") -> str:
     """The starter for one marked solution file's text."""
-    out, region = [], None
+    out, begin, body = [], None, []
     for number, line in enumerate(solution.splitlines(), start=1):
         if m := BEGIN.match(line):
-            if region is not None:
+            if begin:
                 raise ValueError(f"{where}:{number}: BEGIN SOLUTION inside another region")
-            region = {"indent": m[1], "todo": m[2], "hint": [], "code": [], "in_hint": True}
-        elif region is None:
+            begin, body = m, []
+        elif not begin:
             out.append(line)
         elif END.match(line):
-            if region["code"]:
-                out += region["code"]
-            else:
-                out += _raise(region["indent"], region["todo"], region["hint"])
-            region = None
-        elif m := STARTER.match(line):
-            region["code"].append(region["indent"] + m[1])
-            region["in_hint"] = False
-        elif region["in_hint"] and line.strip().startswith("#"):
-            region["hint"].append(line.strip().removeprefix("#").strip())
+            out += _replacement(begin[1], begin[2], body)
+            begin = None
         else:
-            region["in_hint"] = False
-    if region is not None:
-        raise ValueError(f"{where}: BEGIN SOLUTION {region['todo']} has no END SOLUTION")
+            body.append(line)
+    if begin:
+        raise ValueError(f"{where}: BEGIN SOLUTION {begin[2]} has no END SOLUTION")
     return "\n".join(out) + "\n"
 
 
@@ -64,23 +61,19 @@ def starters(step_dir: Path) -> dict[Path, str]:
 
 def stale(step_dir: Path) -> list[Path]:
     """Starter files that differ from what their solution generates (or are missing)."""
-    return [
-        path
-        for path, text in starters(step_dir).items()
-        if not path.is_file() or path.read_text(encoding="utf-8") != text
-    ]
+    made = starters(step_dir)
+    return [p for p, new in made.items() if not p.is_file() or p.read_text(encoding="utf-8") != new]
 
 
 def write(step_dir: Path) -> list[str]:
     """Regenerate one step's starter, first copying any edited one to backups/; say what changed."""
-    changed, said = stale(step_dir), []
+    made, changed, said = starters(step_dir), stale(step_dir), []
     if changed and (step_dir / "starter").is_dir():
         said.append(f"saved the old starter in {shown(back_up(step_dir / 'starter'))}/")
-    for path, text in starters(step_dir).items():
-        if path in changed:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8", newline="\n")
-            said.append(f"wrote {shown(path)}")
+    for path in changed:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(made[path], encoding="utf-8", newline="\n")
+        said.append(f"wrote {shown(path)}")
     return said
 
 
@@ -88,9 +81,8 @@ def main(argv: list[str] | None = None) -> int:
     """Write (or, with --check, compare) the starter of every step."""
     parser = argparse.ArgumentParser(prog="python -m common.starters", description=__doc__)
     parser.add_argument("--check", action="store_true", help="exit 1 if a starter is stale")
-    args = parser.parse_args(argv)
     steps = sorted(p for p in STEPS_DIR.iterdir() if (p / "solution").is_dir())
-    if args.check:
+    if parser.parse_args(argv).check:
         changed = [shown(path) for step in steps for path in stale(step)]
         for path in changed:
             print(f"stale: {path} (regenerate it: python -m common.starters)")
