@@ -5,12 +5,8 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
-NEG_INF = float("-inf")
 
-
-# --- masks: boolean [T, T] (or [B, T, T]), True = may attend -------------------------------------
-
-
+# masks: boolean (T, T), or (B, T, T) with padding; True = may attend
 def triu_mask(seq_len: int) -> torch.Tensor:
     """Upper triangle: query i sees keys j >= i, the future, and none of its past."""
     return torch.triu(torch.ones(seq_len, seq_len, dtype=torch.bool))  # (T, T)
@@ -41,21 +37,18 @@ def inverted_padding(causal: torch.Tensor, padding: torch.Tensor) -> torch.Tenso
     return causal & ~padding[:, None, :]  # (T, T) & (B, 1, T) -> (B, T, T)
 
 
-# --- the attention weights with one knob per bug --------------------------------------------------
-
-
 def weights(
     q: torch.Tensor,
     k: torch.Tensor,
     keep: torch.Tensor,
     *,
     scale: bool = True,
-    fill: float = NEG_INF,
+    fill: float = float("-inf"),
     dim: int = -1,
     after_softmax: bool = False,
     renormalise: bool = False,
 ) -> torch.Tensor:
-    """Attention weights A (..., T, T) computed with the chosen mistakes (defaults: correct)."""
+    """Attention weights A (..., T, T) with the chosen mistakes, one knob per bug (defaults: correct)."""
     scores = q @ k.transpose(-2, -1)  # (..., T, d_head) @ (..., d_head, T) -> (..., T, T)
     if scale:
         scores = scores / q.shape[-1] ** 0.5  # (..., T, T)
@@ -165,24 +158,18 @@ PADDING_BUGS = [
 ]
 
 
-def _mask_of(bug: Bug, seq_len: int) -> torch.Tensor:
-    """The keep-mask a bug uses for length T (the correct tril unless the bug swaps it)."""
-    build = bug.mask or (lambda T: torch.tril(torch.ones(T, T, dtype=torch.bool)))
-    return build(seq_len)  # (T, T)
-
-
 def broken_head(reference: type, bug: Bug) -> type:
     """A subclass of the reference Head whose forward makes `bug`'s mistake."""
 
     class BrokenHead(reference):
-        __doc__ = f"Head with a bug: {bug.name}."
-
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             with torch.no_grad():  # the reference forward only validates x here
                 super().forward(x)
             T = x.shape[1]
+            causal = torch.ones(T, T, dtype=torch.bool).tril()  # (T, T)
+            keep = bug.mask(T) if bug.mask else causal  # (T, T) the bug's mask, if it has one
             q, k, v = self.query(x), self.key(x), self.value(x)  # (B, T, d_head)
-            A = weights(q, k, _mask_of(bug, T), **bug.knobs)  # (B, T, T)
+            A = weights(q, k, keep, **bug.knobs)  # (B, T, T)
             self.A = A.detach()
             return A @ v  # (B, T, T) @ (B, T, d_head) -> (B, T, d_head)
 

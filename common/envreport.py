@@ -9,6 +9,7 @@ from pathlib import Path
 
 import torch
 from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name as normalise  # PEP 503: 'Pre_Commit' -> 'pre-commit'
 
 from common import REPO_ROOT
 from common.docs import markdown_table, write_block
@@ -29,11 +30,6 @@ def read_pins(path: Path | None = None) -> dict[str, str]:
     return pins
 
 
-def normalise(name: str) -> str:
-    """PEP 503 name normalisation: 'Pre_Commit' -> 'pre-commit'."""
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
 def report() -> str:
     """A short multi-line description of the machine the numbers were produced on."""
     build = f"CUDA {torch.version.cuda}" if torch.version.cuda else "CPU"
@@ -47,9 +43,9 @@ def report() -> str:
 
 
 def check_lock(top: dict[str, str], lock: dict[str, str]):
-    """(name, locked, installed-or-None) for each locked package installed or needed here (by the
-    top-level pins through installed metadata: a CPU torch needs no CUDA), and the unlocked names."""
+    """(name, locked, installed-or-None) per locked package needed or installed here; unlocked names."""
     dists = {normalise(d.metadata["Name"]): d for d in reversed([*metadata.distributions()])}
+    # needed: reached from the top-level pins through installed metadata (a CPU torch needs no CUDA)
     done, todo = set(), [(name, "") for name in top]  # (name, extra) pairs; the first dist wins
     while todo:
         name, extra = todo.pop()
