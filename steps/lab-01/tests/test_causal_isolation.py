@@ -86,10 +86,36 @@ def test_combine_is_causal_and_padding(attention):
                 assert combined[b, i, j] == (j <= i and bool(padding[b, j]))
 
 
-def test_combine_refuses_a_float_padding_mask(attention):
-    """A float padding mask is not silently cast: ValueError asking for a bool mask."""
-    with pytest.raises(ValueError, match="pass a bool mask"):
-        attention.combine_causal_and_padding(attention.causal_mask(4), torch.ones(2, 4))
+@pytest.mark.parametrize(
+    "causal_shape, padding_shape, message",
+    [
+        ((4,), (2, 4), r"causal must have shape \[T, T\] \(2 dims\), got shape \(4,\)"),
+        ((1, 4, 4), (2, 4), r"causal must have shape \[T, T\] \(2 dims\), got shape \(1, 4, 4\)"),
+        ((4, 4), (4,), r"padding must have shape \[B, T\] \(2 dims\), got shape \(4,\)"),
+        ((4, 4), (2, 1, 4), r"padding must have shape \[B, T\] \(2 dims\), got shape \(2, 1, 4\)"),
+        ((4, 5), (2, 5), r"causal must broadcast to .*, got shape \(4, 5\)"),
+        ((4, 4), (2, 5), r"padding must broadcast to \(2, 4\), got shape \(2, 5\)"),
+    ],
+    ids=["1-D causal", "3-D causal", "1-D padding", "3-D padding", "non-square", "longer padding"],
+)
+def test_combine_refuses_masks_of_the_wrong_shape(attention, causal_shape, padding_shape, message):
+    """causal must be [T, T] and padding [B, T] with the same T: ValueError naming the shape."""
+    causal = torch.ones(causal_shape, dtype=torch.bool)
+    padding = torch.ones(padding_shape, dtype=torch.bool)
+    with pytest.raises(ValueError, match=message):
+        attention.combine_causal_and_padding(causal, padding)
+
+
+@pytest.mark.parametrize("which", ["causal", "padding"])
+def test_combine_refuses_a_float_mask(attention, which):
+    """A float causal or padding mask is not silently cast: ValueError asking for a bool mask."""
+    causal, padding = torch.ones(4, 4, dtype=torch.bool), torch.ones(2, 4, dtype=torch.bool)
+    if which == "causal":
+        causal = causal.float()
+    else:
+        padding = padding.float()
+    with pytest.raises(ValueError, match=f"{which} must be a boolean tensor.*pass a bool mask"):
+        attention.combine_causal_and_padding(causal, padding)
 
 
 def test_padded_keys_get_zero_weight(attention):

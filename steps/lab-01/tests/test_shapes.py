@@ -14,7 +14,10 @@ from common.seeding import randn, seed_all
 @pytest.mark.parametrize(
     "q_shape, kv_shape",
     [
+        ((5, 8), (5, 8)),  # no leading dims at all: [T, d_head]
         ((2, 5, 8), (2, 5, 8)),  # single head: [B, T, d_head]
+        ((2, 1, 8), (2, 1, 8)),  # one position: T = 1
+        ((2, 5, 1), (2, 5, 1)),  # one feature: d_head = 1
         ((2, 3, 5, 4), (2, 3, 5, 4)),  # several heads: [B, h, T, d_head]
         ((2, 3, 7, 4), (2, 3, 9, 4)),  # T_q != T_k
     ],
@@ -27,36 +30,38 @@ def test_sdpa_output_and_weight_shapes(attention, q_shape, kv_shape):
     assert weights.shape == (*q_shape[:-1], kv_shape[-2])
 
 
+@pytest.mark.parametrize("T", [5, 1])
 @pytest.mark.parametrize("d_model, d_head", [(16, 16), (16, 4)])
-def test_self_attention_shapes(attention, d_model, d_head):
+def test_self_attention_shapes(attention, d_model, d_head, T):
     """One head: q, k, v are [B, T, d_head], weights [B, T, T], output [B, T, d_head]."""
     seed_all(0)
     head = attention.SelfAttention(d_model, d_head)
-    x = randn(2, 5, d_model, seed=0)  # (B, T, C)
+    x = randn(2, T, d_model, seed=0)  # (B, T, d)
     q, k, v = head.project(x)
-    assert q.shape == k.shape == v.shape == (2, 5, d_head)
+    assert q.shape == k.shape == v.shape == (2, T, d_head)
     out, weights = head(x)
-    assert weights.shape == (2, 5, 5)
-    assert out.shape == (2, 5, d_head)
+    assert weights.shape == (2, T, T)
+    assert out.shape == (2, T, d_head)
 
 
+@pytest.mark.parametrize("T", [5, 1])
 @pytest.mark.parametrize("d_model, n_heads", [(16, 4), (12, 3), (8, 1)])
-def test_multi_head_shapes(attention, d_model, n_heads):
+def test_multi_head_shapes(attention, d_model, n_heads, T):
     """Several heads: heads are [B, h, T, d_head], weights [B, h, T, T], output [B, T, d_model]."""
     seed_all(0)
     mha = attention.MultiHeadSelfAttention(d_model, n_heads)
-    x = randn(2, 5, d_model, seed=0)  # (B, T, C)
-    assert mha.split_heads(x).shape == (2, n_heads, 5, d_model // n_heads)
+    x = randn(2, T, d_model, seed=0)  # (B, T, d)
+    assert mha.split_heads(x).shape == (2, n_heads, T, d_model // n_heads)
     out, weights = mha(x)
-    assert weights.shape == (2, n_heads, 5, 5)
-    assert out.shape == (2, 5, d_model)
+    assert weights.shape == (2, n_heads, T, T)
+    assert out.shape == (2, T, d_model)
 
 
 def test_split_then_merge_heads_is_identity(attention):
     """merge_heads(split_heads(x)) gives x back exactly: the split only reorders numbers."""
     seed_all(0)
     mha = attention.MultiHeadSelfAttention(12, 3)
-    x = randn(2, 5, 12, seed=0)  # (B, T, C)
+    x = randn(2, 5, 12, seed=0)  # (B, T, d)
     assert torch.equal(mha.merge_heads(mha.split_heads(x)), x)
 
 
@@ -64,8 +69,8 @@ def test_head_i_owns_columns_i_times_d_head(attention):
     """Head i is columns [i*d_head, (i+1)*d_head) of x: nn.MultiheadAttention's layout."""
     seed_all(0)
     mha = attention.MultiHeadSelfAttention(12, 3)
-    x = randn(2, 5, 12, seed=0)  # (B, T, C)
-    heads = mha.split_heads(x)  # (B, h, T, hs)
+    x = randn(2, 5, 12, seed=0)  # (B, T, d)
+    heads = mha.split_heads(x)  # (B, h, T, d_head)
     for i in range(3):
         assert torch.equal(heads[:, i], x[..., 4 * i : 4 * (i + 1)])
 
@@ -125,8 +130,14 @@ def test_mismatched_leading_dims_raise(attention, shapes):
 
 @pytest.mark.parametrize(
     "q_shape, kv_shape",
-    [((2, 0, 4), (2, 5, 4)), ((2, 5, 4), (2, 0, 4)), ((2, 0, 4), (2, 0, 4))],
-    ids=["T_q=0", "T_k=0", "both"],
+    [
+        ((2, 0, 4), (2, 5, 4)),
+        ((2, 5, 4), (2, 0, 4)),
+        ((2, 0, 4), (2, 0, 4)),
+        ((2, 3, 0, 4), (2, 3, 5, 4)),  # several heads: T is dim -2, not dim 1
+        ((2, 3, 5, 4), (2, 3, 0, 4)),
+    ],
+    ids=["T_q=0", "T_k=0", "both", "heads T_q=0", "heads T_k=0"],
 )
 def test_empty_sequence_to_sdpa_raises(attention, q_shape, kv_shape):
     """T_q = 0 or T_k = 0 (no query, or no key to attend to): ValueError naming both shapes."""
@@ -178,7 +189,7 @@ def test_multi_head_mask_is_checked_against_b_t_t(attention):
     """The module's mask must broadcast to [B, T, T] (the head dim is added inside)."""
     seed_all(0)
     mha = attention.MultiHeadSelfAttention(8, 2)
-    x = randn(2, 5, 8, seed=0)  # (B, T, C)
+    x = randn(2, 5, 8, seed=0)  # (B, T, d)
     with pytest.raises(ValueError, match=r"broadcast to \(2, 5, 5\)"):
         mha(x, torch.ones(2, 2, 5, 5, dtype=torch.bool))
 
@@ -192,13 +203,14 @@ def test_input_of_wrong_rank_raises(attention, call):
     seed_all(0)
     if call == "sdpa 1-D q":
         k = v = randn(5, 4, seed=1)  # (T, d_head)
-        with pytest.raises(ValueError, match=r"q must have shape \[\.\.\., T, d_head\].*\(4,\)"):
+        want = r"q must have shape \[\.\.\., T, d_head\] \(at least 2 dims\), got shape \(4,\)"
+        with pytest.raises(ValueError, match=want):
             attention.scaled_dot_product_attention(randn(4, seed=0), k, v)
     elif call == "SelfAttention 2-D x":
-        with pytest.raises(ValueError, match=r"\[B, T, d_model\].*\(5, 8\)"):
+        with pytest.raises(ValueError, match=r"\[B, T, d_model\] \(3 dims\), got shape \(5, 8\)"):
             attention.SelfAttention(8)(randn(5, 8, seed=0))
     else:
-        with pytest.raises(ValueError, match=r"\[B, T, d_model\].*\(1, 2, 5, 8\)"):
+        with pytest.raises(ValueError, match=r"\[B, T, d_model\] \(3 dims\).*\(1, 2, 5, 8\)"):
             attention.MultiHeadSelfAttention(8, 2)(randn(1, 2, 5, 8, seed=0))
 
 
@@ -240,7 +252,7 @@ def test_empty_sequence_to_a_module_raises(attention, module):
 @pytest.mark.parametrize("module", MODULES)
 def test_input_of_another_dtype_than_the_weights_raises(attention, module, x_dtype, layer_dtype):
     """x whose dtype is not the weights': ValueError naming both dtypes (not a matmul error)."""
-    x = randn(2, 5, 8, seed=0, dtype=x_dtype)  # (B, T, C)
+    x = randn(2, 5, 8, seed=0, dtype=x_dtype)  # (B, T, d)
     want = rf"layer's dtype {re.escape(str(layer_dtype))}, got dtype {re.escape(str(x_dtype))}"
     with pytest.raises(ValueError, match=want):
         layer(attention, module).to(layer_dtype)(x)
@@ -253,15 +265,23 @@ def test_float64_input_to_a_float64_module_is_accepted(attention, module):
     assert out.dtype == weights.dtype == torch.float64
 
 
+def test_split_heads_refuses_input_that_is_not_b_t_d_model(attention):
+    """split_heads checks its input as the module does: [B, T, d_model] of the weights' dtype."""
+    mha = attention.MultiHeadSelfAttention(12, 3)
+    with pytest.raises(ValueError, match=r"d_model=12, got shape \(2, 5, 10\)"):
+        mha.split_heads(randn(2, 5, 10, seed=0))
+
+
 @pytest.mark.parametrize(
     "shape",
-    [(2, 5, 12), (2, 2, 5, 4), (2, 3, 5, 3), (2, 3, 5, 5), (1, 2, 3, 5, 4)],
+    [(2, 3, 12), (2, 2, 5, 4), (2, 3, 5, 3), (2, 3, 5, 5), (2, 3, 5, 4, 1)],
     ids=["3-D", "h=2", "d_head=3", "d_head=5", "5-D"],
 )
 def test_merge_heads_refuses_a_wrong_shape(attention, shape):
     """merge_heads of anything but [B, h, T, d_head] = [B, 3, T, 4]: ValueError with the shape."""
     mha = attention.MultiHeadSelfAttention(12, 3)
-    with pytest.raises(ValueError, match=re.escape(f"got shape {shape}")):
+    want = r"\[B, h, T, d_head\] \(4 dims\)" if len(shape) != 4 else r"\[B, 3, T, 4\]"
+    with pytest.raises(ValueError, match=want + ".*" + re.escape(f"got shape {shape}")):
         mha.merge_heads(randn(*shape, seed=0))
 
 
@@ -298,7 +318,7 @@ def test_integer_module_input_raises(attention, module):
         if module == "SelfAttention"
         else attention.MultiHeadSelfAttention(8, 2)
     )
-    x = torch.zeros(2, 5, 8, dtype=torch.int64)  # (B, T, C)
+    x = torch.zeros(2, 5, 8, dtype=torch.int64)  # (B, T, d)
     with pytest.raises(ValueError, match=r"x must be a floating-point tensor.*torch\.int64"):
         layer(x)
 

@@ -18,6 +18,12 @@ def test_matches_torch_softmax(attention, runner, seed, dim):
     torch.testing.assert_close(ours, torch.softmax(x, dim=dim), rtol=0, atol=runner.SOFTMAX_TOL)
 
 
+def test_default_dim_is_the_last(attention):
+    """Without dim=, the softmax runs over the last dim (of a 3-D input, where 1 and -1 differ)."""
+    x = randn(2, 3, 4, seed=0)  # (2, 3, 4)
+    assert torch.equal(attention.stable_softmax(x), attention.stable_softmax(x, dim=-1))
+
+
 def test_large_logits_stay_finite(attention, runner):
     """[1000, 1001, 999, 1002]: exp(1000) overflows float32, the max-shifted version does not."""
     x = torch.tensor([1000.0, 1001.0, 999.0, 1002.0])

@@ -1,4 +1,4 @@
-"""Tasks 4.1 and 4.2: the head's shapes, the two properties proved on paper, and its errors.
+"""Step 4's head (4.1, 4.2), smoothing weights (4.4) and online softmax: shapes, proved properties, errors.
 
 Tests marked `given` call only code the starter gives (constructor and argument checks): they pass
 on the untouched starter.
@@ -199,10 +199,17 @@ def test_an_empty_sequence_is_refused(head):
     ids=["T_max=0", "d_head=0", "d=-1", "float-T_max"],
 )
 def test_bad_sizes_are_refused_when_the_head_is_built(head, sizes, message):
-    h = head.Head(D, D_HEAD, T_max=T)  # valid sizes are built
+    h = head.Head(D, D_HEAD, T_max=T)  # valid sizes are built, down to 1
     assert h.tril.shape == (T, T) and h.query.weight.shape == (D_HEAD, D)
+    assert h.A is None  # no attention matrix before the first forward
+    assert head.Head(1, 1, T_max=1).tril.shape == (1, 1)
     with pytest.raises(ValueError, match=message):
         head.Head(*sizes)
+
+
+def test_smoothing_weights_of_one_position_is_one(head):
+    """T = 1: the only position attends to itself with weight 1, whatever the bandwidth."""
+    assert torch.equal(head.smoothing_weights(1, 0.5), torch.ones(1, 1))
 
 
 @pytest.mark.given
@@ -225,6 +232,25 @@ def test_bad_sizes_are_refused_when_the_head_is_built(head, sizes, message):
 def test_smoothing_weights_refuses_bad_arguments(head, length, s, message):
     with pytest.raises(ValueError, match=message):
         head.smoothing_weights(length, s)
+
+
+def test_online_softmax_of_very_negative_or_single_scores(head):
+    """Scores near -1000 (exp underflows to 0 unless shifted by their own max), and one key only."""
+    scores = 3 * randn(4, 8, seed=3) - 1000  # (4, 8)
+    assert (scores.exp() == 0).all()  # why the running max must start at -inf, not at 0
+    online = head.online_softmax(scores)
+    assert torch.allclose(online, torch.softmax(scores, dim=-1), rtol=0, atol=FLOAT32_TOL)
+    assert torch.equal(head.online_softmax(randn(3, 1, seed=4)), torch.ones(3, 1))
+
+
+def test_online_attention_with_very_negative_scores_averages_the_past(head):
+    """Every score -200 (exp underflows): each query weighs keys 0..i equally, the prefix mean."""
+    q = -100 * torch.ones(2, 5, 4)  # (B, T, d_k): q . k_j / sqrt(4) = -200 for every key
+    k = torch.ones(2, 5, 4)  # (B, T, d_k)
+    v = randn(2, 5, 3, seed=5)  # (B, T, d_v)
+    prefix_mean = v.cumsum(dim=1) / torch.arange(1, 6)[None, :, None]  # (B, T, d_v)
+    out = head.online_attention(q, k, v)  # (B, T, d_v)
+    assert torch.allclose(out, prefix_mean, rtol=0, atol=FLOAT32_TOL)
 
 
 @pytest.mark.given

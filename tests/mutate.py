@@ -1,0 +1,419 @@
+"""Generic mutation testing of the solutions: `python -m tests.mutate [--list] [--only TEXT]`.
+
+Each mutant changes one thing in one function of a solution file (an operator, a constant, a
+condition, a statement removed), and the step's own suite runs against it in this process, as
+tests/test_mutation.py runs the curated bugs of common/broken.py. A mutant the suite passes
+survived; every survivor must be listed in EQUIVALENT with the reason no test can tell it apart.
+"""
+
+import argparse
+import ast
+import contextlib
+import copy
+import io
+import signal
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from common import REPO_ROOT, STEPS_DIR
+from common.loader import load_fresh, override
+from tests.contracts import run_pytest
+
+# (step, module): the solution files mutated
+TARGETS = [("lab-01", "attention"), ("step-04", "head"), ("lab-01", "exercises.wrong_mask")]
+# As tests/test_mutation.py: stop at the first failure, leave out the figure-rendering slow tests.
+SUITE_ARGS = ["--impl", "solution", "-x", "-qq", "--no-header", "-m", "not slow"]
+TIMEOUT = 60  # seconds per mutant: one that loops or crawls counts as killed
+
+CMP = {
+    ast.Lt: [ast.LtE, ast.Gt],
+    ast.LtE: [ast.Lt, ast.GtE],
+    ast.Gt: [ast.GtE, ast.Lt],
+    ast.GtE: [ast.Gt, ast.LtE],
+    ast.Eq: [ast.NotEq],
+    ast.NotEq: [ast.Eq],
+    ast.Is: [ast.IsNot],
+    ast.IsNot: [ast.Is],
+    ast.In: [ast.NotIn],
+    ast.NotIn: [ast.In],
+}
+BIN = {
+    ast.Add: [ast.Sub],
+    ast.Sub: [ast.Add],
+    ast.Mult: [ast.Div],
+    ast.Div: [ast.Mult],
+    ast.FloorDiv: [ast.Div],
+    ast.Mod: [ast.FloorDiv],
+    ast.Pow: [ast.Mult],
+    ast.MatMult: [ast.Mult],
+    ast.BitAnd: [ast.BitOr],
+    ast.BitOr: [ast.BitAnd],
+}
+SYMBOL = {
+    ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!=",
+    ast.Is: "is", ast.IsNot: "is not", ast.In: "in", ast.NotIn: "not in", ast.Add: "+",
+    ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%", ast.Pow: "**",
+    ast.MatMult: "@", ast.BitAnd: "&", ast.BitOr: "|", ast.And: "and", ast.Or: "or",
+}  # fmt: skip
+
+# Survivors no test can kill, keyed as Mutant.key: "<module> <function>: <before> => <after>".
+_ZERO_ROW_MAX = "only an all -inf row's max is replaced, and exp(-inf - c) is 0 for any finite c"
+_ZERO_SUM = (
+    "only a zero sum is replaced, whose row of e is all 0: 0 / c is 0 (-0.0 == 0) for c != 0"
+)
+_SQUARE = "the same for a square causal mask; _check_mask refuses a non-square one either way"
+_SCALAR_START = (
+    "a 0-dim start broadcasts to (...,) at key 0, which always exists (T >= 1 is checked)"
+)
+EQUIVALENT: dict[str, str] = {
+    "attention _check_heads: if x.shape[1] != n_heads or x.shape[3] != d_head: => "
+    "if x.shape[1] != n_heads or x.shape[-1] != d_head:": "_check_rank made x 4-D: dim 3 is dim -1",
+    "attention stable_softmax: m = m.masked_fill(m == float('-inf'), 0.0) => "
+    "m = m.masked_fill(m == float('-inf'), 1.0)": _ZERO_ROW_MAX,
+    "attention stable_softmax: m = m.masked_fill(m == float('-inf'), 0.0) => "
+    "m = m.masked_fill(m == float('-inf'), -1.0)": _ZERO_ROW_MAX,
+    "attention stable_softmax: return e / s.masked_fill(s == 0, 1.0) => "
+    "return e / s.masked_fill(s == 0, 2.0)": _ZERO_SUM,
+    "attention stable_softmax: return e / s.masked_fill(s == 0, 1.0) => "
+    "return e / s.masked_fill(s == 0, -1.0)": _ZERO_SUM,
+    "attention combine_causal_and_padding: T = causal.shape[-1] => T = causal.shape[1]": (
+        "_check_rank made causal 2-D: dim 1 is dim -1"
+    ),
+    "attention combine_causal_and_padding: T = causal.shape[-1] => T = causal.shape[0]": _SQUARE,
+    "attention combine_causal_and_padding: T = causal.shape[-1] => T = causal.shape[-2]": _SQUARE,
+    "head smoothing_weights: return F.softmax(scores, dim=-1) => return F.softmax(scores, dim=1)": (
+        "scores is (T, T): dim 1 is dim -1"
+    ),
+    "head online_softmax: m = scores.new_full(scores.shape[:-1], float('-inf')) => "
+    "m = scores.new_full(scores.shape[:0], float('-inf'))": _SCALAR_START,
+    "head online_softmax: s = scores.new_zeros(scores.shape[:-1]) => "
+    "s = scores.new_zeros(scores.shape[:0])": _SCALAR_START,
+    "head Head.forward: scores = q @ k.transpose(-2, -1) => scores = q @ k.transpose(1, -1)": (
+        "check_input made x, so k, 3-D (B, T, d_head): dim 1 is dim -2"
+    ),
+    "head attention_scores: scores = q @ k.transpose(-2, -1) => "
+    "scores = q @ k.transpose(1, -1)": "k is (B, T, d_k), as documented: dim 1 is dim -2",
+    "head online_attention: score = (q @ k[:, j, :, None])[..., 0] / d_k ** 0.5 => "
+    "score = (q @ k[:, j, :, None])[..., -1] / d_k ** 0.5": "that last dim has size 1: 0 is -1",
+}
+
+
+@dataclass
+class Mutant:
+    """One change to one statement of a solution file."""
+
+    step: str
+    module: str
+    index: int  # its place in the enumeration of the file's mutation sites
+    line: int
+    function: str
+    before: str  # the statement as written (a compound statement's header only)
+    after: str  # the same statement mutated
+
+    @property
+    def key(self) -> str:
+        return f"{self.module} {self.function}: {self.before} => {self.after}"
+
+
+def _text(stmt: ast.AST) -> str:
+    """One line of source for a statement; a compound statement gives its header only."""
+    if isinstance(stmt, ast.If | ast.While):
+        return f"{'if' if isinstance(stmt, ast.If) else 'while'} {ast.unparse(stmt.test)}:"
+    if isinstance(stmt, ast.For):
+        return f"for {ast.unparse(stmt.target)} in {ast.unparse(stmt.iter)}:"
+    if isinstance(stmt, ast.FunctionDef):
+        return f"def {stmt.name}({ast.unparse(stmt.args)}):"
+    return " ".join(ast.unparse(stmt).split())
+
+
+def _numbers(value: int | float) -> list[int | float]:
+    """Replacements for a numeric constant: off by one either way, and 0, 1, -1."""
+    if isinstance(value, int):
+        options = [value + 1, value - 1, 0, 1, -1]
+    else:
+        options = [value + 1.0, 0.0, 1.0, -1.0]
+    return [o for i, o in enumerate(options) if o != value and o not in options[:i]]
+
+
+def _const(value, like: ast.AST) -> ast.AST:
+    """A constant node, negative numbers written as -(n) like the parser does."""
+    node = ast.Constant(value) if value >= 0 else ast.UnaryOp(ast.USub(), ast.Constant(-value))
+    return ast.copy_location(node, like)
+
+
+def _negative_constant(node: ast.AST) -> int | float | None:
+    """The value of `-3` or `-0.5` (a minus applied to a number), else None."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = node.operand
+        if isinstance(inner, ast.Constant) and type(inner.value) in (int, float):
+            return -inner.value
+    return None
+
+
+def _is_inf(node: ast.AST) -> str | None:
+    """'-inf' or 'inf' for float("-inf") / float("inf"), else None."""
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "float"
+        and len(node.args) == 1
+        and isinstance(node.args[0], ast.Constant)
+        and node.args[0].value in ("-inf", "inf")
+    ):
+        return node.args[0].value
+    return None
+
+
+class Mutator(ast.NodeTransformer):
+    """Walks a module's functions; counts mutation sites and applies the one numbered `target`."""
+
+    def __init__(self, target: int = -1):
+        self.target, self.count, self.hit = target, 0, None
+        self.stmts: list[ast.stmt] = []
+        self.functions: list[str] = []
+
+    def _site(self, node: ast.AST, make, removal: bool = False) -> ast.AST:
+        """Number one possible mutation of `node`; apply it if it is the target."""
+        if not self.functions:
+            return node  # module level: imports and definitions only
+        if self.count == self.target:
+            stmt = self.stmts[-1]
+            self.hit = (node.lineno, ".".join(self.functions), _text(stmt), stmt, removal)
+            self.count += 1
+            return ast.copy_location(make(), node)
+        self.count += 1
+        return node
+
+    def _sites(self, node: ast.AST, makes: list) -> ast.AST:
+        """Number several possible mutations of `node`; apply the target's if it is among them."""
+        result = node
+        for make in makes:
+            mutated = self._site(node, make)
+            result = result if mutated is node else mutated
+        return result
+
+    def visit(self, node):
+        if not self.functions or not isinstance(node, ast.stmt):
+            return super().visit(node)
+        docstring = isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+        if docstring or isinstance(node, ast.FunctionDef | ast.ClassDef):
+            return super().visit(node)
+        self.stmts.append(node)
+        try:
+            result = self._site(node, lambda: ast.Pass(), removal=True)  # remove the statement
+            if result is node:
+                result = super().visit(node)
+        finally:
+            self.stmts.pop()
+        return result
+
+    def visit_ClassDef(self, node):
+        self.functions.append(node.name)
+        node.body = [self.visit(stmt) for stmt in node.body]
+        self.functions.pop()
+        return node
+
+    def visit_FunctionDef(self, node):
+        self.functions.append(node.name)
+        self.stmts.append(node)
+        node.args.defaults = [self.visit(d) for d in node.args.defaults]
+        node.args.kw_defaults = [d if d is None else self.visit(d) for d in node.args.kw_defaults]
+        self.stmts.pop()
+        node.body = [self.visit(stmt) for stmt in node.body]
+        self.functions.pop()
+        return node
+
+    def visit_JoinedStr(self, node):
+        return node  # an error message: its wording is not behaviour
+
+    def visit_Raise(self, node):
+        return node  # the raise itself can be removed (in visit); its message is left alone
+
+    def visit_If(self, node):
+        if not (isinstance(node.test, ast.UnaryOp) and isinstance(node.test.op, ast.Not)):
+            node = self._site(node, lambda: self._negated(node))  # `not` dropped: visit_UnaryOp
+        return self.generic_visit(node)
+
+    def visit_While(self, node):
+        return self.visit_If(node)
+
+    def _negated(self, node):
+        node.test = ast.UnaryOp(ast.Not(), node.test)  # in place: the statement stays the same node
+        return node
+
+    def visit_IfExp(self, node):
+        node = self._site(
+            node, lambda: ast.IfExp(ast.UnaryOp(ast.Not(), node.test), node.body, node.orelse)
+        )
+        return self.generic_visit(node)
+
+    def visit_Compare(self, node):
+        def swap(i, new):
+            mutated = copy.copy(node)
+            mutated.ops = [*node.ops[:i], new(), *node.ops[i + 1 :]]
+            return mutated
+
+        makes = [
+            lambda i=i, new=new: swap(i, new)
+            for i, op in enumerate(node.ops)
+            for new in CMP.get(type(op), [])
+        ]
+        return self.generic_visit(self._sites(node, makes))
+
+    def visit_BinOp(self, node):
+        makes = [
+            lambda new=new: ast.BinOp(node.left, new(), node.right)
+            for new in BIN.get(type(node.op), [])
+        ]
+        return self.generic_visit(self._sites(node, makes))
+
+    def visit_BoolOp(self, node):
+        other = ast.Or if isinstance(node.op, ast.And) else ast.And
+        node = self._site(node, lambda: ast.BoolOp(other(), node.values))
+        return self.generic_visit(node)
+
+    def visit_UnaryOp(self, node):
+        value = _negative_constant(node)
+        if value is not None:
+            return self._sites(node, [lambda new=new: _const(new, node) for new in _numbers(value)])
+        if isinstance(node.op, ast.Not | ast.Invert | ast.USub):
+            node = self._site(node, lambda: node.operand)  # drop the not, ~ or minus
+        return self.generic_visit(node)
+
+    def visit_Constant(self, node):
+        if isinstance(node.value, bool):
+            return self._site(node, lambda: ast.Constant(not node.value))
+        if type(node.value) in (int, float):
+            return self._sites(
+                node, [lambda new=new: _const(new, node) for new in _numbers(node.value)]
+            )
+        return node
+
+    def visit_Call(self, node):
+        inf = _is_inf(node)
+        if inf is not None:
+            flipped = "inf" if inf == "-inf" else "-inf"
+            flip = ast.Call(node.func, [ast.Constant(flipped)], [])
+            return self._sites(node, [lambda: ast.Constant(0.0), lambda: flip])
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr == "transpose":
+            node = self._site(node, lambda: func.value)  # no transpose at all
+        return self.generic_visit(node)
+
+
+def _tree(step: str, module: str) -> tuple[Path, ast.Module]:
+    """The solution file of (step, module) and its syntax tree."""
+    path = STEPS_DIR / step / "solution" / (module.replace(".", "/") + ".py")
+    return path, ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+
+
+def mutants(step: str, module: str) -> list[tuple[Mutant, ast.Module]]:
+    """Every distinct mutant of the file, with its tree; duplicates and no-ops are dropped."""
+    path, tree = _tree(step, module)
+    counter = Mutator()
+    counter.visit(copy.deepcopy(tree))
+    seen = {ast.unparse(tree)}
+    found = []
+    for index in range(counter.count):
+        mutator = Mutator(index)
+        mutated = ast.fix_missing_locations(mutator.visit(copy.deepcopy(tree)))
+        source = ast.unparse(mutated)
+        if source in seen:
+            continue
+        seen.add(source)
+        line, function, before, stmt, removal = mutator.hit
+        after = "pass" if removal else _text(stmt)
+        found.append((Mutant(step, module, index, line, function, before, after), mutated))
+    return found
+
+
+class _Timeout(Exception):
+    """A mutant ran longer than TIMEOUT."""
+
+
+def _alarm(signum, frame):
+    raise _Timeout(f"mutant ran longer than {TIMEOUT} s")
+
+
+def run_suite(step: str, module: str, tree: ast.Module | None, files: list[Path]) -> bool:
+    """Do the step's test `files` pass with `module` replaced by `tree` (None: the solution)?"""
+    fresh = load_fresh(STEPS_DIR / step / "solution", module)
+    if tree is not None:
+        try:
+            exec(compile(tree, fresh.__file__, "exec"), fresh.__dict__)
+        except Exception:
+            return False  # a module that does not import fails every test
+    args = [*map(str, files), *SUITE_ARGS]
+    previous = signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(TIMEOUT)
+    try:
+        with override(step, module, fresh), contextlib.redirect_stdout(io.StringIO()):
+            return run_pytest(args) == 0
+    except _Timeout:
+        return False
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def fastest_first(step: str, module: str) -> list[Path] | None:
+    """The step's test files, quickest first (so -x stops early), or None if one fails unmutated."""
+    timed = []
+    for path in sorted((STEPS_DIR / step / "tests").glob("test_*.py")):
+        start = time.monotonic()
+        if not run_suite(step, module, None, [path]):
+            print(f"{path.relative_to(REPO_ROOT)} fails on the unmutated solution: fix that first")
+            return None
+        timed.append((time.monotonic() - start, path))
+    return [path for _, path in sorted(timed)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run every mutant of every target; print survivors; exit 1 if one is not in EQUIVALENT."""
+    parser = argparse.ArgumentParser(prog="python -m tests.mutate", description=__doc__)
+    parser.add_argument("--list", action="store_true", help="list the mutants, run nothing")
+    parser.add_argument("--only", default="", help="only mutants whose key contains this text")
+    parser.add_argument("--module", action="append", help="only these modules (e.g. attention)")
+    args = parser.parse_args(argv)
+    targets = [t for t in TARGETS if not args.module or t[1] in args.module]
+    unexplained, totals = 0, []
+    for step, module in targets:
+        todo = [(m, tree) for m, tree in mutants(step, module) if args.only in m.key]
+        rel = (STEPS_DIR / step / "solution").relative_to(REPO_ROOT).as_posix()
+        where = f"{rel}/{module.replace('.', '/')}.py"
+        if args.list:
+            for m, _ in todo:
+                print(f"{where}:{m.line} {m.key}")
+            continue
+        files = fastest_first(step, module)
+        if files is None:
+            return 2
+        start, killed, equivalent, survivors = time.monotonic(), 0, 0, []
+        for n, (m, tree) in enumerate(todo, start=1):
+            if not run_suite(step, module, tree, files):
+                killed += 1
+            elif m.key in EQUIVALENT:
+                equivalent += 1
+                print(f"  equivalent {where}:{m.line} {m.key}\n    ({EQUIVALENT[m.key]})")
+            else:
+                survivors.append(m)
+                print(f"  SURVIVED {where}:{m.line} {m.key}", flush=True)
+            if n % 25 == 0:
+                print(f"  {where}: {n}/{len(todo)} run", file=sys.stderr, flush=True)
+        live = len(todo) - equivalent
+        score = 100 * killed / live if live else 100.0
+        totals.append(
+            f"{where}: {len(todo)} mutants, {killed} killed, {equivalent} equivalent, "
+            f"{len(survivors)} survived: {score:.1f}% of non-equivalent mutants killed "
+            f"({time.monotonic() - start:.0f} s)"
+        )
+        unexplained += len(survivors)
+    if totals:
+        print("\n".join(totals))
+    return 1 if unexplained else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
