@@ -95,6 +95,12 @@ EQUIVALENT: dict[str, str] = {
     ),
     "head attention_scores: scores = q @ k.transpose(-2, -1) => "
     "scores = q @ k.transpose(1, -1)": "k is (B, T, d_k), as documented: dim 1 is dim -2",
+    **{
+        f"exercises.wrong_mask attention_weights: T = mask.shape[-1] => T = mask.shape[{i}]": (
+            "the mask is [T, T], square and 2-D: every one of its dims is T"
+        )
+        for i in (0, 1, -2)
+    },
     "head online_attention: score = (q @ k[:, j, :, None])[..., 0] / d_k ** 0.5 => "
     "score = (q @ k[:, j, :, None])[..., -1] / d_k ** 0.5": "that last dim has size 1: 0 is -1",
 }
