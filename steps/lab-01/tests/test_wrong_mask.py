@@ -99,3 +99,10 @@ def test_diagnostic_counts_even_a_tiny_leak(attention, wrong_mask):
     assert count == 1 and largest == pytest.approx(1e-6)
     with pytest.raises(AssertionError, match="tiny: 1 future-token weights"):
         wrong_mask.assert_no_future_leak(weights, "tiny")
+
+
+def test_future_leak_reads_a_single_t_by_t_matrix_too(attention, wrong_mask):
+    """future_leak takes weights with or without a batch axis: [T, T] counts the same leaks."""
+    weights = wrong_mask.attention_weights(triu_mask(T))  # (1, T, T)
+    assert wrong_mask.future_leak(weights[0]) == wrong_mask.future_leak(weights)
+    assert wrong_mask.future_leak(weights[0])[0] == T * (T - 1) // 2
