@@ -82,6 +82,7 @@ def pytest_runtest_makereport(item, call):
     report = yield
     path = Path(item.path).resolve()
     report.step = path.relative_to(STEPS_DIR).parts[0] if path.is_relative_to(STEPS_DIR) else None
+    report.given = item.get_closest_marker("given") is not None
     exc = call.excinfo
     if exc and exc.errisinstance(NotImplementedError) and (m := TODO_ID.search(str(exc.value))):
         report.todo = m[1]
@@ -243,6 +244,7 @@ class StudentCheck:
                 "entered": set(self.entered),
                 # whose failure: the TODO it names, else the innermost TODO frame, else the latest
                 "blame": getattr(report, "todo", None) or (inner[-1] if inner else last),
+                "given": getattr(report, "given", False),
             }
 
     def pytest_terminal_summary(self, terminalreporter):
@@ -280,6 +282,7 @@ class StudentCheck:
             else:  # written, and no failure is its own: tests held by another TODO are not
                 status[todo] = "done"
         passed = sum(r["outcome"] == "passed" for r in results.values())
+        given = sum(r["outcome"] == "passed" and r["given"] for r in results.values())
         done = sum(s == "done" for s in status.values())
         required = [t for t in todos if not _optional(t)]
         left = [t for t in required if status[t] != "done"]
@@ -293,6 +296,7 @@ class StudentCheck:
                 else ""
             )
             + f"; {passed} of {len(results)} tests pass"
+            + (f" ({given} of them test code the starter gives)" if given else "")
         )
         if progress:
             return [
