@@ -15,6 +15,7 @@ import torch.nn.functional as F
 from bench.tiled_attention import naive_attention, tiled_attention
 from bench.timing import (
     SPREAD_LIMIT,
+    clock,
     fit_exponent,
     interleaved,
     load_average,
@@ -164,13 +165,15 @@ def measure(seq_lens: list[int], rounds: int, threads: int = 1, min_run_time: fl
     ]
     config = {"B": B, "heads": HEADS, "d_head": D_HEAD, "causal": True, "dtype": "float32"}
     config |= {"block_q": BLOCK_Q, "block_k": BLOCK_K, "rounds": rounds, "T": seq_lens}
-    config |= {"threads": threads, "min_run_time": min_run_time}
+    config |= {"threads": threads, "clock": clock(threads)[1], "min_run_time": min_run_time}
+    end = load_average()
     return {
         "config": config,
         "env": env,
         "cpu": cpu_name(),
         "cores": os.cpu_count(),
         "load_average_at_start": None if load is None else round(load, 2),
+        "load_average_at_end": None if end is None else round(end, 2),
         "sdpa_kernel": peaks[seq_lens[-1]][1],
         "wall_seconds": round(time.perf_counter() - begin, 1),
         "runs": runs,
@@ -233,7 +236,11 @@ def goals(results: dict) -> list[str]:
 
 def warnings(results: dict) -> list[str]:
     """Why the run's timings may not be trusted: a high load average, or a wide spread."""
-    found = [load_warning(results["load_average_at_start"], results["cores"])]
+    cores, threads = results["cores"], results["config"]["threads"]
+    found = [
+        load_warning(results["load_average_at_start"], cores, "when the run started"),
+        load_warning(results["load_average_at_end"], cores, "when it ended", own=threads),
+    ]
     for run in results["runs"]:
         series = {LABELS[n]: run["seconds"][n] for n in LABELS}
         series |= {f"{LABELS[a]} / {LABELS[b]}": ratios(run, a, b) for a, b in RATIOS}
@@ -272,6 +279,11 @@ def memory_table(results: dict) -> str:
     return markdown_table(header, rows)
 
 
+def _threads(n: int) -> str:
+    """'1 thread', '2 threads'."""
+    return f"{n} thread" + ("s" if n > 1 else "")
+
+
 def render_block(results: dict) -> str:
     """The Markdown of the README's bench-results block, made from the recorded results alone."""
     cfg, runs = results["config"], results["runs"]
@@ -281,9 +293,12 @@ def render_block(results: dict) -> str:
     )
     worst = max(max(run["max_abs_diff_vs_sdpa"].values()) for run in runs)
     kernel = ", ".join(f"`{op}`" for op in results["sdpa_kernel"]) or "(not recorded)"
-    threads = f"{cfg['threads']} thread" + ("s" if cfg["threads"] > 1 else "")
-    load = results["load_average_at_start"]
-    load_text = "not available" if load is None else f"{load:.2f}"
+    loads = [results[f"load_average_at_{when}"] for when in ("start", "end")]
+    load_text = (
+        "not available"
+        if None in loads
+        else "{:.2f} at the start and {:.2f} at the end".format(*loads)
+    )
     lines = [
         "Measured by `pixi run bench-attention` (`python -m bench.bench_attention`) on:",
         "",
@@ -296,12 +311,13 @@ def render_block(results: dict) -> str:
         f"{cfg['dtype']}; tiles of {cfg['block_q']} x {cfg['block_k']}; SDPA ran {kernel}. "
         f"Largest |output - SDPA output| in the run: {worst:.1e}.",
         "",
-        f"Every method ran at **{threads}**. Timed with `torch.utils.benchmark.Timer(..., "
-        f"num_threads={cfg['threads']}).blocked_autorange(min_run_time={cfg['min_run_time']:g})` "
+        f"Every method ran at **{_threads(cfg['threads'])}**, timed by "
+        f"`torch.utils.benchmark.Timer(..., num_threads={cfg['threads']}).blocked_autorange("
+        f"min_run_time={cfg['min_run_time']:g})` on the {cfg['clock']}, "
         f"in {cfg['rounds']} interleaved rounds: each round times every method at every T before "
         "the next begins. A cell is the median over rounds [first quartile, third quartile]; a "
-        "ratio is taken within each round, then summarised the same way. The load average was "
-        f"{load_text} when the run started, and the whole run took "
+        "ratio is taken within each round, then summarised the same way. The 1-minute load "
+        f"average was {load_text} of the run, which took "
         f"{results['wall_seconds']:.0f} s.",
         "",
         time_table(results).rstrip("\n"),
@@ -345,9 +361,10 @@ def plot(results: dict, path: Path) -> Path:
         ylabel="time / SDPA time, per round", title=f"ratio to SDPA over {cfg['rounds']} rounds"
     )
     ax_m.set(ylabel="peak extra MiB", title="peak extra memory (CPU allocator log)")
+    ax_r.set_ylim(bottom=0)  # ratios on a linear scale: 1 means as fast as SDPA
     for ax in (ax_t, ax_r, ax_m):
         ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
+        ax.set_yscale("linear" if ax is ax_r else "log")
         ax.set_xticks(seq_lens, [str(T) for T in seq_lens])
         ax.set_xticks([], minor=True)
         ax.set_xlabel("T (sequence length)")
@@ -355,7 +372,7 @@ def plot(results: dict, path: Path) -> Path:
         ax.legend()
     fig.suptitle(
         f"causal attention, B={cfg['B']}, {cfg['heads']} heads, d_head={cfg['d_head']}, "
-        f"{cfg['threads']} thread(s)"
+        f"every method on {_threads(cfg['threads'])}"
     )
     return save(fig, path)
 
@@ -398,7 +415,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--write-docs records the full run; drop --quick")
     with torch_threads(args.threads):
         print(report(), end="\n\n")  # its threads line is the count every method runs at
-    warning = load_warning(load_average(), os.cpu_count() or 1)
+    warning = load_warning(load_average(), os.cpu_count() or 1, "before the run")
     if warning:
         print(f"warning: {warning}", file=sys.stderr)
     if args.quick:

@@ -2,6 +2,8 @@
 
 import logging
 import os
+import sys
+import time
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 
@@ -28,9 +30,22 @@ def torch_threads(n: int) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
+def clock(threads: int) -> tuple[Callable[[], float], str]:
+    """The clock to time with at this thread count, and its name for the record."""
+    # On one thread torch runs the whole call in the calling thread, so that thread's CPU time is
+    # the call's cost, and the time it spends waiting for a core while another program runs is
+    # not counted. The work of several threads is spread over threads this clock cannot see: wall
+    # time then. Windows' thread clock moves in steps of about 15 ms, too coarse for short calls.
+    if threads == 1 and sys.platform != "win32":
+        return time.thread_time, "CPU time of the calling thread"
+    return time.perf_counter, "wall-clock time"
+
+
 def seconds_per_call(fn: Callable[[], object], threads: int, min_run_time: float) -> float:
     """Median seconds per call of fn() over the blocks of one Timer.blocked_autorange."""
-    timer = benchmark.Timer("fn()", globals={"fn": fn}, num_threads=threads)
+    timer = benchmark.Timer(
+        "fn()", globals={"fn": fn}, num_threads=threads, timer=clock(threads)[0]
+    )
     return timer.blocked_autorange(min_run_time=min_run_time).median
 
 
@@ -83,11 +98,14 @@ def load_average() -> float | None:
     return os.getloadavg()[0] if hasattr(os, "getloadavg") else None
 
 
-def load_warning(load: float | None, cores: int) -> str | None:
-    """A warning if the load average says other programs were competing for the cores."""
-    if load is None or load <= LOAD_LIMIT * cores:
+def load_warning(load: float | None, cores: int, when: str, own: int = 0) -> str | None:
+    """A warning if the load average, less `own` busy threads of ours, says others were busy."""
+    # The 1-minute average lags: at the start it shows what ran just before; at the end it also
+    # counts this run's own threads, hence `own`.
+    if load is None or load - own <= LOAD_LIMIT * cores:
         return None
+    ours = f" ({own} of it this run's own)" if own else ""
     return (
-        f"load average {load:.2f} on {cores} logical cores when the run started: other programs "
-        "were busy; timings taken beside them are slower and noisier"
+        f"load average {load:.2f}{ours} on {cores} logical cores {when}: other programs were "
+        "busy; timings taken beside them are slower and noisier"
     )

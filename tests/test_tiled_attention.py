@@ -1,13 +1,15 @@
 """bench/: tiled attention agrees with naive attention and torch's SDPA; the README quotes the run."""
 
 import json
+import sys
+import time
 
 import pytest
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from bench import bench_attention
+from bench import bench_attention, timing
 from bench.tiled_attention import naive_attention, tiled_attention
 from common.docs import parse_table, read_block
 from common.seeding import generator, randn
@@ -191,16 +193,38 @@ def test_ratios_are_taken_per_round_then_summarised():
 
 
 def test_warnings_name_a_wide_spread_and_a_high_load():
-    steady = {"runs": [_run(2048, [0.30, 0.31, 0.30], [0.2] * 3)], "cores": 2}
-    assert bench_attention.warnings(steady | {"load_average_at_start": 0.2}) == []
-    assert bench_attention.warnings(steady | {"load_average_at_start": None}) == []  # Windows
-    busy = bench_attention.warnings(steady | {"load_average_at_start": 2.5})
-    assert len(busy) == 1 and busy[0].startswith("load average 2.50 on 2 logical cores")
-    noisy = {"runs": [_run(2048, [0.3, 0.6, 0.3, 0.6], [0.2] * 4)], "cores": 2}
-    found = bench_attention.warnings(noisy | {"load_average_at_start": 0.2})
+    def results(tiled_s, start, end):
+        runs = [_run(2048, tiled_s, [0.2] * len(tiled_s))]
+        loads = {"load_average_at_start": start, "load_average_at_end": end}
+        return {"runs": runs, "cores": 2, "config": {"threads": 1}} | loads
+
+    steady = [0.30, 0.31, 0.30]
+    assert bench_attention.warnings(results(steady, 0.2, 1.9)) == []  # 1.9 - our 1 thread <= 1
+    assert bench_attention.warnings(results(steady, None, None)) == []  # Windows: no load average
+    busy = bench_attention.warnings(results(steady, 2.5, 2.5))
+    assert [line.split(" on ")[0] for line in busy] == [
+        "load average 2.50",
+        "load average 2.50 (1 of it this run's own)",
+    ]
+    found = bench_attention.warnings(results([0.3, 0.6, 0.3, 0.6], 0.2, 1.0))
     assert found == [
         "T = 2048: quartiles more than 10% of the median apart for tiled (67%), tiled / SDPA (67%)"
     ]
+
+
+def test_rounds_are_interleaved_and_one_thread_reads_its_own_cpu_clock():
+    order = []
+    cells = {"a": lambda: None, "b": lambda: None}
+    seconds = timing.interleaved(
+        cells, 2, min_run_time=0.001, done=lambda r, k: order.append((r, k))
+    )
+    assert order == [(0, "a"), (0, "b"), (1, "a"), (1, "b")]  # round 0 times both before round 1
+    assert all(len(s) == 2 and min(s) >= 0 for s in seconds.values())
+    windows = sys.platform == "win32"  # its thread clock moves in ~15 ms steps: wall time there
+    assert timing.clock(1)[0] is (time.perf_counter if windows else time.thread_time)
+    assert (
+        timing.clock(2)[0] is time.perf_counter
+    )  # other threads' work: only the wall clock sees it
 
 
 def test_quick_bench_runs_end_to_end(tmp_path, capsys):
@@ -210,7 +234,7 @@ def test_quick_bench_runs_end_to_end(tmp_path, capsys):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     out, err = capsys.readouterr()
     assert "threads  1" in out and "| T |" in out and "Fitted exponent" in out
-    assert "at **1 thread**" in out and "num_threads=1" in out
+    assert "at **1 thread**" in out and "num_threads=1" in out and timing.clock(1)[1] in out
     # stderr is not a terminal here: no carriage-return progress, one line per finished round
     assert "\r" not in err
     rounds = [line for line in err.splitlines() if line.startswith("round ")]

@@ -7,7 +7,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from bench.timing import fit_exponent, interleaved, quartiles
+from bench.timing import clock, fit_exponent, interleaved, quartiles
 from common.broken import BY_NAME, broken_head
 from common.loader import load, load_checkpoint
 from common.seeding import generator, randn, seed_all
@@ -370,4 +370,5 @@ def cost(head, Ts=(256, 512, 1024, 2048), d=64, d_head=64, repeats=3, seed=0, mi
         d=d,
         d_head=d_head,
         rounds=repeats,
+        clock=clock(1)[1],
     )

@@ -285,10 +285,10 @@ def main(argv: list[str], impl: str) -> int:
     for name, body in blocks(results).items():
         print(BLOCKS[name][2], body, sep="\n")
     if "cost" in results:
-        rounds = results["cost"]["rounds"]
+        cost = results["cost"]
         print(
-            f"(e) cost, measured on this machine, one thread, median of {rounds} interleaved "
-            "rounds: changes from run to run, checked nowhere"
+            f"(e) cost, measured on this machine, one thread ({cost['clock']}), median of "
+            f"{cost['rounds']} interleaved rounds: changes from run to run, checked nowhere"
         )
         print(timing_table(results["cost"]))
     for path in figures(results, out_dir(STEP, args.out)):
