@@ -63,7 +63,6 @@ UNITS_TOL = DOCS_ABS_TOL / 2.0**-23
 
 
 @pytest.mark.given  # counts the tests of the solution: no TODO on the path
-@pytest.mark.slow  # about 2 s: pytest collects this lab's tests again in a subprocess
 def test_readme_expected_test_count_is_the_live_count(runner):
     """'Expected: N passed' names what `pixi run test-lab-01` runs today, not the lecture's 28."""
     block = read_block(runner.README, "lab-01-test-count")

@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+import pytest
 import torch
 
 from common.loader import load_fresh
@@ -10,7 +11,7 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 
 def test_run_passes_on_the_attention_under_test(attention, wrong_mask, runner, capsys, tmp_path):
-    assert runner.run(attention, wrong_mask, False, tmp_path) == 0
+    assert runner.run(attention, wrong_mask, False, tmp_path, draw=False) == 0
     out = capsys.readouterr().out
     assert "FAIL" not in out and out.count("PASS") == 6  # five table rows and the repaired mask
 
@@ -24,10 +25,11 @@ def test_run_fails_when_a_figure_is_over_its_threshold(
     unscaled.scaled_dot_product_attention = lambda q, k, v, mask=None, scale=None: sdpa(
         q, k, v, mask, scale=1.0
     )
-    assert runner.run(unscaled, wrong_mask, False, tmp_path) == 1
+    assert runner.run(unscaled, wrong_mask, False, tmp_path, draw=False) == 1
     assert "FAIL: a figure is above its threshold" in capsys.readouterr().out
 
 
+@pytest.mark.slow  # about 1 s: matplotlib draws two figures
 def test_run_writes_the_mask_and_leak_figures(attention, wrong_mask, runner, capsys, tmp_path):
     runner.run(attention, wrong_mask, False, tmp_path)
     out = capsys.readouterr().out
