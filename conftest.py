@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from common import REPO_ROOT, STEPS_DIR, command, shown
+from common import STEPS_DIR, command, shown
 from common.loader import IMPLS, ImplImportError, load, step_names
 from common.starters import BEGIN
 
@@ -101,12 +101,13 @@ def pytest_runtest_makereport(item, call):
 
 
 def _short_traceback(exc) -> list[str]:
-    """The repository's frames of a failure (file:line, function, source line) and the error."""
+    """The course's frames of a failure (file:line, function, source line) and the error."""
     lines = []
     for entry in exc.traceback:
-        path = Path(entry.path)
-        if path.is_relative_to(REPO_ROOT) and ".venv" not in path.parts:
-            where = f"{path.relative_to(REPO_ROOT).as_posix()}:{entry.lineno + 1}"
+        path = Path(entry.path)  # torch's, pytest's and Python's own frames are left out
+        libraries = {"site-packages", "dist-packages"} & set(path.parts)
+        if not libraries and not path.is_relative_to(sys.base_prefix) and path.suffix == ".py":
+            where = f"{shown(path)}:{entry.lineno + 1}"
             lines += [f"  {where} in {entry.name}", f"      {str(entry.statement).strip()}"]
     return lines[-6:] + [f"  {exc.typename}: {(str(exc.value).splitlines() or [''])[0]}"]
 
