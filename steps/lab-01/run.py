@@ -2,6 +2,7 @@
 
 import argparse
 import contextlib
+import functools
 import io
 from collections.abc import Callable
 from pathlib import Path
@@ -292,6 +293,7 @@ class _Count:
         self.n = len(session.items)
 
 
+@functools.cache  # the count does not change within one run of pytest, which asks several times
 def collected_tests() -> int:
     """How many tests `pixi run test-lab-01` runs: pytest's own count, collected in this process."""
     count = _Count()
