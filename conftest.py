@@ -12,7 +12,7 @@ import pytest
 
 from common import STEPS_DIR, command, shown
 from common.loader import IMPLS, ImplImportError, load, step_names
-from common.starters import BEGIN
+from common.starters import BEGIN, STARTER
 
 
 def pytest_addoption(parser):
@@ -49,6 +49,7 @@ def pytest_report_header(config):
 
 STEPS_UNDER_TEST = pytest.StashKey[list[str]]()
 TODO_ID = re.compile(r"TODO\(([^)]*)\)")
+WHOLE_RUNS = re.compile(r"test_(docs|run|experiments)\.py")  # tests of whole runs and handouts
 
 
 def _steps_under_test(config) -> list[str]:
@@ -159,13 +160,31 @@ def _regions(step: str) -> dict[str, dict]:
             for fn in (cls.body if cls else tree.body)
             if isinstance(fn, ast.FunctionDef)
         ]
+        todo = None
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
             if m := BEGIN.match(line):
                 todo = m[2][5:-1]
                 name = next(q for q, fn in functions if fn.lineno <= number <= fn.end_lineno)
                 entry = todos.setdefault(todo, {"module": module, "functions": [], "file": path})
                 entry["functions"].append(name)
+            elif (m := STARTER.match(line)) and todo:
+                entry.setdefault("shipped", []).append(m[1].strip())  # code the starter ships
     return dict(sorted(todos.items(), key=lambda kv: _natural(kv[0])))
+
+
+def _shipped_bugs(step: str, todos: dict) -> dict[str, tuple[str, int, str]]:
+    """Like _open_todos, for exercises that ship buggy code: open while that code is unchanged."""
+    found = {}
+    for todo, region in todos.items():
+        if not region.get("shipped"):
+            continue
+        rel = region["file"].relative_to(STEPS_DIR / step / "solution")
+        path = STEPS_DIR / step / "starter" / rel
+        lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()]
+        if region["shipped"][0] in lines:
+            message = f"TODO({todo}): this code ships with a bug; run the exercise, then repair it"
+            found[todo] = (shown(path), lines.index(region["shipped"][0]) + 1, message)
+    return found
 
 
 def _open_todos(step: str) -> dict[str, tuple[str, int, str]]:
@@ -192,6 +211,7 @@ class StudentCheck:
         self.results: dict[str, dict] = {}  # nodeid -> outcome, step, todo, bug, entered
         self.codes: dict = {}  # code object of a TODO function -> (step, TODO id)
         self.entered: set = set()
+        self.broken: list[str] = []  # test files that could not be collected
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionstart(self, session):
@@ -218,16 +238,24 @@ class StudentCheck:
                 sys.monitoring.set_local_events(self.TOOL, code, sys.monitoring.events.PY_START)
 
     def _on_start(self, code, offset):
-        self.entered.add(self.codes[code][1])
+        if code in self.codes:
+            self.entered.add(self.codes[code][1])
         return sys.monitoring.DISABLE  # once per test is enough; restart_events re-arms it
 
     def pytest_unconfigure(self, config):
-        if sys.monitoring.get_tool(self.TOOL) == "course-check":
+        if sys.monitoring.get_tool(self.TOOL) == "course-check":  # leave nothing armed behind
+            for code in self.codes:
+                sys.monitoring.set_local_events(self.TOOL, code, 0)
+            sys.monitoring.register_callback(self.TOOL, sys.monitoring.events.PY_START, None)
             sys.monitoring.free_tool_id(self.TOOL)
 
     def pytest_runtest_logstart(self, nodeid, location):
         self.entered = set()
         sys.monitoring.restart_events()
+
+    def pytest_collectreport(self, report):
+        if report.failed:  # a test file that does not import: say which, and why
+            self.broken.append(f"{report.nodeid}: {report.longreprtext.strip().splitlines()[-1]}")
 
     def pytest_report_teststatus(self, report, config):
         """No progress dots: the summary says it all (setup and teardown count for nothing)."""
@@ -250,6 +278,8 @@ class StudentCheck:
 
     def pytest_terminal_summary(self, terminalreporter):
         write = terminalreporter.write_line
+        for line in self.broken:
+            write(f"could not collect {line}")
         progress = self.config.getoption("--progress")
         for step in self.config.stash.get(STEPS_UNDER_TEST, []):
             lines = self.step_lines(step, progress)
@@ -260,13 +290,17 @@ class StudentCheck:
             write(f"{nodeid}: {self.results[nodeid]['bug'][-1].strip()}")
 
     def pytest_sessionfinish(self, session):
-        if self.config.getoption("--progress"):
-            session.exitstatus = 0  # progress is a report, never a red check
+        if (
+            self.config.getoption("--progress")
+            and session.exitstatus == pytest.ExitCode.TESTS_FAILED
+        ):
+            session.exitstatus = 0  # progress is a report: failing tests are not a red check
 
     def step_lines(self, step: str, progress: bool) -> list[str]:
         """The summary of one step: its TODO table, its bugs and what to write next."""
         results = {n: r for n, r in self.results.items() if r["step"] == step}
         todos, still = _regions(step), _open_todos(step)
+        still |= _shipped_bugs(step, todos)
         held = Counter(r["todo"] for r in results.values() if r["todo"])
         status, failing = {}, Counter()
         for r in results.values():
@@ -274,7 +308,9 @@ class StudentCheck:
                 failing[r["blame"]] += 1
         for todo in todos:
             ran = [r for r in results.values() if todo in r["entered"]]
-            if todo in still:
+            if todo in still and todos[todo].get("shipped"):
+                status[todo] = "exercise"  # ships with a bug: open until its code changes
+            elif todo in still:
                 status[todo] = "optional" if _optional(todo) else "todo"
             elif failing[todo]:
                 status[todo] = "bug"
@@ -287,7 +323,7 @@ class StudentCheck:
         done = sum(s == "done" for s in status.values())
         required = [t for t in todos if not _optional(t)]
         left = [t for t in required if status[t] != "done"]
-        nxt = next((t for t, s in status.items() if s in ("todo", "bug")), None)
+        nxt = next((t for t, s in status.items() if s in ("todo", "bug", "exercise")), None)
         where = still.get(nxt) or _function_place(step, todos[nxt]) if nxt else None
         summary = (
             f"{len(required) - len(left)} of {len(required)} required TODOs done"
@@ -311,20 +347,25 @@ class StudentCheck:
                 + (" The optional ones are yours to try." if nxt or len(todos) > done else "")
             ]
         marks = {"done": "[x]", "todo": "[ ]", "bug": "[!]", "optional": "[ ]", "untested": "[?]"}
-        marks["waiting"] = "[ ]"
+        marks["waiting"] = marks["exercise"] = "[ ]"
         for todo, state in status.items():
             note = {
                 "todo": _waiting(held[todo]),
                 "bug": f"written; {failing[todo]} of its tests fail",
                 "optional": "optional; " + _waiting(held[todo], "skip until you write it"),
+                "exercise": f"the exercise: the shipped code has a bug ({failing[todo]} tests fail)"
+                if failing[todo]
+                else "the exercise: its tests stop at an earlier TODO",
                 "done": "done",
                 "untested": "written; none of its tests ran here",
                 "waiting": "written; its tests wait for another TODO",
             }[state]
             lines.append(f"{marks[state]} TODO({todo}): {note}")
         bugs = [(n, r["bug"]) for n, r in results.items() if r["bug"]]
+        bugs.sort(key=lambda b: bool(WHOLE_RUNS.search(b[0])))  # tests of the code come first
         if bugs:
-            lines += ["", f"{len(bugs)} failures are bugs, not TODOs (shortened; -v shows all):"]
+            many = f"{len(bugs)} failures are bugs" if len(bugs) > 1 else "1 failure is a bug"
+            lines += ["", f"{many}, not a TODO (shortened; -v shows all):"]
             for nodeid, tb in bugs[:3]:
                 lines += [nodeid, *tb]
             lines += [f"{nodeid}: {tb[-1].strip()}" for nodeid, tb in bugs[3:]]
@@ -336,11 +377,11 @@ class StudentCheck:
             if not message:  # written but failing: its first failure is the place to start
                 lines.append(f"  {failing[nxt]} of its tests fail; the first is shown above")
             mine = [n for n, r in results.items() if r["outcome"] == "failed" and r["blame"] == nxt]
-            # a test of the code itself before one that compares whole runs or handouts
-            mine.sort(key=lambda n: any(w in n for w in ("test_docs", "test_run")))
+            mine.sort(key=lambda n: bool(WHOLE_RUNS.search(n)))  # tests of the code first
             first = mine[0] if mine else ""
             name = first.split("::")[-1].split("[")[0]  # -k takes a name, not a parameter
-            pixi, python = f"pixi run check-{step}", f"python -m pytest steps/{step} --impl starter"
+            pixi = f"pixi run check-{step}"
+            python = f"python -m pytest {shown(STEPS_DIR / step)} --impl starter"
             if name:
                 lines.append(f"One test in full: {command(pixi, python)} -v -k {name}")
         return lines

@@ -37,6 +37,8 @@ def starter_text(solution: str, where: str = "solution") -> str:
             if begin:
                 raise ValueError(f"{where}:{number}: BEGIN SOLUTION inside another region")
             begin, body = m, []
+        elif END.match(line) and not begin:
+            raise ValueError(f"{where}:{number}: END SOLUTION without a BEGIN SOLUTION")
         elif not begin:
             out.append(line)
         elif END.match(line):

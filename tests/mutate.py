@@ -20,11 +20,11 @@ from pathlib import Path
 from common import REPO_ROOT, STEPS_DIR
 from common.loader import load_fresh, override
 from tests.contracts import run_pytest
+from tests.symptoms import SUITE_ARGS
 
 # (step, module): the solution files mutated
 TARGETS = [("lab-01", "attention"), ("step-04", "head"), ("lab-01", "exercises.wrong_mask")]
 # As tests/test_mutation.py: stop at the first failure, leave out the figure-rendering slow tests.
-SUITE_ARGS = ["--impl", "solution", "-x", "-qq", "--no-header", "-m", "not slow"]
 TIMEOUT = 60  # seconds per mutant: one that loops or crawls counts as killed
 
 CMP = {
@@ -352,16 +352,19 @@ def run_suite(step: str, module: str, tree: ast.Module | None, files: list[Path]
         except Exception:
             return False  # a module that does not import fails every test
     args = [*map(str, files), *SUITE_ARGS]
-    previous = signal.signal(signal.SIGALRM, _alarm)
-    signal.alarm(TIMEOUT)
+    timed = hasattr(signal, "SIGALRM")  # a mutant that loops forever is stopped, except on Windows
+    previous = signal.signal(signal.SIGALRM, _alarm) if timed else None
+    if timed:
+        signal.alarm(TIMEOUT)
     try:
         with override(step, module, fresh), contextlib.redirect_stdout(io.StringIO()):
             return run_pytest(args) == 0
     except _Timeout:
         return False
     finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
+        if timed:
+            signal.alarm(0)
+            signal.signal(signal.SIGALRM, previous)
 
 
 def fastest_first(step: str, module: str) -> list[Path] | None:

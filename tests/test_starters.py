@@ -53,6 +53,7 @@ def test_starter_lines_replace_the_region_for_a_bug_hunt():
             SOLUTION.replace("    y = x", "    # BEGIN SOLUTION TODO(x)\n    y = x"),
             "inside another",
         ),
+        (SOLUTION.replace("    # BEGIN SOLUTION TODO(step-99 f)\n", ""), "without a BEGIN"),
     ],
 )
 def test_a_broken_region_is_a_clear_error(text, message):
