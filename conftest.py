@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from common import STEPS_DIR, command, shown
+from common import STEPS_DIR, WHOLE_RUNS, command, shown
 from common.loader import IMPLS, ImplImportError, load, step_names
 from common.starters import BEGIN, STARTER
 
@@ -49,7 +49,6 @@ def pytest_report_header(config):
 
 STEPS_UNDER_TEST = pytest.StashKey[list[str]]()
 TODO_ID = re.compile(r"TODO\(([^)]*)\)")
-WHOLE_RUNS = re.compile(r"test_(docs|run|experiments)\.py")  # tests of whole runs and handouts
 
 
 def _steps_under_test(config) -> list[str]:
@@ -137,10 +136,14 @@ def _optional(todo: str) -> bool:
     return "optional" in todo.split(":")[0].split()
 
 
+def _starter_file(step: str, region: dict) -> Path:
+    """The starter file that holds a TODO region of the solution."""
+    return STEPS_DIR / step / "starter" / region["file"].relative_to(STEPS_DIR / step / "solution")
+
+
 def _function_place(step: str, region: dict) -> tuple[str, int, str]:
     """(starter file, line, '') of the first function a written TODO lives in."""
-    rel = region["file"].relative_to(STEPS_DIR / step / "solution")
-    path = STEPS_DIR / step / "starter" / rel
+    path = _starter_file(step, region)
     name = region["functions"][0].split(".")[-1]
     tree = ast.parse(path.read_text(encoding="utf-8"))
     line = next((n.lineno for n in ast.walk(tree) if getattr(n, "name", None) == name), 1)
@@ -153,7 +156,8 @@ def _regions(step: str) -> dict[str, dict]:
     folder = STEPS_DIR / step / "solution"
     for path in sorted(folder.rglob("*.py")):
         module = path.relative_to(folder).with_suffix("").as_posix().replace("/", ".")
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        tree = ast.parse(text)
         functions = [
             (f"{cls.name}.{fn.name}" if cls else fn.name, fn)
             for cls in [None, *[n for n in tree.body if isinstance(n, ast.ClassDef)]]
@@ -161,7 +165,7 @@ def _regions(step: str) -> dict[str, dict]:
             if isinstance(fn, ast.FunctionDef)
         ]
         todo = None
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        for number, line in enumerate(text.splitlines(), start=1):
             if m := BEGIN.match(line):
                 todo = m[2][5:-1]
                 name = next(q for q, fn in functions if fn.lineno <= number <= fn.end_lineno)
@@ -178,8 +182,7 @@ def _shipped_bugs(step: str, todos: dict) -> dict[str, tuple[str, int, str]]:
     for todo, region in todos.items():
         if not region.get("shipped"):
             continue
-        rel = region["file"].relative_to(STEPS_DIR / step / "solution")
-        path = STEPS_DIR / step / "starter" / rel
+        path = _starter_file(step, region)
         lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()]
         if region["shipped"][0] in lines:
             message = f"TODO({todo}): this code ships with a bug; run the exercise, then repair it"
@@ -212,6 +215,7 @@ class StudentCheck:
         self.codes: dict = {}  # code object of a TODO function -> (step, TODO id)
         self.entered: set = set()
         self.broken: list[str] = []  # test files that could not be collected
+        self.regions: dict[str, dict] = {}  # step -> its TODO regions, read once
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionstart(self, session):
@@ -221,7 +225,8 @@ class StudentCheck:
         if reporter:
             reporter.reportchars = ""
         for step in self.config.stash.get(STEPS_UNDER_TEST, []):
-            for todo, region in _regions(step).items():
+            self.regions[step] = _regions(step)
+            for todo, region in self.regions[step].items():
                 module = load(step, region["module"], "starter")
                 for name in region["functions"]:
                     obj = module
@@ -299,7 +304,7 @@ class StudentCheck:
     def step_lines(self, step: str, progress: bool) -> list[str]:
         """The summary of one step: its TODO table, its bugs and what to write next."""
         results = {n: r for n, r in self.results.items() if r["step"] == step}
-        todos, still = _regions(step), _open_todos(step)
+        todos, still = self.regions[step], _open_todos(step)
         still |= _shipped_bugs(step, todos)
         held = Counter(r["todo"] for r in results.values() if r["todo"])
         status, failing = {}, Counter()

@@ -1,6 +1,7 @@
 """Shared helpers for every step: implementation loader, seeding, environment report, figures."""
 
 import os
+import re
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -8,6 +9,8 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 STEPS_DIR = Path(os.environ.get("COURSE_STEPS_DIR", REPO_ROOT / "steps")).resolve()
 SOLUTIONS_DIR = REPO_ROOT / "solutions"
 OUT_DIR = REPO_ROOT / "out"
+# Test files that check whole runs and handouts; tests of the code itself are shown and run first.
+WHOLE_RUNS = re.compile(r"test_(docs|run|experiments)\.py")
 
 
 def command(pixi: str, python: str) -> str:

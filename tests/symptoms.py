@@ -2,13 +2,12 @@
 
 import contextlib
 import io
-import re
 import sys
 from types import ModuleType
 
 import torch
 
-from common import STEPS_DIR
+from common import STEPS_DIR, WHOLE_RUNS
 from common.broken import BUGS, PADDING_BUGS, Bug, broken_head, weights
 from common.docs import markdown_table, write_block
 from common.loader import load_fresh, override
@@ -19,7 +18,6 @@ TARGETS = [("step-04", "head", BUGS), ("lab-01", "attention", BUGS + PADDING_BUG
 # The same arguments for the unbroken guard and every variant, so a kill can only be the variant's.
 # Slow tests sit out: in the steps they only render figures, which takes seconds.
 SUITE_ARGS = ["--impl", "solution", "-x", "-qq", "--no-header", "-m", "not slow"]
-WHOLE_RUNS = re.compile(r"test_(docs|run|experiments)\.py")  # tests of whole runs and handouts
 
 
 class FirstFailure:
