@@ -2,6 +2,8 @@
 student's one-screen check (`--impl starter`: what is done, what to write next, real bugs)."""
 
 import ast
+import gc
+import os
 import re
 import sys
 import textwrap
@@ -13,6 +15,10 @@ import pytest
 from common import STEPS_DIR, WHOLE_RUNS, command, shown
 from common.loader import IMPLS, ImplImportError, load, step_names
 from common.starters import BEGIN, STARTER
+
+# Test tensors are tiny: a second intra-op thread costs more than it saves (a quarter of the
+# suite's time on 2 cores). Set before any test imports torch; child processes inherit it.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 def pytest_addoption(parser):
@@ -41,6 +47,12 @@ def pytest_configure(config):
 def impl(request) -> str:
     """The implementation under test, from --impl: step fixtures pass it to common.loader.load."""
     return request.config.getoption("--impl")
+
+
+def pytest_collection_finish(session):
+    """Everything imported so far (torch, numpy) lives for the session: keep it out of every gc
+    pass, which pytest runs five times at the end of each session (0.5 s each with torch)."""
+    gc.freeze()
 
 
 def pytest_report_header(config):

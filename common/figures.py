@@ -20,6 +20,8 @@ def out_dir(step: str, root: Path | None = None) -> Path:
 
 def save(fig: "plt.Figure", path: Path) -> Path:
     """Write `fig` as a PNG, close it, and return the path."""
-    fig.savefig(path, dpi=110, bbox_inches="tight")
+    if fig.get_layout_engine() is None:  # without one, savefig would clip labels and legends
+        raise ValueError("create the figure with layout='constrained'; got no layout engine")
+    fig.savefig(path, dpi=110)  # constrained layout fits everything: no bbox_inches="tight" pass
     plt.close(fig)
     return path

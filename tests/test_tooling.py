@@ -186,3 +186,13 @@ def test_messages_name_the_command_of_the_students_path(step, monkeypatch, pixi,
         monkeypatch.delenv("PIXI_PROJECT_ROOT", raising=False)
     _, message = catchup.catch_up(step, now=datetime(2026, 11, 29, 8, 0, 0))
     assert expected in message
+
+
+def test_a_figure_without_a_layout_engine_is_refused(tmp_path):
+    from common.figures import plt, save
+
+    fig = plt.figure()
+    with pytest.raises(ValueError, match="layout='constrained'"):
+        save(fig, tmp_path / "clipped.png")
+    plt.close(fig)
+    assert not (tmp_path / "clipped.png").exists()
