@@ -108,8 +108,22 @@ def pytest_runtest_makereport(item, call):
             )
     elif exc and report.failed:
         report.bug = _short_traceback(exc)
-        report.codes = [entry.frame.code.raw for entry in exc.traceback]
+        # (file, first line) of each frame, not code objects: xdist sends reports between processes
+        report.frames = [_where(entry.frame.code.raw) for entry in exc.traceback]
     return report
+
+
+def _where(code) -> tuple[str, int]:
+    """A function's code, as plain data: (file, first line)."""
+    return code.co_filename, code.co_firstlineno
+
+
+def k_name(nodeid: str) -> str:
+    """What `-k` needs to pick this one test, quoted for any shell."""
+    name = nodeid.split("::")[-1]
+    if not re.fullmatch(r"[\w.-]+(\[[\w.-]+\])?", name):
+        name = name.split("[")[0]  # an id -k cannot parse: all of the function's cases
+    return f'"{name}"' if "[" in name else name  # [...] is a glob pattern to the shell
 
 
 def _short_traceback(exc) -> list[str]:
@@ -280,7 +294,8 @@ class StudentCheck:
 
     def pytest_runtest_logreport(self, report):
         if report.when == "call" or not report.passed:
-            inner = [self.codes[c][1] for c in getattr(report, "codes", []) if c in self.codes]
+            todos = {_where(code): todo for code, (_, todo) in self.codes.items()}
+            inner = [todos[f] for f in getattr(report, "frames", []) if f in todos]
             last = max(self.entered, key=_natural, default=None)  # the latest task it reached
             self.results[report.nodeid] = {
                 "outcome": report.outcome,
@@ -396,7 +411,7 @@ class StudentCheck:
             mine = [n for n, r in results.items() if r["outcome"] == "failed" and r["blame"] == nxt]
             mine.sort(key=lambda n: bool(WHOLE_RUNS.search(n)))  # tests of the code first
             first = mine[0] if mine else ""
-            name = first.split("::")[-1].split("[")[0]  # -k takes a name, not a parameter
+            name = k_name(first)
             pixi = f"pixi run check-{step}"
             python = f"python -m pytest {shown(STEPS_DIR / step)} --impl starter"
             if name:

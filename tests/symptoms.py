@@ -17,7 +17,7 @@ from tests.contracts import run_pytest
 TARGETS = [("step-04", "head", BUGS), ("lab-01", "attention", BUGS + PADDING_BUGS)]
 # The same arguments for the unbroken guard and every variant, so a kill can only be the variant's.
 # Slow tests sit out: in the steps they only render figures, which takes seconds.
-SUITE_ARGS = ["--impl", "solution", "-x", "-qq", "--no-header", "-m", "not slow"]
+SUITE_ARGS = ["--impl", "solution", "-x", "-qq", "--no-header", "--tb=no", "-m", "not slow"]
 
 
 class FirstFailure:

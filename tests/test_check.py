@@ -11,6 +11,7 @@ import pytest
 
 from common import REPO_ROOT, STEPS_DIR
 from common.docs import read_block
+from conftest import k_name
 from tests.contracts import run_pytest
 from tests.first_check import README, first_check
 
@@ -39,7 +40,9 @@ def test_first_check_fits_one_screen_and_names_what_to_write(untouched):
     assert re.search(
         rf"^Next: TODO\({step} [^)]+\) at steps/{step}/starter/\S+\.py:\d+$", text, re.M
     )
-    assert f"One test in full: pixi run check-{step} -v -k test_" in text
+    assert re.search(
+        rf"^One test in full: pixi run check-{step} -v -k \"?test_\w+(\[[^] ]+\]\")?$", text, re.M
+    )
     assert "Traceback" not in text and re.search(r"^\d+ failed", lines[-1])
 
 
@@ -88,3 +91,15 @@ def test_progress_is_one_line_per_step_and_never_red(capsys):
     assert code == pytest.ExitCode.OK
     assert [line.split()[0] for line in steps] == ["lab-01", "step-04"]
     assert all(re.search(r"tests pass.*; next: TODO\(", line) for line in steps)
+
+
+@pytest.mark.parametrize(
+    ("nodeid", "expected"),
+    [
+        ("tests/test_head.py::test_rows_sum_to_one", "test_rows_sum_to_one"),
+        ("tests/test_x.py::test_figure[cost.png]", '"test_figure[cost.png]"'),
+        ("tests/test_x.py::test_case[a b]", "test_case"),  # -k cannot take a space
+    ],
+)
+def test_one_test_command_picks_exactly_that_test(nodeid, expected):
+    assert k_name(nodeid) == expected

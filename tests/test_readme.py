@@ -1,6 +1,7 @@
 """The top-level README agrees with the pins and the steps."""
 
 import re
+import tomllib
 
 import pytest
 
@@ -27,7 +28,8 @@ def test_course_map_lists_every_step_with_its_tasks():
 
 def test_readme_gives_the_test_command_ci_runs():
     lines = README.read_text(encoding="utf-8").splitlines()
-    assert ".venv/bin/python -m pytest" in lines
+    tasks = tomllib.loads((REPO_ROOT / "pixi.toml").read_text(encoding="utf-8"))["tasks"]
+    assert f".venv/bin/{tasks['test']['cmd']}" in lines  # the same command as `pixi run test`
 
 
 def test_course_map_gives_the_order_of_the_steps():
