@@ -37,7 +37,7 @@ def cells_agree(readme: str, fresh: str) -> bool:
 
 
 def test_readme_numbers_match_a_fresh_run(head, run):
-    fresh = run.blocks(run.compute_required(head, timing_Ts=(16, 32), repeats=1))
+    fresh = run.blocks(run.compute_required(head, **run.QUICK))
     # the rule itself, on examples
     assert cells_agree("4.01", "4.02") and not cells_agree("4.01", "4.03")
     assert cells_agree("9.4%", "9.5%") and not cells_agree("9.4%", "9.6%")

@@ -222,7 +222,7 @@ def test_online_attention_matches_the_head(head, experiments):
 
 
 def test_cost_counts_and_times_without_checking_speed(head, experiments):
-    result = experiments.cost(head, Ts=(8, 16), d=8, d_head=4, repeats=1)
+    result = experiments.cost(head, Ts=(8, 16), d=8, d_head=4, repeats=1, min_run_time=0.002)
     assert [r["T"] for r in result["rows"]] == [8, 16]
     assert [r["flops"] for r in result["rows"]] == [
         2 * 3 * T * 8 * 4 + 4 * T * T * 4 for T in (8, 16)
@@ -264,7 +264,7 @@ def test_run_draws_the_handouts_figures(run):
 @pytest.mark.parametrize("file", FIGURES)
 def test_figure_is_a_png(head, run, file, tmp_path):
     name, draw = next((name, draw) for name, draw, f in run.FIGURES if f == file)
-    result = run.experiment_calls(timing_Ts=(16, 32), repeats=1)[name](head)
+    result = run.experiment_calls(**run.QUICK)[name](head)
     path = draw(result, out_dir("step-04", tmp_path) / file)
     assert path == tmp_path / "step-04" / file
     data = path.read_bytes()
