@@ -78,6 +78,8 @@ def pytest_sessionstart(session):
     """Import every module of the chosen implementation first, so a broken file is one line."""
     impl = session.config.getoption("--impl")
     session.config.stash[STEPS_UNDER_TEST] = _steps_under_test(session.config)
+    if session.config.pluginmanager.has_plugin("dsession"):
+        return  # pytest-xdist's controller runs no tests; each worker imports the steps itself
     for step in session.config.stash[STEPS_UNDER_TEST]:
         folder = STEPS_DIR / step / impl
         for path in sorted(folder.rglob("*.py")):
