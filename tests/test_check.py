@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 
+import execnet
 import pytest
 
 from common import REPO_ROOT, STEPS_DIR
@@ -103,3 +104,27 @@ def test_progress_is_one_line_per_step_and_never_red(capsys):
 )
 def test_one_test_command_picks_exactly_that_test(nodeid, expected):
     assert k_name(nodeid) == expected
+
+
+class Sent:
+    """A pytest plugin: every failed report, serialised as pytest-xdist sends it to its controller."""
+
+    def __init__(self):
+        self.sent = []
+
+    def pytest_configure(self, config):
+        self.config = config
+
+    def pytest_runtest_logreport(self, report):
+        if report.failed:
+            data = self.config.hook.pytest_report_to_serializable(config=self.config, report=report)
+            self.sent.append(execnet.loads(execnet.dumps(data)))  # DumpError on a code object
+
+
+def test_a_failure_report_can_cross_processes():
+    sent = Sent()
+    fixture = REPO_ROOT / "tests" / "fixtures" / "failing" / "test_fails.py"
+    code = run_pytest([str(fixture), "-qq", "--tb=no"], plugins=[sent])
+    assert code == pytest.ExitCode.TESTS_FAILED and len(sent.sent) == 1
+    # (file, first line) of each function the failure passed through, ending in the test's own
+    assert sent.sent[0]["frames"][-2:] == [(str(fixture), 8), (str(fixture), 4)]
