@@ -11,7 +11,7 @@ import numpy as np
 import torch
 
 # torch.utils.benchmark imports torch.utils.cpp_extension, which logs a warning when it finds a CUDA
-# toolkit but no CUDA runtime. Nothing here compiles d++ or touches CUDA: that line is noise.
+# toolkit but no CUDA runtime. Nothing here compiles C++ or touches CUDA: that line is noise.
 logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)
 from torch.utils import benchmark  # noqa: E402
 
