@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from common import STEPS_DIR, WHOLE_RUNS, command, shown
-from common.loader import IMPLS, ImplImportError, load, step_names
+from common.loader import IMPLS, ImplImportError, check_syntax, load, step_names
 from common.starters import BEGIN, STARTER
 
-# Test tensors are tiny: a second intra-op thread costs more than it saves (a quarter of the
-# suite's time on 2 cores). Set before any test imports torch; child processes inherit it.
+# Test tensors are tiny: a second intra-op thread costs more than it saves, most of all when
+# pytest-xdist runs a process per core. Set before any test imports torch; children inherit it.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
@@ -40,6 +40,10 @@ def pytest_configure(config):
         config.getoption("--progress")
         or not (config.option.verbose > 0 or config.getoption("--full"))
     ):
+        if getattr(config.option, "numprocesses", None):  # tests would run in other processes
+            raise pytest.UsageError(
+                "the check's summary needs one process: drop -n (or add --full)"
+            )
         config.pluginmanager.register(StudentCheck(config), "student-check")
 
 
@@ -50,9 +54,8 @@ def impl(request) -> str:
 
 
 def pytest_collection_finish(session):
-    """Everything imported so far (torch, numpy) lives for the session: keep it out of every gc
-    pass, which pytest runs five times at the end of each session (0.5 s each with torch)."""
-    gc.freeze()
+    """Keep what is imported by now (torch, numpy) out of every later garbage collection."""
+    gc.freeze()  # pytest collects five times as a session ends: 0.5 s each with torch tracked
 
 
 def pytest_report_header(config):
@@ -78,14 +81,14 @@ def pytest_sessionstart(session):
     """Import every module of the chosen implementation first, so a broken file is one line."""
     impl = session.config.getoption("--impl")
     session.config.stash[STEPS_UNDER_TEST] = _steps_under_test(session.config)
-    if session.config.pluginmanager.has_plugin("dsession"):
-        return  # pytest-xdist's controller runs no tests; each worker imports the steps itself
+    # pytest-xdist's controller runs no tests: it checks syntax only, and leaves torch to the workers
+    controller = session.config.pluginmanager.has_plugin("dsession")
     for step in session.config.stash[STEPS_UNDER_TEST]:
         folder = STEPS_DIR / step / impl
         for path in sorted(folder.rglob("*.py")):
             module = path.relative_to(folder).with_suffix("").as_posix().replace("/", ".")
             try:
-                load(step, module, impl)
+                check_syntax(path) if controller else load(step, module, impl)
             except ImplImportError as exc:
                 raise pytest.UsageError(str(exc)) from None
 
@@ -241,6 +244,7 @@ class StudentCheck:
         self.config = config
         self.results: dict[str, dict] = {}  # nodeid -> outcome, step, todo, bug, entered
         self.codes: dict = {}  # code object of a TODO function -> (step, TODO id)
+        self.todo_at: dict = {}  # the same functions' (file, first line) -> TODO id
         self.entered: set = set()
         self.broken: list[str] = []  # test files that could not be collected
         self.regions: dict[str, dict] = {}  # step -> its TODO regions, read once
@@ -262,6 +266,7 @@ class StudentCheck:
                         obj = getattr(obj, part, None)
                     if code := getattr(obj, "__code__", None):
                         self.codes[code] = (step, todo)
+        self.todo_at = {_where(code): todo for code, (_, todo) in self.codes.items()}
         if self.codes and sys.monitoring.get_tool(self.TOOL) is None:
             sys.monitoring.use_tool_id(self.TOOL, "course-check")
             sys.monitoring.register_callback(
@@ -296,8 +301,8 @@ class StudentCheck:
 
     def pytest_runtest_logreport(self, report):
         if report.when == "call" or not report.passed:
-            todos = {_where(code): todo for code, (_, todo) in self.codes.items()}
-            inner = [todos[f] for f in getattr(report, "frames", []) if f in todos]
+            at = self.todo_at
+            inner = [at[f] for f in getattr(report, "frames", []) if f in at]
             last = max(self.entered, key=_natural, default=None)  # the latest task it reached
             self.results[report.nodeid] = {
                 "outcome": report.outcome,

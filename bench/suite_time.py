@@ -39,6 +39,7 @@ def one_run(root: Path) -> tuple[float, float, str]:
 
 
 def spread(values: list[float]) -> str:
+    """Median and range of a list of seconds."""
     return f"median {statistics.median(values):5.1f} s [{min(values):.1f}, {max(values):.1f}]"
 
 

@@ -22,6 +22,6 @@ def save(fig: "plt.Figure", path: Path) -> Path:
     """Write `fig` as a PNG, close it, and return the path."""
     if fig.get_layout_engine() is None:  # without one, savefig would clip labels and legends
         raise ValueError("create the figure with layout='constrained'; got no layout engine")
-    fig.savefig(path, dpi=110)  # constrained layout fits everything: no bbox_inches="tight" pass
+    fig.savefig(path, dpi=110)  # constrained layout fits axes, labels, legends, colorbars
     plt.close(fig)
     return path

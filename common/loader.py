@@ -46,8 +46,20 @@ def _import(package: str, folder: Path, module: str) -> ModuleType:
             where, line, msg = Path(exc.filename or where), exc.lineno, exc.msg
         if isinstance(exc, ModuleNotFoundError) and exc.name and "." not in exc.name:
             msg += f" (a file next to this one? import it relatively: from .{exc.name} import ...)"
-        loc = f"{shown(where)}:{line}" if line else shown(where)
-        raise ImplImportError(f"{loc} does not import: {type(exc).__name__}: {msg}") from exc
+        raise _one_line(where, line, type(exc).__name__, msg) from exc
+
+
+def _one_line(where: Path, line: int | None, error: str, msg: str) -> ImplImportError:
+    loc = f"{shown(where)}:{line}" if line else shown(where)
+    return ImplImportError(f"{loc} does not import: {error}: {msg}")
+
+
+def check_syntax(path: Path) -> None:
+    """Compile `path` without running it; a SyntaxError becomes the one-line ImplImportError."""
+    try:
+        compile(path.read_bytes(), str(path), "exec")
+    except SyntaxError as exc:
+        raise _one_line(path, exc.lineno, "SyntaxError", exc.msg) from exc
 
 
 def load(step: str, module: str, impl: str = "solution") -> ModuleType:

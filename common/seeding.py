@@ -7,7 +7,7 @@ def seed_all(seed: int) -> None:
     """Seed torch's global generator (used by nn.Module initialisation)."""
     # The course runs on the CPU; torch.manual_seed would also queue a seed, with a recorded
     # Python stack, for every accelerator backend (about 1 ms a call inside pytest)
-    torch.default_generator.manual_seed(seed)
+    torch.default_generator.manual_seed(int(seed))  # as torch.manual_seed: numpy ints too
 
 
 def generator(seed: int) -> torch.Generator:

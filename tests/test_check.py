@@ -128,3 +128,11 @@ def test_a_failure_report_can_cross_processes():
     assert code == pytest.ExitCode.TESTS_FAILED and len(sent.sent) == 1
     # (file, first line) of each function the failure passed through, ending in the test's own
     assert sent.sent[0]["frames"][-2:] == [(str(fixture), 8), (str(fixture), 4)]
+
+
+def test_the_check_refuses_to_run_spread_over_processes(capsys):
+    code = run_pytest([str(STEPS_DIR / "lab-01"), "--impl", "starter", "-n", "2"])
+    assert code == pytest.ExitCode.USAGE_ERROR
+    assert (
+        "the check's summary needs one process: drop -n (or add --full)" in capsys.readouterr().err
+    )

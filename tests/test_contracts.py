@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from common import REPO_ROOT, STEPS_DIR, starters
-from common.loader import step_names
+from common.loader import ImplImportError, check_syntax, step_names
 from tests import contracts as c
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -184,3 +184,13 @@ def test_starter_that_does_not_import_is_one_line():
     assert len(lines) == 1
     assert "step-98/starter/mod.py:5 does not import: SyntaxError" in lines[0]
     assert "Traceback" not in done.stdout + done.stderr
+
+
+def test_a_syntax_error_is_one_line_without_running_the_file():
+    # what pytest-xdist's controller checks: it imports no step (and so no torch)
+    path = FIXTURES / "broken_import" / "steps" / "step-98" / "starter" / "mod.py"
+    with pytest.raises(
+        ImplImportError, match=r"step-98/starter/mod\.py:5 does not import: SyntaxError"
+    ):
+        check_syntax(path)
+    check_syntax(REPO_ROOT / "conftest.py")  # a file that compiles passes silently

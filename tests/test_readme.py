@@ -1,7 +1,6 @@
 """The top-level README agrees with the pins and the steps."""
 
 import re
-import tomllib
 
 import pytest
 
@@ -9,6 +8,7 @@ from common import REPO_ROOT
 from common.docs import read_block
 from common.envreport import pins_table
 from common.loader import step_names
+from tests.contracts import pixi_tasks
 
 README = REPO_ROOT / "README.md"
 
@@ -28,8 +28,9 @@ def test_course_map_lists_every_step_with_its_tasks():
 
 def test_readme_gives_the_test_command_ci_runs():
     lines = README.read_text(encoding="utf-8").splitlines()
-    tasks = tomllib.loads((REPO_ROOT / "pixi.toml").read_text(encoding="utf-8"))["tasks"]
-    assert f".venv/bin/{tasks['test']['cmd']}" in lines  # the same command as `pixi run test`
+    assert (
+        f".venv/bin/{pixi_tasks()['test']['cmd']}" in lines
+    )  # the same command as `pixi run test`
 
 
 def test_course_map_gives_the_order_of_the_steps():

@@ -350,7 +350,12 @@ def flop_exponent(Ts, d, d_head):
     return fit_exponent(Ts, [flop_count(T, d, d_head) for T in Ts])
 
 
-def cost(head, Ts=(256, 512, 1024, 2048), d=64, d_head=64, repeats=3, seed=0, min_run_time=0.05):
+MIN_RUN_TIME = 0.05  # seconds each timed block runs at least (torch.utils.benchmark)
+
+
+def cost(
+    head, Ts=(256, 512, 1024, 2048), d=64, d_head=64, repeats=3, seed=0, min_run_time=MIN_RUN_TIME
+):
     """Median forward time at each T over `repeats` interleaved rounds on one thread, and slopes."""
     # The benchmark's protocol (bench/timing.py): torch.utils.benchmark at a fixed thread count,
     # every T timed once per round, the median over rounds kept. Times are machine-dependent.

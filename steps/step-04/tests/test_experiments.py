@@ -269,3 +269,9 @@ def test_figure_is_a_png(head, run, file, tmp_path):
     assert path == tmp_path / "step-04" / file
     data = path.read_bytes()
     assert data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) > 10_000, f"{len(data)} bytes"
+
+
+@pytest.mark.slow  # matplotlib draws one figure
+def test_figures_draws_what_has_results(head, run, experiments, tmp_path):
+    paths = run.figures({"equivariance": experiments.equivariance(head)}, tmp_path)
+    assert paths == [tmp_path / "equivariance.png"] and paths[0].is_file()
