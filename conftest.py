@@ -2,6 +2,7 @@
 student's one-screen check (`--impl starter`: what is done, what to write next, real bugs)."""
 
 import ast
+import functools
 import gc
 import os
 import re
@@ -97,8 +98,7 @@ def pytest_sessionstart(session):
 def pytest_runtest_makereport(item, call):
     """An optional TODO not written yet skips its tests instead of failing them."""
     report = yield
-    path = Path(item.path).resolve()
-    report.step = path.relative_to(STEPS_DIR).parts[0] if path.is_relative_to(STEPS_DIR) else None
+    report.step = _step_of(item.path)
     report.given = item.get_closest_marker("given") is not None
     exc = call.excinfo
     if exc and exc.errisinstance(NotImplementedError) and (m := TODO_ID.search(str(exc.value))):
@@ -116,6 +116,13 @@ def pytest_runtest_makereport(item, call):
         # (file, first line) of each frame, not code objects: xdist sends reports between processes
         report.frames = [_where(entry.frame.code.raw) for entry in exc.traceback]
     return report
+
+
+@functools.cache
+def _step_of(path: Path) -> str | None:
+    """The step a test file belongs to (None outside steps/); asked three times per test."""
+    path = path.resolve()
+    return path.relative_to(STEPS_DIR).parts[0] if path.is_relative_to(STEPS_DIR) else None
 
 
 def _where(code) -> tuple[str, int]:
