@@ -15,7 +15,7 @@ import pytest
 
 from common import STEPS_DIR, WHOLE_RUNS, command, shown
 from common.loader import IMPLS, ImplImportError, check_syntax, load, step_names
-from common.starters import BEGIN, STARTER
+from common.starters import BEGIN, STARTER, optional
 
 # Test tensors are tiny: a second intra-op thread costs more than it saves, most of all when
 # pytest-xdist runs a process per core. Set before any test imports torch; children inherit it.
@@ -103,7 +103,7 @@ def pytest_runtest_makereport(item, call):
     exc = call.excinfo
     if exc and exc.errisinstance(NotImplementedError) and (m := TODO_ID.search(str(exc.value))):
         report.todo = m[1]
-        if _optional(m[1]):
+        if optional(m[1]):
             where = exc.traceback[-1]
             report.outcome = "skipped"
             report.longrepr = (
@@ -167,11 +167,6 @@ def _waiting(n: int, verb: str = "wait for it") -> str:
         if n > 1
         else f"1 test {verb.replace('wait ', 'waits ').replace('skip ', 'skips ')}"
     )
-
-
-def _optional(todo: str) -> bool:
-    """Is this an optional TODO ('step-04 optional 1: online_softmax')?"""
-    return "optional" in todo.split(":")[0].split()
 
 
 def _starter_file(step: str, region: dict) -> Path:
@@ -308,8 +303,8 @@ class StudentCheck:
 
     def pytest_runtest_logreport(self, report):
         if report.when == "call" or not report.passed:
-            at = self.todo_at
-            inner = [at[f] for f in getattr(report, "frames", []) if f in at]
+            frames = getattr(report, "frames", [])
+            inner = [self.todo_at[f] for f in frames if f in self.todo_at]
             last = max(self.entered, key=_natural, default=None)  # the latest task it reached
             self.results[report.nodeid] = {
                 "outcome": report.outcome,
@@ -357,7 +352,7 @@ class StudentCheck:
             if todo in still and todos[todo].get("shipped"):
                 status[todo] = "exercise"  # ships with a bug: open until its code changes
             elif todo in still:
-                status[todo] = "optional" if _optional(todo) else "todo"
+                status[todo] = "optional" if optional(todo) else "todo"
             elif failing[todo]:
                 status[todo] = "bug"
             elif not any(r["outcome"] == "passed" for r in ran):  # none ran, or all wait
@@ -367,7 +362,7 @@ class StudentCheck:
         passed = sum(r["outcome"] == "passed" for r in results.values())
         given = sum(r["outcome"] == "passed" and r["given"] for r in results.values())
         done = sum(s == "done" for s in status.values())
-        required = [t for t in todos if not _optional(t)]
+        required = [t for t in todos if not optional(t)]
         left = [t for t in required if status[t] != "done"]
         nxt = next((t for t, s in status.items() if s in ("todo", "bug", "exercise")), None)
         where = still.get(nxt) or _function_place(step, todos[nxt]) if nxt else None

@@ -13,17 +13,15 @@ import statistics
 import subprocess
 import sys
 import time
-import tomllib
 from pathlib import Path
 
 from common import REPO_ROOT
+from tests.contracts import pixi_tasks
 
 
 def test_command(root: Path) -> list[str]:
     """The `test` task of root's pixi.toml, run with this Python."""
-    tasks = tomllib.loads((root / "pixi.toml").read_text(encoding="utf-8"))["tasks"]
-    task = tasks["test"]
-    words = shlex.split(task["cmd"] if isinstance(task, dict) else task)
+    words = shlex.split(pixi_tasks(root / "pixi.toml")["test"]["cmd"])
     return [sys.executable, *words[1:]] if words[0] == "python" else words
 
 

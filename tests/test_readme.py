@@ -28,9 +28,8 @@ def test_course_map_lists_every_step_with_its_tasks():
 
 def test_readme_gives_the_test_command_ci_runs():
     lines = README.read_text(encoding="utf-8").splitlines()
-    assert (
-        f".venv/bin/{pixi_tasks()['test']['cmd']}" in lines
-    )  # the same command as `pixi run test`
+    # the same command as `pixi run test`
+    assert f".venv/bin/{pixi_tasks()['test']['cmd']}" in lines
 
 
 def test_course_map_gives_the_order_of_the_steps():

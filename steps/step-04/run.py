@@ -6,6 +6,7 @@ from pathlib import Path
 from common.docs import markdown_table, write_block
 from common.figures import out_dir
 from common.loader import ImplImportError, load, load_file
+from common.starters import optional
 
 STEP = "step-04"
 HERE = Path(__file__).resolve().parent
@@ -58,7 +59,7 @@ def compute_available(head, **timing) -> tuple[dict, list[str]]:
 def compute_required(head, **timing) -> dict:
     """compute_available for tests: a TODO that is not optional still raises NotImplementedError."""
     results, todos = compute_available(head, **timing)
-    if required := [t for t in todos if "optional" not in t.split(":")[0]]:
+    if required := [t for t in todos if not optional(t)]:
         raise NotImplementedError(required[0])
     return results  # an optional TODO not written: its results (and blocks, figures) are missing
 
