@@ -234,7 +234,7 @@ def starter_run(folder: Path, junit: Path, steps_dir: Path | None = None) -> tup
     for name, bad, skipped in _cases(junit):
         count += 1
         if bad is None and f"TODO({folder.name}" in skipped:
-            continue  # held back by an optional TODO: the conftest plugin skips its tests
+            continue  # held back by an optional TODO: the check plugin skips its tests
         if bad is None and skipped:
             problems.append(
                 f"{folder.name}: {name} skips on the untouched starter for a reason other than "

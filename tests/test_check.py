@@ -11,8 +11,8 @@ import execnet
 import pytest
 
 from common import REPO_ROOT, STEPS_DIR
+from common.check import k_name
 from common.docs import read_block
-from conftest import k_name
 from tests.contracts import run_pytest
 from tests.first_check import README, first_check
 
