@@ -13,7 +13,7 @@ import pytest
 
 from common import STEPS_DIR, WHOLE_RUNS, command, shown
 from common.loader import ImplImportError, check_syntax, load, step_names
-from common.starters import BEGIN, STARTER, optional
+from common.todos import TODO, module_name, optional, order_key, step_regions, todo_in
 
 
 def pytest_configure(config):
@@ -30,7 +30,6 @@ def pytest_configure(config):
 
 
 STEPS_UNDER_TEST = pytest.StashKey[list[str]]()
-TODO_ID = re.compile(r"TODO\(([^)]*)\)")
 
 
 def _steps_under_test(config) -> list[str]:
@@ -53,7 +52,7 @@ def pytest_sessionstart(session):
     for step in session.config.stash[STEPS_UNDER_TEST]:
         folder = STEPS_DIR / step / impl
         for path in sorted(folder.rglob("*.py")):
-            module = path.relative_to(folder).with_suffix("").as_posix().replace("/", ".")
+            module = module_name(folder, path)
             try:
                 check_syntax(path) if controller else load(step, module, impl)
             except ImplImportError as exc:
@@ -67,15 +66,15 @@ def pytest_runtest_makereport(item, call):
     report.step = _step_of(item.path)
     report.given = item.get_closest_marker("given") is not None
     exc = call.excinfo
-    if exc and exc.errisinstance(NotImplementedError) and (m := TODO_ID.search(str(exc.value))):
-        report.todo = m[1]
-        if optional(m[1]):
+    if exc and exc.errisinstance(NotImplementedError) and (todo := todo_in(str(exc.value))):
+        report.todo = todo
+        if optional(todo):
             where = exc.traceback[-1]
             report.outcome = "skipped"
             report.longrepr = (
                 str(where.path),
                 where.lineno + 1,
-                f"optional TODO({m[1]}) not written",
+                f"optional TODO({todo}) not written",
             )
     elif exc and report.failed:
         report.bug = _short_traceback(exc)
@@ -119,11 +118,6 @@ def _short_traceback(exc) -> list[str]:
 # --- the student's check -------------------------------------------------------------------------
 
 
-def _natural(todo: str) -> list:
-    """Sort key: 'task 10' after 'task 9', '4.2.4' after '4.2.3'."""
-    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", todo)]
-
-
 def _waiting(n: int, verb: str = "wait for it") -> str:
     """'3 tests wait for it', '1 test waits for it', or what a TODO with none ahead of it says."""
     if n == 0:
@@ -150,29 +144,8 @@ def _function_place(step: str, region: dict) -> tuple[str, int, str]:
 
 
 def _regions(step: str) -> dict[str, dict]:
-    """TODO id -> its module, the functions it is written in, and the first function's place."""
-    todos = {}
-    folder = STEPS_DIR / step / "solution"
-    for path in sorted(folder.rglob("*.py")):
-        module = path.relative_to(folder).with_suffix("").as_posix().replace("/", ".")
-        text = path.read_text(encoding="utf-8")
-        tree = ast.parse(text)
-        functions = [
-            (f"{cls.name}.{fn.name}" if cls else fn.name, fn)
-            for cls in [None, *[n for n in tree.body if isinstance(n, ast.ClassDef)]]
-            for fn in (cls.body if cls else tree.body)
-            if isinstance(fn, ast.FunctionDef)
-        ]
-        todo = None
-        for number, line in enumerate(text.splitlines(), start=1):
-            if m := BEGIN.match(line):
-                todo = m[2][5:-1]
-                name = next(q for q, fn in functions if fn.lineno <= number <= fn.end_lineno)
-                entry = todos.setdefault(todo, {"module": module, "functions": [], "file": path})
-                entry["functions"].append(name)
-            elif (m := STARTER.match(line)) and todo:
-                entry.setdefault("shipped", []).append(m[1].strip())  # code the starter ships
-    return dict(sorted(todos.items(), key=lambda kv: _natural(kv[0])))
+    """TODO id -> its module, the functions it is written in, its file; in course order."""
+    return step_regions(STEPS_DIR / step / "solution")
 
 
 def _shipped_bugs(step: str, todos: dict) -> dict[str, tuple[str, int, str]]:
@@ -198,7 +171,7 @@ def _open_todos(step: str) -> dict[str, tuple[str, int, str]]:
             if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args:
                 arg = node.exc.args[0]
                 text = arg.value if isinstance(arg, ast.Constant) else ""
-                if isinstance(text, str) and (m := TODO_ID.match(text)):
+                if isinstance(text, str) and (m := TODO.match(text)):
                     found.setdefault(m[1], (shown(path), node.lineno, text))
     return found
 
@@ -271,7 +244,7 @@ class StudentCheck:
         if report.when == "call" or not report.passed:
             frames = getattr(report, "frames", [])
             inner = [self.todo_at[f] for f in frames if f in self.todo_at]
-            last = max(self.entered, key=_natural, default=None)  # the latest task it reached
+            last = max(self.entered, key=order_key, default=None)  # the latest task it reached
             self.results[report.nodeid] = {
                 "outcome": report.outcome,
                 "step": getattr(report, "step", None),
@@ -378,7 +351,7 @@ class StudentCheck:
             lines += [f"{nodeid}: {tb[-1].strip()}" for nodeid, tb in bugs[3:]]
         if nxt:
             file, line, message = where
-            hint = message[TODO_ID.match(message).end() :].lstrip(": ") if message else ""
+            hint = message[TODO.match(message).end() :].lstrip(": ") if message else ""
             lines += ["", f"Next: TODO({nxt}) at {file}:{line}"]
             lines += textwrap.wrap(hint, 96, initial_indent="  ", subsequent_indent="  ")
             if not message:  # written but failing: its first failure is the place to start

@@ -72,10 +72,16 @@ def load(step: str, module: str, impl: str = "solution") -> ModuleType:
     return load_from(step_dir(step) / impl, module, package)
 
 
-def load_checkpoint(name: str, module: str) -> ModuleType:
-    """Return module `module` of the catch-up checkpoint solutions/<name>/."""
-    folder = step_dir(name, SOLUTIONS_DIR, "checkpoint")
-    return load_from(folder, module, f"_course_checkpoint_{name.replace('-', '_')}")
+def reference(name: str, module: str) -> ModuleType:
+    """An earlier step's reference `module`: steps/<name>/solution/, or checkpoint solutions/<name>/.
+
+    The one route a later step (and catch-up's checkpoint) takes to code it builds on."""
+    if name in step_names():
+        return load(name, module, "solution")
+    if name not in step_names(SOLUTIONS_DIR):
+        known = ", ".join(step_names() + step_names(SOLUTIONS_DIR))
+        raise ValueError(f"no step or checkpoint {name!r}; valid names: {known}")
+    return load_from(SOLUTIONS_DIR / name, module, f"_course_checkpoint_{name.replace('-', '_')}")
 
 
 def load_from(folder: Path, module: str, package: str) -> ModuleType:

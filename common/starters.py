@@ -1,59 +1,12 @@
 """Write every starter from its marked solution (CONTRIBUTING.md): `python -m common.starters`."""
 
 import argparse
-import itertools
-import re
 import sys
 from pathlib import Path
 
 from common import STEPS_DIR, shown
 from common.catchup import back_up
-
-BEGIN = re.compile(r"^(\s*)# BEGIN SOLUTION (TODO\([^)]*\))\s*$")
-END = re.compile(r"^\s*# END SOLUTION\s*$")
-STARTER = re.compile(r"^\s*# STARTER: ?(.*)$")
-WIDTH = 100  # ruff's line length: the raise stays on one line when it fits
-
-
-def optional(todo: str) -> bool:
-    """Does a TODO's id or message ('step-04 optional 1: online_softmax') mark it optional?"""
-    return "optional" in todo.split(":")[0].split()
-
-
-def _replacement(indent: str, todo: str, body: list[str]) -> list[str]:
-    """A region's STARTER lines, else its TODO's NotImplementedError laid out as `ruff format` would."""
-    if starter := [indent + m[1] for line in body if (m := STARTER.match(line))]:
-        return starter
-    comments = itertools.takewhile(lambda line: line.strip().startswith("#"), body)
-    hint = [line.strip().removeprefix("#").strip() for line in comments]  # right after BEGIN
-    message = todo + (": " + " ".join(hint) if hint else "")
-    quote = "'" if '"' in message and "'" not in message else '"'  # ruff's preference
-    literal = quote + message.replace("\\", "\\\\").replace(quote, "\\" + quote) + quote
-    if len(f"{indent}raise NotImplementedError({literal})") <= WIDTH:
-        return [f"{indent}raise NotImplementedError({literal})"]
-    return [f"{indent}raise NotImplementedError(", f"{indent}    {literal}", f"{indent})"]
-
-
-def starter_text(solution: str, where: str = "solution") -> str:
-    """The starter for one marked solution file's text."""
-    out, begin, body = [], None, []
-    for number, line in enumerate(solution.splitlines(), start=1):
-        if m := BEGIN.match(line):
-            if begin:
-                raise ValueError(f"{where}:{number}: BEGIN SOLUTION inside another region")
-            begin, body = m, []
-        elif END.match(line) and not begin:
-            raise ValueError(f"{where}:{number}: END SOLUTION without a BEGIN SOLUTION")
-        elif not begin:
-            out.append(line)
-        elif END.match(line):
-            out += _replacement(begin[1], begin[2], body)
-            begin = None
-        else:
-            body.append(line)
-    if begin:
-        raise ValueError(f"{where}: BEGIN SOLUTION {begin[2]} has no END SOLUTION")
-    return "\n".join(out) + "\n"
+from common.todos import starter_text
 
 
 def starters(step_dir: Path) -> dict[Path, str]:

@@ -16,6 +16,7 @@ import pytest
 from common import REPO_ROOT
 from common.loader import ImplImportError, load_from
 from common.starters import stale
+from common.todos import id_problem, split_id, step_regions, todo_in
 
 PIXI_TOML = REPO_ROOT / "pixi.toml"
 REQUIRED = ("README.md", "run.py", "starter", "solution", "tests")
@@ -213,6 +214,22 @@ def _cases(junit: Path):
         yield f"{case.get('classname')}::{case.get('name')}", bad, reason
 
 
+def _names_a_todo(text: str, step: str) -> bool:
+    """Does `text` name a TODO of `step`?"""
+    todo = todo_in(text)
+    return todo is not None and split_id(todo)[0] == step
+
+
+def todo_id_problems(folder: Path) -> list[str]:
+    """Every TODO region of the step's solution has an id that starts with the step's name."""
+    problems = []
+    for todo, entry in step_regions(folder / "solution").items():
+        if problem := id_problem(todo, folder.name):
+            region = entry["regions"][0]
+            problems.append(f"{folder.name}: {region.where}:{region.line}: {problem}")
+    return problems
+
+
 def starter_run(folder: Path, junit: Path, steps_dir: Path | None = None) -> tuple[int, list[str]]:
     """Run a step's tests against its untouched starter; return (exit code, problems).
 
@@ -233,7 +250,7 @@ def starter_run(folder: Path, junit: Path, steps_dir: Path | None = None) -> tup
     count = 0
     for name, bad, skipped in _cases(junit):
         count += 1
-        if bad is None and f"TODO({folder.name}" in skipped:
+        if bad is None and _names_a_todo(skipped, folder.name):
             continue  # held back by an optional TODO: the check plugin skips its tests
         if bad is None and skipped:
             problems.append(
@@ -252,8 +269,11 @@ def starter_run(folder: Path, junit: Path, steps_dir: Path | None = None) -> tup
             problems.append(
                 f"{folder.name}: {name} fails on the starter without NotImplementedError"
             )
-        elif f"TODO({folder.name}" not in text:
-            problems.append(f"{folder.name}: {name} hits a NotImplementedError that names no TODO")
+        elif not _names_a_todo(text, folder.name):
+            problems.append(
+                f"{folder.name}: {name} hits a NotImplementedError that names no TODO of the step "
+                f"(an id starts with the step's folder name: TODO({folder.name} task 1: name))"
+            )
     if count == 0:
         problems.append(f"{folder.name}: no tests ran against the starter (exit {code})")
     for name, bad, _ in _cases(given_junit):

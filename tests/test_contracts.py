@@ -55,6 +55,17 @@ def test_starters_are_generated_from_the_solutions(step):
     assert stale == [], "regenerate the starters: pixi run make-starters"
 
 
+@pytest.mark.parametrize("step", STEPS)
+def test_todo_ids_start_with_the_step(step):
+    assert c.todo_id_problems(STEPS_DIR / step) == []
+
+
+def test_a_todo_id_of_another_step_is_found(tmp_path):
+    step = shutil.copytree(FIXTURES / "tiny_step" / "steps" / "step-97", tmp_path / "step-42")
+    problems = c.todo_id_problems(step)
+    assert problems and all("starting with 'step-42'" in p for p in problems), problems
+
+
 def test_every_step_has_its_tasks():
     assert c.task_problems(STEPS, TASKS) == []
 

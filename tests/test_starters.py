@@ -2,7 +2,7 @@
 
 import pytest
 
-from common import starters
+from common import starters, todos
 
 SOLUTION = '''def f(x):
     """Double x."""
@@ -73,3 +73,46 @@ def test_regenerating_backs_up_an_edited_starter(tmp_path):
     assert starters.stale(step) == [] and len(said) == 2
     assert starters.write(step) == []  # a second run changes nothing and backs up nothing
     assert len(list((step / "backups").iterdir())) == 1
+
+
+TAGGED = """def f(x):
+    # BEGIN SOLUTION TODO(step-99 task 1: f)
+    # CONTRACT: x doubled, same shape;
+    #   exact for ints.
+    # HINT 1: the idea
+    # HINT 2: the calls
+    # HINT 3: return ___ * 2
+    y = x * 2  # why-comment
+    return y
+    # END SOLUTION
+"""
+
+
+def test_tagged_parts_are_read_and_only_the_contract_reaches_the_starter():
+    _, [region] = todos.parse(TAGGED)
+    assert region.parts["CONTRACT"] == "x doubled, same shape; exact for ints."
+    assert region.levels == [
+        "the idea",
+        "the calls",
+        "return ___ * 2",
+        "    y = x * 2  # why-comment\n    return y",
+    ]
+    starter = todos.starter_text(TAGGED)
+    assert 'NotImplementedError("TODO(step-99 task 1: f): x doubled, same shape; exact' in starter
+    assert "HINT" not in starter and "idea" not in starter
+
+
+@pytest.mark.parametrize(
+    ("todo", "parts", "optional"),
+    [
+        ("lab-01 task 1: stable_softmax", ("lab-01", "task 1", "stable_softmax"), False),
+        ("step-04 4.2.4", ("step-04", "4.2.4", ""), False),
+        ("step-04 optional 1: online_softmax", ("step-04", "optional 1", "online_softmax"), True),
+        ("step-05 task 2: optional_thing", ("step-05", "task 2", "optional_thing"), False),
+    ],
+)
+def test_the_id_grammar(todo, parts, optional):
+    assert todos.split_id(todo) == parts
+    assert todos.optional(todo) is optional
+    assert todos.id_problem(todo, parts[0]) is None
+    assert "starting with 'lab-02'" in todos.id_problem(todo, "lab-02")

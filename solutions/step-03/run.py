@@ -2,7 +2,7 @@
 
 import argparse
 
-from common.loader import load_checkpoint
+from common.loader import reference
 
 
 def main(argv: list[str], impl: str) -> int:
@@ -10,7 +10,7 @@ def main(argv: list[str], impl: str) -> int:
     parser = argparse.ArgumentParser(prog="pixi run step-03", description=__doc__)
     parser.add_argument("--example", default="First Citizen:", help="text to encode and decode")
     args = parser.parse_args(argv)
-    data = load_checkpoint("step-03", "data")
+    data = reference("step-03", "data")
 
     text = data.load_text()
     vocab = data.vocab()

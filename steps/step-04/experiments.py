@@ -9,7 +9,7 @@ import torch.nn.functional as F
 
 from bench.timing import clock, fit_exponent, interleaved, quartiles
 from common.broken import BY_NAME, broken_head
-from common.loader import load, load_checkpoint
+from common.loader import reference
 from common.seeding import generator, randn, seed_all
 
 D, D_HEAD, T_TEXT = 32, 16, 64  # the 4.3 setting: width 32, head size 16, 64 characters
@@ -18,7 +18,7 @@ SATURATED = 0.99  # a softmax row counts as one-hot when its largest weight is a
 
 def text_ids(T=T_TEXT):
     """The first T characters of the Step 3 corpus, their ids (1, T), and the vocabulary size."""
-    data = load_checkpoint("step-03", "data")
+    data = reference("step-03", "data")
     text = data.load_text()[:T]
     return text, torch.tensor(data.encode(text))[None, :], len(data.vocab())
 
@@ -199,7 +199,7 @@ SWAPPED = BY_NAME["mask after softmax"]  # softmax over all keys, then the futur
 
 def reference_proofs():
     """The reference 4.2 proofs, whatever implementation is under test."""
-    return load("step-04", "proofs", impl="solution")
+    return reference("step-04", "proofs")
 
 
 def failing_proofs(Head):

@@ -6,7 +6,7 @@ from pathlib import Path
 from common.docs import markdown_table, write_block
 from common.figures import out_dir
 from common.loader import ImplImportError, load, load_file
-from common.starters import optional
+from common.todos import optional
 
 STEP = "step-04"
 HERE = Path(__file__).resolve().parent

@@ -3,13 +3,13 @@
 import pytest
 
 from common import SOLUTIONS_DIR
-from common.loader import load_checkpoint, load_file
+from common.loader import load_file, reference
 
 
 @pytest.fixture
 def data():
     """solutions/step-03/data.py."""
-    return load_checkpoint("step-03", "data")
+    return reference("step-03", "data")
 
 
 @pytest.fixture

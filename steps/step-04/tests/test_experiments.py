@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from common.figures import out_dir
-from common.loader import load_checkpoint
+from common.loader import reference
 from common.seeding import randn
 
 # Float32 results of O(1) size computed along two different routes: 1e-6, about 8 rounding units
@@ -48,7 +48,7 @@ def test_unscaled_rows_saturate_as_d_k_grows(head, experiments):
 
 def test_real_text_heatmaps_are_causal_rows_of_probabilities(head, experiments):
     result = experiments.real_text(head)
-    assert result["text"] == load_checkpoint("step-03", "data").load_text()[:64]
+    assert result["text"] == reference("step-03", "data").load_text()[:64]
     A = result["A"]  # (5, 64, 64)
     assert A.shape == (5, 64, 64)
     assert torch.equal(torch.triu(A, diagonal=1), torch.zeros_like(A))
