@@ -2,30 +2,19 @@
 
 import ast
 import inspect
-import os
 import re
-import subprocess
-import sys
-import tomllib
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from types import ModuleType
 
-import pytest
-
-from common import REPO_ROOT
+from common import REPO_ROOT, shown
+from common.course import Step, course, step_tasks, task_line
 from common.loader import ImplImportError, load_from
 from common.starters import stale
 from common.todos import id_problem, split_id, step_regions, todo_in
+from tools import run_pytest
 
-PIXI_TOML = REPO_ROOT / "pixi.toml"
-REQUIRED = ("README.md", "run.py", "starter", "solution", "tests")
-
-
-def pixi_tasks(path: Path = PIXI_TOML) -> dict[str, dict]:
-    """pixi.toml's tasks, each normalised to a table with a `cmd`."""
-    tasks = tomllib.loads(path.read_text(encoding="utf-8")).get("tasks", {})
-    return {n: t if isinstance(t, dict) else {"cmd": t} for n, t in tasks.items()}
+REQUIRED = ("README.md", "step.toml", "run.py", "starter", "solution", "tests")
 
 
 def untouched(folder: Path) -> bool:
@@ -100,22 +89,38 @@ def signature_problems(folder: Path, strict: bool = True) -> list[str]:
     return problems
 
 
-def task_problems(steps: list[str], tasks: dict[str, dict]) -> list[str]:
-    """Every step has its run, test- and check- tasks, pointing at the right folder and impl."""
-    problems = []
+def task_problems(steps: list[Step], tasks: dict[str, dict]) -> list[str]:
+    """Every step has its run, test- and check- tasks; a missing one comes with the line to paste."""
+    problems, paste = [], {}
     for step in steps:
-        wanted = {
-            step: f"common.run {step}",
-            f"test-{step}": f"steps/{step} --impl solution",
-            f"check-{step}": f"steps/{step} --impl starter",
-        }
-        for name, needle in wanted.items():
+        for name, (cmd, description) in step_tasks(step).items():
             if name not in tasks:
-                problems.append(f"{step}: no pixi task {name!r}")
-            elif needle not in tasks[name]["cmd"]:
-                problems.append(f"{step}: task {name!r} should contain {needle!r}")
+                problems.append(f"{step.name}: no pixi task {name!r}")
+                paste.setdefault(step.name, []).append(task_line(name, cmd, description))
+            elif cmd.removeprefix("python -m ") not in tasks[name]["cmd"]:
+                problems.append(f"{step.name}: task {name!r} should run `{cmd}`")
             elif not tasks[name].get("description"):
-                problems.append(f"{step}: task {name!r} has no description")
+                problems.append(f"{step.name}: task {name!r} has no description")
+    for step, lines in paste.items():
+        problems.append(f"{step}: add these lines under [tasks] in pixi.toml:")
+        problems += [f"    {line}" for line in lines]
+    return problems
+
+
+def description_problems(step: Step) -> list[str]:
+    """step.toml names the modules that hold TODOs, and a start that comes earlier in the course."""
+    problems, where = [], f"{step.name}: {shown(step.folder / 'step.toml')}"
+    regions = step_regions(step.folder / "solution") if not step.checkpoint else {}
+    holding = sorted({entry["module"] for entry in regions.values()})
+    if sorted(step.todo_modules) != holding:
+        problems.append(f"{where}: set todo_modules = {holding!r} (the modules with TODO regions)")
+    if step.starts_from:
+        earlier = {s.name: s.order for s in course()}
+        if earlier.get(step.starts_from, step.order) >= step.order:
+            problems.append(
+                f"{where}: starts_from {step.starts_from!r} is no step or checkpoint before "
+                f"order {step.order}; valid: {', '.join(n for n, o in earlier.items() if o < step.order)}"
+            )
     return problems
 
 
@@ -185,24 +190,6 @@ def assertion_problems(paths: list[Path]) -> list[str]:
                     rel = path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path
                     problems.append(f"{rel.as_posix()}:{node.lineno} {node.name} asserts nothing")
     return problems
-
-
-def run_pytest(args: list[str], steps_dir: Path | None = None, plugins=()) -> int:
-    """pytest in this process (fast: torch is already imported), or in a child for another steps dir."""
-    # unraisableexception runs gc.collect() five times per session: 0.5 s each with torch loaded
-    args = [
-        *args,
-        "-p",
-        "no:cacheprovider",
-        "-p",
-        "no:unraisableexception",
-        f"--rootdir={REPO_ROOT}",
-    ]
-    if steps_dir is not None:  # STEPS_DIR is fixed at import, so another one needs a new process
-        env = os.environ | {"COURSE_STEPS_DIR": str(steps_dir)}
-        cmd = [sys.executable, "-m", "pytest", *args]
-        return subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True).returncode
-    return pytest.main(args, plugins=list(plugins))
 
 
 def _cases(junit: Path):

@@ -9,13 +9,15 @@ from pathlib import Path
 import pytest
 
 from common import REPO_ROOT, STEPS_DIR, starters
+from common.course import Step, course, pixi_tasks
 from common.loader import ImplImportError, check_syntax, step_names
 from tests import contracts as c
 
 FIXTURES = Path(__file__).parent / "fixtures"
 BROKEN = FIXTURES / "broken_step" / "steps" / "step-99"
 STEPS = step_names()
-TASKS = c.pixi_tasks()
+TASKS = pixi_tasks()
+COURSE = course()
 
 
 def _test_files() -> list[Path]:
@@ -67,7 +69,20 @@ def test_a_todo_id_of_another_step_is_found(tmp_path):
 
 
 def test_every_step_has_its_tasks():
-    assert c.task_problems(STEPS, TASKS) == []
+    assert c.task_problems(COURSE, TASKS) == []
+
+
+@pytest.mark.parametrize("step", [s.name for s in COURSE])
+def test_step_toml_agrees_with_the_step(step):
+    assert c.description_problems(next(s for s in COURSE if s.name == step)) == []
+
+
+def test_a_wrong_step_toml_is_found():
+    step = Step("step-97", FIXTURES / "tiny_step" / "steps" / "step-97", "T", "t", 5, "lab-01", [])
+    problems = c.description_problems(step)
+    assert len(problems) == 1 and "set todo_modules = ['calc']" in problems[0]  # lab-01 is earlier
+    late = Step("step-97", step.folder, "T", "t", 0, "lab-01", ["calc"])
+    assert c.description_problems(late)[0].endswith("before order 0; valid: ")
 
 
 def test_every_path_a_task_names_exists():
@@ -103,7 +118,7 @@ def test_untouched_starter_fails_only_with_not_implemented(step, tmp_path):
 
 
 def test_fixture_layout_problem_is_found():
-    assert c.layout_problems(BROKEN) == ["step-99: missing README.md"]
+    assert c.layout_problems(BROKEN) == ["step-99: missing README.md", "step-99: missing step.toml"]
 
 
 def test_fixture_signature_problems_are_found():
@@ -131,12 +146,18 @@ def test_fixture_starter_written_by_hand_is_stale():
     assert [p.name for p in starters.stale(BROKEN)] == ["thing.py"]
 
 
-def test_fixture_missing_tasks_are_found():
+def test_fixture_missing_tasks_are_found_with_the_lines_to_paste():
     tasks = {"step-99": {"cmd": "python -m common.run step-99", "description": "run"}}
     tasks["test-step-99"] = {"cmd": "python -m pytest steps/step-99 --impl starter"}
-    problems = c.task_problems(["step-99"], tasks)
+    step = Step("step-99", BROKEN, "Broken", "every rule", 9, "", [])
+    problems = c.task_problems([step], tasks)
     assert "step-99: no pixi task 'check-step-99'" in problems
-    assert any("'test-step-99' should contain" in p for p in problems)
+    assert any("'test-step-99' should run `python -m pytest steps/step-99" in p for p in problems)
+    assert problems[-2:] == [
+        "step-99: add these lines under [tasks] in pixi.toml:",
+        '    check-step-99 = { cmd = "python -m pytest steps/step-99 --impl starter", '
+        'description = "step-99 tests, your starter" }',
+    ]
 
 
 def test_fixture_bad_task_paths_are_found():

@@ -4,11 +4,10 @@ import re
 
 import pytest
 
-from common import REPO_ROOT
+from common import REPO_ROOT, STEPS_DIR
+from common.course import course, course_map, pixi_tasks
 from common.docs import read_block
 from common.envreport import pins_table
-from common.loader import step_names
-from tests.contracts import pixi_tasks
 
 README = REPO_ROOT / "README.md"
 
@@ -18,12 +17,20 @@ def test_pins_block_is_generated_from_requirements():
     assert "| torch | 2.15.0 |" in pins_table()
 
 
-def test_course_map_lists_every_step_with_its_tasks():
-    text = README.read_text(encoding="utf-8")
-    for step in step_names():
-        row = next(line for line in text.splitlines() if f"| [{step}](" in line)
-        for task in (step, f"test-{step}", f"check-{step}"):
-            assert f"`pixi run {task}`" in row
+def test_course_map_is_generated_from_the_steps_descriptions():
+    assert read_block(README, "course-map") == course_map(), (
+        "the course map is made from each step.toml: python -m common.course --write-docs"
+    )
+
+
+@pytest.mark.parametrize("step", [s.name for s in course() if not s.checkpoint])
+def test_course_map_lists_every_step_with_its_tasks(step):
+    rows = [line for line in read_block(README, "course-map").splitlines() if f"[{step}](" in line]
+    assert rows, (
+        f"README.md's course map has no row for {step}: python -m common.course --write-docs"
+    )
+    for task in (step, f"test-{step}", f"check-{step}"):
+        assert f"`pixi run {task}`" in rows[0]
 
 
 def test_readme_gives_the_test_command_ci_runs():
@@ -33,24 +40,26 @@ def test_readme_gives_the_test_command_ci_runs():
 
 
 def test_course_map_gives_the_order_of_the_steps():
-    text = README.read_text(encoding="utf-8")
-    order = [
-        line.split("|")[1].strip() for line in text.splitlines() if "| [" in line and "](" in line
-    ]
-    assert order[:3] == ["0", "1", "2"]
-    assert "lab-01** comes first" in text
+    orders = [s.order for s in course()]
+    duplicates = sorted({o for o in orders if orders.count(o) > 1})
+    assert not duplicates, f"two steps share an order in their step.toml: {duplicates}"
+    assert "lab-01** comes first" in README.read_text(encoding="utf-8")
 
 
 # The lecture handouts' word counts (shared/seeds, which students do not have): the main path of
 # each handout, from its top to the end of its last task, stays within 1.5 times that. Reference
 # material and hidden answers sit in <details> blocks, which a reader opens on purpose: not counted.
-LECTURE_WORDS = {"lab-01": 1267, "step-04": 1800}
+# Each step.toml's lecture_words holds that count (a step without a lecture handout has none).
+LECTURE_WORDS = {s.name: s.lecture_words for s in course() if s.lecture_words}
 
 
 @pytest.mark.parametrize("step", sorted(LECTURE_WORDS))
 def test_each_handouts_main_path_is_short(step):
-    text = (REPO_ROOT / "steps" / step / "README.md").read_text(encoding="utf-8")
+    text = (STEPS_DIR / step / "README.md").read_text(encoding="utf-8")
     main, marker, _ = text.partition("<!-- end of the main path")
     assert marker, "mark where the main path ends: <!-- end of the main path ... -->"
     shown = re.sub(r"(?s)<details>.*?</details>", "", main)
-    assert len(shown.split()) <= 1.5 * LECTURE_WORDS[step]
+    words, limit = len(shown.split()), 1.5 * LECTURE_WORDS[step]
+    assert words <= limit, (
+        f"steps/{step}/README.md: {words} words before the marker, over {limit:.0f}"
+    )

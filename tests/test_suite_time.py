@@ -1,11 +1,11 @@
-"""bench/suite_time.py times the `test` task of pixi.toml, the command students run."""
+"""tools/suite_time.py times the `test` task of pixi.toml, the command students run."""
 
 import sys
 
 import pytest
 
-from bench import suite_time
 from common import REPO_ROOT
+from tools import suite_time
 
 
 def test_it_times_the_test_task_with_this_python():

@@ -1,4 +1,4 @@
-"""How long `pixi run test` takes, against another commit: `python -m bench.suite_time --against REF`.
+"""How long `pixi run test` takes, against another commit: `python -m tools.suite_time --against REF`.
 
 Each round runs the `test` task of pixi.toml in this tree and, with --against, the same task of
 REF (checked out in a git worktree beside this one, so `../shared` is found the same way, and run
@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from common import REPO_ROOT
-from tests.contracts import pixi_tasks
+from common.course import pixi_tasks
 
 
 def test_command(root: Path) -> list[str]:
@@ -42,7 +42,7 @@ def spread(values: list[float]) -> str:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.suite_time", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m tools.suite_time", description=__doc__)
     parser.add_argument("--against", metavar="REF", help="a commit to compare with (git worktree)")
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds (default 5)")
     args = parser.parse_args(argv)

@@ -1,4 +1,4 @@
-"""The student's first check, as the top README shows it: `python tests/first_check.py --write-docs`."""
+"""The student's first check, as the top README shows it: `python -m tools.first_check --write-docs`."""
 
 import contextlib
 import io

@@ -1,4 +1,4 @@
-"""Generic mutation testing of the solutions: `python -m tests.mutate [--list] [--only TEXT]`.
+"""Generic mutation testing of the solutions: `python -m tools.mutate [--list] [--only TEXT]`.
 
 Each mutant changes one thing in one function of a solution file (an operator, a constant, a
 condition, a statement removed), and the step's own suite runs against it in this process, as
@@ -18,12 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from common import REPO_ROOT, STEPS_DIR
+from common.course import course
 from common.loader import load_fresh, override
-from tests.contracts import run_pytest
-from tests.symptoms import SUITE_ARGS
+from tools import run_pytest
+from tools.symptoms import SUITE_ARGS
 
 # (step, module): the solution files mutated
-TARGETS = [("lab-01", "attention"), ("step-04", "head"), ("lab-01", "exercises.wrong_mask")]
+# (step, solution module) from each step.toml's [mutation] modules
+TARGETS = [(s.name, m) for s in course() for m in s.mutation.get("modules", [])]
 # As tests/test_mutation.py: stop at the first failure, leave out the figure-rendering slow tests.
 TIMEOUT = 60  # seconds per mutant: one that loops or crawls counts as killed
 
@@ -381,7 +383,7 @@ def fastest_first(step: str, module: str) -> list[Path] | None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run every mutant of every target; print survivors; exit 1 if one is not in EQUIVALENT."""
-    parser = argparse.ArgumentParser(prog="python -m tests.mutate", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m tools.mutate", description=__doc__)
     parser.add_argument("--list", action="store_true", help="list the mutants, run nothing")
     parser.add_argument("--only", default="", help="only mutants whose key contains this text")
     parser.add_argument("--module", action="append", help="only these modules (e.g. attention)")

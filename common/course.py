@@ -1,0 +1,120 @@
+"""What each step says about itself (`step.toml`), and what is derived from it: the course map,
+the pixi tasks a step needs: `python -m common.course --write-docs` rewrites the README's map."""
+
+import sys
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from common import REPO_ROOT, SOLUTIONS_DIR, STEPS_DIR, shown
+from common.docs import markdown_table, write_block
+
+PIXI_TOML = REPO_ROOT / "pixi.toml"
+# key -> (type, needed): CONTRIBUTING.md ("A step describes itself") says what each one means
+KEYS = {
+    "title": (str, True),
+    "topic": (str, True),
+    "order": (int, True),
+    "starts_from": (str, True),
+    "todo_modules": (list, True),
+    "lecture_words": (int, False),
+    "mutation": (dict, False),
+}
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step's (or checkpoint's) self-description."""
+
+    name: str
+    folder: Path
+    title: str
+    topic: str
+    order: int
+    starts_from: str
+    todo_modules: list[str]
+    lecture_words: int | None = None
+    mutation: dict = field(default_factory=dict)
+
+    @property
+    def checkpoint(self) -> bool:
+        return self.folder.parent == SOLUTIONS_DIR
+
+
+def describe(folder: Path) -> Step:
+    """The step.toml of a step folder, checked: a ValueError names the file and the fix."""
+    path = folder / "step.toml"
+    if not path.is_file():
+        raise ValueError(
+            f"{shown(path)} is missing: every step describes itself there "
+            "(CONTRIBUTING.md, 'A step describes itself'; python -m common.newstep writes one)"
+        )
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    for key, (kind, needed) in KEYS.items():
+        if key not in data and needed:
+            raise ValueError(f"{shown(path)}: add the key {key!r} ({kind.__name__})")
+        if key in data and not isinstance(data[key], kind):
+            raise ValueError(f"{shown(path)}: {key!r} must be a {kind.__name__}, got {data[key]!r}")
+    if unknown := sorted(set(data) - set(KEYS)):
+        raise ValueError(f"{shown(path)}: unknown keys {unknown}; known: {', '.join(KEYS)}")
+    return Step(folder.name, folder, **data)
+
+
+def course(steps_dir: Path = STEPS_DIR) -> list[Step]:
+    """Every step and checkpoint that has a step.toml, in course order."""
+    folders = [p.parent for root in (steps_dir, SOLUTIONS_DIR) for p in root.glob("*/step.toml")]
+    return sorted((describe(f) for f in folders), key=lambda s: (s.order, s.name))
+
+
+def pixi_tasks(path: Path = PIXI_TOML) -> dict[str, dict]:
+    """pixi.toml's tasks, each normalised to a table with a `cmd`."""
+    tasks = tomllib.loads(path.read_text(encoding="utf-8")).get("tasks", {})
+    return {n: t if isinstance(t, dict) else {"cmd": t} for n, t in tasks.items()}
+
+
+def step_tasks(step: Step) -> dict[str, tuple[str, str]]:
+    """The tasks a step needs: name -> (command, description)."""
+    tasks = {step.name: (f"python -m common.run {step.name}", f"{step.title}: {step.topic}")}
+    if not step.checkpoint:
+        tests = f"python -m pytest steps/{step.name}"
+        tasks[f"test-{step.name}"] = (f"{tests} --impl solution", f"{step.name} tests, reference")
+        tasks[f"check-{step.name}"] = (
+            f"{tests} --impl starter",
+            f"{step.name} tests, your starter",
+        )
+    return tasks
+
+
+def task_line(name: str, cmd: str, description: str) -> str:
+    """One pixi.toml task line, ready to paste under [tasks]."""
+    description = description.replace("\\", "\\\\").replace('"', '\\"')
+    return f'{name} = {{ cmd = "{cmd}", description = "{description}" }}'
+
+
+def course_map(steps: list[Step] | None = None) -> str:
+    """The README's course map: one row per step, in order, with its tasks."""
+    rows = []
+    for s in course() if steps is None else steps:
+        run = f"`pixi run {s.name}`"
+        if s.checkpoint:
+            link, tests = f"[{s.name}](solutions/README.md) (checkpoint)", "(in `pixi run test`)"
+            rows.append([s.order, link, f"{s.title}: {s.topic}", run, tests, "—"])
+        else:
+            link = f"[{s.name}](steps/{s.name}/README.md)"
+            checks = [f"`pixi run test-{s.name}`", f"`pixi run check-{s.name}`"]
+            rows.append([s.order, link, f"{s.title}: {s.topic}", run, *checks])
+    header = ["Order", "Step", "Topic", "Run", "Test the reference", "Check your starter"]
+    return markdown_table(header, rows)
+
+
+def main(argv: list[str]) -> int:
+    if "--write-docs" in argv:
+        changed = write_block(REPO_ROOT / "README.md", "course-map", course_map())
+        print(f"README.md course-map: {'updated' if changed else 'already up to date'}")
+    else:
+        print(course_map(), end="")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
