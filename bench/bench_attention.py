@@ -3,7 +3,6 @@
 import argparse
 import json
 import os
-import platform
 import sys
 import time
 from collections.abc import Callable
@@ -27,7 +26,7 @@ from bench.timing import (
 )
 from common import REPO_ROOT
 from common.docs import markdown_table, write_block
-from common.envreport import report
+from common.envreport import cpu_name, report
 from common.figures import out_dir, plt, save
 from common.seeding import randn
 
@@ -57,17 +56,6 @@ def methods() -> dict[str, Callable[..., torch.Tensor]]:
         ),
         "sdpa": lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
     }
-
-
-def cpu_name() -> str:
-    """The processor model and logical core count, as far as this OS says (for the record)."""
-    name = platform.processor()
-    cpuinfo = Path("/proc/cpuinfo")  # Linux; elsewhere platform.processor() is usually filled in
-    if not name.strip() and cpuinfo.is_file():
-        text = cpuinfo.read_text(encoding="utf-8", errors="replace")
-        models = [line for line in text.splitlines() if line.startswith("model name")]
-        name = models[0].split(":", 1)[1] if models else ""
-    return f"{name.strip() or 'unknown'}, {os.cpu_count()} logical cores"
 
 
 def status(message: str) -> None:

@@ -1,8 +1,11 @@
 """Catch up: `python -m common.catchup step-04` puts the reference in place of your starter, keeping a backup."""
 
 import argparse
+import errno
 import filecmp
+import os
 import shutil
+import subprocess
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -10,51 +13,230 @@ from pathlib import Path
 from common import SOLUTIONS_DIR, command, shown
 from common.loader import step_dir, step_names
 
-IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc")
+LOCK = ".catch-up.lock"  # in the step folder while a catch-up runs (git-ignored)
+NEW, OLD = ".starter-new", ".starter-old"  # the swap's two sides, beside starter/
+INCOMPLETE = "-incomplete"  # a backup's name while it is written: a killed copy keeps it
+
+
+class CatchUpError(Exception):
+    """A catch-up that could not start or finish; the message is one line: the file, what to do."""
+
+
+def _skipped(name: str) -> bool:
+    return name == "__pycache__" or name.endswith(".pyc")
 
 
 def source_files(folder: Path) -> set[Path]:
-    """Relative paths of the files in `folder` (none if it is missing), caches left out."""
-    return {
-        p.relative_to(folder)
-        for p in folder.rglob("*")
-        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
-    }
+    """Relative paths of the files in `folder` (none if it is missing), caches left out, links not followed."""
+    found = set()
+    for root, dirs, files in os.walk(folder):  # never follows a link to a folder: no loops
+        dirs[:] = [d for d in dirs if not _skipped(d)]
+        entries = files + [d for d in dirs if os.path.islink(os.path.join(root, d))]
+        found |= {(Path(root) / f).relative_to(folder) for f in entries if not _skipped(f)}
+    return found
 
 
 def caught_up(starter: Path, solution: Path) -> bool:
-    """True when the starter already holds exactly the solution's files."""
+    """True when the starter holds exactly the solution's files, and the solution has some."""
     files = source_files(solution)
-    same_names = source_files(starter) == files
-    return same_names and all(filecmp.cmp(starter / f, solution / f, shallow=False) for f in files)
+    return (
+        bool(files)
+        and source_files(starter) == files
+        and all(filecmp.cmp(starter / f, solution / f, shallow=False) for f in files)
+    )
+
+
+def explain(exc: OSError, doing: str, path: Path | str) -> str:
+    """One line for an OSError: what failed on which file, and what the student can do about it."""
+    where = shown(Path(path)) if path else "a file"
+    if getattr(exc, "winerror", None) in (32, 33):  # Windows: another program has it open
+        return f"could not {doing} {where}: another program has it open; close editors or terminals using it and run the command again"
+    if isinstance(exc, PermissionError):
+        return f"could not {doing} {where}: permission denied; give yourself read and write access to it (chmod -R u+rw on macOS and Linux, Properties > Security on Windows) and run the command again"
+    if exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)):
+        return f"could not {doing} {where}: the disk is full; free some space and run the command again"
+    return f"could not {doing} {where}: {exc.strerror or exc}; fix that and run the command again"
+
+
+def _copy(src: Path, dst: Path, links: bool) -> None:
+    """Copy the folder `src` to the new folder `dst` file by file; an OSError names the file.
+
+    links=True copies a link as a link (a backup keeps what was there); otherwise its target's bytes.
+    """
+    for root, dirs, files in os.walk(src):
+        dirs[:] = [d for d in dirs if not _skipped(d)]
+        here = dst / Path(root).relative_to(src)
+        try:
+            here.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise CatchUpError(explain(exc, "create the folder", here)) from exc
+        linked = [d for d in dirs if os.path.islink(os.path.join(root, d))]
+        dirs[:] = [d for d in dirs if d not in linked]
+        for name in [*files, *linked]:
+            if _skipped(name):
+                continue
+            source, target = Path(root) / name, here / name
+            try:
+                if links and source.is_symlink():
+                    target.symlink_to(os.readlink(source), target_is_directory=source.is_dir())
+                else:
+                    shutil.copyfile(source, target)
+            except OSError as exc:
+                failed = exc.filename if exc.filename else source  # the side that failed
+                doing = "read" if str(failed) == str(source) else "write"
+                raise CatchUpError(explain(exc, doing, failed)) from exc
 
 
 def back_up(starter: Path, now: datetime | None = None) -> Path:
-    """Copy `starter` to a fresh `backups/starter-<timestamp>` folder beside it; return that."""
+    """Copy `starter` to a fresh `backups/starter-<timestamp>` folder beside it; return that.
+
+    The copy is written under a name ending in -incomplete and renamed once every file is in it,
+    so a backup without that ending is whole. A failed copy is removed; a killed one keeps the name.
+    """
     base = starter.parent / "backups" / f"starter-{now or datetime.now():%Y%m%d-%H%M%S}"
     path, n = base, 1
-    while path.exists():
+    while path.exists() or path.with_name(path.name + INCOMPLETE).exists():
         n += 1
         path = base.with_name(f"{base.name}-{n}")
-    # a copy, not a move: an open editor or terminal cannot block it
-    return shutil.copytree(starter, path, ignore=IGNORED)
+    partial = path.with_name(path.name + INCOMPLETE)
+    try:
+        # a copy, not a move: an open editor or terminal cannot block it
+        _copy(starter, partial, links=True)
+        partial.rename(path)
+    except (CatchUpError, OSError) as exc:
+        shutil.rmtree(partial, ignore_errors=True)
+        said = explain(exc, "write the backup", partial) if isinstance(exc, OSError) else str(exc)
+        raise CatchUpError(f"{said} (your starter is unchanged)") from exc
+    return path
+
+
+def _leaving_link(starter: Path, step: Path) -> str | None:
+    """A one-line refusal for a link in `starter` that leaves the step or loops back, else None."""
+    inside = step.resolve()
+    candidates = [starter] + [starter / f for f in sorted(source_files(starter))]
+    for path in candidates:
+        if not path.is_symlink():
+            continue
+        target = path.resolve()
+        loops = target.is_dir() and path.parent.resolve().is_relative_to(target)
+        if loops or not target.is_relative_to(inside):
+            why = "a folder that holds the link itself" if loops else "outside the step"
+            return (
+                f"{shown(path)} is a link to {target} ({why}); catch-up copies your starter "
+                "and will not follow it: delete that link and run the command again (nothing changed)"
+            )
+    return None
+
+
+def _missing_tracked(solution: Path) -> list[str]:
+    """Files git tracks in `solution` that are gone from the disk (none when git is not there)."""
+    try:
+        done = subprocess.run(
+            ["git", "ls-files", "--deleted", "--", "."],
+            cwd=solution,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return []  # no git, or not a clone (a downloaded zip): the checks below still hold
+    return done.stdout.split() if done.returncode == 0 else []
+
+
+def check_reference(step: Path) -> None:
+    """Refuse, before anything is touched, a reference solution that is missing, partial or unreadable."""
+    solution = step / "solution"
+    restore = f"restore it (git checkout -- {shown(solution)}, or a fresh download of the course)"
+    if not solution.is_dir() or not source_files(solution):
+        raise CatchUpError(f"{shown(solution)} is missing or empty: {restore}; nothing changed")
+    if missing := _missing_tracked(solution):
+        gone = shown(solution / missing[0])
+        raise CatchUpError(f"{gone} is missing from the reference: {restore}; nothing changed")
+    for rel in sorted(source_files(solution)):
+        try:
+            text = (solution / rel).read_bytes()
+            if rel.suffix == ".py":
+                compile(text, str(solution / rel), "exec")
+        except OSError as exc:
+            raise CatchUpError(explain(exc, "read", solution / rel) + " (nothing changed)") from exc
+        except (SyntaxError, ValueError) as exc:
+            raise CatchUpError(
+                f"{shown(solution / rel)} does not compile ({exc.__class__.__name__}): {restore}; nothing changed"
+            ) from exc
+
+
+class _Lock:
+    """Only one catch-up per step at a time: a file made with O_EXCL (atomic on every OS)."""
+
+    def __init__(self, step: Path):
+        self.path = step / LOCK
+
+    def __enter__(self):
+        try:
+            fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            since = datetime.fromtimestamp(self.path.stat().st_mtime).strftime("%H:%M:%S")
+            raise CatchUpError(
+                f"another catch-up of {shown(self.path.parent)} is running ({shown(self.path)} exists, "
+                f"made at {since}): wait for it to finish; if none is running, delete that file and run the command again"
+            ) from None
+        except OSError as exc:
+            raise CatchUpError(explain(exc, "create", self.path) + " (nothing changed)") from exc
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(f"pid {os.getpid()}\n")
+        return self
+
+    def __exit__(self, *exc):
+        self.path.unlink(missing_ok=True)
+
+
+def _swap(step: Path) -> None:
+    """Put the staged starter (.starter-new) in place of starter/, by two renames."""
+    starter, new, old = step / "starter", step / NEW, step / OLD
+    moved = False
+    try:
+        if starter.exists():
+            starter.rename(old)
+            moved = True
+        new.rename(starter)
+    except OSError as exc:
+        if moved and not starter.exists():
+            old.rename(starter)  # put the student's folder back as it was
+        shutil.rmtree(new, ignore_errors=True)
+        raise CatchUpError(
+            explain(exc, "replace", starter) + " (your starter is unchanged)"
+        ) from exc
+    shutil.rmtree(old, ignore_errors=True)  # backed up already; a locked leftover goes next run
 
 
 def catch_up(step: Path, now: datetime | None = None) -> tuple[Path | None, str]:
-    """Replace the starter of the step folder `step` by its solution; return (backup or None, message)."""
+    """Replace the starter of the step folder `step` by its solution; return (backup or None, message).
+
+    Raises CatchUpError (one line) and leaves the starter as it was when anything goes wrong."""
     starter, solution = step / "starter", step / "solution"
     rel = shown(starter)
-    if caught_up(starter, solution):
-        return None, f"{rel} already holds the reference solution; nothing changed."
-    backup = back_up(starter, now) if starter.exists() else None
-    saved = f"Your version of {rel} is saved in {shown(backup)}/\n" if backup else ""
-    try:
-        for extra in source_files(starter) - source_files(solution):
-            (starter / extra).unlink()
-        shutil.copytree(solution, starter, ignore=IGNORED, dirs_exist_ok=True)
-    except OSError as exc:
-        retry = "close editors or terminals using it and run the command again"
-        raise OSError(f"{saved}could not finish replacing {rel}: {exc}; {retry}") from exc
+    with _Lock(step):
+        if not starter.exists() and (step / OLD).is_dir():  # a run killed between its two renames
+            (step / OLD).rename(starter)
+        for leftover in (step / NEW, step / OLD):  # a copy of the solution, or backed-up work
+            shutil.rmtree(leftover, ignore_errors=True)
+        check_reference(step)
+        if starter.exists() and not starter.is_dir():
+            raise CatchUpError(
+                f"{rel} is a file, not a folder: move it out of the way and run the command again"
+            )
+        if refusal := _leaving_link(starter, step):
+            raise CatchUpError(refusal)
+        if caught_up(starter, solution):
+            return None, f"{rel} already holds the reference solution; nothing changed."
+        backup = back_up(starter, now) if starter.exists() else None
+        saved = f"Your version of {rel} is saved in {shown(backup)}/\n" if backup else ""
+        try:
+            _copy(solution, step / NEW, links=False)
+        except CatchUpError as exc:
+            shutil.rmtree(step / NEW, ignore_errors=True)
+            raise CatchUpError(f"{exc} (your starter is unchanged)") from exc
+        _swap(step)
     check = command(f"pixi run check-{step.name}", f"python -m pytest {shown(step)} --impl starter")
     return backup, f"{saved}{rel} now holds the reference solution. Next: {check}"
 
@@ -76,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
         print(catch_up(step_dir(step))[1])
     except ValueError as exc:  # no step, or an unknown one: the message lists the valid ones
         parser.error(str(exc))
-    except OSError as exc:
+    except CatchUpError as exc:
         parser.exit(1, f"{prog}: {exc}\n")
     return 0
 

@@ -1,6 +1,7 @@
 """Environment report, printed at the top of every step run; `python -m common.envreport` checks the lock."""
 
 import argparse
+import os
 import platform
 import re
 import sys
@@ -30,13 +31,29 @@ def read_pins(path: Path | None = None) -> dict[str, str]:
     return pins
 
 
+def cpu_name() -> str:
+    """The processor model and logical core count, as far as this OS says (for the record)."""
+    name = platform.processor()
+    cpuinfo = Path("/proc/cpuinfo")  # Linux; elsewhere platform.processor() is usually filled in
+    if not name.strip() and cpuinfo.is_file():
+        text = cpuinfo.read_text(encoding="utf-8", errors="replace")
+        models = [line for line in text.splitlines() if line.startswith("model name")]
+        name = models[0].split(":", 1)[1] if models else ""
+    return f"{name.strip() or 'unknown'}, {os.cpu_count()} logical cores"
+
+
 def report() -> str:
-    """A short multi-line description of the machine the numbers were produced on."""
+    """A short multi-line description of the machine the numbers were produced on.
+
+    The cpu line names the instruction set torch dispatches its kernels to (AVX2, AVX512, ...):
+    another one sums in another order, which moves a float32 result by a rounding unit or two.
+    """
     build = f"CUDA {torch.version.cuda}" if torch.version.cuda else "CPU"
     device = "CUDA available" if torch.cuda.is_available() else "CPU only"
     return (
         f"python   {platform.python_version()} ({sys.implementation.name})\n"
         f"torch    {torch.__version__} ({build} build), running {device}\n"
+        f"cpu      {cpu_name()}; torch dispatches to {torch.backends.cpu.get_cpu_capability()}\n"
         f"threads  {torch.get_num_threads()}\n"
         f"os       {platform.system()} {platform.release()} ({platform.machine()})"
     )

@@ -19,9 +19,19 @@ class ImplImportError(ImportError):
     """A starter or solution file that does not import; the message is one line."""
 
 
+def is_step(folder: Path) -> bool:
+    """A step (or checkpoint) folder holds a step.toml or, until every step has one, a tests/ folder.
+
+    A folder a student adds (steps/notes/) is neither: catch-up, the check and progress skip it.
+    """
+    return folder.name[0] not in "._" and (
+        (folder / "step.toml").is_file() or (folder / "tests").is_dir()
+    )
+
+
 def step_names(root: Path = STEPS_DIR) -> list[str]:
     """Every step folder under steps/ (or checkpoint under `root`=solutions/), sorted."""
-    return sorted(p.name for p in root.iterdir() if p.is_dir() and p.name[0] not in "._")
+    return sorted(p.name for p in root.iterdir() if p.is_dir() and is_step(p))
 
 
 def step_dir(step: str, root: Path = STEPS_DIR, kind: str = "step") -> Path:

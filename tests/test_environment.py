@@ -5,8 +5,10 @@ import re
 import tomllib
 
 import pytest
+import torch
 
 from common import REPO_ROOT, envreport
+from common.docs import read_block
 from common.envreport import check_lock, normalise, read_pins, report
 
 PIXI = tomllib.loads((REPO_ROOT / "pixi.toml").read_text(encoding="utf-8"))
@@ -73,8 +75,23 @@ def test_read_pins_rejects_a_loose_pin(tmp_path):
 
 def test_environment_report_names_what_matters():
     text = report()
-    for word in ("python", "torch", "threads", "os"):
+    for word in ("python", "torch", "cpu", "threads", "os"):
         assert re.search(rf"^{word}\s", text, re.M), word
+
+
+def test_environment_report_names_the_instruction_set_torch_dispatches_to():
+    # a last-digit difference from a handout has a visible cause: another CPU or instruction set
+    capability = torch.backends.cpu.get_cpu_capability()
+    assert re.search(
+        rf"^cpu +\S.*, \d+ logical cores; torch dispatches to {capability}$", report(), re.M
+    )
+
+
+def test_the_handouts_say_which_instruction_set_recorded_their_numbers():
+    text = read_block(REPO_ROOT / "steps" / "lab-01" / "README.md", "lab-01-parity")
+    assert re.search(r"^cpu +.*; torch dispatches to [A-Z]\w+$", text, re.M), (
+        "re-record the block on an idle machine: python -m common.run lab-01 --write-docs"
+    )
 
 
 def test_installed_packages_match_the_lock():

@@ -1,0 +1,203 @@
+"""catch-up is transactional: it checks first, backs up whole, swaps, and every refusal is one line."""
+
+import errno
+import os
+import shutil
+import subprocess
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from common import catchup, loader
+
+BROKEN = Path(__file__).parent / "fixtures" / "broken_step" / "steps" / "step-99"
+NOW = datetime(2026, 11, 29, 8, 0, 0)
+
+
+@pytest.fixture
+def step(tmp_path):
+    """A throwaway copy of the fixture step, with a student's edit in its starter."""
+    folder = shutil.copytree(BROKEN, tmp_path / "step-99")
+    (folder / "starter" / "mine.py").write_text("# my own work\n", encoding="utf-8")
+    return folder
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    """Every file under `folder` and its bytes (a link: where it points)."""
+    return {
+        p.as_posix(): os.readlink(folder / p)
+        if (folder / p).is_symlink()
+        else (folder / p).read_bytes()
+        for p in catchup.source_files(folder)
+    }
+
+
+def refused(step: Path) -> str:
+    """catch_up's refusal, checked to be one line that changed nothing in the starter."""
+    before = snapshot(step / "starter")
+    with pytest.raises(catchup.CatchUpError) as info:
+        catchup.catch_up(step, now=NOW)
+    message = str(info.value)
+    assert "\n" not in message and "[(" not in message, message  # never shutil.Error's list
+    assert snapshot(step / "starter") == before
+    assert not (step / catchup.LOCK).exists()
+    assert not any(p.name.startswith(".starter-") for p in step.iterdir())
+    return message
+
+
+def backups(step: Path) -> list[str]:
+    folder = step / "backups"
+    return sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
+
+
+def test_a_missing_reference_is_refused_and_never_caught_up(step):
+    shutil.rmtree(step / "solution")
+    for _ in range(2):  # the retry must not say "already holds the reference"
+        message = refused(step)
+        assert "step-99/solution is missing or empty: restore it (git checkout -- " in message
+    assert backups(step) == []
+
+
+def test_a_reference_that_lost_a_tracked_file_is_refused(step):
+    git = ["git", "-c", "core.autocrlf=false"]
+    try:
+        subprocess.run([*git, "init", "-q"], cwd=step, check=True, capture_output=True)
+        subprocess.run([*git, "add", "solution"], cwd=step, check=True, capture_output=True)
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("git is not installed")
+    (step / "solution" / "extra.py").write_text("X = 1\n", encoding="utf-8")
+    subprocess.run([*git, "add", "solution"], cwd=step, check=True, capture_output=True)
+    (step / "solution" / "extra.py").unlink()
+    assert "solution/extra.py is missing from the reference" in refused(step)
+
+
+def test_a_reference_that_does_not_compile_is_refused(step):
+    (step / "solution" / "thing.py").write_text("def f(:\n", encoding="utf-8")
+    assert "thing.py does not compile (SyntaxError)" in refused(step)
+
+
+def link(path: Path, target: Path | str) -> None:
+    try:
+        path.symlink_to(target, target_is_directory=True)
+    except OSError:  # Windows without developer mode makes no links
+        pytest.skip("this system does not let us make a symbolic link")
+
+
+def test_a_link_back_up_the_tree_is_refused_not_copied_forever(step):
+    link(step / "starter" / "up", "..")
+    message = refused(step)
+    assert (
+        "starter/up is a link to " in message and "a folder that holds the link itself" in message
+    )
+    assert "delete that link" in message and backups(step) == []
+
+
+def test_a_link_out_of_the_step_is_refused(step, tmp_path):
+    (tmp_path / "elsewhere").mkdir()
+    link(step / "starter" / "data", tmp_path / "elsewhere")
+    assert "starter/data is a link to " in refused(step) and "outside the step" in refused(step)
+
+
+def failing_copy(monkeypatch, error: OSError, after: int = 1):
+    """Make shutil.copyfile raise `error` once `after` files are copied."""
+    real, copied = shutil.copyfile, []
+
+    def copyfile(src, dst, *args, **kwargs):
+        if len(copied) >= after:
+            error.filename = str(src)
+            raise error
+        copied.append(src)
+        return real(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(shutil, "copyfile", copyfile)
+
+
+def test_a_full_disk_leaves_no_backup_that_looks_whole(step, monkeypatch):
+    failing_copy(monkeypatch, OSError(errno.ENOSPC, "No space left on device"))
+    message = refused(step)
+    assert "the disk is full; free some space and run the command again" in message
+    assert "your starter is unchanged" in message and backups(step) == []
+
+
+def test_a_killed_backup_keeps_a_name_that_says_incomplete(step, monkeypatch):
+    def interrupted(src, dst, *args, **kwargs):
+        Path(dst).write_bytes(b"")  # the 0-byte file a kill leaves
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(shutil, "copyfile", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        catchup.catch_up(step, now=NOW)
+    assert backups(step) == ["starter-20261129-080000-incomplete"]
+    assert not (step / catchup.LOCK).exists()
+    monkeypatch.undo()
+    backup, _ = catchup.catch_up(step, now=NOW)  # the next run never reuses that name
+    assert backup.name == "starter-20261129-080000-2"
+    assert (backup / "mine.py").read_text(encoding="utf-8") == "# my own work\n"
+
+
+def test_an_unreadable_file_gets_permission_advice_not_close_your_editors(step, monkeypatch):
+    failing_copy(monkeypatch, PermissionError(errno.EACCES, "Permission denied"), after=0)
+    message = refused(step)
+    assert "could not read " in message and "permission denied; give yourself read and" in message
+    assert "close editors" not in message
+
+
+def test_a_file_another_program_holds_gets_close_your_editors(step, monkeypatch):
+    error = PermissionError(errno.EACCES, "The process cannot access the file")
+    error.winerror = 32  # what Windows sets for a file another process has open
+    failing_copy(monkeypatch, error, after=0)
+    assert "another program has it open; close editors or terminals" in refused(step)
+
+
+def test_a_second_catch_up_while_one_runs_is_refused(step):
+    (step / catchup.LOCK).write_text("pid 1\n", encoding="utf-8")
+    before = snapshot(step / "starter")
+    with pytest.raises(catchup.CatchUpError, match="another catch-up of .*step-99 is running"):
+        catchup.catch_up(step, now=NOW)
+    assert snapshot(step / "starter") == before and (step / catchup.LOCK).exists()
+
+
+def test_a_swap_that_fails_puts_the_starter_back(step, monkeypatch):
+    real = Path.rename
+
+    def rename(self, target):
+        if self.name == catchup.NEW:  # the staged folder cannot take the starter's place
+            raise PermissionError(errno.EACCES, "Permission denied", str(target))
+        return real(self, target)
+
+    monkeypatch.setattr(Path, "rename", rename)
+    message = refused(step)
+    assert "could not replace " in message and "(your starter is unchanged)" in message
+
+
+def test_a_run_killed_between_its_two_renames_is_recovered(step):
+    (step / "starter").rename(step / catchup.OLD)  # the student's folder, moved aside
+    backup, _ = catchup.catch_up(step, now=NOW)
+    assert (backup / "mine.py").read_text(encoding="utf-8") == "# my own work\n"
+    assert not (step / catchup.OLD).exists() and catchup.caught_up(
+        step / "starter", step / "solution"
+    )
+
+
+def test_the_command_answers_a_refusal_in_one_line(step, monkeypatch, capsys):
+    shutil.rmtree(step / "solution")
+    monkeypatch.setattr(catchup, "step_dir", lambda name: step)
+    monkeypatch.setattr(catchup, "step_names", lambda root=None: [] if root else ["step-99"])
+    with pytest.raises(SystemExit) as exit_info:
+        catchup.main(["step-99"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 1 and len(err.strip().splitlines()) == 1, err
+    assert "Traceback" not in err and "solution is missing" in err
+
+
+def test_a_folder_that_is_not_a_step_is_not_a_step(tmp_path):
+    for name in ("lab-01", "notes", ".hidden"):
+        (tmp_path / name / "tests").mkdir(parents=True)
+    shutil.rmtree(tmp_path / "notes" / "tests")
+    (tmp_path / "notes" / "ideas.md").write_text("mine\n", encoding="utf-8")
+    (tmp_path / "step-07").mkdir()
+    (tmp_path / "step-07" / "step.toml").write_text('title = "x"\n', encoding="utf-8")
+    assert loader.step_names(tmp_path) == ["lab-01", "step-07"]
+    with pytest.raises(ValueError, match="unknown step 'notes'; valid steps: lab-01, step-07"):
+        loader.step_dir("notes", tmp_path)
