@@ -20,9 +20,9 @@ class ImplImportError(ImportError):
 
 
 def is_step(folder: Path) -> bool:
-    """A step (or checkpoint) folder holds a step.toml or, until every step has one, a tests/ folder.
+    """A step (or checkpoint) folder holds its step.toml, or tests/ (a step still being made, a fixture).
 
-    A folder a student adds (steps/notes/) is neither: catch-up, the check and progress skip it.
+    A folder a student adds (steps/notes/) holds neither: catch-up, the check and progress skip it.
     """
     return folder.name[0] not in "._" and (
         (folder / "step.toml").is_file() or (folder / "tests").is_dir()
