@@ -19,6 +19,7 @@ KEYS = {
     "todo_modules": (list, True),
     "lecture_words": (int, False),
     "mutation": (dict, False),
+    "run": (dict, False),
 }
 
 
@@ -35,6 +36,7 @@ class Step:
     todo_modules: list[str]
     lecture_words: int | None = None
     mutation: dict = field(default_factory=dict)
+    run: dict = field(default_factory=dict)  # [run.options.<name>]: type, default, min, help
 
     @property
     def checkpoint(self) -> bool:

@@ -1,7 +1,12 @@
 """Generated blocks in handouts: `<!-- BEGIN name -->` ... `<!-- END name -->`, written by the code."""
 
 import re
+from collections.abc import Callable
+from decimal import Decimal
 from pathlib import Path
+
+# a number as printed: 3, -0.25, 1.19e-07, 9.4 (of 9.4%); a minus after a letter or digit is not its sign
+NUMBER = re.compile(r"(?:(?<![\w.])-)?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
 
 
 def _block(path: Path, name: str) -> tuple[str, re.Match]:
@@ -37,3 +42,49 @@ def parse_table(block: str) -> list[list[str]]:
     """Rows (header excluded) of the first Markdown table in `block`, cells stripped of backticks."""
     rows = [line for line in block.splitlines() if line.startswith("|")][2:]  # header, rule
     return [[c.strip().strip("`") for c in re.split(r"(?<!\\)\|", r.strip()[1:-1])] for r in rows]
+
+
+def within(tol: float, e: float | None = None) -> Callable[[str, str], bool]:
+    """Numbers agree within `tol` (`e` for e-notation); one written without a '.' must be equal."""
+
+    def close(a: str, b: str) -> bool:
+        if "." not in a or "." not in b:  # counts, shapes, seeds and thresholds such as 1e-06
+            return a == b
+        return abs(float(a) - float(b)) <= (e if e is not None and "e" in a else tol)
+
+    return close
+
+
+def last_digit(noise: float) -> Callable[[str, str], bool]:
+    """Numbers agree within one unit of the last digit printed; both below `noise` always agree."""
+
+    def close(a: str, b: str) -> bool:
+        x, y = Decimal(a), Decimal(b)
+        if abs(x) < Decimal(noise) and abs(y) < Decimal(noise):
+            return True
+        return abs(x - y) <= Decimal(1).scaleb(x.as_tuple().exponent)  # "4.01" -> 0.01
+
+    return close
+
+
+def exact(a: str, b: str) -> bool:
+    return a == b
+
+
+def disagreements(documented: str, fresh: str, close: Callable[[str, str], bool]) -> list[str]:
+    """Lines of a handout's block that a fresh run does not reproduce: same words, close numbers.
+
+    A fresh table alone is compared with the block's table lines alone: the rest of such a block
+    (the environment it was recorded in) is not the same on every machine."""
+    old, new = documented.splitlines(), fresh.splitlines()
+    if all(line.startswith("|") for line in new):
+        old = [line for line in old if line.startswith("|")]
+    if len(old) != len(new):
+        return [f"the block has {len(old)} lines, a fresh run prints {len(new)}:", *new]
+    problems = []
+    for n, (a, b) in enumerate(zip(old, new, strict=True), start=1):
+        words_a, words_b = NUMBER.sub("#", a), NUMBER.sub("#", b)
+        numbers = zip(NUMBER.findall(a), NUMBER.findall(b), strict=False)
+        if words_a != words_b or not all(close(x, y) for x, y in numbers):
+            problems.append(f"line {n}: handout {a.strip()!r}; fresh run {b.strip()!r}")
+    return problems

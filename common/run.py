@@ -1,12 +1,21 @@
-"""Run a step: `python -m common.run lab-01 [--impl starter] [step options...]`."""
+"""Run a step: `python -m common.run <step> [--impl starter] [--quick] [--write-docs] [--out DIR]`.
+
+The scaffolding of every step's run.py (CONTRIBUTING.md, "A step's run"): the options, from the
+step's step.toml, are parsed before torch is imported, the output folder is checked before any
+work, and a TODO not written yet ends the run with one line."""
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
-from common import SOLUTIONS_DIR, STEPS_DIR, command
-from common.envreport import report
-from common.loader import IMPLS, load_file, step_names
+from common import OUT_DIR, SOLUTIONS_DIR, STEPS_DIR, command, shown
+from common.course import describe
+from common.docs import write_block
+from common.loader import IMPLS, ImplImportError, load_file, step_names
+from common.todos import optional, todo_in
+
+TYPES = {"int": int, "float": float, "str": str}
 
 
 def runnable() -> dict[str, Path]:
@@ -15,29 +24,117 @@ def runnable() -> dict[str, Path]:
     return {p.parent.name: p for p in sorted(paths, key=lambda p: p.parent.name) if p.is_file()}
 
 
+def parser(step: str, folder: Path) -> argparse.ArgumentParser:
+    """The options every step takes, then the step's own (step.toml's [run.options])."""
+    about = describe(folder)
+    prog = command(f"pixi run {step}", f"python -m common.run {step}")
+    parser = argparse.ArgumentParser(prog=prog, description=f"{about.title}: {about.topic}")
+    parser.add_argument(
+        "--impl",
+        choices=IMPLS,
+        default="solution",
+        help="the code to run: the reference solution (default) or your starter",
+    )
+    parser.add_argument("--quick", action="store_true", help="a short run (what the tests use)")
+    parser.add_argument(
+        "--write-docs",
+        action="store_true",
+        help="rewrite the handout's generated blocks (reference solution only)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=OUT_DIR,
+        metavar="DIR",
+        help=f"root of the output folder (default {shown(OUT_DIR)}/; the step writes to <root>/{step}/)",
+    )
+    for name, spec in about.run.get("options", {}).items():
+        kind = TYPES[spec.get("type", "str")]
+        parser.add_argument(f"--{name}", type=kind, default=spec.get("default"), help=spec["help"])
+    return parser
+
+
+def out_problem(folder: Path) -> str | None:
+    """Why figures cannot be written to `folder` (None when they can)."""
+    for place in (folder, *folder.parents):
+        if not place.exists():
+            continue
+        if not place.is_dir():
+            return f"{shown(place)} is a file, not a folder: move it away or choose --out DIR"
+        if not os.access(place, os.W_OK | os.X_OK):
+            return f"cannot write in {shown(place)}: make it writable or choose --out DIR"
+        return None
+    return None
+
+
+def parse(step: str, folder: Path, argv: list[str]) -> argparse.Namespace:
+    """The step's options, checked: argparse's one-line error for anything unusable."""
+    options = parser(step, folder)
+    args = options.parse_args(argv)
+    if args.write_docs and args.impl != "solution":
+        options.error("--write-docs records the reference solution's numbers; drop --impl starter")
+    for name, spec in describe(folder).run.get("options", {}).items():
+        value = getattr(args, name.replace("-", "_"))
+        if "min" in spec and value < spec["min"]:
+            options.error(f"--{name} must be at least {spec['min']}, got {value}")
+    if problem := out_problem(args.out / step):
+        options.error(problem)
+    args.step, args.folder, args.readme = step, folder, folder / "README.md"
+    return args
+
+
+def options(step: str, argv: list[str] = ()) -> argparse.Namespace:
+    """The parsed options of `step`'s run, as its main(args) gets them (tests call this)."""
+    return parse(step, runnable()[step].parent, list(argv))
+
+
+def not_written(step: str, exc: NotImplementedError) -> tuple[int, str]:
+    """(exit code, one line) for a run stopped by a TODO: 0 when only optional work is left."""
+    todo = todo_in(str(exc)) or str(exc)
+    check = command(
+        f"pixi run check-{step}", f"python -m pytest {shown(STEPS_DIR / step)} --impl starter"
+    )
+    if optional(todo):
+        return 0, f"optional TODO({todo}) not written: that part of the run is skipped"
+    return 1, f"not implemented yet: TODO({todo}). Next: {check}"
+
+
+def record(args: argparse.Namespace, blocks: dict[str, str]) -> None:
+    """With --write-docs, write each block into the step's handout and say which changed."""
+    if args.write_docs:
+        changed = [name for name, body in blocks.items() if write_block(args.readme, name, body)]
+        print(f"{shown(args.readme)}: {', '.join(changed) or 'already up to date'}")
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Parse the step name and --impl, print the environment report, then hand over to run.py."""
-    scripts = runnable()
-    argv = sys.argv[1:] if argv is None else argv
-    step = argv[0] if argv else ""
-    prog = "python -m common.run"
-    if step in scripts:
-        prog = command(f"pixi run {step}", f"{prog} {step}")
-    # no -h here: `pixi run lab-01 --help` should reach the step's own options
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__, add_help=False)
-    parser.add_argument("step", help=f"one of: {', '.join(scripts)}")
-    parser.add_argument("--impl", choices=IMPLS, default="solution", help="code to run")
-    if step in ("-h", "--help"):
-        parser.print_help()
-        return 0
-    if step not in scripts:
-        unknown = f"unknown step {step!r}" if step and step[0] != "-" else "name a step first"
-        parser.error(f"{unknown}; valid steps: {', '.join(scripts)}")
-    args, rest = parser.parse_known_args(argv)
-    if not {"-h", "--help"} & set(rest):  # the step's own help comes without the report
-        print(report(), end="\n\n")
-    module = load_file(scripts[step], f"_course_run_{step.replace('-', '_')}")
-    return module.main(rest, impl=args.impl)
+    """Find the step, parse its options, print the environment report, then run its run.py."""
+    scripts, argv = runnable(), list(sys.argv[1:] if argv is None else argv)
+    step = next((a for a in argv if a in scripts), None)  # before or after the options
+    if step is None:
+        usage = argparse.ArgumentParser(prog="python -m common.run", description=__doc__)
+        usage.add_argument("step", help=f"one of: {', '.join(scripts)}")
+        if {"-h", "--help"} & set(argv):
+            usage.print_help()
+            return 0
+        named = next((a for a in argv if not a.startswith("-")), "")
+        usage.error(
+            f"{f'unknown step {named!r}' if named else 'name a step'}; valid steps: {', '.join(scripts)}"
+        )
+    argv.remove(step)
+    args = parse(step, scripts[step].parent, argv)
+    from common.envreport import report  # imports torch: only once the options are known good
+
+    print(report(), end="\n\n")
+    try:
+        module = load_file(scripts[step], f"_course_run_{step.replace('-', '_')}")
+        return module.main(args)
+    except ImplImportError as exc:
+        print(f"{step} stopped: {exc}")
+        return 1
+    except NotImplementedError as exc:
+        code, line = not_written(step, exc)
+        print(line)
+        return code
 
 
 if __name__ == "__main__":

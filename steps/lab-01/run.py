@@ -1,6 +1,5 @@
 """Lab 01 runner: our attention against PyTorch's (max-abs-difference table), then the exercise."""
 
-import argparse
 import contextlib
 import functools
 import io
@@ -16,10 +15,10 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from common import REPO_ROOT
 from common.broken import triu_mask
-from common.docs import markdown_table, write_block
+from common.docs import exact, markdown_table, within, write_block
 from common.envreport import report
 from common.figures import out_dir
-from common.loader import ImplImportError, load, load_file
+from common.loader import load, load_file
 from common.seeding import generator, randn, seed_all
 
 STEP = "lab-01"
@@ -392,23 +391,42 @@ def run(
     return 0 if ok else 1
 
 
-def main(argv: list[str], impl: str) -> int:
-    """`pixi run lab-01 [--write-docs]`: the parity table and the wrong-mask exercise."""
-    parser = argparse.ArgumentParser(prog=f"pixi run {STEP}", description=__doc__)
-    parser.add_argument(
-        "--write-docs", action="store_true", help="rewrite the measured blocks in README.md"
-    )
-    parser.add_argument("--out", type=Path, default=None, help="root for out/lab-01/ figures")
-    args = parser.parse_args(argv)
-    if args.write_docs and impl != "solution":
-        parser.error("--write-docs records the reference solution's numbers; drop --impl starter")
-    try:
-        attention = load(STEP, "attention", impl)
-        wrong_mask = load(STEP, "exercises.wrong_mask", impl)
-        return run(attention, wrong_mask, args.write_docs, args.out)
-    except ImplImportError as exc:
-        print(exc)
-        return 1
-    except NotImplementedError as exc:
-        print(f"not implemented yet: {exc}")
-        return 1
+def main(args) -> int:
+    """`pixi run lab-01 [--write-docs] [--out DIR]` (common.run parses them)."""
+    attention = load(STEP, "attention", args.impl)
+    wrong_mask = load(STEP, "exercises.wrong_mask", args.impl)
+    return run(attention, wrong_mask, args.write_docs, args.out)
+
+
+# How far a fresh figure may sit from the README's. The max-abs-difference figures are O(1e-7)
+# rounding noise in outputs of size ~1, where one rounding unit is 2**-23 ~ 1.2e-7; their exact
+# bits depend on the BLAS and SIMD path (MKL or OpenBLAS on x86-64, Accelerate on macOS arm64),
+# which may move them by a couple of units. On one machine runs are identical. DOCS_ABS_TOL, 5e-7,
+# is a few units; a real change of scale, mask or layout moves them by 1e-2 or more.
+DOCS_ABS_TOL = 5e-7
+# Weights printed with 6 decimals: print rounding (5e-7 each side) plus cross-build rounding (~1e-7)
+# stays below 2e-6; a different seed, T or mask moves them by far more.
+EXERCISE_ABS_TOL = 2e-6
+UNITS_TOL = DOCS_ABS_TOL / ULP  # the appendix's figures in rounding units: about 4 units
+
+
+def docs_blocks() -> dict[str, tuple[str, object]]:
+    """The handout's deterministic blocks from a fresh reference run, and how close each must be.
+
+    Numbers written without a '.' (counts, shapes, thresholds) must be equal (common.docs.within)."""
+    attention = load(STEP, "attention", "solution")
+    wrong_mask = load(STEP, "exercises.wrong_mask", "solution")
+    ex = exercise(attention, wrong_mask)
+    return {
+        "lab-01-parity": (parity_table(parity_rows(attention)), within(DOCS_ABS_TOL)),
+        "lab-01-exercise": (exercise_block(ex), within(EXERCISE_ABS_TOL, e=DOCS_ABS_TOL)),
+        "lab-01-test-count": (expected_count_block(collected_tests()), exact),
+        "lab-01-lecture-leak": (
+            lecture_leak_block(lecture_leak(attention, wrong_mask)),
+            within(EXERCISE_ABS_TOL),
+        ),
+        "lab-01-lecture-parity": (
+            parity_spread_block(parity_spread(attention)),
+            within(UNITS_TOL, e=DOCS_ABS_TOL),
+        ),
+    }

@@ -275,3 +275,9 @@ def test_figure_is_a_png(head, run, file, tmp_path):
 def test_figures_draws_what_has_results(head, run, experiments, tmp_path):
     paths = run.figures({"equivariance": experiments.equivariance(head)}, tmp_path)
     assert paths == [tmp_path / "equivariance.png"] and paths[0].is_file()
+
+
+@pytest.mark.given  # counts FLOPs from the sizes: no head, so no TODO on its path
+def test_cost_count_names_the_flop_slope(run):
+    # the FLOP count's log-log slope below the table is the timed exponent's yardstick
+    assert "FLOPs ~ T^1.87" in run.cost_count_block()

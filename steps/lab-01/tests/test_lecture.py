@@ -1,0 +1,25 @@
+"""The appendix's lecture figures come back: the lecture's leak from its draw, its parity as noise.
+
+(That the handout's blocks are what a fresh run prints is tests/test_docs.py's job, for every step.)"""
+
+
+def test_readme_lecture_leak_reproduces_the_lecture_and_this_lab(attention, wrong_mask, runner):
+    """The lecture's 0.740962 comes back from its draw of q, k, v; this lab's draw gives its own."""
+    rows = runner.lecture_leak(attention, wrong_mask)
+    (_, _, lecture), (_, count, ours) = rows
+    assert round(lecture, 6) == runner.LECTURE_LEAK
+    exercise = runner.exercise_buggy(wrong_mask)  # the lab's own figure, printed by the exercise
+    assert (count, ours) == (exercise["buggy_count"], exercise["buggy_largest"])
+
+
+def test_readme_lecture_parity_is_rounding_noise_both_ways(attention, runner):
+    """The lecture's last bits and this lab's lie within the same seed-to-seed spread of units."""
+    fresh = runner.parity_spread(attention)
+    for (
+        label,
+        lecture,
+        _,
+        _,
+        largest,
+    ) in fresh:  # the lecture's figure is a few units too, like ours
+        assert float(lecture) / runner.ULP <= 4 and largest / runner.ULP <= 4, label

@@ -1,0 +1,89 @@
+"""The scaffolding every step's run shares (common/run.py): options first, one-line errors."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from common import REPO_ROOT
+from common import run as runner
+
+STEPS = sorted(runner.runnable())
+
+
+def _run(*argv: str, pixi: bool = False) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "PIXI_PROJECT_ROOT"}
+    if pixi:
+        env["PIXI_PROJECT_ROOT"] = str(REPO_ROOT)
+    code = (
+        "import sys; from common import run\n"
+        "try:\n    run.main(sys.argv[1:])\nfinally:\n"
+        "    print('torch imported' if 'torch' in sys.modules else 'no torch', file=sys.stderr)"
+    )
+    cmd = [sys.executable, "-c", code, *argv]
+    return subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True)
+
+
+def test_help_and_a_typo_answer_before_torch_is_imported():
+    helped, typo = _run("step-04", "--help"), _run("step-04", "--repats", "2")
+    assert helped.returncode == 0 and "--repeats" in helped.stdout
+    assert typo.returncode == 2 and "unrecognized arguments: --repats" in typo.stderr
+    assert helped.stderr.strip() == "no torch" and typo.stderr.strip().endswith("no torch")
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_every_steps_help_offers_impl_quick_write_docs_and_out(step, capsys):
+    with pytest.raises(SystemExit):
+        runner.main([step, "--help"])
+    out = capsys.readouterr().out
+    assert all(option in out for option in ("--impl", "--quick", "--write-docs", "--out DIR"))
+
+
+@pytest.mark.parametrize(
+    ("pixi", "usage"),
+    [(True, "usage: pixi run lab-01 "), (False, "usage: python -m common.run lab-01 ")],
+)
+def test_the_usage_line_fits_where_the_student_is(pixi, usage, monkeypatch, capsys):
+    if pixi:
+        monkeypatch.setenv("PIXI_PROJECT_ROOT", str(REPO_ROOT))
+    else:
+        monkeypatch.delenv("PIXI_PROJECT_ROOT", raising=False)
+    with pytest.raises(SystemExit):
+        runner.main(["lab-01", "--nope"])
+    assert capsys.readouterr().err.startswith(usage)
+
+
+def test_the_step_may_follow_its_options(capsys):
+    with pytest.raises(SystemExit) as info:
+        runner.main(["--impl", "starter", "lab-01", "--write-docs"])
+    assert info.value.code == 2
+    assert "--write-docs records the reference solution's numbers" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("where", ["out is a file", "--out names a file", "out is read-only"])
+def test_an_unusable_output_folder_is_one_line_before_any_work(where, tmp_path, capsys):
+    target = tmp_path / "out"
+    if where == "out is read-only":
+        if os.name == "nt" or os.geteuid() == 0:
+            pytest.skip("root, and Windows, may write in a read-only folder")
+        target.mkdir()
+        target.chmod(0o500)
+    else:
+        target.write_text("not a folder\n", encoding="utf-8")
+    out = target / "deeper" if where == "--out names a file" else target
+    with pytest.raises(SystemExit) as info:
+        runner.main(["lab-01", "--out", str(out)])
+    captured = capsys.readouterr()
+    assert info.value.code == 2 and captured.out == ""  # no environment report: no work done
+    error = captured.err.strip().splitlines()[-1]
+    assert error.endswith("choose --out DIR") and str(target) in error
+
+
+def test_a_todo_not_written_is_one_line_and_an_optional_one_is_no_failure(monkeypatch):
+    monkeypatch.delenv("PIXI_PROJECT_ROOT", raising=False)
+    code, line = runner.not_written("lab-01", NotImplementedError("TODO(lab-01 task 1: f): y"))
+    assert code == 1 and line.startswith("not implemented yet: TODO(lab-01 task 1: f). Next: ")
+    assert line.endswith("python -m pytest steps/lab-01 --impl starter")
+    code, line = runner.not_written("step-04", NotImplementedError("TODO(step-04 optional 1: g)"))
+    assert code == 0 and "optional TODO(step-04 optional 1: g) not written" in line
