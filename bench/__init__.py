@@ -1,5 +1,3 @@
-"""Attention cost benchmark: naive vs tiled (online softmax) vs torch's scaled_dot_product_attention."""
+"""Attention cost benchmark: naive vs tiled (online softmax) vs torch's scaled_dot_product_attention.
 
-from bench.tiled_attention import naive_attention, tiled_attention
-
-__all__ = ["naive_attention", "tiled_attention"]
+A leaf: nothing in common/ or steps/ imports it (the timing protocol it shares is common/timing.py)."""

@@ -12,7 +12,12 @@ import torch
 import torch.nn.functional as F
 
 from bench.tiled_attention import naive_attention, tiled_attention
-from bench.timing import (
+from common import REPO_ROOT
+from common.docs import holding, markdown_table, write_block
+from common.envreport import cpu_name, report
+from common.figures import out_dir, plt, save
+from common.seeding import randn
+from common.timing import (
     SPREAD_LIMIT,
     clock,
     fit_exponent,
@@ -24,16 +29,11 @@ from bench.timing import (
     relative_spread,
     torch_threads,
 )
-from common import REPO_ROOT
-from common.docs import markdown_table, write_block
-from common.envreport import cpu_name, report
-from common.figures import out_dir, plt, save
-from common.seeding import randn
 
 BENCH_DIR = Path(__file__).resolve().parent
 README = BENCH_DIR / "README.md"
 # Step 4's handout quotes the same block in its going-further part.
-QUOTED_IN = [README, REPO_ROOT / "steps" / "step-04" / "README.md"]
+
 RESULTS = BENCH_DIR / "results.json"
 BLOCK = "bench-results"
 FULL_T, FULL_ROUNDS, FULL_MIN_RUN_TIME = [256, 512, 1024, 2048, 4096], 9, 0.1
@@ -365,11 +365,16 @@ def plot(results: dict, path: Path) -> Path:
     return save(fig, path)
 
 
+def quoted_in() -> list[Path]:
+    """Every handout that quotes the results: found by its block's name, not by its path."""
+    return holding(BLOCK, REPO_ROOT)
+
+
 def write_docs(results: dict) -> None:
     """Save the raw results to bench/results.json and regenerate the README block from that file."""
     RESULTS.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     recorded = json.loads(RESULTS.read_text(encoding="utf-8"))
-    for doc in QUOTED_IN:
+    for doc in quoted_in():
         write_block(doc, BLOCK, render_block(recorded))
 
 

@@ -18,6 +18,18 @@ def _block(path: Path, name: str) -> tuple[str, re.Match]:
     raise ValueError(f"{path}: no generated block named {name!r}")
 
 
+def holding(name: str, root: Path) -> list[Path]:
+    """The handouts under `root` (README.md up to two folders down) that hold the block `name`."""
+    found = []
+    for path in sorted(
+        p for pattern in ("", "*/", "*/*/") for p in root.glob(pattern + "README.md")
+    ):
+        hidden = any(part.startswith(".") for part in path.relative_to(root).parts)
+        if not hidden and f"<!-- BEGIN {name} -->" in path.read_text(encoding="utf-8"):
+            found.append(path)
+    return found
+
+
 def read_block(path: Path, name: str) -> str:
     """The text between the BEGIN/END markers called `name` in `path`."""
     return _block(path, name)[1][1]

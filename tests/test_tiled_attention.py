@@ -9,8 +9,9 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from bench import bench_attention, timing
+from bench import bench_attention
 from bench.tiled_attention import naive_attention, tiled_attention
+from common import timing
 from common.docs import parse_table, read_block
 from common.seeding import generator, randn
 
@@ -154,7 +155,7 @@ def test_bad_block_size_is_a_value_error(blocks):
         tiled_attention(q, k, v, **blocks)
 
 
-@pytest.mark.parametrize("doc", bench_attention.QUOTED_IN, ids=lambda p: p.parent.name)
+@pytest.mark.parametrize("doc", bench_attention.quoted_in(), ids=lambda p: p.parent.name)
 def test_readme_block_is_the_rendering_of_results_json(doc):
     results = json.loads(bench_attention.RESULTS.read_text(encoding="utf-8"))
     block = read_block(doc, bench_attention.BLOCK)

@@ -1,0 +1,62 @@
+"""The layers point one way: common/ at the bottom, bench/ a leaf, tests/ imported by tests alone."""
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from common import REPO_ROOT
+
+SKIP = {".venv", "out", "backups", "fixtures", ".git", "__pycache__"}
+FILES = sorted(p for p in REPO_ROOT.rglob("*.py") if not SKIP & set(p.relative_to(REPO_ROOT).parts))
+
+
+def _imports(path: Path) -> set[str]:
+    """The top-level package of every import in `path`."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def _where(path: Path) -> str:
+    return path.relative_to(REPO_ROOT).as_posix()
+
+
+@pytest.mark.parametrize(
+    ("package", "outside"),
+    [
+        ("tests", lambda top: top != "tests"),  # maintainer tools live in tools/
+        ("bench", lambda top: top in ("common", "steps", "solutions", "tools")),
+        ("tools", lambda top: top in ("common", "steps", "solutions")),
+    ],
+    ids=["tests", "bench", "tools"],
+)
+def test_a_layer_is_imported_only_from_above(package, outside):
+    wrong = [
+        f"{_where(p)} imports {package}"
+        for p in FILES
+        if outside(p.relative_to(REPO_ROOT).parts[0]) and package in _imports(p)
+    ]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_one_todo_pattern_outside_tests():
+    """common/todos.py is the one parser of the TODO format: no other file compiles a TODO regex."""
+    pattern = re.compile(r"re\.(compile|search|match|fullmatch|findall)\([^)\n]*TODO")
+    found = [
+        _where(p)
+        for p in FILES
+        if _where(p).split("/")[0] != "tests" and pattern.search(p.read_text(encoding="utf-8"))
+    ]
+    assert found == ["common/todos.py"], "\n".join(found)
+
+
+def test_the_root_conftest_is_small():
+    lines = len((REPO_ROOT / "conftest.py").read_text(encoding="utf-8").splitlines())
+    assert lines <= 100, f"conftest.py has {lines} lines: the check belongs in common/check.py"
