@@ -1,0 +1,173 @@
+"""Start a step that passes every contract: `python -m common.newstep step-07 "Scratch"`.
+
+Writes steps/<name>/ (handout, step.toml, run.py, a solution with one marked TODO, its starter,
+one test), fills the course map and the handout's block, and prints the pixi tasks to paste."""
+
+import argparse
+import re
+import sys
+
+from common import REPO_ROOT, STEPS_DIR, command, shown
+from common.course import course, course_map, describe, step_tasks, task_line
+from common.docs import write_block
+from common.loader import load_file
+from common.todos import starter_text
+
+MODULE = "pooling"  # the one module of a new step; rename it (and step.toml) as the step grows
+
+SOLUTION = '''"""{title}: the code the student writes (starter/ is generated from this file)."""
+
+import torch
+
+
+def check_input(x: torch.Tensor) -> None:
+    """Given code: a ValueError for anything but a float [B, T, d] tensor."""
+    if not isinstance(x, torch.Tensor) or x.dim() != 3 or not x.is_floating_point():
+        raise ValueError(f"x must be a float tensor [B, T, d], got {{getattr(x, 'shape', x)!r}}")
+
+
+def mean_pool(x: torch.Tensor) -> torch.Tensor:
+    """[B, T, d] -> [B, d]: the average of each sequence's T vectors."""
+    check_input(x)
+    # BEGIN SOLUTION TODO({name} task 1: mean_pool)
+    # CONTRACT: returns [B, d], each row the mean over the T positions of that sequence; the
+    #   property: a sequence of equal vectors pools to that vector. Trap: the wrong axis.
+    # HINT 1: one reduction over the positions, the axis between the batch and the width.
+    # HINT 2: Tensor.mean with dim=1; dim=-1 would average the width instead.
+    # HINT 3: return x.___(dim=___)
+    return x.mean(dim=1)  # (B, T, d) -> (B, d)
+    # END SOLUTION
+'''
+
+TEST = '''"""mean_pool: the mean over positions, one row per sequence."""
+
+import pytest
+import torch
+
+from common.loader import load
+
+
+@pytest.fixture
+def pooling(impl):
+    """The module under test (starter or solution, per --impl)."""
+    return load("{name}", "{module}", impl)
+
+
+def test_mean_pool_averages_each_sequence_over_its_positions(pooling):
+    x = torch.arange(2 * 3 * 4, dtype=torch.float32).reshape(2, 3, 4)  # (B, T, d)
+    pooled = pooling.mean_pool(x)  # (B, d)
+    assert pooled.shape == (2, 4)
+    assert torch.equal(pooled, torch.stack([x[b].sum(dim=0) / 3 for b in range(2)]))
+'''
+
+RUN = '''"""{title}: print what mean_pool makes of a small input."""
+
+import torch
+
+from common.docs import exact, markdown_table
+from common.loader import load
+from common.run import record
+
+STEP = "{name}"
+
+
+def pooled_block(pooling) -> str:
+    """The handout's table: mean_pool of arange(2 * 3 * 4) as [2, 3, 4]."""
+    x = torch.arange(2 * 3 * 4, dtype=torch.float32).reshape(2, 3, 4)  # (B, T, d)
+    pooled = pooling.mean_pool(x)  # (B, d)
+    rows = [[b, " ".join(f"{{v:g}}" for v in row.tolist())] for b, row in enumerate(pooled)]
+    return markdown_table(["sequence", "mean over its 3 positions"], rows)
+
+
+def main(args) -> int:
+    """`pixi run {name}`: the table (common.run parses the options)."""
+    block = pooled_block(load(STEP, "{module}", args.impl))
+    print(block)
+    record(args, {{"{name}-pooled": block}})
+    return 0
+
+
+def docs_blocks() -> dict:
+    """The handout's block from a fresh reference run: halves of integers, so every digit is exact."""
+    return {{"{name}-pooled": (pooled_block(load(STEP, "{module}", "solution")), exact)}}
+'''
+
+HANDOUT = """# {title}
+
+What this step builds, and what it starts from. Plan on about an hour.
+
+## Tasks
+
+| Task | Write | In |
+| --- | --- | --- |
+| 1 | `mean_pool(x)`: `[B, T, d] -> [B, d]`, the mean over positions | `starter/{module}.py` |
+
+Check your work with `pixi run check-{name}`; `pixi run {name} --impl starter` runs the step with
+your code. The reference prints:
+
+<!-- BEGIN {name}-pooled -->
+<!-- END {name}-pooled -->
+"""
+
+TOML = """# What the course knows about this step (CONTRIBUTING.md, "A step describes itself").
+title = "{title}"
+topic = "what the step covers"
+order = {order}  # its row in the README's course map
+starts_from = "{start}"  # the step or checkpoint whose reference it builds on
+todo_modules = ["{module}"]  # solution/ modules that hold its TODOs
+"""
+
+
+def create(name: str, title: str) -> list[str]:
+    """Write the new step's folder and blocks; return the pixi.toml lines to paste under [tasks]."""
+    folder = STEPS_DIR / name
+    if not re.fullmatch(r"[a-z]+-\d+", name):
+        raise ValueError(f"a step's name is a word, a dash and a number (step-07), got {name!r}")
+    if folder.exists():
+        raise ValueError(f"{shown(folder)} exists already: pick another name")
+    if not title.strip() or '"' in title:
+        raise ValueError(f"give the step a title without double quotes, got {title!r}")
+    earlier = [s for s in course() if not s.checkpoint]
+    order = max((s.order for s in course()), default=-1) + 1
+    fill = {"name": name, "title": title, "module": MODULE, "order": order}
+    fill["start"] = earlier[-1].name if earlier else ""
+    solution = SOLUTION.format(**fill)
+    files = {
+        "README.md": HANDOUT.format(**fill),
+        "step.toml": TOML.format(**fill),
+        "run.py": RUN.format(**fill),
+        f"solution/{MODULE}.py": solution,
+        f"starter/{MODULE}.py": starter_text(solution, f"solution/{MODULE}.py"),
+        f"tests/test_{MODULE}.py": TEST.format(**fill),
+    }
+    for rel, text in files.items():
+        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+        (folder / rel).write_text(text, encoding="utf-8", newline="\n")
+    run = load_file(folder / "run.py", f"_course_run_{name.replace('-', '_')}")
+    for block, (text, _) in run.docs_blocks().items():
+        write_block(folder / "README.md", block, text)
+    write_block(REPO_ROOT / "README.md", "course-map", course_map())
+    step = describe(folder)
+    return [task_line(n, cmd, about) for n, (cmd, about) in step_tasks(step).items()]
+
+
+def main(argv: list[str] | None = None) -> int:
+    prog = command("pixi run new-step", "python -m common.newstep")
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__)
+    parser.add_argument("name", help="the step's folder name, e.g. step-07")
+    parser.add_argument("title", help='its title, e.g. "Scratch"')
+    args = parser.parse_args(argv)
+    try:
+        lines = create(args.name, args.title)
+    except ValueError as exc:
+        parser.error(str(exc))
+    print(f"wrote steps/{args.name}/ and its row of the README's course map.")
+    print("Add these lines under [tasks] in pixi.toml:\n")
+    print("\n".join(lines))
+    test = command("pixi run test", "python -m pytest -n auto --maxprocesses=4 --dist=worksteal")
+    print(f"\nThen: {test}. Next, write the step: CONTRIBUTING.md, 'Adding a step'.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
