@@ -89,14 +89,16 @@ BUGS = [
     ),
     Bug(
         "inverted mask",
-        "~tril keeps only the strict future; the last row has no key left and turns to NaN",
+        "~tril keeps only the strict future; the last row has no key left: NaN from F.softmax, "
+        "zeros from lab-01's stable_softmax",
         "check that A is finite, non-negative and that every row sums to 1",
         "block where the mask is False (tril == 0), not where it is True",
         mask=inverted_mask,
     ),
     Bug(
         "diagonal excluded",
-        "tril(diagonal=-1): a token cannot see itself; row 0 is empty and turns to NaN",
+        "tril(diagonal=-1): a token cannot see itself; row 0 is empty: NaN from F.softmax, zeros "
+        "from lab-01's stable_softmax",
         "require a non-zero gradient for every j <= i, the diagonal included, and finite rows",
         "keep the diagonal: torch.tril with its default diagonal=0",
         mask=no_diagonal_mask,

@@ -65,13 +65,14 @@ _ZERO_ROW_MAX = "only an all -inf row's max is replaced, and exp(-inf - c) is 0 
 _ZERO_SUM = (
     "only a zero sum is replaced, whose row of e is all 0: 0 / c is 0 (-0.0 == 0) for c != 0"
 )
-_SQUARE = "the same for a square causal mask; _check_mask refuses a non-square one either way"
 _SCALAR_START = (
     "a 0-dim start broadcasts to (...,) at key 0, which always exists (T >= 1 is checked)"
 )
 EQUIVALENT: dict[str, str] = {
-    "attention _check_heads: if x.shape[1] != n_heads or x.shape[3] != d_head: => "
-    "if x.shape[1] != n_heads or x.shape[-1] != d_head:": "_check_rank made x 4-D: dim 3 is dim -1",
+    "attention _check_heads: if x.shape[1] != layer.n_heads or x.shape[3] != layer.d_head: => "
+    "if x.shape[1] != layer.n_heads or x.shape[-1] != layer.d_head:": (
+        "_check_rank made x 4-D: dim 3 is dim -1"
+    ),
     "attention stable_softmax: m = m.masked_fill(m == float('-inf'), 0.0) => "
     "m = m.masked_fill(m == float('-inf'), 1.0)": _ZERO_ROW_MAX,
     "attention stable_softmax: m = m.masked_fill(m == float('-inf'), 0.0) => "
@@ -80,11 +81,6 @@ EQUIVALENT: dict[str, str] = {
     "return e / s.masked_fill(s == 0, 2.0)": _ZERO_SUM,
     "attention stable_softmax: return e / s.masked_fill(s == 0, 1.0) => "
     "return e / s.masked_fill(s == 0, -1.0)": _ZERO_SUM,
-    "attention combine_causal_and_padding: T = causal.shape[-1] => T = causal.shape[1]": (
-        "_check_rank made causal 2-D: dim 1 is dim -1"
-    ),
-    "attention combine_causal_and_padding: T = causal.shape[-1] => T = causal.shape[0]": _SQUARE,
-    "attention combine_causal_and_padding: T = causal.shape[-1] => T = causal.shape[-2]": _SQUARE,
     "head smoothing_weights: return F.softmax(scores, dim=-1) => return F.softmax(scores, dim=1)": (
         "scores is (T, T): dim 1 is dim -1"
     ),

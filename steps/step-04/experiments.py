@@ -311,6 +311,29 @@ def equivariance(head, seed=0):
     return {name: diff.abs().max().item() for name, diff in checks.items()}
 
 
+def causal_order(head, seed=0):
+    """Max |difference| for reorderings of the 4.3 input seen by the causal head, mask kept."""
+    _, idx, V = text_ids()
+    T = idx.shape[1]
+    tok, pos, h = embedded_head(head, seed, V)
+    perm = torch.randperm(T, generator=generator(seed))  # (T,) any reordering
+    prefix = torch.cat([torch.randperm(T - 1, generator=generator(seed)), torch.tensor([T - 1])])
+    with torch.no_grad():
+        X, P = tok(idx), pos(torch.arange(T))[None, :]  # (1, T, d) each
+        checks = {
+            "no positions, any reordering: head(X[:, perm]) vs head(X)[:, perm]": (
+                h(X[:, perm]) - h(X)[:, perm]
+            ),
+            "no positions, last output, positions 0..T-2 shuffled": (
+                h(X[:, prefix])[:, -1] - h(X)[:, -1]  # (1, d_head) the last query sees a bag
+            ),
+            "with positions, last output, positions 0..T-2 shuffled": (
+                h(X[:, prefix] + P)[:, -1] - h(X + P)[:, -1]
+            ),
+        }
+    return {name: diff.abs().max().item() for name, diff in checks.items()}
+
+
 def online_check(head, seed=0, B=4, T=8):
     """Max |difference| between the streaming versions and the ordinary ones."""
     causal = torch.tril(torch.ones(T, T)) == 0  # (T, T) True above the diagonal

@@ -31,6 +31,7 @@ def experiment_calls(timing_Ts=TIMING_TS, repeats=3, min_run_time=experiments.MI
         "family": experiments.family,
         "smoothing": experiments.smoothing,
         "equivariance": experiments.equivariance,
+        "causal_order": experiments.causal_order,
         "online": experiments.online_check,
         "scale_spread": experiments.scale_spread,
         "mask_spread": experiments.mask_low_spread,
@@ -187,6 +188,17 @@ def equivariance_block(diffs) -> str:
     return markdown_table(["check (mask switched off)", "max abs difference", "equivariant?"], rows)
 
 
+def causal_order_block(diffs) -> str:
+    """4.3: what the causal head of 4.3 does with a reordered input, positions off or on."""
+    rows = [
+        [name, f"{d:.3f}" if d > 1e-5 else f"{d:.1e}", "yes" if d < 1e-5 else "no"]
+        for name, d in diffs.items()
+    ]
+    return markdown_table(
+        ["reordering (causal mask kept)", "max abs difference", "unchanged?"], rows
+    )
+
+
 def online_block(on) -> str:
     """(e) streaming softmax and attention against the ordinary ones."""
     rows = [[name, f"{d:.1e}"] for name, d in on["diffs"].items()]
@@ -218,6 +230,7 @@ BLOCKS = {
     "mask-order": ("mask_order", mask_order_block, "(d) mask before or after the softmax? T = 8"),
     "mask-order-rows": ("mask_order", mask_rows_block, "(d) row sums, softmax then mask"),
     "equivariance": ("equivariance", equivariance_block, "(e) permutation equivariance"),
+    "causal-order": ("causal_order", causal_order_block, "(b3) the causal head and token order"),
     "online": ("online", online_block, "(e) online softmax and attention"),
     "cost-count": (None, cost_count_block, f"(e) cost, counted, d = d_head = {COST_D}"),
     "lecture-scale": ("scale_spread", scale_spread_block, "appendix: 200 draws of (1, 8, d_k)"),

@@ -18,7 +18,7 @@ def _check_rank(x: torch.Tensor, name: str, layout: str, ndim: int, exact: bool 
 
 
 def _check_size(value: int, name: str) -> None:
-    """Refuse a layer size (d_model, d_head, n_heads) that is not a positive int."""
+    """Refuse a size (d_model, d_head, n_heads, seq_len) that is not a positive int."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{name} must be a positive int, got {value!r}")
 
@@ -71,15 +71,19 @@ def _check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
         )
 
 
-def _check_heads(x: torch.Tensor, n_heads: int, d_head: int) -> None:
-    """Refuse heads that are not [B, n_heads, T, d_head]."""
+def _check_heads(x: torch.Tensor, layer: nn.Module) -> None:
+    """Refuse heads that are not [B, n_heads, T, d_head] for `layer`."""
     _check_rank(x, "x", "[B, h, T, d_head]", 4)
-    if x.shape[1] != n_heads or x.shape[3] != d_head:
-        raise ValueError(f"x must be [B, {n_heads}, T, {d_head}], got shape {tuple(x.shape)}")
+    if x.shape[1] != layer.n_heads or x.shape[3] != layer.d_head:
+        raise ValueError(
+            f"x must be [B, {layer.n_heads}, T, {layer.d_head}], got shape {tuple(x.shape)}"
+        )
 
 
-def _check_mask(mask: torch.Tensor, shape: tuple[int, ...], name: str = "mask") -> None:
-    """Refuse a mask that is not boolean or does not broadcast to `shape`."""
+def _check_mask(mask: torch.Tensor | None, shape: tuple[int, ...], name: str = "mask") -> None:
+    """Refuse a mask that is not boolean or does not broadcast to `shape` (None is no mask)."""
+    if mask is None:
+        return
     if mask.dtype != torch.bool:
         raise ValueError(
             f"{name} must be a boolean tensor (True = may attend), got dtype {mask.dtype}; "
@@ -96,9 +100,18 @@ def _check_mask(mask: torch.Tensor, shape: tuple[int, ...], name: str = "mask") 
 def stable_softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
     """Softmax that cannot overflow; a row that is all -inf gives all zeros instead of NaN."""
     # BEGIN SOLUTION TODO(lab-01 task 1: stable_softmax)
-    # m = x.amax(dim=dim, keepdim=True), then m = m.masked_fill(m == float('-inf'), 0);
-    # e = torch.exp(x - m); s = e.sum(dim=dim, keepdim=True); return e / s.masked_fill(s == 0, 1),
-    # so a row that is all -inf gives zeros, not NaN.
+    # CONTRACT: return probabilities of the same shape as x, [..., n]: every entry in [0, 1] and
+    #   each slice along `dim` summing to 1, finite even for logits near 1000, and all zeros (not
+    #   NaN) for a slice that is entirely -inf. Lesson 4, stable softmax. The trap: the max shift.
+    # HINT 1: softmax is unchanged when one constant is subtracted from a whole row. Subtract the
+    #   row's largest entry and no exponential exceeds 1. A row that is all -inf has -inf as its
+    #   largest entry: shift it by 0 instead, so its exponentials are 0, and never divide by 0.
+    # HINT 2: x.amax(dim=dim, keepdim=True) keeps the reduced axis so it broadcasts back against
+    #   x; then torch.exp, .sum(dim=dim, keepdim=True) and .masked_fill for the two special cases.
+    #   The trap: -inf - (-inf) is NaN, and so is 0 / 0.
+    # HINT 3: m = x.amax(dim=___, keepdim=True); m = m.masked_fill(m == ___, 0.0);
+    #   e = torch.exp(x - ___); s = e.sum(dim=dim, keepdim=True);
+    #   return e / s.masked_fill(s == ___, 1.0)
     m = x.amax(dim=dim, keepdim=True)  # (..., 1) row max
     m = m.masked_fill(m == float("-inf"), 0.0)  # all -inf row: -inf - (-inf) would be NaN
     e = torch.exp(x - m)  # (..., n) every entry <= 1, so exp never overflows
@@ -115,16 +128,28 @@ def scaled_dot_product_attention(
     scale: float | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """softmax(q k^T * scale) v with blocked keys removed; returns (output, weights)."""
+    _check_qkv(q, k, v)  # given: refuses queries, keys and values that cannot be attended
+    _check_mask(mask, (*q.shape[:-1], k.shape[-2]))  # given: broadcasts to the scores
     # BEGIN SOLUTION TODO(lab-01 task 2: scaled_dot_product_attention)
-    # _check_qkv(q, k, v); if scale is None: scale = 1 / math.sqrt(q.shape[-1]), the d_head;
-    # scores = q @ k.transpose(-2, -1) * scale; if mask is not None: _check_mask(mask, scores.shape)
-    # and scores = scores.masked_fill(~mask, float('-inf'));
-    # weights = stable_softmax(scores, dim=-1); return weights @ v, weights.
-    _check_qkv(q, k, v)
+    # CONTRACT: return (output [..., T_q, d_v], weights [..., T_q, T_k]) for q [..., T_q, d_head]
+    #   and k, v [..., T_k, d_head or d_v]: weights are the stable softmax over the keys of the
+    #   scaled scores, 0 exactly where the bool mask is False, and each row sums to 1 (or is all 0
+    #   when the mask blocks every key). Lesson 4, scaled dot-product attention. The trap: the
+    #   scale is one over the square root of d_head (unless `scale` is given), and blocking
+    #   happens before the softmax.
+    # HINT 1: Score every query against every key with one batched matrix product, scale it, send
+    #   the blocked scores to minus infinity, normalise each row with task 1, then average the
+    #   values with those weights.
+    # HINT 2: q @ k.transpose(-2, -1) is [..., T_q, T_k]; math.sqrt(q.shape[-1]); masked_fill with
+    #   float("-inf") where the mask is False (~mask); stable_softmax(scores, dim=-1); weights @ v.
+    #   The trap: a fill of 0 is an ordinary score, and d_model never enters the scale.
+    # HINT 3: scale = 1.0 / math.sqrt(___) if scale is None else scale;
+    #   scores = q @ k.transpose(___, ___) * scale; if mask is not None: scores =
+    #   scores.masked_fill(___, float("-inf")); weights = stable_softmax(scores, dim=___);
+    #   return weights @ ___, weights
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale  # 1/sqrt(d_head)
     scores = q @ k.transpose(-2, -1) * scale  # (..., T_q, d_head) @ (..., d_head, T_k)
     if mask is not None:
-        _check_mask(mask, scores.shape)
         scores = scores.masked_fill(~mask, float("-inf"))  # (..., T_q, T_k) blocked keys -> -inf
     weights = stable_softmax(scores, dim=-1)  # (..., T_q, T_k) rows sum to 1 (0 if fully blocked)
     out = weights @ v  # (..., T_q, T_k) @ (..., T_k, d_v) -> (..., T_q, d_v)
@@ -134,27 +159,36 @@ def scaled_dot_product_attention(
 
 def causal_mask(seq_len: int) -> torch.Tensor:
     """[T, T] lower triangle: query t may attend to keys j <= t and to nothing later."""
+    _check_size(seq_len, "seq_len")  # given: T must be a positive int
     # BEGIN SOLUTION TODO(lab-01 task 3: causal_mask)
-    # unless seq_len is an int >= 1, raise ValueError(f"seq_len must be a positive int, got
-    # {seq_len!r}"); then return torch.tril(torch.ones(seq_len, seq_len, dtype=torch.bool)).
-    if isinstance(seq_len, bool) or not isinstance(seq_len, int) or seq_len < 1:
-        raise ValueError(f"seq_len must be a positive int, got {seq_len!r}")
-    return torch.tril(torch.ones(seq_len, seq_len, dtype=torch.bool))  # (T, T)
+    # CONTRACT: return a bool tensor of shape [T, T], T = seq_len, that is True at (query t, key
+    #   j) exactly when j <= t. Lesson 5, the causal mask (its formula in section 1.1). The trap:
+    #   the diagonal: a token may attend to itself.
+    # HINT 1: Start from a square of ones and keep its lower triangle; the main diagonal belongs
+    #   to the triangle you keep.
+    # HINT 2: torch.ones(T, T) and torch.tril (its default diagonal=0 keeps the diagonal), then
+    #   .bool(). The trap: torch.triu keeps the future, and diagonal=-1 drops the diagonal.
+    # HINT 3: return torch.___(torch.ones(seq_len, ___)).bool()
+    return torch.tril(torch.ones(seq_len, seq_len)).bool()  # (T, T) ones -> lower triangle -> bool
     # END SOLUTION
 
 
 def combine_causal_and_padding(causal: torch.Tensor, padding: torch.Tensor) -> torch.Tensor:
     """[B, T, T] mask: query i may attend key j if j <= i AND key j is real (padding[b, j] True)."""
-    # BEGIN SOLUTION TODO(lab-01 task 4: combine_causal_and_padding)
-    # _check_rank(causal, "causal", "[T, T]", 2) and _check_rank(padding, "padding", "[B, T]", 2);
-    # T = causal.shape[-1]; _check_mask(causal, (T, T), "causal") and _check_mask(padding,
-    # (padding.shape[0], T), "padding"); return causal & padding[:, None, :], which broadcasts (T,
-    # T) & (B, 1, T) to (B, T, T).
-    _check_rank(causal, "causal", "[T, T]", 2)
+    _check_rank(causal, "causal", "[T, T]", 2)  # given: the two masks' shapes and dtypes
     _check_rank(padding, "padding", "[B, T]", 2)
-    T = causal.shape[-1]
-    _check_mask(causal, (T, T), "causal")
-    _check_mask(padding, (padding.shape[0], T), "padding")
+    _check_mask(causal, (causal.shape[-1],) * 2, "causal")
+    _check_mask(padding, (padding.shape[0], causal.shape[-1]), "padding")
+    # BEGIN SOLUTION TODO(lab-01 task 4: combine_causal_and_padding)
+    # CONTRACT: return a bool [B, T, T] mask from causal [T, T] and padding [B, T] (True marks a
+    #   real token): entry [b, i, j] is True exactly when the causal mask allows (i, j) and key j
+    #   of sequence b is real. Lesson 5, combining masks. The trap: AND, not OR, and the padding
+    #   mask is about keys, so it needs a query axis.
+    # HINT 1: Both conditions must hold at once. Give the padding mask a length-1 axis where the
+    #   queries go, and broadcasting does the rest.
+    # HINT 2: padding[:, None, :] is [B, 1, T]; the operator & (logical and on bool tensors). The
+    #   trap: | lets a query see every real key, future ones included.
+    # HINT 3: return causal ___ padding[___]
     return causal & padding[:, None, :]  # (T, T) & (B, 1, T) -> (B, T, T)
     # END SOLUTION
 
@@ -173,10 +207,17 @@ class SelfAttention(nn.Module):
         self.value = nn.Linear(d_model, self.d_head, bias=bias)
 
     def project(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """q, k, v, each [B, T, d_head], from x [B, T, d_model]."""
+        """Queries, keys and values, each [B, T, d_head], from x [B, T, d_model]."""
+        _check_input(x, self)  # given: x must be [B, T, d_model] of the weights' dtype
         # BEGIN SOLUTION TODO(lab-01 task 5: SelfAttention)
-        # _check_input(x, self); return self.query(x), self.key(x), self.value(x).
-        _check_input(x, self)
+        # CONTRACT: project returns the queries, keys and values, each [B, T, d_head], made from
+        #   x [B, T, d_model] by the module's three linear maps. Lesson 4, from x to queries, keys
+        #   and values. The trap: which map makes which of the three.
+        # HINT 1: Each of q, k and v is its own learned linear map of the same x.
+        # HINT 2: self.query, self.key and self.value are nn.Linear layers: call them on x.
+        #   forward is project followed by scaled_dot_product_attention; it needs no scale of
+        #   its own. The trap: k from self.query passes every shape test and breaks parity.
+        # HINT 3: project: q = self.___(x); k = ...; v = ...; return q, k, v
         q = self.query(x)  # (B, T, d_model) -> (B, T, d_head)
         k = self.key(x)  # (B, T, d_model) -> (B, T, d_head)
         v = self.value(x)  # (B, T, d_model) -> (B, T, d_head)
@@ -187,8 +228,15 @@ class SelfAttention(nn.Module):
         self, x: torch.Tensor, mask: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """(output [B, T, d_head], weights [B, T, T]); mask broadcasts to [B, T, T]."""
+        _check_input(x, self)  # given
         # BEGIN SOLUTION TODO(lab-01 task 5: SelfAttention)
-        # q, k, v = self.project(x); return scaled_dot_product_attention(q, k, v, mask).
+        # CONTRACT: forward returns (output [B, T, d_head], weights [B, T, T]): the attention of
+        #   task 2 over this module's own projections, with the mask passed on unchanged.
+        #   Lesson 4, self-attention. The trap: no second scale: task 2 already scales.
+        # HINT 1: forward reuses project, then task 2.
+        # HINT 2: self.project(x) gives the three tensors; scaled_dot_product_attention takes
+        #   them and the mask.
+        # HINT 3: q, k, v = self.___(x); return scaled_dot_product_attention(___, mask)
         q, k, v = self.project(x)  # each (B, T, d_head)
         return scaled_dot_product_attention(q, k, v, mask)  # (B, T, d_head), (B, T, T)
         # END SOLUTION
@@ -214,23 +262,36 @@ class MultiHeadSelfAttention(nn.Module):
 
     def split_heads(self, x: torch.Tensor) -> torch.Tensor:
         """[B, T, d_model] -> [B, h, T, d_head]; head i owns columns [i*d_head, (i+1)*d_head)."""
-        # BEGIN SOLUTION TODO(lab-01 task 6: MultiHeadSelfAttention)
-        # _check_input(x, self); B, T, _ = x.shape; return x.view(B, T, self.n_heads,
-        # self.d_head).transpose(1, 2), which is [B, h, T, d_head].
-        _check_input(x, self)
+        _check_input(x, self)  # given
         B, T, _ = x.shape
+        # BEGIN SOLUTION TODO(lab-01 task 6: MultiHeadSelfAttention)
+        # CONTRACT: split_heads returns [B, h, T, d_head] from x [B, T, d_model], head i holding
+        #   columns i*d_head to (i+1)*d_head - 1 (nn.MultiheadAttention's layout). Lesson 6, the
+        #   head split. The trap: the head axis must come before T, so the attention of task 2
+        #   sees [B, h] as its batch.
+        # HINT 1: First cut the last axis into h pieces of d_head, then move the head axis in
+        #   front of the positions.
+        # HINT 2: x.view(B, T, h, d_head) cuts the columns (x is contiguous here), and
+        #   .transpose(1, 2) swaps T and h. The trap: viewing straight to [B, h, T, d_head]
+        #   scrambles positions and columns with the right shape.
+        # HINT 3: return x.view(B, T, ___, ___).transpose(___, ___)
         x = x.view(B, T, self.n_heads, self.d_head)  # (B, T, d) -> (B, T, h, d_head)
         return x.transpose(1, 2)  # (B, T, h, d_head) -> (B, h, T, d_head)
         # END SOLUTION
 
     def merge_heads(self, x: torch.Tensor) -> torch.Tensor:
         """[B, h, T, d_head] -> [B, T, d_model]: the heads' outputs concatenated side by side."""
-        # BEGIN SOLUTION TODO(lab-01 task 6: MultiHeadSelfAttention)
-        # _check_heads(x, self.n_heads, self.d_head); B, h, T, d_head = x.shape; return
-        # x.transpose(1, 2).reshape(B, T, h * d_head): reshape, not view, because the transposed
-        # tensor is not contiguous.
-        _check_heads(x, self.n_heads, self.d_head)
+        _check_heads(x, self)  # given
         B, h, T, d_head = x.shape
+        # BEGIN SOLUTION TODO(lab-01 task 6: MultiHeadSelfAttention)
+        # CONTRACT: merge_heads undoes split_heads: [B, h, T, d_head] -> [B, T, d_model], so that
+        #   merging a split gives x back bit for bit. Lesson 6, the merge. The trap: view after a
+        #   transpose.
+        # HINT 1: Put the positions back in front of the heads, then glue each position's h
+        #   pieces into one row of width d_model.
+        # HINT 2: .transpose(1, 2), then .reshape(B, T, h * d_head). The trap: after a transpose
+        #   the tensor is not contiguous, and .view refuses it (reshape copies when it must).
+        # HINT 3: return x.transpose(___, ___).___(B, T, h * d_head)
         x = x.transpose(1, 2)  # (B, h, T, d_head) -> (B, T, h, d_head), no longer contiguous
         return x.reshape(B, T, h * d_head)  # (B, T, h, d_head) -> (B, T, d), copies as needed
         # END SOLUTION
@@ -239,19 +300,27 @@ class MultiHeadSelfAttention(nn.Module):
         self, x: torch.Tensor, mask: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """(output [B, T, d_model], weights [B, h, T, T]); mask broadcasts to [B, T, T]."""
-        # BEGIN SOLUTION TODO(lab-01 task 6: MultiHeadSelfAttention)
-        # _check_input(x, self); B, T, _ = x.shape; q, k, v = self.in_proj(x).split(self.d_model,
-        # dim=-1); then q, k, v = self.split_heads(q), self.split_heads(k), self.split_heads(v);
-        # if a mask is given, _check_mask(mask, (B, T, T)) and mask = mask.expand(B, T,
-        # T).unsqueeze(1), one [B, 1, T, T] mask shared by every head; out, weights =
-        # scaled_dot_product_attention(q, k, v, mask); return
-        # self.out_proj(self.merge_heads(out)), weights.
-        _check_input(x, self)
+        _check_input(x, self)  # given: x [B, T, d_model], and a mask that broadcasts to [B, T, T]
         B, T, _ = x.shape
+        _check_mask(mask, (B, T, T))
+        # BEGIN SOLUTION TODO(lab-01 task 6: MultiHeadSelfAttention)
+        # CONTRACT: forward returns (output [B, T, d_model], weights [B, h, T, T]): queries, keys
+        #   and values from the one in_proj, split into heads, attended per head with task 2 under one
+        #   shared mask, merged, then passed through out_proj. Lesson 6, multi-head attention.
+        #   The trap: a head axis: a [B, T, T] mask must become [B, 1, T, T] before it meets
+        #   the [B, h, T, T] scores, or batch b is masked with sequence h's mask.
+        # HINT 1: One projection makes q, k and v side by side; cut them apart, split each into
+        #   heads, attend, merge, project. The mask is per sequence, the same for every head.
+        # HINT 2: self.in_proj(x).split(self.d_model, dim=-1); self.split_heads;
+        #   mask.expand(B, T, T).unsqueeze(1); self.merge_heads; self.out_proj. The trap:
+        #   without the unsqueeze a [B, T, T] mask lines B up with h, silently when B == h.
+        # HINT 3: q, k, v = self.in_proj(x).split(___, dim=-1); q, k, v = (split each);
+        #   if mask is not None: mask = mask.expand(B, T, T).___(1);
+        #   out, weights = scaled_dot_product_attention(q, k, v, mask);
+        #   return self.___(self.merge_heads(out)), weights
         q, k, v = self.in_proj(x).split(self.d_model, dim=-1)  # (B, T, 3d) -> 3 x (B, T, d)
         q, k, v = self.split_heads(q), self.split_heads(k), self.split_heads(v)  # (B, h, T, d_head)
         if mask is not None:
-            _check_mask(mask, (B, T, T))
             mask = mask.expand(B, T, T).unsqueeze(1)  # (B, 1, T, T): every head gets the same mask
         out, weights = scaled_dot_product_attention(q, k, v, mask)  # (B, h, T, d_head), weights
         return self.out_proj(self.merge_heads(out)), weights  # (B, T, d) -> (B, T, d)

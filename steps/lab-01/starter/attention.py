@@ -18,7 +18,7 @@ def _check_rank(x: torch.Tensor, name: str, layout: str, ndim: int, exact: bool 
 
 
 def _check_size(value: int, name: str) -> None:
-    """Refuse a layer size (d_model, d_head, n_heads) that is not a positive int."""
+    """Refuse a size (d_model, d_head, n_heads, seq_len) that is not a positive int."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{name} must be a positive int, got {value!r}")
 
@@ -71,15 +71,19 @@ def _check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
         )
 
 
-def _check_heads(x: torch.Tensor, n_heads: int, d_head: int) -> None:
-    """Refuse heads that are not [B, n_heads, T, d_head]."""
+def _check_heads(x: torch.Tensor, layer: nn.Module) -> None:
+    """Refuse heads that are not [B, n_heads, T, d_head] for `layer`."""
     _check_rank(x, "x", "[B, h, T, d_head]", 4)
-    if x.shape[1] != n_heads or x.shape[3] != d_head:
-        raise ValueError(f"x must be [B, {n_heads}, T, {d_head}], got shape {tuple(x.shape)}")
+    if x.shape[1] != layer.n_heads or x.shape[3] != layer.d_head:
+        raise ValueError(
+            f"x must be [B, {layer.n_heads}, T, {layer.d_head}], got shape {tuple(x.shape)}"
+        )
 
 
-def _check_mask(mask: torch.Tensor, shape: tuple[int, ...], name: str = "mask") -> None:
-    """Refuse a mask that is not boolean or does not broadcast to `shape`."""
+def _check_mask(mask: torch.Tensor | None, shape: tuple[int, ...], name: str = "mask") -> None:
+    """Refuse a mask that is not boolean or does not broadcast to `shape` (None is no mask)."""
+    if mask is None:
+        return
     if mask.dtype != torch.bool:
         raise ValueError(
             f"{name} must be a boolean tensor (True = may attend), got dtype {mask.dtype}; "
@@ -96,7 +100,7 @@ def _check_mask(mask: torch.Tensor, shape: tuple[int, ...], name: str = "mask") 
 def stable_softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
     """Softmax that cannot overflow; a row that is all -inf gives all zeros instead of NaN."""
     raise NotImplementedError(
-        "TODO(lab-01 task 1: stable_softmax): m = x.amax(dim=dim, keepdim=True), then m = m.masked_fill(m == float('-inf'), 0); e = torch.exp(x - m); s = e.sum(dim=dim, keepdim=True); return e / s.masked_fill(s == 0, 1), so a row that is all -inf gives zeros, not NaN."
+        "TODO(lab-01 task 1: stable_softmax): return probabilities of the same shape as x, [..., n]: every entry in [0, 1] and each slice along `dim` summing to 1, finite even for logits near 1000, and all zeros (not NaN) for a slice that is entirely -inf. Lesson 4, stable softmax. The trap: the max shift."
     )
 
 
@@ -108,22 +112,29 @@ def scaled_dot_product_attention(
     scale: float | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """softmax(q k^T * scale) v with blocked keys removed; returns (output, weights)."""
+    _check_qkv(q, k, v)  # given: refuses queries, keys and values that cannot be attended
+    _check_mask(mask, (*q.shape[:-1], k.shape[-2]))  # given: broadcasts to the scores
     raise NotImplementedError(
-        "TODO(lab-01 task 2: scaled_dot_product_attention): _check_qkv(q, k, v); if scale is None: scale = 1 / math.sqrt(q.shape[-1]), the d_head; scores = q @ k.transpose(-2, -1) * scale; if mask is not None: _check_mask(mask, scores.shape) and scores = scores.masked_fill(~mask, float('-inf')); weights = stable_softmax(scores, dim=-1); return weights @ v, weights."
+        "TODO(lab-01 task 2: scaled_dot_product_attention): return (output [..., T_q, d_v], weights [..., T_q, T_k]) for q [..., T_q, d_head] and k, v [..., T_k, d_head or d_v]: weights are the stable softmax over the keys of the scaled scores, 0 exactly where the bool mask is False, and each row sums to 1 (or is all 0 when the mask blocks every key). Lesson 4, scaled dot-product attention. The trap: the scale is one over the square root of d_head (unless `scale` is given), and blocking happens before the softmax."
     )
 
 
 def causal_mask(seq_len: int) -> torch.Tensor:
     """[T, T] lower triangle: query t may attend to keys j <= t and to nothing later."""
+    _check_size(seq_len, "seq_len")  # given: T must be a positive int
     raise NotImplementedError(
-        'TODO(lab-01 task 3: causal_mask): unless seq_len is an int >= 1, raise ValueError(f"seq_len must be a positive int, got {seq_len!r}"); then return torch.tril(torch.ones(seq_len, seq_len, dtype=torch.bool)).'
+        "TODO(lab-01 task 3: causal_mask): return a bool tensor of shape [T, T], T = seq_len, that is True at (query t, key j) exactly when j <= t. Lesson 5, the causal mask (its formula in section 1.1). The trap: the diagonal: a token may attend to itself."
     )
 
 
 def combine_causal_and_padding(causal: torch.Tensor, padding: torch.Tensor) -> torch.Tensor:
     """[B, T, T] mask: query i may attend key j if j <= i AND key j is real (padding[b, j] True)."""
+    _check_rank(causal, "causal", "[T, T]", 2)  # given: the two masks' shapes and dtypes
+    _check_rank(padding, "padding", "[B, T]", 2)
+    _check_mask(causal, (causal.shape[-1],) * 2, "causal")
+    _check_mask(padding, (padding.shape[0], causal.shape[-1]), "padding")
     raise NotImplementedError(
-        'TODO(lab-01 task 4: combine_causal_and_padding): _check_rank(causal, "causal", "[T, T]", 2) and _check_rank(padding, "padding", "[B, T]", 2); T = causal.shape[-1]; _check_mask(causal, (T, T), "causal") and _check_mask(padding, (padding.shape[0], T), "padding"); return causal & padding[:, None, :], which broadcasts (T, T) & (B, 1, T) to (B, T, T).'
+        "TODO(lab-01 task 4: combine_causal_and_padding): return a bool [B, T, T] mask from causal [T, T] and padding [B, T] (True marks a real token): entry [b, i, j] is True exactly when the causal mask allows (i, j) and key j of sequence b is real. Lesson 5, combining masks. The trap: AND, not OR, and the padding mask is about keys, so it needs a query axis."
     )
 
 
@@ -141,17 +152,19 @@ class SelfAttention(nn.Module):
         self.value = nn.Linear(d_model, self.d_head, bias=bias)
 
     def project(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """q, k, v, each [B, T, d_head], from x [B, T, d_model]."""
+        """Queries, keys and values, each [B, T, d_head], from x [B, T, d_model]."""
+        _check_input(x, self)  # given: x must be [B, T, d_model] of the weights' dtype
         raise NotImplementedError(
-            "TODO(lab-01 task 5: SelfAttention): _check_input(x, self); return self.query(x), self.key(x), self.value(x)."
+            "TODO(lab-01 task 5: SelfAttention): project returns the queries, keys and values, each [B, T, d_head], made from x [B, T, d_model] by the module's three linear maps. Lesson 4, from x to queries, keys and values. The trap: which map makes which of the three."
         )
 
     def forward(
         self, x: torch.Tensor, mask: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """(output [B, T, d_head], weights [B, T, T]); mask broadcasts to [B, T, T]."""
+        _check_input(x, self)  # given
         raise NotImplementedError(
-            "TODO(lab-01 task 5: SelfAttention): q, k, v = self.project(x); return scaled_dot_product_attention(q, k, v, mask)."
+            "TODO(lab-01 task 5: SelfAttention): forward returns (output [B, T, d_head], weights [B, T, T]): the attention of task 2 over this module's own projections, with the mask passed on unchanged. Lesson 4, self-attention. The trap: no second scale: task 2 already scales."
         )
 
 
@@ -175,20 +188,27 @@ class MultiHeadSelfAttention(nn.Module):
 
     def split_heads(self, x: torch.Tensor) -> torch.Tensor:
         """[B, T, d_model] -> [B, h, T, d_head]; head i owns columns [i*d_head, (i+1)*d_head)."""
+        _check_input(x, self)  # given
+        B, T, _ = x.shape
         raise NotImplementedError(
-            "TODO(lab-01 task 6: MultiHeadSelfAttention): _check_input(x, self); B, T, _ = x.shape; return x.view(B, T, self.n_heads, self.d_head).transpose(1, 2), which is [B, h, T, d_head]."
+            "TODO(lab-01 task 6: MultiHeadSelfAttention): split_heads returns [B, h, T, d_head] from x [B, T, d_model], head i holding columns i*d_head to (i+1)*d_head - 1 (nn.MultiheadAttention's layout). Lesson 6, the head split. The trap: the head axis must come before T, so the attention of task 2 sees [B, h] as its batch."
         )
 
     def merge_heads(self, x: torch.Tensor) -> torch.Tensor:
         """[B, h, T, d_head] -> [B, T, d_model]: the heads' outputs concatenated side by side."""
+        _check_heads(x, self)  # given
+        B, h, T, d_head = x.shape
         raise NotImplementedError(
-            "TODO(lab-01 task 6: MultiHeadSelfAttention): _check_heads(x, self.n_heads, self.d_head); B, h, T, d_head = x.shape; return x.transpose(1, 2).reshape(B, T, h * d_head): reshape, not view, because the transposed tensor is not contiguous."
+            "TODO(lab-01 task 6: MultiHeadSelfAttention): merge_heads undoes split_heads: [B, h, T, d_head] -> [B, T, d_model], so that merging a split gives x back bit for bit. Lesson 6, the merge. The trap: view after a transpose."
         )
 
     def forward(
         self, x: torch.Tensor, mask: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """(output [B, T, d_model], weights [B, h, T, T]); mask broadcasts to [B, T, T]."""
+        _check_input(x, self)  # given: x [B, T, d_model], and a mask that broadcasts to [B, T, T]
+        B, T, _ = x.shape
+        _check_mask(mask, (B, T, T))
         raise NotImplementedError(
-            "TODO(lab-01 task 6: MultiHeadSelfAttention): _check_input(x, self); B, T, _ = x.shape; q, k, v = self.in_proj(x).split(self.d_model, dim=-1); then q, k, v = self.split_heads(q), self.split_heads(k), self.split_heads(v); if a mask is given, _check_mask(mask, (B, T, T)) and mask = mask.expand(B, T, T).unsqueeze(1), one [B, 1, T, T] mask shared by every head; out, weights = scaled_dot_product_attention(q, k, v, mask); return self.out_proj(self.merge_heads(out)), weights."
+            "TODO(lab-01 task 6: MultiHeadSelfAttention): forward returns (output [B, T, d_model], weights [B, h, T, T]): queries, keys and values from the one in_proj, split into heads, attended per head with task 2 under one shared mask, merged, then passed through out_proj. Lesson 6, multi-head attention. The trap: a head axis: a [B, T, T] mask must become [B, 1, T, T] before it meets the [B, h, T, T] scores, or batch b is masked with sequence h's mask."
         )

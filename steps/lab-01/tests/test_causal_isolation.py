@@ -25,6 +25,7 @@ def test_causal_mask_is_the_lower_triangle(attention, T):
     assert torch.equal(mask, lower_triangle(T))
 
 
+@pytest.mark.given
 @pytest.mark.parametrize("seq_len", [0, -3])
 def test_causal_mask_refuses_an_empty_sequence(attention, seq_len):
     """A length below 1 is a ValueError naming the value."""
@@ -86,6 +87,7 @@ def test_combine_is_causal_and_padding(attention):
                 assert combined[b, i, j] == (j <= i and bool(padding[b, j]))
 
 
+@pytest.mark.given
 @pytest.mark.parametrize(
     "causal_shape, padding_shape, message",
     [
@@ -106,6 +108,7 @@ def test_combine_refuses_masks_of_the_wrong_shape(attention, causal_shape, paddi
         attention.combine_causal_and_padding(causal, padding)
 
 
+@pytest.mark.given
 @pytest.mark.parametrize("which", ["causal", "padding"])
 def test_combine_refuses_a_float_mask(attention, which):
     """A float causal or padding mask is not silently cast: ValueError asking for a bool mask."""

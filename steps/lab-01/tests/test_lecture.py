@@ -8,7 +8,7 @@ def test_readme_lecture_leak_reproduces_the_lecture_and_this_lab(attention, wron
     rows = runner.lecture_leak(attention, wrong_mask)
     (_, _, lecture), (_, count, ours) = rows
     assert round(lecture, 6) == runner.LECTURE_LEAK
-    exercise = runner.exercise_buggy(wrong_mask)  # the lab's own figure, printed by the exercise
+    exercise = runner.exercise(attention, wrong_mask)  # the lab's own figure, as printed
     assert (count, ours) == (exercise["buggy_count"], exercise["buggy_largest"])
 
 

@@ -79,11 +79,14 @@ def test_multi_head_weights_match_per_head(attention, runner):
     assert runner.max_abs_diff(weights, expected) <= runner.MULTI_HEAD_TOL
 
 
-def test_multi_head_padding_matches_key_padding_mask(attention, runner):
+# B == h: a [B, T, T] mask given no head axis still broadcasts against the [B, h, T, T] scores,
+# lining sequence b's mask up with head b: silently wrong (0.158 apart here), not an error.
+@pytest.mark.parametrize("B", [3, 2], ids=["B3-h2", "B2-h2"])
+def test_multi_head_padding_matches_key_padding_mask(attention, runner, B):
     """combine_causal_and_padding equals nn.MultiheadAttention's attn_mask + key_padding_mask."""
     ours, ref = runner.multi_head_pair(attention, d_model=16, n_heads=2, seed=1)
-    x = randn(3, 6, 16, seed=1)  # (B, T, d)
-    causal, padding = attention.causal_mask(6), runner.padding_mask(3, 6)  # (T, T), (B, T)
+    x = randn(B, 6, 16, seed=1)  # (B, T, d)
+    causal, padding = attention.causal_mask(6), runner.padding_mask(B, 6)  # (T, T), (B, T)
     with torch.no_grad():
         out, _ = ours(x, attention.combine_causal_and_padding(causal, padding))  # (B, T, d)
         with sdpa_kernel(backends=[SDPBackend.MATH]):

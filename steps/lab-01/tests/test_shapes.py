@@ -91,6 +91,7 @@ def test_broadcast_mask_equals_expanded_mask(attention, mask_shape):
     assert torch.equal(weights, full_weights)
 
 
+@pytest.mark.given
 @pytest.mark.parametrize("q_width, k_width", [(8, 6), (6, 8)], ids=["q wider", "q narrower"])
 def test_mismatched_q_k_widths_raise(attention, q_width, k_width):
     """q and k of different d_head, either way round: ValueError naming both shapes."""
@@ -100,6 +101,7 @@ def test_mismatched_q_k_widths_raise(attention, q_width, k_width):
         attention.scaled_dot_product_attention(q, k, v)
 
 
+@pytest.mark.given
 @pytest.mark.parametrize("T_k, T_v", [(5, 4), (4, 5)], ids=["k longer", "v longer"])
 def test_mismatched_k_v_lengths_raise(attention, T_k, T_v):
     """k and v of different lengths T_k, either way round: ValueError naming both shapes."""
@@ -108,6 +110,7 @@ def test_mismatched_k_v_lengths_raise(attention, T_k, T_v):
         attention.scaled_dot_product_attention(q, k, v)
 
 
+@pytest.mark.given
 @pytest.mark.parametrize(
     "shapes",
     [
@@ -128,6 +131,7 @@ def test_mismatched_leading_dims_raise(attention, shapes):
         attention.scaled_dot_product_attention(q, k, v)
 
 
+@pytest.mark.given
 @pytest.mark.parametrize(
     "q_shape, kv_shape",
     [
@@ -147,6 +151,7 @@ def test_empty_sequence_to_sdpa_raises(attention, q_shape, kv_shape):
         attention.scaled_dot_product_attention(q, k, v)
 
 
+@pytest.mark.given
 def test_zero_width_q_k_raise(attention):
     """d_head = 0 (nothing to compare, and 1/sqrt(0) is no scale): ValueError naming the shape."""
     q, k, v = randn(2, 5, 0, seed=0), randn(2, 5, 0, seed=1), randn(2, 5, 4, seed=2)
@@ -165,6 +170,7 @@ def test_n_heads_must_divide_d_model(attention, d_model, n_heads):
         attention.MultiHeadSelfAttention(d_model, n_heads)
 
 
+@pytest.mark.given
 @pytest.mark.parametrize("mask_shape", [(3, 5), (2, 5, 4), (3, 1, 5)])
 def test_mask_that_does_not_broadcast_raises(attention, mask_shape):
     """A mask that cannot broadcast to the [B, T, T] scores: ValueError with both shapes."""
@@ -176,6 +182,7 @@ def test_mask_that_does_not_broadcast_raises(attention, mask_shape):
         attention.scaled_dot_product_attention(q, k, v, mask)
 
 
+@pytest.mark.given
 @pytest.mark.parametrize("dtype", [torch.float32, torch.int64])
 def test_non_boolean_mask_raises(attention, dtype):
     """A float (additive 0 / -inf) or integer mask is refused, and the message says to pass bool."""
@@ -185,6 +192,7 @@ def test_non_boolean_mask_raises(attention, dtype):
         attention.scaled_dot_product_attention(q, k, v, mask)
 
 
+@pytest.mark.given
 def test_multi_head_mask_is_checked_against_b_t_t(attention):
     """The module's mask must broadcast to [B, T, T] (the head dim is added inside)."""
     seed_all(0)
@@ -194,6 +202,7 @@ def test_multi_head_mask_is_checked_against_b_t_t(attention):
         mha(x, torch.ones(2, 2, 5, 5, dtype=torch.bool))
 
 
+@pytest.mark.given
 @pytest.mark.parametrize(
     "call",
     ["sdpa 1-D q", "SelfAttention 2-D x", "MultiHeadSelfAttention 4-D x"],
@@ -225,6 +234,7 @@ def layer(attention, module: str) -> torch.nn.Module:
 MODULES = ["SelfAttention", "MultiHeadSelfAttention"]
 
 
+@pytest.mark.given
 @pytest.mark.parametrize("width", [6, 10], ids=["narrower", "wider"])
 @pytest.mark.parametrize("module", MODULES)
 def test_input_of_wrong_width_raises(attention, module, width):
@@ -233,6 +243,7 @@ def test_input_of_wrong_width_raises(attention, module, width):
         layer(attention, module)(randn(2, 5, width, seed=0))
 
 
+@pytest.mark.given
 @pytest.mark.parametrize("module", MODULES)
 def test_empty_sequence_to_a_module_raises(attention, module):
     """x with T = 0 positions: ValueError naming the shape."""
@@ -240,6 +251,7 @@ def test_empty_sequence_to_a_module_raises(attention, module):
         layer(attention, module)(torch.zeros(2, 0, 8))
 
 
+@pytest.mark.given
 @pytest.mark.parametrize(
     "x_dtype, layer_dtype",
     [
@@ -265,6 +277,7 @@ def test_float64_input_to_a_float64_module_is_accepted(attention, module):
     assert out.dtype == weights.dtype == torch.float64
 
 
+@pytest.mark.given
 def test_split_heads_refuses_input_that_is_not_b_t_d_model(attention):
     """split_heads checks its input as the module does: [B, T, d_model] of the weights' dtype."""
     mha = attention.MultiHeadSelfAttention(12, 3)
@@ -272,6 +285,7 @@ def test_split_heads_refuses_input_that_is_not_b_t_d_model(attention):
         mha.split_heads(randn(2, 5, 10, seed=0))
 
 
+@pytest.mark.given
 @pytest.mark.parametrize(
     "shape",
     [(2, 3, 12), (2, 2, 5, 4), (2, 3, 5, 3), (2, 3, 5, 5), (2, 3, 5, 4, 1)],
@@ -285,6 +299,7 @@ def test_merge_heads_refuses_a_wrong_shape(attention, shape):
         mha.merge_heads(randn(*shape, seed=0))
 
 
+@pytest.mark.given
 @pytest.mark.parametrize(
     "dtypes",
     [
@@ -309,6 +324,7 @@ def test_same_float64_q_k_v_are_accepted(attention):
     assert out.dtype == weights.dtype == torch.float64
 
 
+@pytest.mark.given
 @pytest.mark.parametrize("module", ["SelfAttention", "MultiHeadSelfAttention"])
 def test_integer_module_input_raises(attention, module):
     """Integer x (token ids, say, instead of embeddings): ValueError naming the dtype."""

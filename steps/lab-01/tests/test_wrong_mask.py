@@ -1,4 +1,4 @@
-"""The wrong-mask exercise: triu passes every shape check, only a behavioural leak check catches it."""
+"""The wrong-mask exercise: a mask of the right shape leaks the future; your future_leak catches it."""
 
 import pytest
 import torch
@@ -9,31 +9,40 @@ from common.seeding import randn
 T = 4  # the exercise's sequence length: T * (T - 1) / 2 = 6 weights sit above the diagonal
 
 
-# The exercise's own test comes first: on the shipped starter it goes red with the diagnostic's
-# message, and the student's repair of buggy_causal_mask turns it green. The tests after it prove,
-# on the mask as shipped (common/broken.py's triu_mask), that the diagnostic is what catches it.
+# The exercise's own tests come first: the exhibit buggy_causal_mask (given code, the transpose of
+# causal_mask) is caught by the student's future_leak, and a correct mask is not. The tests after
+# them prove, on common/broken.py's masks, that the diagnostic has no blind spot.
 
 
-def test_the_exercise_mask_does_not_leak(wrong_mask):
-    """The exercise: assert_no_future_leak on buggy_causal_mask. Red as shipped; repair the mask."""
+def test_your_diagnostic_catches_the_exhibit(wrong_mask):
+    """future_leak on the exhibit's weights finds all 6 future weights; the assertion names it."""
     weights = wrong_mask.attention_weights(wrong_mask.buggy_causal_mask(T))  # (1, T, T)
-    wrong_mask.assert_no_future_leak(weights, "buggy_causal_mask")
+    count, largest = wrong_mask.future_leak(weights)
+    assert isinstance(count, int) and isinstance(largest, float)
+    assert count == T * (T - 1) // 2 and 0 < largest < 1
+    with pytest.raises(AssertionError, match=r"buggy_causal_mask: 6 future-token weights"):
+        wrong_mask.assert_no_future_leak(weights, "buggy_causal_mask")
 
 
-def test_the_repaired_mask_matches_sdpa_is_causal(attention, wrong_mask, runner):
-    """The repaired mask is causal_mask(T), and attention under it is PyTorch's is_causal=True."""
-    mask = wrong_mask.buggy_causal_mask(T)
-    assert mask.shape == (T, T) and mask.dtype == torch.bool
-    assert torch.equal(mask, attention.causal_mask(T))
+def test_your_diagnostic_passes_the_causal_mask_which_matches_sdpa(attention, wrong_mask, runner):
+    """causal_mask leaks nothing, and attention under it is PyTorch's is_causal=True."""
+    mask = attention.causal_mask(T)
+    assert wrong_mask.future_leak(wrong_mask.attention_weights(mask)) == (0, 0.0)
     q, k, v = (randn(2, T, 8, seed=i) for i in range(3))  # each (B, T, d_head)
     ours, _ = attention.scaled_dot_product_attention(q, k, v, mask)
     expected = runner.reference_sdpa(q, k, v, is_causal=True)
     assert runner.max_abs_diff(ours, expected) <= runner.SINGLE_HEAD_TOL
 
 
+def test_the_diagonal_is_not_the_future(wrong_mask):
+    """Weight on the diagonal (a token attending to itself) is no leak: identity weights give 0."""
+    assert wrong_mask.future_leak(torch.eye(T)[None]) == (0, 0.0)
+
+
 def test_the_shipped_mask_passes_shape_and_row_sum_checks(wrong_mask):
-    """The triu mask has the right shape and dtype, and its weights still sum to 1 per row."""
-    mask = triu_mask(T)
+    """The exhibit has the right shape and dtype, and its weights still sum to 1 per row."""
+    mask = wrong_mask.buggy_causal_mask(T)
+    assert torch.equal(mask, triu_mask(T))  # the transpose of the lower triangle is triu
     weights = wrong_mask.attention_weights(mask)
     assert mask.shape == (T, T) and mask.dtype == torch.bool and weights.shape == (1, T, T)
     # 1e-6: a float32 sum of <= 4 probabilities, a few rounding units of 2**-23.

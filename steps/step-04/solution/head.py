@@ -45,12 +45,20 @@ class Head(nn.Module):
 
     def forward(self, x):
         """Causal attention of every position over itself and the positions before it."""
-        # BEGIN SOLUTION TODO(step-04 4.1)
-        # self.check_input(x); B, T, d = x.shape; q, k, v = self.query(x), self.key(x),
-        # self.value(x); scores = q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5; scores =
-        # scores.masked_fill(self.tril[:T, :T] == 0, float('-inf')); A = F.softmax(scores,
-        # dim=-1); self.A = A.detach(); return A @ v.
-        self.check_input(x)
+        self.check_input(x)  # given: refuses x that is not (B, T, d) with 1 <= T <= T_max
+        # BEGIN SOLUTION TODO(step-04 4.1: Head.forward)
+        # CONTRACT: return A @ v of shape (B, T, d_head) for x (B, T, d), and keep the attention
+        #   matrix A (B, T, T), detached, in self.A. Type in the forward of the lecture's Head, the
+        #   code block under 4.1 of the handout, with a shape comment on every line. The trap: the
+        #   mask fills with -inf before the softmax, over the last axis.
+        # HINT 1: The handout's 4.1 code block is the answer: read it line by line, say what each
+        #   line computes and its shape, then type it.
+        # HINT 2: self.query, self.key, self.value; q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5;
+        #   masked_fill(self.tril[:T, :T] == 0, float("-inf")); F.softmax(..., dim=-1). The
+        #   trap: self.tril is T_max x T_max, so cut it to [:T, :T].
+        # HINT 3: q, k, v = ___; scores = q @ k.transpose(-2, -1) / ___;
+        #   scores = scores.masked_fill(self.tril[:T, :T] == 0, ___);
+        #   A = F.softmax(scores, dim=___); self.A = A.detach(); return A @ ___
         B, T, d = x.shape  # x: (B, T, d)
         q, k, v = self.query(x), self.key(x), self.value(x)  # (B, T, d_head) each
         scores = q @ k.transpose(-2, -1)  # (B, T, d_head) @ (B, d_head, T) -> (B, T, T)
@@ -64,9 +72,16 @@ class Head(nn.Module):
 
 def attention_scores(q, k, scale=True):
     """Unmasked scores q k^T, divided by sqrt(d_k) if `scale`: (B, T, d_k), (B, T, d_k) -> (B, T, T)."""
-    # BEGIN SOLUTION TODO(step-04 4.2.4)
-    # scores = q @ k.transpose(-2, -1); return scores / k.shape[-1] ** 0.5 if scale is true, else
-    # scores unscaled.
+    # BEGIN SOLUTION TODO(step-04 4.2.4: attention_scores)
+    # CONTRACT: return the unmasked scores (B, T, T) for q, k (B, T, d_k): entry [b, i, j] is
+    #   the dot product of query i with key j, divided by the square root of d_k when `scale` is
+    #   true and left raw otherwise. Lecture 4, the variance lemma (4.2 part 4, the scale check).
+    #   The trap: the scale is the square root of d_k, not d_k.
+    # HINT 1: Every query against every key is one batched matrix product; the scaling is one
+    #   division of the whole result.
+    # HINT 2: q @ k.transpose(-2, -1) (the @ of 4.1), and k.shape[-1] ** 0.5 for the square
+    #   root of d_k. The trap: transposing the wrong pair of axes mixes up the batch.
+    # HINT 3: scores = q @ k.transpose(___, ___); return scores / ___ if scale else scores
     scores = q @ k.transpose(-2, -1)  # (B, T, d_k) @ (B, d_k, T) -> (B, T, T)
     return scores / k.shape[-1] ** 0.5 if scale else scores  # (B, T, T)
     # END SOLUTION
@@ -78,9 +93,19 @@ def smoothing_weights(T, s):
         raise ValueError(f"T must be a positive int, got {T!r}")
     if isinstance(s, bool) or not isinstance(s, int | float) or not 0 < s < math.inf:
         raise ValueError(f"the bandwidth s must be a finite number > 0, got {s!r}")
-    # BEGIN SOLUTION TODO(step-04 4.4)
-    # scores[i, j] = -(i - j)**2 / (2 * s**2) for positions i, j < T; -inf where j > i; softmax
-    # over the last axis
+    # BEGIN SOLUTION TODO(step-04 4.4: smoothing_weights)
+    # CONTRACT: return A (T, T), a causal attention matrix that looks only at positions: row i is
+    #   the softmax over keys j <= i of the Gaussian kernel score minus (i - j) squared over
+    #   (2 s squared), and 0 for j > i. Lecture 4, attention as Nadaraya-Watson smoothing (4.4).
+    #   The trap: the mask, as in 4.1: blocked keys get -inf before the softmax, not 0 after.
+    # HINT 1: Make a (T, T) table of position differences i - j by broadcasting a column of
+    #   positions against a row of them, turn it into kernel scores, mask, softmax.
+    # HINT 2: torch.arange(T, dtype=torch.float32); pos[:, None] - pos[None, :]; masked_fill
+    #   with float("-inf") where torch.tril(torch.ones(T, T)) == 0; F.softmax(..., dim=-1).
+    #   The trap: an integer arange makes the scores integers.
+    # HINT 3: pos = torch.arange(T, dtype=___); scores = -((pos[:, None] - ___) ** 2) / (2 * ___);
+    #   scores = scores.masked_fill(torch.tril(torch.ones(T, T)) == 0, ___);
+    #   return F.softmax(scores, dim=___)
     pos = torch.arange(T, dtype=torch.float32)  # (T,)
     scores = -((pos[:, None] - pos[None, :]) ** 2) / (2 * s**2)  # (T, 1) - (1, T) -> (T, T)
     scores = scores.masked_fill(torch.tril(torch.ones(T, T)) == 0, float("-inf"))  # (T, T)
@@ -91,18 +116,29 @@ def smoothing_weights(T, s):
 def online_softmax(scores):
     """Softmax over the last axis, one key at a time; ValueError if a row's first score is not finite."""
     # A row with no allowed key (all -inf) is refused, not turned into zeros: its softmax is 0 / 0.
-    if scores.dim() < 1 or scores.shape[-1] < 1:
-        raise ValueError(f"scores must have at least one key, got shape {tuple(scores.shape)}")
-    bad = ~torch.isfinite(scores[..., 0])  # (...,) rows whose first key is masked, inf or nan
+    if scores.dim() < 1 or scores.size(-1) < 1:
+        raise ValueError(f"scores must have at least one key, got shape {tuple(scores.size())}")
+    bad = ~torch.isfinite(scores.select(-1, 0))  # (...,) rows whose first key is masked, inf, nan
     if bad.any():
         raise ValueError(
             f"every row's first score must be finite, got {int(bad.sum())} of {bad.numel()} rows "
             "where it is not (a row with no allowed key has no softmax)"
         )
     # BEGIN SOLUTION TODO(step-04 optional 1: online_softmax)
-    # m = torch.full_like(scores[..., 0], float('-inf')); s = torch.zeros_like(m); for each key j:
-    # m_new = torch.maximum(m, scores[..., j]); s = s * torch.exp(m - m_new) + torch.exp(scores[...,
-    # j] - m_new); m = m_new; finally return torch.exp(scores - m[..., None]) / s[..., None].
+    # CONTRACT: return the softmax over the last axis of scores (..., T), the same as
+    #   F.softmax(scores, dim=-1) to float32 rounding, computed in one pass over the keys, left to
+    #   right, carrying per row only the largest score so far and a running sum. Going further,
+    #   online softmax. The trap: the rescale: when the running max grows, the sum so far must
+    #   shrink by the exponential of old max minus new max.
+    # HINT 1: Keep two numbers per row. Each new key may raise the max; if it does, everything
+    #   summed so far was measured against the old max and must be rescaled before the new term
+    #   is added. At the end one division gives every weight.
+    # HINT 2: scores.new_full(shape, float("-inf")) and scores.new_zeros(shape) start m and s;
+    #   torch.maximum and torch.exp in the loop. The trap: starting m at 0 underflows rows of
+    #   scores near -1000.
+    # HINT 3: for j in range(___): m_new = torch.maximum(m, scores[..., j]);
+    #   s = s * torch.exp(___) + torch.exp(scores[..., j] - ___); m = m_new;
+    #   return torch.exp(scores - m[..., None]) / ___
     m = scores.new_full(scores.shape[:-1], float("-inf"))  # (...,) largest score seen so far
     s = scores.new_zeros(scores.shape[:-1])  # (...,) sum of exp(score - m) so far
     for j in range(scores.shape[-1]):
@@ -116,10 +152,19 @@ def online_softmax(scores):
 def online_attention(q, k, v):
     """Causal scaled attention, one key at a time, never building the (T, T) matrix."""
     # BEGIN SOLUTION TODO(step-04 optional 2: online_attention)
-    # as online_softmax (m, s shaped like q[..., 0]), plus acc = torch.zeros_like(v); per key j:
-    # score_j = (q @ k[..., j, :, None]).squeeze(-1) / math.sqrt(q.shape[-1]), -inf where
-    # torch.arange(q.shape[-2]) < j; acc = acc * torch.exp(m - m_new)[..., None] + torch.exp(score_j
-    # - m_new)[..., None] * v[..., j, None, :] before m = m_new; return acc / s[..., None].
+    # CONTRACT: return causal scaled attention (B, T, d_v) for q, k (B, T, d_k) and v (B, T,
+    #   d_v), the same as your Head's A @ v to float32 rounding, visiting one key at a time and
+    #   never building a (T, T) matrix. Going further, online softmax (the heart of
+    #   FlashAttention). The trap: the rescale, applied to the running sum of values too, and
+    #   the causal mask: key j is invisible to queries before j.
+    # HINT 1: Online softmax, with a third running quantity: the weighted sum of the values
+    #   seen so far, rescaled whenever the max grows. Divide by the running sum at the end.
+    # HINT 2: per key j, the scores of all queries against key j are (q @ k[:, j, :, None])
+    #   with the last axis dropped, divided by d_k ** 0.5, and -inf where the query position is
+    #   below j. The trap: forgetting to rescale the accumulator.
+    # HINT 3: m, s, acc start at -inf, 0, 0; for j: score = ___; m_new = torch.maximum(m, score);
+    #   rescale = torch.exp(m - m_new); w = torch.exp(score - m_new); s = s * rescale + w;
+    #   acc = acc * rescale[..., None] + w[..., None] * ___; m = m_new; return acc / ___
     B, T, d_k = q.shape  # q, k: (B, T, d_k); v: (B, T, d_v)
     pos = torch.arange(T)  # (T,)
     m = q.new_full((B, T), float("-inf"))  # (B, T) running max of each query's scores

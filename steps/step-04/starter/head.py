@@ -45,15 +45,16 @@ class Head(nn.Module):
 
     def forward(self, x):
         """Causal attention of every position over itself and the positions before it."""
+        self.check_input(x)  # given: refuses x that is not (B, T, d) with 1 <= T <= T_max
         raise NotImplementedError(
-            "TODO(step-04 4.1): self.check_input(x); B, T, d = x.shape; q, k, v = self.query(x), self.key(x), self.value(x); scores = q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5; scores = scores.masked_fill(self.tril[:T, :T] == 0, float('-inf')); A = F.softmax(scores, dim=-1); self.A = A.detach(); return A @ v."
+            "TODO(step-04 4.1: Head.forward): return A @ v of shape (B, T, d_head) for x (B, T, d), and keep the attention matrix A (B, T, T), detached, in self.A. Type in the forward of the lecture's Head, the code block under 4.1 of the handout, with a shape comment on every line. The trap: the mask fills with -inf before the softmax, over the last axis."
         )
 
 
 def attention_scores(q, k, scale=True):
     """Unmasked scores q k^T, divided by sqrt(d_k) if `scale`: (B, T, d_k), (B, T, d_k) -> (B, T, T)."""
     raise NotImplementedError(
-        "TODO(step-04 4.2.4): scores = q @ k.transpose(-2, -1); return scores / k.shape[-1] ** 0.5 if scale is true, else scores unscaled."
+        "TODO(step-04 4.2.4: attention_scores): return the unmasked scores (B, T, T) for q, k (B, T, d_k): entry [b, i, j] is the dot product of query i with key j, divided by the square root of d_k when `scale` is true and left raw otherwise. Lecture 4, the variance lemma (4.2 part 4, the scale check). The trap: the scale is the square root of d_k, not d_k."
     )
 
 
@@ -64,28 +65,28 @@ def smoothing_weights(T, s):
     if isinstance(s, bool) or not isinstance(s, int | float) or not 0 < s < math.inf:
         raise ValueError(f"the bandwidth s must be a finite number > 0, got {s!r}")
     raise NotImplementedError(
-        "TODO(step-04 4.4): scores[i, j] = -(i - j)**2 / (2 * s**2) for positions i, j < T; -inf where j > i; softmax over the last axis"
+        "TODO(step-04 4.4: smoothing_weights): return A (T, T), a causal attention matrix that looks only at positions: row i is the softmax over keys j <= i of the Gaussian kernel score minus (i - j) squared over (2 s squared), and 0 for j > i. Lecture 4, attention as Nadaraya-Watson smoothing (4.4). The trap: the mask, as in 4.1: blocked keys get -inf before the softmax, not 0 after."
     )
 
 
 def online_softmax(scores):
     """Softmax over the last axis, one key at a time; ValueError if a row's first score is not finite."""
     # A row with no allowed key (all -inf) is refused, not turned into zeros: its softmax is 0 / 0.
-    if scores.dim() < 1 or scores.shape[-1] < 1:
-        raise ValueError(f"scores must have at least one key, got shape {tuple(scores.shape)}")
-    bad = ~torch.isfinite(scores[..., 0])  # (...,) rows whose first key is masked, inf or nan
+    if scores.dim() < 1 or scores.size(-1) < 1:
+        raise ValueError(f"scores must have at least one key, got shape {tuple(scores.size())}")
+    bad = ~torch.isfinite(scores.select(-1, 0))  # (...,) rows whose first key is masked, inf, nan
     if bad.any():
         raise ValueError(
             f"every row's first score must be finite, got {int(bad.sum())} of {bad.numel()} rows "
             "where it is not (a row with no allowed key has no softmax)"
         )
     raise NotImplementedError(
-        "TODO(step-04 optional 1: online_softmax): m = torch.full_like(scores[..., 0], float('-inf')); s = torch.zeros_like(m); for each key j: m_new = torch.maximum(m, scores[..., j]); s = s * torch.exp(m - m_new) + torch.exp(scores[..., j] - m_new); m = m_new; finally return torch.exp(scores - m[..., None]) / s[..., None]."
+        "TODO(step-04 optional 1: online_softmax): return the softmax over the last axis of scores (..., T), the same as F.softmax(scores, dim=-1) to float32 rounding, computed in one pass over the keys, left to right, carrying per row only the largest score so far and a running sum. Going further, online softmax. The trap: the rescale: when the running max grows, the sum so far must shrink by the exponential of old max minus new max."
     )
 
 
 def online_attention(q, k, v):
     """Causal scaled attention, one key at a time, never building the (T, T) matrix."""
     raise NotImplementedError(
-        "TODO(step-04 optional 2: online_attention): as online_softmax (m, s shaped like q[..., 0]), plus acc = torch.zeros_like(v); per key j: score_j = (q @ k[..., j, :, None]).squeeze(-1) / math.sqrt(q.shape[-1]), -inf where torch.arange(q.shape[-2]) < j; acc = acc * torch.exp(m - m_new)[..., None] + torch.exp(score_j - m_new)[..., None] * v[..., j, None, :] before m = m_new; return acc / s[..., None]."
+        "TODO(step-04 optional 2: online_attention): return causal scaled attention (B, T, d_v) for q, k (B, T, d_k) and v (B, T, d_v), the same as your Head's A @ v to float32 rounding, visiting one key at a time and never building a (T, T) matrix. Going further, online softmax (the heart of FlashAttention). The trap: the rescale, applied to the running sum of values too, and the causal mask: key j is invisible to queries before j."
     )

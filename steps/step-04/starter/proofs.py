@@ -20,19 +20,19 @@ def head_and_input(Head, seed=0):
 def prove_simplex(Head):
     """Every row of A is a probability vector with exactly zero weight on the future."""
     raise NotImplementedError(
-        "TODO(step-04 4.2.1): head, x = head_and_input(Head); head(x); assert head.A is finite, >= 0, rows sum to 1 (which tolerance, and why?), and the strict upper triangle is 0"
+        "TODO(step-04 4.2.1: prove_simplex): return nothing when every row of the head's attention matrix A (B, T, T) is a probability vector with exactly zero weight on the future, and raise AssertionError otherwise. Build the head and x with head_and_input(Head). Lecture 4, rows in the simplex (4.2 test 1). The trap: the tolerance: a float32 row sum misses 1 by a few 1e-7, while the future must be exactly 0. Graded: it must catch a mask after the softmax, a fill with 0, the wrong axis, triu and an inverted mask."
     )
 
 
 def prove_causality_by_perturbation(Head):
     """Changing x at position 5 leaves outputs 0-4 bitwise equal and changes outputs 5-7."""
     raise NotImplementedError(
-        "TODO(step-04 4.2.2): head, x = head_and_input(Head); out = head(x); change x[:, 5, :] (on a clone), rerun; assert positions 0-4 are torch.equal (bitwise, not allclose) and each of positions 5-7 changed"
+        "TODO(step-04 4.2.2: prove_causality_by_perturbation): return nothing when changing the input at position 5 (T_CHANGED) leaves outputs 0 to 4 bitwise equal and changes each of outputs 5 to 7; raise AssertionError otherwise. Build the head and x with head_and_input(Head). Lecture 4, causality (4.2 test 2). The trap: bitwise: a renormalised mask after the softmax agrees to 1e-7 and still lets the future in. Graded: it must catch a missing mask and that renormalised variant."
     )
 
 
 def prove_causality_by_gradient(Head):
     """d out[0, 3] / d x[b, j] is zero for j > 3 or b != 0, and non-zero for every j <= 3."""
     raise NotImplementedError(
-        "TODO(step-04 4.2.3): head, x = head_and_input(Head); x.requires_grad_(); head(x)[0, 3].sum().backward(); assert x.grad is zero after position 3 and outside batch element 0, non-zero at every j <= 3"
+        "TODO(step-04 4.2.3: prove_causality_by_gradient): return nothing when the gradient of the sum of output row 3 (I_GRAD) of batch element 0 with respect to x is exactly zero at every later position and in every other batch element, and non-zero at every position j <= 3; raise AssertionError otherwise. Build the head and x with head_and_input(Head). Lecture 4, causality as a derivative (4.2 test 3). The trap: the diagonal: j == 3 itself must get a gradient. Graded: it must catch a missing mask, triu, an inverted mask and a mask without the diagonal."
     )

@@ -203,6 +203,14 @@ def test_permutation_equivariance_and_where_it_breaks(head, experiments):
     assert broken > 0.1, diffs  # positions attached to token slots: an O(1) difference
 
 
+def test_the_causal_head_sees_each_prefix_as_a_bag_of_tokens(head, experiments):
+    """Mask kept, no positions: reordering changes the outputs by O(1), not only their order,
+    yet the last output ignores any shuffle of the positions before it; positions break that."""
+    reordered, bag, positions = experiments.causal_order(head).values()
+    assert reordered > 0.1 and positions > 0.01, (reordered, positions)
+    assert bag < ROUNDING, bag
+
+
 def test_online_softmax_matches_softmax(head):
     scores = 3 * randn(4, 8, 8, seed=3)
     future = torch.ones(8, 8, dtype=torch.bool).triu(diagonal=1)

@@ -1,15 +1,15 @@
-"""Exercise: a causal mask that passes every shape check and still lets queries see the future."""
+"""Exercise: a causal mask that passes every shape check, and the behavioural test that catches it."""
 
 import torch
 
 from common.seeding import randn
 
-from ..attention import scaled_dot_product_attention
+from ..attention import causal_mask, scaled_dot_product_attention
 
 
 def buggy_causal_mask(seq_len: int) -> torch.Tensor:
-    """The exercise's [T, T] causal mask: it passes every shape check. Run the exercise, then fix it."""
-    return torch.triu(torch.ones(seq_len, seq_len, dtype=torch.bool))  # (T, T)
+    """The exhibit: a [T, T] bool mask that passes every shape check (read it, do not fix it)."""
+    return causal_mask(seq_len).T  # (T, T) the transpose of the lower triangle: keys j >= t
 
 
 def attention_weights(mask: torch.Tensor, d_head: int = 8, seed: int = 0) -> torch.Tensor:
@@ -22,11 +22,9 @@ def attention_weights(mask: torch.Tensor, d_head: int = 8, seed: int = 0) -> tor
 
 def future_leak(weights: torch.Tensor) -> tuple[int, float]:
     """(count, largest) of the non-zero weights above the diagonal: a query looking at a later key."""
-    T_q, T_k = weights.shape[-2:]
-    future = torch.ones(T_q, T_k, dtype=torch.bool).triu(diagonal=1)  # (T, T) True where j > t
-    above = weights[..., future]  # (..., T, T) -> (..., n_above) the weights on later keys
-    leaked = above[above != 0]  # (n_leaked,)
-    return leaked.numel(), float(leaked.abs().max()) if leaked.numel() else 0.0
+    raise NotImplementedError(
+        "TODO(lab-01 task 7: future_leak): return (count, largest) for weights [..., T_q, T_k]: count, an int, is how many entries with key j later than query i (j > i) are not exactly 0, over every leading dim; largest, a float, is the biggest of them in size, 0.0 when there is none. Lesson 5, why causality is exact. The trap: a tiny leak: no tolerance, any non-zero weight is a leak, and the diagonal (j == i) is not the future."
+    )
 
 
 def assert_no_future_leak(weights: torch.Tensor, label: str) -> None:
