@@ -11,9 +11,17 @@ from pathlib import Path
 
 import pytest
 
-from common import STEPS_DIR, WHOLE_RUNS, command, shown
+from common import STEPS_DIR, WHOLE_RUNS, command, hint, shown
 from common.loader import ImplImportError, check_syntax, load, step_names
-from common.todos import TODO, module_name, optional, order_key, step_regions, todo_in
+from common.todos import (
+    TODO,
+    module_name,
+    optional,
+    order_key,
+    split_id,
+    step_regions,
+    todo_in,
+)
 
 
 def pytest_configure(config):
@@ -316,8 +324,11 @@ class StudentCheck:
             + (f" ({given} of them test code the starter gives)" if given else "")
         )
         if progress:
+            used = hint.read_state(hint.state_file(step))  # levels each TODO asked for
+            per_todo = [f"{split_id(t)[1]} {n}" for t, n in used.items() if t in todos and n]
+            hints = f"; hint levels used: {', '.join(per_todo)}" if per_todo else ""
             return [
-                f"{step:<9} {summary}"
+                f"{step:<9} {summary}{hints}"
                 + (f"; next: TODO({nxt}) {where[0]}:{where[1]}" if nxt else "")
             ]
         lines = [f"{step} with your starter: {summary}", ""]
@@ -351,9 +362,9 @@ class StudentCheck:
             lines += [f"{nodeid}: {tb[-1].strip()}" for nodeid, tb in bugs[3:]]
         if nxt:
             file, line, message = where
-            hint = message[TODO.match(message).end() :].lstrip(": ") if message else ""
+            contract = message[TODO.match(message).end() :].lstrip(": ") if message else ""
             lines += ["", f"Next: TODO({nxt}) at {file}:{line}"]
-            lines += textwrap.wrap(hint, 96, initial_indent="  ", subsequent_indent="  ")
+            lines += textwrap.wrap(contract, 96, initial_indent="  ", subsequent_indent="  ")
             if not message:  # written but failing: its first failure is the place to start
                 lines.append(f"  {failing[nxt]} of its tests fail; the first is shown above")
             mine = [n for n, r in results.items() if r["outcome"] == "failed" and r["blame"] == nxt]
@@ -364,4 +375,6 @@ class StudentCheck:
             python = f"python -m pytest {shown(STEPS_DIR / step)} --impl starter"
             if name:
                 lines.append(f"One test in full: {command(pixi, python)} -v -k {name}")
+            more = command(f"pixi run hint {step}", f"python -m common.hint {step}")
+            lines.append(f"More help, one level at a time: {more}")
         return lines

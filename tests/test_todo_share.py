@@ -9,7 +9,6 @@ Python's tokenize module; comments and strings are split into words and symbols 
 """
 
 import ast
-import difflib
 import io
 import re
 import sys
@@ -20,14 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from common import STEPS_DIR
+from common import STEPS_DIR, todos
 
 RUN = 3  # the shortest run of tokens that counts as transcribed
 LIMIT = 0.25
 EXEMPT = {"step-04 4.1: Head.forward"}  # the lecture hands this code out to be read (handout 4.1)
 SKIP = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT}
 SKIP |= {tokenize.ENDMARKER}
-TODO_ID = re.compile(r"TODO\(([^)]*)\)")
 
 
 def _tokens(text: str) -> list[tokenize.TokenInfo]:
@@ -69,31 +67,18 @@ def shown_streams(starter: Path) -> dict[str, list[list[str]]]:
         for node in ast.walk(ast.parse(text)):
             if isinstance(node, ast.FunctionDef):
                 source = textwrap.dedent("\n".join(lines[node.lineno - 1 : node.end_lineno]))
-                for todo in dict.fromkeys(TODO_ID.findall(source)):
+                for todo in dict.fromkeys(todos.TODO.findall(source)):
                     found[todo] += streams_of(source)
     return found
 
 
 def solution_tokens(step: Path) -> dict[str, list[str]]:
-    """TODO id -> the code tokens of its solution regions (the lines its starter replaces)."""
+    """TODO id -> the code tokens of its solution regions (their reference lines, level 4)."""
     found = defaultdict(list)
     for path in sorted((step / "solution").rglob("*.py")):
-        solution = path.read_text(encoding="utf-8").splitlines()
-        starter = (step / "starter" / path.relative_to(step / "solution")).read_text(
-            encoding="utf-8"
-        )
-        starter_lines = starter.splitlines()
-        matcher = difflib.SequenceMatcher(a=solution, b=starter_lines, autojunk=False)
-        regions = []  # (first, last) solution line (1-based) and the TODO the starter names there
-        for op, a0, a1, b0, b1 in matcher.get_opcodes():
-            if op in ("replace", "delete") and (
-                m := TODO_ID.search("\n".join(starter_lines[b0:b1]))
-            ):
-                regions.append((a0 + 1, a1, m[1]))
-        for token in _tokens("\n".join(solution)):
-            for first, last, todo in regions:
-                if first <= token.start[0] <= last and token.type not in SKIP:
-                    found[todo].append(token.string)
+        for region in todos.parse(path.read_text(encoding="utf-8"), str(path))[1]:
+            code = textwrap.dedent("\n".join(region.code))
+            found[region.id] += [t.string for t in _tokens(code) if t.type not in SKIP]
     return dict(found)
 
 

@@ -1,0 +1,123 @@
+"""More help for the TODO you are on, one level at a time: `python -m common.hint <step>`.
+
+Each run shows one level more than the last, with the earlier ones above it: HINT 1 (the idea),
+then HINT 2 (the calls and the trap), then HINT 3 (a sketch with blanks). A fourth run says that
+the hints are used up and how to see level 4, the reference lines, which only `--solution` shows.
+The levels shown are kept per step in out/hints/<step>.json (git-ignored); `--used` lists them.
+"""
+
+import argparse
+import json
+import sys
+import textwrap
+from pathlib import Path
+
+from common import OUT_DIR, STEPS_DIR, command, shown, todos
+from common.loader import step_names
+
+LEVELS = 3  # the HINT parts; level 4 is the reference code
+
+
+def state_file(step: str) -> Path:
+    """Where the levels shown for `step` are kept."""
+    return OUT_DIR / "hints" / f"{step}.json"
+
+
+def read_state(path: Path) -> dict[str, int]:
+    """TODO id -> the highest level shown so far (empty when nothing was asked yet)."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (FileNotFoundError, json.JSONDecodeError):
+        return {}
+
+
+def write_state(path: Path, state: dict[str, int]) -> None:
+    """Keep the levels shown; written whole, then moved into place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    part = path.with_name(path.name + ".part")
+    part.write_text(json.dumps(state, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    part.replace(path)
+
+
+def open_todos(step: str) -> list[str]:
+    """TODO ids the starter still raises, in course order."""
+    found = set()
+    for path in sorted((STEPS_DIR / step / "starter").rglob("*.py")):
+        found |= set(todos.TODO.findall(path.read_text(encoding="utf-8", errors="replace")))
+    regions = todos.step_regions(STEPS_DIR / step / "solution")
+    return [todo for todo in regions if todo in found]
+
+
+def pick(step: str, regions: dict, asked: str | None) -> str | None:
+    """The TODO to help with: the one named by --todo (an id or a task number), else the first open."""
+    if asked:
+        match = [t for t in regions if asked == t or todos.split_id(t)[1].split()[-1] == asked]
+        return match[0] if match else None
+    return next(iter(open_todos(step)), None)
+
+
+def level_text(regions: dict, todo: str, level: int) -> list[str]:
+    """Level `level` (1-3: a HINT, 4: the reference lines) of every region of `todo`."""
+    entry, lines = regions[todo], []
+    for function, region in zip(entry["functions"], entry["regions"], strict=True):
+        where = f"{function}: " if len(entry["regions"]) > 1 else ""
+        if level <= LEVELS:
+            text = region.parts.get(f"HINT {level}", "(no hint at this level)")
+            lines += textwrap.wrap(where + text, 96, initial_indent="  ", subsequent_indent="    ")
+        else:
+            lines += [f"  {where.rstrip()}" if where else "", *region.code]
+    return [line for line in lines if line != ""]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Show the next level of help; --solution, --todo, --used and --reset change what is shown."""
+    parser = argparse.ArgumentParser(prog="python -m common.hint", description=__doc__)
+    parser.add_argument("step", help="the step you are working on, e.g. lab-01")
+    parser.add_argument("--todo", help="another TODO: its task number (3, 4.2.1) or its whole id")
+    parser.add_argument("--solution", action="store_true", help="level 4: the reference lines")
+    parser.add_argument("--used", action="store_true", help="how many levels each TODO used")
+    parser.add_argument("--reset", action="store_true", help="forget the levels shown for the step")
+    parser.add_argument("--state", type=Path, help=argparse.SUPPRESS)  # tests keep it elsewhere
+    args = parser.parse_args(argv)
+    if args.step not in (steps := step_names()):
+        parser.error(f"unknown step {args.step!r}; valid steps: {', '.join(steps)}")
+    path = args.state or state_file(args.step)
+    state, regions = read_state(path), todos.step_regions(STEPS_DIR / args.step / "solution")
+    again = command(f"pixi run hint {args.step}", f"python -m common.hint {args.step}")
+    if args.reset:
+        path.unlink(missing_ok=True)
+        print(f"{args.step}: no hint levels recorded any more")
+        return 0
+    if args.used:
+        for todo in regions:
+            used = state.get(todo, 0)
+            shown_as = "the reference lines" if used > LEVELS else f"{used} of {LEVELS} hints"
+            print(f"TODO({todo}): {shown_as}")
+        return 0
+    todo = pick(args.step, regions, args.todo)
+    if todo is None:
+        print(
+            f"no such TODO in {args.step}: {args.todo}"
+            if args.todo
+            else f"{args.step}: every TODO is written; ask about one with {again} --todo N"
+        )
+        return 1 if args.todo else 0
+    level = LEVELS + 1 if args.solution else min(state.get(todo, 0) + 1, LEVELS + 1)
+    file = shown(regions[todo]["file"]).replace("/solution/", "/starter/")
+    print(f"TODO({todo}) in {file}")
+    for n in range(1, min(level, LEVELS) + 1):
+        print(f"hint {n} of {LEVELS}:", *level_text(regions, todo, n), sep="\n")
+    if args.solution:
+        print("level 4, the reference lines:", *level_text(regions, todo, LEVELS + 1), sep="\n")
+    elif level < LEVELS:
+        print(f"More help: {again} (hint {level + 1} next)")
+    else:
+        done = "That was the last hint." if level == LEVELS else "No hints left (all above)."
+        print(f"{done} Level 4, the reference lines: {again} --solution")
+    state[todo] = max(state.get(todo, 0), level if args.solution else min(level, LEVELS))
+    write_state(path, state)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
