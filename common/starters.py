@@ -4,7 +4,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from common import STEPS_DIR, shown
+from common import STEPS_DIR, command, shown
 from common.catchup import back_up
 from common.todos import starter_text
 
@@ -43,9 +43,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="exit 1 if a starter is stale")
     steps = sorted(p for p in STEPS_DIR.iterdir() if (p / "solution").is_dir())
     if parser.parse_args(argv).check:
-        changed = [shown(path) for step in steps for path in stale(step)]
+        changed = [path for step in steps for path in stale(step)]
+        make = command("pixi run make-starters", "python -m common.starters")
         for path in changed:
-            print(f"stale: {path} (regenerate it: python -m common.starters)")
+            print(f"{'stale' if path.is_file() else 'missing'}: {shown(path)} (write it: {make})")
         return 1 if changed else 0
     said = [line for step in steps for line in write(step)]
     print("\n".join(said) or "every starter is up to date")

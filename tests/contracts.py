@@ -14,6 +14,7 @@ from common.starters import stale
 from common.todos import id_problem, split_id, step_regions, todo_in
 from tools import run_pytest
 
+MAKE = "run pixi run make-starters (python -m common.starters)"
 REQUIRED = ("README.md", "step.toml", "run.py", "starter", "solution", "tests")
 
 
@@ -25,10 +26,12 @@ def untouched(folder: Path) -> bool:
 def layout_problems(folder: Path) -> list[str]:
     """A step needs a handout, a run.py, a starter, a solution and tests."""
     problems = [
-        f"{folder.name}: missing {name}" for name in REQUIRED if not (folder / name).exists()
+        f"{folder.name}: missing {name} (python -m common.newstep writes every part of a step)"
+        for name in REQUIRED
+        if not (folder / name).exists()
     ]
     if (folder / "tests").is_dir() and not list((folder / "tests").glob("test_*.py")):
-        problems.append(f"{folder.name}: tests/ holds no test_*.py")
+        problems.append(f"{folder.name}: tests/ holds no test_*.py: add one")
     return problems
 
 
@@ -66,7 +69,7 @@ def signature_problems(folder: Path, strict: bool = True) -> list[str]:
         rel = path.relative_to(solution)
         module = rel.with_suffix("").as_posix().replace("/", ".")
         if not (starter / rel).is_file():
-            problems.append(f"{folder.name}: starter lacks {rel.as_posix()}")
+            problems.append(f"{folder.name}: missing starter {rel.as_posix()}: {MAKE}")
             continue
         try:
             ref = _public(load_from(solution, module, f"_contract_{key}_solution"))
@@ -76,15 +79,15 @@ def signature_problems(folder: Path, strict: bool = True) -> list[str]:
             continue
         for name in sorted(ref.keys() | mine.keys()):
             if name not in mine:
-                problems.append(f"{folder.name}: starter {rel.as_posix()} lacks {name}")
+                problems.append(f"{folder.name}: starter {rel.as_posix()} lacks {name}: {MAKE}")
             elif not strict:
                 continue
             elif name not in ref:
-                problems.append(f"{folder.name}: starter {rel.as_posix()} has extra {name}")
+                problems.append(f"{folder.name}: starter {rel.as_posix()} has extra {name}: {MAKE}")
             elif ref[name] != mine[name]:
                 problems.append(
                     f"{folder.name}: {rel.as_posix()}:{name} signature differs: "
-                    f"solution {ref[name]}, starter {mine[name]}"
+                    f"solution {ref[name]}, starter {mine[name]}: {MAKE}"
                 )
     return problems
 
@@ -133,14 +136,14 @@ def task_path_problems(tasks: dict[str, dict], root: Path = REPO_ROOT) -> list[s
             if word == "-m" and i + 1 < len(words) and words[i + 1] not in ("pytest",):
                 module = root / words[i + 1].replace(".", "/")
                 if not (module.with_suffix(".py").is_file() or (module / "__main__.py").is_file()):
-                    problems.append(f"task {name!r}: no module {words[i + 1]}")
+                    problems.append(f"pixi.toml task {name!r}: no module {words[i + 1]}")
             elif "/" in word and not (root / word).exists():
-                problems.append(f"task {name!r}: no path {word}")
+                problems.append(f"pixi.toml task {name!r}: no path {word}")
             elif words[i - 1 : i + 1] == ["common.run", word] and i >= 1:
                 runs = [root / "steps" / word / "run.py", root / "solutions" / word / "run.py"]
                 if not any(p.is_file() for p in runs):
                     problems.append(
-                        f"task {name!r}: no steps/{word}/run.py or solutions/{word}/run.py"
+                        f"pixi.toml task {name!r}: no steps/{word}/run.py or solutions/{word}/run.py"
                     )
     return problems
 
@@ -149,7 +152,7 @@ def readme_task_problems(text: str, tasks: dict[str, dict], where: str) -> list[
     """Every `pixi run X` a document names is a task."""
     names = sorted(set(re.findall(r"pixi run ([A-Za-z0-9_][\w\-]*)", text)))
     return [
-        f"{where}: names `pixi run {n}` but pixi.toml has no task {n!r}"
+        f"{where}: names `pixi run {n}` but pixi.toml has no task {n!r}: add it or fix the text"
         for n in names
         if n not in tasks
     ]
@@ -177,6 +180,11 @@ def _asserts(func: ast.AST) -> bool:
             if name in ("raises", "warns", "fail") or name.startswith("assert"):
                 return True
     return False
+
+
+def assert_no_problems(problems: list[str]) -> None:
+    """Assert there are none, printing each on its own line (not pytest's list diff)."""
+    assert not problems, f"{len(problems)} problems:\n" + "\n".join(problems)
 
 
 def assertion_problems(paths: list[Path]) -> list[str]:

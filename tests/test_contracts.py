@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from common import REPO_ROOT, STEPS_DIR, starters
+from common import REPO_ROOT, STEPS_DIR, shown, starters
 from common.course import Step, course, pixi_tasks
 from common.loader import ImplImportError, check_syntax, step_names
 from tests import contracts as c
@@ -27,10 +27,20 @@ def _test_files() -> list[Path]:
     return [p for p in files if "fixtures" not in p.parts and "backups" not in p.parts]
 
 
+# On a student's machine an edited starter is their work: the contracts that need the shipped one
+# skip. CI, or a maintainer with STRICT_STARTERS=1, fails instead, as a stale starter is then a bug.
+STRICT = bool(os.environ.get("CI") or os.environ.get("STRICT_STARTERS"))
+MAKE = "regenerate the starters: pixi run make-starters (python -m common.starters)"
+
+
 def _skip_unless_untouched(step: str) -> None:
     """These contracts are about the starter the course ships, not one a student has edited."""
     if not c.untouched(STEPS_DIR / step):
-        pytest.skip(f"steps/{step}/starter is not the shipped one (your work, or a catch-up)")
+        assert not STRICT, f"steps/{step}/starter is not what its solution generates: {MAKE}"
+        pytest.skip(
+            f"steps/{step}/starter is not the shipped one (your work, or a catch-up); "
+            "STRICT_STARTERS=1 fails here instead, as CI does"
+        )
 
 
 def test_there_are_steps():
@@ -39,27 +49,33 @@ def test_there_are_steps():
 
 @pytest.mark.parametrize("step", STEPS)
 def test_step_layout(step):
-    assert c.layout_problems(STEPS_DIR / step) == []
+    c.assert_no_problems(c.layout_problems(STEPS_DIR / step))
 
 
 @pytest.mark.parametrize("step", STEPS)
 def test_starter_and_solution_signatures_match(step):
     # An edited starter may add helpers or parameters; it may not lose what the tests call.
     folder = STEPS_DIR / step
-    assert c.signature_problems(folder, strict=c.untouched(folder)) == []
+    c.assert_no_problems(c.signature_problems(folder, strict=c.untouched(folder)))
 
 
 @pytest.mark.parametrize("step", STEPS)
 def test_starters_are_generated_from_the_solutions(step):
-    stale = [p.relative_to(REPO_ROOT).as_posix() for p in starters.stale(STEPS_DIR / step)]
-    if stale and not os.environ.get("CI"):
-        pytest.skip(f"{', '.join(stale)} differ from the generated starter: your own work")
-    assert stale == [], "regenerate the starters: pixi run make-starters"
+    paths = starters.stale(STEPS_DIR / step)
+    stale = [shown(p) for p in paths]
+    missing = [shown(p) for p in paths if not p.is_file()]
+    assert not missing, f"{step}: missing starter {', '.join(missing)}: {MAKE}"
+    if stale and not STRICT:
+        pytest.skip(
+            f"{', '.join(stale)} differ from the generated starter: your own work "
+            "(STRICT_STARTERS=1 fails here instead, as CI does)"
+        )
+    assert not stale, f"{step}: {', '.join(stale)} differ from the generated starter: {MAKE}"
 
 
 @pytest.mark.parametrize("step", STEPS)
 def test_todo_ids_start_with_the_step(step):
-    assert c.todo_id_problems(STEPS_DIR / step) == []
+    c.assert_no_problems(c.todo_id_problems(STEPS_DIR / step))
 
 
 def test_a_todo_id_of_another_step_is_found(tmp_path):
@@ -69,12 +85,12 @@ def test_a_todo_id_of_another_step_is_found(tmp_path):
 
 
 def test_every_step_has_its_tasks():
-    assert c.task_problems(COURSE, TASKS) == []
+    c.assert_no_problems(c.task_problems(COURSE, TASKS))
 
 
 @pytest.mark.parametrize("step", [s.name for s in COURSE])
 def test_step_toml_agrees_with_the_step(step):
-    assert c.description_problems(next(s for s in COURSE if s.name == step)) == []
+    c.assert_no_problems(c.description_problems(next(s for s in COURSE if s.name == step)))
 
 
 def test_a_wrong_step_toml_is_found():
@@ -86,7 +102,7 @@ def test_a_wrong_step_toml_is_found():
 
 
 def test_every_path_a_task_names_exists():
-    assert c.task_path_problems(TASKS) == []
+    c.assert_no_problems(c.task_path_problems(TASKS))
 
 
 def test_every_pixi_run_in_the_docs_is_a_task():
@@ -96,13 +112,13 @@ def test_every_pixi_run_in_the_docs_is_a_task():
     for doc in docs:
         rel = doc.relative_to(REPO_ROOT).as_posix()
         problems += c.readme_task_problems(doc.read_text(encoding="utf-8"), TASKS, rel)
-    assert problems == []
+    c.assert_no_problems(problems)
 
 
 def test_no_test_function_lacks_an_assertion():
     files = _test_files()
     assert len(files) >= 5
-    assert c.assertion_problems(files) == []
+    c.assert_no_problems(c.assertion_problems(files))
 
 
 @pytest.mark.slow
@@ -110,7 +126,7 @@ def test_no_test_function_lacks_an_assertion():
 def test_untouched_starter_fails_only_with_not_implemented(step, tmp_path):
     _skip_unless_untouched(step)
     code, problems = c.starter_run(STEPS_DIR / step, tmp_path / "junit.xml")
-    assert problems == []
+    c.assert_no_problems(problems)
     assert code == pytest.ExitCode.TESTS_FAILED
 
 
@@ -118,7 +134,11 @@ def test_untouched_starter_fails_only_with_not_implemented(step, tmp_path):
 
 
 def test_fixture_layout_problem_is_found():
-    assert c.layout_problems(BROKEN) == ["step-99: missing README.md", "step-99: missing step.toml"]
+    fix = "(python -m common.newstep writes every part of a step)"
+    assert c.layout_problems(BROKEN) == [
+        f"step-99: missing README.md {fix}",
+        f"step-99: missing step.toml {fix}",
+    ]
 
 
 def test_fixture_signature_problems_are_found():
@@ -130,7 +150,7 @@ def test_fixture_signature_problems_are_found():
 
 def test_an_edited_starter_may_add_but_not_lose_names():
     problems = c.signature_problems(BROKEN, strict=False)
-    assert problems == ["step-99: starter thing.py lacks extra"]
+    assert problems == [f"step-99: starter thing.py lacks extra: {c.MAKE}"]
 
 
 def test_untouched_is_decided_by_content(tmp_path):
@@ -165,15 +185,17 @@ def test_fixture_bad_task_paths_are_found():
     tasks["c"] = {"cmd": "python -m common.run step-77"}
     problems = c.task_path_problems(tasks)
     assert problems == [
-        "task 'a': no module common.nothere",
-        "task 'b': no path steps/nope",
-        "task 'c': no steps/step-77/run.py or solutions/step-77/run.py",
+        "pixi.toml task 'a': no module common.nothere",
+        "pixi.toml task 'b': no path steps/nope",
+        "pixi.toml task 'c': no steps/step-77/run.py or solutions/step-77/run.py",
     ]
 
 
 def test_fixture_unknown_readme_task_is_found():
     problems = c.readme_task_problems("Run `pixi run lab-01` then `pixi run nonesuch`.", TASKS, "X")
-    assert problems == ["X: names `pixi run nonesuch` but pixi.toml has no task 'nonesuch'"]
+    assert problems == [
+        "X: names `pixi run nonesuch` but pixi.toml has no task 'nonesuch': add it or fix the text"
+    ]
 
 
 def test_fixture_tests_without_a_real_assertion_are_found():
@@ -226,3 +248,31 @@ def test_a_syntax_error_is_one_line_without_running_the_file():
     ):
         check_syntax(path)
     check_syntax(REPO_ROOT / "conftest.py")  # a file that compiles passes silently
+
+
+@pytest.mark.slow  # two pytest runs in children (another steps folder): ~4 s
+@pytest.mark.parametrize("strict", [False, True], ids=["student", "STRICT_STARTERS=1"])
+def test_a_stale_starter_skips_for_a_student_and_fails_strictly(strict, tmp_path):
+    steps = shutil.copytree(FIXTURES / "tiny_step" / "steps", tmp_path / "steps")
+    calc = steps / "step-97" / "starter" / "calc.py"
+    calc.write_text(calc.read_text(encoding="utf-8") + "# mine\n", encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "STRICT_STARTERS")}
+    env |= {"COURSE_STEPS_DIR": str(steps)} | ({"STRICT_STARTERS": "1"} if strict else {})
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        str(Path(__file__)),
+        "-q",
+        "-rs",
+        "-p",
+        "no:cacheprovider",
+    ]
+    cmd += ["-k", "starters_are_generated", f"--rootdir={REPO_ROOT}"]
+    done = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True)
+    if strict:
+        assert done.returncode == pytest.ExitCode.TESTS_FAILED, done.stdout
+        assert "differ from the generated starter: regenerate the starters" in done.stdout
+    else:
+        assert done.returncode == pytest.ExitCode.OK, done.stdout
+        assert "STRICT_STARTERS=1 fails here instead" in done.stdout
