@@ -1,0 +1,181 @@
+"""Every step's Python background: its topics run as scripts and as marimo notebooks, the handout
+shows what they print, and `python -m common.background` refuses bad input and stops cleanly.
+
+These tests live here, not in steps/<step>/tests/, because the topics are no one's TODO: every
+test there must fail on the untouched starter (tests/test_contracts.py), and these pass on it.
+"""
+
+import difflib
+import functools
+import os
+import re
+import socket
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from common import STEPS_DIR, background
+from common.docs import read_block
+from tests.background_server import Server, refused, repo_state, session_processes
+
+STEPS = background.steps_with_background()
+TOPICS = [topic for step in STEPS for topic in background.topics(step)]
+FIX = "if the change is meant, run `python -m common.background --write-docs`"
+
+
+def topic_id(topic: Path) -> str:
+    return f"{topic.parents[1].name}/{topic.stem}"
+
+
+@functools.cache
+def printed(topic: Path) -> str:
+    """What the topic prints, run once per test process."""
+    return background.output(topic)
+
+
+def readme(topic: Path) -> Path:
+    return topic.parents[1] / "README.md"
+
+
+def test_lab_01_and_step_04_have_a_background_numbered_in_order():
+    assert {"lab-01", "step-04"} <= set(STEPS)
+    for step in STEPS:
+        numbers = [int(t.name[:2]) for t in background.topics(step)]
+        assert numbers == list(range(1, len(numbers) + 1)), step
+
+
+def test_no_topic_is_taught_twice():
+    # a later step's background covers only what the earlier ones have not
+    names = [t.stem[3:] for t in TOPICS]
+    assert len(set(names)) == len(names), sorted(names)
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_the_handout_has_one_foldout_per_topic_linking_to_the_live_version(step):
+    text = (STEPS_DIR / step / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"<!-- BEGIN (background-\S+) -->", text)
+    assert blocks == [background.block_name(t) for t in background.topics(step)]
+    for topic in background.topics(step):
+        live = f"Live: `pixi run background {step}`, then open `{topic.name}`"
+        assert live in text, f"the foldout of {topic.name} should say how to open it live"
+    assert f"python -m common.background {step}" in text  # the twin without pixi
+
+
+@pytest.mark.parametrize("topic", TOPICS, ids=topic_id)
+def test_the_handout_shows_what_the_topic_prints(topic):
+    shown = read_block(readme(topic), background.block_name(topic))
+    fresh = background.block(printed(topic))
+    diff = difflib.unified_diff(
+        shown.splitlines(), fresh.splitlines(), "README.md", topic.name, lineterm=""
+    )
+    assert shown == fresh, f"README.md's block differs from the run; {FIX}\n" + "\n".join(diff)
+
+
+@pytest.mark.parametrize("topic", TOPICS, ids=topic_id)
+def test_topics_print_the_same_every_time(topic):
+    out = printed(topic)
+    assert out.strip() and out.isascii()  # ASCII: a Windows console prints it as is
+    assert background.output(topic) == out, "seed whatever is random"
+
+
+@pytest.mark.parametrize("topic", TOPICS, ids=topic_id)
+def test_topics_are_marimo_notebooks_with_explanations(topic):
+    source = topic.read_text(encoding="utf-8")
+    assert "\napp = marimo.App(" in source and 'if __name__ == "__main__":\n    app.run()' in source
+    cells = re.split(r"\n@app\.cell", source)[1:]
+    prose = [c for c in cells if "mo.md(" in c]
+    assert len(prose) >= 2 and len(cells) - len(prose) >= 2, "explain, then let them run code"
+    assert all(c.startswith("(hide_code=True)") for c in prose), "show the prose, not its code"
+
+
+def test_marimo_check_finds_nothing_in_any_topic():
+    # marimo's own linter: one definition per name, cells it can run, nothing it would rewrite
+    cmd = [sys.executable, "-m", "marimo", "check", "--strict", *map(str, TOPICS)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and not done.stdout.strip(), done.stdout + done.stderr
+
+
+def test_a_topic_runs_as_a_script_from_anywhere(tmp_path):
+    # the handout's command; this one imports no torch, so the child process is cheap
+    topic = STEPS_DIR / "step-04" / "background" / "04_one_line.py"
+    done = subprocess.run(
+        [sys.executable, str(topic)], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.replace("\r\n", "\n") == printed(topic)
+
+
+def test_write_docs_rewrites_a_stale_block_and_nothing_else(tmp_path):
+    step, topic = "step-04", background.topics("step-04")[-1]
+    name = background.block_name(topic)
+    text = readme(topic).read_text(encoding="utf-8")
+    stale = text.replace(read_block(readme(topic), name), "```text\nold output\n```\n")
+    copy = tmp_path / "README.md"
+    copy.write_text(stale, encoding="utf-8", newline="\n")
+    assert background.write_docs(step, copy) == [name]
+    assert read_block(copy, name) == background.block(printed(topic))
+    assert background.write_docs(step, copy) == []
+
+
+# --- the command ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("argv", [["step-99"], ["step-03"], []], ids=["unknown", "none", "empty"])
+def test_a_step_without_a_background_is_one_line_listing_those_with_one(argv, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        background.main(argv)
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.count("\n") == 1, err
+    assert f"steps with one: {', '.join(STEPS)}" in err
+
+
+def test_a_busy_port_picks_another_and_says_which():
+    with socket.socket() as busy:
+        busy.bind((background.HOST, 0))
+        busy.listen()
+        taken = busy.getsockname()[1]
+        port, note = background.choose_port(taken)
+        assert port != taken and background.port_is_free(port)
+        assert note == f"port {taken} is busy; using port {port} instead"
+    assert background.choose_port(port) == (port, None)
+
+
+def test_the_copies_are_made_once_and_edited_ones_are_kept(tmp_path):
+    folder, kept = background.prepare("step-04", tmp_path)
+    topics = background.topics("step-04")
+    assert kept == [] and sorted(p.name for p in folder.glob("*.py")) == [t.name for t in topics]
+    assert "auto_instantiate = true" in (tmp_path / "pyproject.toml").read_text(encoding="utf-8")
+    edited = folder / topics[0].name
+    edited.write_text("# the student's own version\n", encoding="utf-8")
+    folder, kept = background.prepare("step-04", tmp_path)
+    assert kept == [edited] and edited.read_text(encoding="utf-8").startswith("# the student's")
+    assert all((folder / t.name).read_bytes() == t.read_bytes() for t in topics[1:])
+
+
+@pytest.mark.slow  # a marimo server starts and stops: about 3 s
+@pytest.mark.skipif(os.name == "nt", reason="Ctrl-C is a console event on Windows, not SIGINT")
+def test_ctrl_c_stops_the_server_on_a_busy_port_and_the_repo_stays_clean(tmp_path):
+    before = repo_state()
+    with socket.socket() as busy:
+        busy.bind((background.HOST, 0))
+        busy.listen()
+        taken = busy.getsockname()[1]
+        server = Server("--port", str(taken), workspace=tmp_path)
+        try:
+            note = server.wait_for("is busy")
+            url = server.url()
+            port = int(re.search(r":(\d+)/", url)[1])
+            assert note.strip() == f"port {taken} is busy; using port {port} instead"
+            with urllib.request.urlopen(url, timeout=10) as page:
+                assert page.status == 200 and b"marimo" in page.read()
+            assert server.interrupt() == 0
+            server.wait_for("has stopped")
+        finally:
+            server.close()
+    assert refused(url), "the server still answers after Ctrl-C"
+    if Path("/proc/self/stat").exists():
+        assert session_processes(server.proc.pid) == [], "a server or kernel process survived"
+    assert repo_state() == before, "the server wrote into the repository"
