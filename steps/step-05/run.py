@@ -1,0 +1,269 @@
+"""Step 5: parameter counts, the loss at init against ln V, a short training run on Shakespeare, samples."""
+
+import argparse
+import functools
+import math
+from pathlib import Path
+
+import torch
+
+from common.docs import markdown_table, write_block
+from common.envreport import cpu_name
+from common.figures import out_dir
+from common.loader import ImplImportError, load, load_file, reference
+from common.seeding import generator, seed_all
+
+STEP = "step-05"
+HERE = Path(__file__).resolve().parent
+README = HERE / "README.md"
+train = load_file(HERE / "train.py", "_course_step_05_train")
+plots = load_file(HERE / "plots.py", "_course_step_05_plots")
+
+# The run's model and training: about 40 s on one thread of a 2-core laptop CPU.
+MODEL = dict(T_max=64, d=64, h=4, n_layer=4)
+TRAIN = dict(steps=500, B=32, T=64, lr=3e-3, seed=1, eval_every=50, eval_batches=8)
+SAMPLE_TOKENS = 300
+# --quick (the tests): the same code on a model and a run small enough for a second.
+QUICK_MODEL = dict(T_max=16, d=32, h=4, n_layer=1)
+QUICK_TRAIN = dict(steps=20, B=8, T=16, lr=3e-3, seed=1, eval_every=10, eval_batches=2)
+QUICK_SAMPLE_TOKENS = 40
+MODEL_SEED, SAMPLE_SEED = 0, 2  # the init, and the sampler before and after training
+THREADS = 1  # torch's threads: fixed, so a run repeats bit for bit on one machine
+THRESHOLD = 2.5  # the held-out loss the full run must fall below
+PROMPT = "\n"
+# (label, V, T_max, d, h, n_layer): the parameter table; V = 0 is the corpus's vocabulary
+SIZES = [
+    ("the tests' tiny GPT", 16, 8, 32, 4, 2),
+    ("this step's run", 0, 64, 64, 4, 4),
+    ("ng-video-lecture's sizes", 65, 256, 384, 6, 6),
+    ("GPT-2 small sizes", 50257, 1024, 768, 12, 12),
+]
+
+
+@functools.cache
+def corpus():
+    """The Step 3 text as one 1-D tensor of ids (do not modify: cached), its vocabulary, the data module."""
+    data = reference("step-03", "data")
+    return torch.tensor(data.encode(data.load_text())), len(data.vocab()), data
+
+
+def parts(model) -> dict[str, int]:
+    """The model's parameters grouped by the part of Algorithm 10 they belong to."""
+    groups = {"token embedding": 0, "position embedding": 0, "attention": 0, "MLP": 0}
+    groups |= {"LayerNorms": 0, "lm_head": 0}
+    for name, p in model.named_parameters():
+        if name.startswith("tok_emb"):
+            groups["token embedding"] += p.numel()
+        elif name.startswith("pos_emb"):
+            groups["position embedding"] += p.numel()
+        elif ".attn." in name:
+            groups["attention"] += p.numel()
+        elif ".mlp." in name:
+            groups["MLP"] += p.numel()
+        elif name.startswith("lm_head"):
+            groups["lm_head"] += p.numel()
+        else:
+            groups["LayerNorms"] += p.numel()
+    return groups
+
+
+def parameter_rows(gpt, V_corpus) -> list[dict]:
+    """Every size of SIZES built on the meta device (no memory), counted, and the formula."""
+    rows = []
+    for label, V, T_max, d, h, n_layer in SIZES:
+        V = V or V_corpus
+        with torch.device("meta"):  # shapes only: GPT-2's 163M numbers cost nothing
+            model = gpt.GPT(V=V, T_max=T_max, d=d, h=h, n_layer=n_layer)
+        groups = parts(model)
+        rows.append(
+            dict(label=label, V=V, T_max=T_max, d=d, h=h, n_layer=n_layer, parts=groups)
+            | dict(counted=sum(groups.values()), formula=gpt.n_params(V, T_max, d, n_layer))
+        )
+    return rows
+
+
+def params_block(rows) -> str:
+    """The parameter table, and GPT-2 small's count with its two differences put back."""
+    table = markdown_table(
+        [
+            "model",
+            "V",
+            "T_max",
+            "d",
+            "h",
+            "n_layer",
+            "2Vd + T_max d + L(12d^2 + 9d) + 2d",
+            "counted",
+        ],
+        [
+            [r["label"], r["V"], r["T_max"], r["d"], r["h"], r["n_layer"]]
+            + [f"{r['formula']:,}", f"{r['counted']:,}"]
+            for r in rows
+        ],
+    )
+    g = rows[-1]
+    tied = g["counted"] - g["V"] * g["d"]  # lm_head reuses tok_emb's matrix
+    biased = tied + g["n_layer"] * 4 * g["d"]  # q, k, v and proj biases, d each, per block
+    edges = [
+        f"{100 * (r['parts']['token embedding'] + r['parts']['position embedding'] + r['parts']['lm_head']) / r['counted']:.0f}%"
+        for r in (rows[1], g)
+    ]
+    return table + (
+        f"\nThe embeddings and lm_head hold {edges[0]} of this step's model, {edges[1]} at GPT-2 "
+        f"small's sizes. There, tying lm_head to tok_emb removes V d: {tied:,}; adding the biases "
+        f"of q, k, v and the attention projection (4d per block) gives {biased:,}.\n"
+    )
+
+
+def init_loss(gpt, ids, V, model_cfg, train_cfg) -> dict:
+    """The seeded model's held-out loss before any training, against ln V and ln V + sigma^2 / 2."""
+    seed_all(MODEL_SEED)
+    model = gpt.GPT(V=V, **model_cfg)
+    _, val = train.split(ids)
+    B, T, batches = train_cfg["B"], train_cfg["T"], train_cfg["eval_batches"]
+    loss = train.estimate_loss(model, val, B, T, batches, train_cfg["seed"] + 1)
+    with torch.no_grad():
+        x, _ = train.get_batch(val, B, T, generator(train_cfg["seed"] + 1))
+        sigma = model(x)[0].std().item()  # spread of the logits at init
+    return dict(loss=loss, ln_V=math.log(V), sigma=sigma, predicted=math.log(V) + sigma**2 / 2)
+
+
+def init_block(r) -> str:
+    """The loss at init against ln V."""
+    return markdown_table(
+        ["loss at init", "ln V", "difference", "std of the logits", "ln V + std^2 / 2"],
+        [[f"{r['loss']:.3f}", f"{r['ln_V']:.3f}", f"{r['loss'] - r['ln_V']:+.3f}"]
+         + [f"{r['sigma']:.3f}", f"{r['predicted']:.3f}"]],
+    )  # fmt: skip
+
+
+def sample(model, data, tokens) -> str:
+    """`tokens` characters after PROMPT, drawn from a fresh generator of SAMPLE_SEED."""
+    idx = torch.tensor([data.encode(PROMPT)])  # (1, 1)
+    out = model.generate(idx, tokens, generator=generator(SAMPLE_SEED))  # (1, 1 + tokens)
+    return data.decode(out[0, len(PROMPT) :])
+
+
+def training(gpt, ids, V, data, model_cfg, train_cfg, tokens) -> dict:
+    """Sample, train, sample again from the same generator state; the loss curve and the timing."""
+    seed_all(MODEL_SEED)
+    model = gpt.GPT(V=V, **model_cfg)
+    before = sample(model, data, tokens)
+    trn, val = train.split(ids)
+    result = train.train(model, trn, val, **train_cfg)
+    after = sample(model, data, tokens)
+    extra = dict(V=V, threshold=THRESHOLD, eval_every=train_cfg["eval_every"])
+    extra |= dict(params=sum(p.numel() for p in model.parameters()), B=train_cfg["B"])
+    return result | extra | dict(before=before, after=after, T=train_cfg["T"])
+
+
+def machine() -> str:
+    return f"{cpu_name()}, torch {torch.__version__}, {THREADS} torch thread"
+
+
+def training_block(r) -> str:
+    """Recorded, not checked: the held-out loss every eval_every steps and the training loss."""
+    k, curve = r["eval_every"], r["curve"]
+    rows = []
+    for step, held in r["evals"]:
+        recent = curve[max(0, step - k) : step]
+        mean = f"{sum(recent) / len(recent):.3f}" if recent else "-"
+        rows.append([step, f"{held:.3f}", mean])
+    final = r["evals"][-1][1]
+    verdict = "below" if final < r["threshold"] else "NOT below"
+    return markdown_table(
+        ["step", "held-out loss", f"training loss, mean of the last {k}"], rows
+    ) + (
+        f"\nRecorded on {machine()}: {len(curve)} steps of B = {r['B']} sequences of T = {r['T']} "
+        f"characters in {r['seconds']:.0f} s. Final held-out loss {final:.3f}: {verdict} "
+        f"{r['threshold']}.\n"
+    )
+
+
+def _shown(text: str) -> str:
+    """A sample as the README shows it: each line's trailing spaces dropped (Markdown hygiene)."""
+    return "\n".join(line.rstrip() for line in text.split("\n"))
+
+
+def samples_block(r) -> str:
+    """Recorded, not checked: the same sampler before and after training."""
+    return (
+        f"Before training (recorded on {machine()}):\n\n```text\n{_shown(r['before'])}\n```\n\n"
+        f"After {len(r['curve'])} steps:\n\n```text\n{_shown(r['after'])}\n```\n"
+    )
+
+
+def compute(gpt, quick=False) -> dict:
+    """Every result of the run; a TODO not written raises NotImplementedError."""
+    ids, V, data = corpus()
+    model_cfg, train_cfg = (QUICK_MODEL, QUICK_TRAIN) if quick else (MODEL, TRAIN)
+    tokens = QUICK_SAMPLE_TOKENS if quick else SAMPLE_TOKENS
+    previous = torch.get_num_threads()
+    torch.set_num_threads(THREADS)
+    try:
+        results = {"params": parameter_rows(gpt, V)}
+        results["init"] = init_loss(gpt, ids, V, model_cfg, train_cfg)
+        results["training"] = training(gpt, ids, V, data, model_cfg, train_cfg, tokens)
+    finally:
+        torch.set_num_threads(previous)
+    return results
+
+
+# README block -> (the result it needs, how it is written, checked against a fresh run?)
+BLOCKS = {
+    "params": ("params", params_block, True),
+    "init-loss": ("init", init_block, True),
+    "training": ("training", training_block, False),
+    "samples": ("training", samples_block, False),
+}
+
+
+def blocks(results: dict, checked_only: bool = False) -> dict[str, str]:
+    """The README's generated blocks; with checked_only, those a fresh run must reproduce."""
+    return {
+        name: write(results[needs])
+        for name, (needs, write, checked) in BLOCKS.items()
+        if checked or not checked_only
+    }
+
+
+def figures(results: dict, folder: Path) -> list[Path]:
+    """The loss curve and the parameter shares."""
+    return [
+        plots.loss_curve(results["training"], folder / "loss_curve.png"),
+        plots.parameters(results["params"], folder / "parameters.png"),
+    ]
+
+
+def main(argv: list[str], impl: str) -> int:
+    """`pixi run step-05 [--quick] [--write-docs] [--out DIR]`."""
+    parser = argparse.ArgumentParser(prog="pixi run step-05", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="a tiny model and run (the tests)")
+    parser.add_argument("--write-docs", action="store_true", help="rewrite README.md's numbers")
+    parser.add_argument("--out", type=Path, default=None, help="root for out/step-05/ figures")
+    args = parser.parse_args(argv)
+    if args.write_docs and (impl != "solution" or args.quick):
+        parser.error(
+            "--write-docs records the reference's full run; drop --impl starter and --quick"
+        )
+    try:
+        gpt = load(STEP, "gpt", impl)
+        results = compute(gpt, quick=args.quick)
+    except ImplImportError as exc:
+        print(f"{STEP} stopped: {exc}")
+        return 1
+    except NotImplementedError as exc:
+        print(f"{STEP} not run yet: write the TODOs of steps/{STEP}/{impl}/gpt.py first.\n  {exc}")
+        return 1
+    for name, body in blocks(results).items():
+        print(f"({name})", body, sep="\n")
+    for path in figures(results, out_dir(STEP, args.out)):
+        print(f"wrote {path}")
+    final = results["training"]["evals"][-1][1]
+    if args.write_docs:
+        changed = [n for n, body in blocks(results).items() if write_block(README, n, body)]
+        print(f"README.md: {', '.join(changed) or 'already up to date'}")
+    if not args.quick and final >= THRESHOLD:
+        print(f"FAIL: the held-out loss {final:.3f} did not fall below {THRESHOLD}")
+        return 1
+    return 0

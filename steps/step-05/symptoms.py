@@ -1,0 +1,245 @@
+"""Step 5's curated bugs (step.toml [mutation]): classic broken GPTs, each with the check that names it.
+
+`broken(module, bug)` patches a freshly loaded copy of gpt.py (common.loader.load_fresh): its
+classes look each other up by name, so replacing `Block` changes the blocks GPT builds.
+"""
+
+from dataclasses import dataclass
+from types import ModuleType
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+__all__ = ["BUGS", "broken"]  # BUGS: the rows of the handout's symptom table, in its order
+
+
+@dataclass(frozen=True)
+class Bug:
+    """One broken GPT: what it breaks, the check of checks.py that names it, the fix, the patch."""
+
+    name: str
+    breaks: str
+    check: str  # a key of checks.CHECKS
+    fix: str
+    inject: object  # module -> None
+
+
+def broken(fresh: ModuleType, bug: Bug) -> ModuleType:
+    """Make a freshly imported copy of gpt.py commit `bug`."""
+    bug.inject(fresh)
+    return fresh
+
+
+def _block_forward(m, forward):
+    """Give the module's Block another forward(self, x)."""
+    m.Block = type("Block", (m.Block,), {"forward": forward})
+
+
+def _no_residual(m):
+    def forward(self, x):
+        x = self.attn(self.ln1(x))  # (B, T, d) the branch replaces x instead of adding to it
+        return self.mlp(self.ln2(x))
+
+    _block_forward(m, forward)
+
+
+def _post_ln(m):
+    def forward(self, x):
+        x = self.ln1(x + self.attn(x))  # (B, T, d) normalised after the sum: post-LN
+        return self.ln2(x + self.mlp(x))
+
+    _block_forward(m, forward)
+
+
+def _gpt_forward(m, body):
+    """Give the module's GPT a forward whose logits come from body(self, idx) and a flat loss."""
+
+    def forward(self, idx, targets=None):
+        m.check_input(idx, targets, self.V, self.T_max)
+        logits = body(self, idx)  # (B, T, V)
+        if targets is None:
+            return logits, None
+        return logits, F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+
+    m.GPT = type("GPT", (m.GPT,), {"forward": forward})
+
+
+def _embed(self, idx):
+    return self.tok_emb(idx) + self.pos_emb(torch.arange(idx.shape[1]))  # (B, T, d)
+
+
+def _no_positions(m):
+    _gpt_forward(m, lambda self, idx: self.lm_head(self.ln_f(self.blocks(self.tok_emb(idx)))))
+
+
+def _blocks_skipped(m):
+    _gpt_forward(m, lambda self, idx: self.lm_head(self.ln_f(_embed(self, idx))))
+
+
+def _loss(m, loss):
+    """Give the module's GPT the right logits and another loss(logits, targets)."""
+
+    def forward(self, idx, targets=None):
+        m.check_input(idx, targets, self.V, self.T_max)
+        logits = self.lm_head(self.ln_f(self.blocks(_embed(self, idx))))  # (B, T, V)
+        return logits, None if targets is None else loss(logits, targets)
+
+    m.GPT = type("GPT", (m.GPT,), {"forward": forward})
+
+
+def _shifted_target(m):
+    # the targets are already the next ids; shifting again scores each position on the one after
+    _loss(m, lambda logits, y: F.cross_entropy(logits[:, :-1].flatten(0, 1), y[:, 1:].flatten()))
+
+
+def _summed_loss(m):
+    _loss(m, lambda logits, y: F.cross_entropy(logits.flatten(0, 1), y.flatten(), reduction="sum"))
+
+
+def _default_init(m):
+    m.GPT._init_weights = staticmethod(lambda module: None)  # PyTorch's own init stays
+
+
+def _shared_block(m):
+    base = m.GPT
+
+    class GPT(base):
+        def __init__(self, V, T_max, d, h, n_layer):
+            super().__init__(V, T_max, d, h, n_layer)
+            self.blocks = nn.Sequential(*[m.Block(d, h, T_max)] * n_layer)  # ONE block, n times
+            self.blocks.apply(self._init_weights)
+
+    m.GPT = GPT
+
+
+def _narrow_mlp(m):
+    class FeedForward(m.FeedForward):
+        def __init__(self, d):
+            super().__init__(d)
+            self.fc, self.proj = nn.Linear(d, 2 * d), nn.Linear(2 * d, d)  # 2d wide, not 4d
+
+    m.FeedForward = FeedForward
+
+
+def _sees_the_future(m):
+    class Head(m.Head):
+        def __init__(self, d, d_head, T_max):
+            super().__init__(d, d_head, T_max)
+            self.tril.fill_(1)  # the mask keeps every key: no longer causal
+
+    m.Head = Head
+
+
+def _generate(m, pick, crop=True):
+    """Give the module's GPT a generate that draws each id with pick(probs, generator)."""
+
+    def generate(self, idx, max_new_tokens, temperature=1.0, generator=None):
+        with torch.no_grad():
+            for _ in range(max_new_tokens):
+                logits, _ = self(idx[:, -self.T_max :] if crop else idx)  # (B, T, V)
+                probs = F.softmax(logits[:, -1, :] / temperature, dim=-1)  # (B, V)
+                idx = torch.cat((idx, pick(probs, generator)), dim=1)  # (B, T + 1)
+        return idx
+
+    m.GPT = type("GPT", (m.GPT,), {"generate": generate})
+
+
+def _draw(probs, generator):
+    return torch.multinomial(probs, 1, generator=generator)  # (B, 1)
+
+
+def _greedy(m):
+    _generate(m, lambda probs, generator: probs.argmax(dim=-1, keepdim=True))
+
+
+def _no_crop(m):
+    _generate(m, _draw, crop=False)
+
+
+BUGS = [
+    Bug(
+        "no residual",
+        "the branches replace x instead of adding to it; deep models stop training",
+        "zeroed_branches_give_the_embedding_back",
+        "x = x + self.attn(self.ln1(x)), and the same for the MLP",
+        _no_residual,
+    ),
+    Bug(
+        "post-LN",
+        "LayerNorm after the sum, ln(x + attn(x)): the residual stream itself is renormalised",
+        "zeroed_branches_give_the_embedding_back",
+        "normalise what a branch reads, not the stream: x + attn(ln1(x))",
+        _post_ln,
+    ),
+    Bug(
+        "positions dropped",
+        "no positional embedding: a causal model sees each prefix as a bag of characters",
+        "positions_matter",
+        "x = tok_emb(idx) + pos_emb(torch.arange(T))",
+        _no_positions,
+    ),
+    Bug(
+        "target shifted by one",
+        "targets shifted again in the loss: each position is scored on the id after its target",
+        "loss_is_the_next_token_cross_entropy",
+        "the batches already pair idx[:, t] with the next id: compare logits[:, t] with targets[:, t]",
+        _shifted_target,
+    ),
+    Bug(
+        "one block shared",
+        "nn.Sequential(*[Block(...)] * n_layer) repeats one block: n_layer - 1 blocks' weights missing",
+        "parameter_count",
+        "build a new Block on every turn of the loop",
+        _shared_block,
+    ),
+    Bug(
+        "MLP 2d wide",
+        "the hidden layer has 2d units, not 4d: it runs, with fewer parameters than the formula",
+        "parameter_count",
+        "nn.Linear(d, 4 * d) and nn.Linear(4 * d, d)",
+        _narrow_mlp,
+    ),
+    Bug(
+        "loss summed",
+        "cross-entropy summed over B * T positions: the loss at init is B * T * ln V",
+        "init_loss_is_ln_V",
+        "F.cross_entropy's default reduction, the mean",
+        _summed_loss,
+    ),
+    Bug(
+        "PyTorch's default init",
+        "the first loss sits well above ln V: lm_head's default weights give logits of std ~0.5",
+        "init_loss_is_ln_V",
+        "initialise weights N(0, 0.02) and biases 0: self.apply(self._init_weights)",
+        _default_init,
+    ),
+    Bug(
+        "blocks skipped",
+        "forward goes from the embedding straight to ln_f: a bigram model that cannot learn context",
+        "overfits_one_batch",
+        "x = self.blocks(x) between the embedding and ln_f",
+        _blocks_skipped,
+    ),
+    Bug(
+        "attention sees the future",
+        "a head whose mask keeps every key: training loss drops fast, generated text is garbage",
+        "causal_by_perturbation",
+        "keep Step 4's tril mask: use Head as it is",
+        _sees_the_future,
+    ),
+    Bug(
+        "no crop in generate",
+        "the context outgrows T_max after a few tokens and forward refuses it",
+        "generate_crops_the_context",
+        "feed the model idx[:, -self.T_max:]",
+        _no_crop,
+    ),
+    Bug(
+        "greedy generate",
+        "argmax instead of a draw: the same text for every generator, temperature ignored",
+        "generate_samples_the_softmax",
+        "torch.multinomial(probs, 1, generator=generator)",
+        _greedy,
+    ),
+]

@@ -1,0 +1,31 @@
+"""Fixtures for Step 5: the GPT under test (per --impl), its checks, the broken variants and run.py."""
+
+import pytest
+
+from common.loader import load, load_file, step_dir
+
+HERE = step_dir("step-05")
+
+
+@pytest.fixture
+def gpt(impl):
+    """The gpt module under test (starter or solution, per --impl, or an override)."""
+    return load("step-05", "gpt", impl)
+
+
+@pytest.fixture(scope="session")
+def checks():
+    """steps/step-05/checks.py: the classic-bug checks, each given a gpt module."""
+    return load_file(HERE / "checks.py", "_course_step_05_checks")
+
+
+@pytest.fixture(scope="session")
+def run():
+    """steps/step-05/run.py: the tables, the training run, the figures and the README blocks."""
+    return load_file(HERE / "run.py", "_course_run_step_05")
+
+
+@pytest.fixture(scope="session")
+def train():
+    """steps/step-05/train.py: batches and the training loop."""
+    return load_file(HERE / "train.py", "_course_step_05_train")

@@ -1,0 +1,63 @@
+"""The classic-bug checks on your GPT, and each curated broken GPT caught by the check that names it."""
+
+import pytest
+
+from common.loader import load_file, load_fresh, step_dir
+
+HERE = step_dir("step-05")
+BUGS = load_file(HERE / "symptoms.py", "_course_symptoms_step_05").BUGS
+
+
+def test_parameter_count(gpt, checks):
+    checks.assert_parameter_count(gpt)
+
+
+def test_init_loss_is_ln_V(gpt, checks):
+    checks.assert_init_loss_is_ln_V(gpt)
+
+
+def test_overfits_one_batch(gpt, checks):
+    checks.assert_overfits_one_batch(gpt)
+
+
+def test_positions_matter(gpt, checks):
+    checks.assert_positions_matter(gpt)
+
+
+def test_zeroed_branches_give_the_embedding_back(gpt, checks):
+    checks.assert_zeroed_branches_give_the_embedding_back(gpt)
+
+
+def test_causal_by_perturbation(gpt, checks):
+    checks.assert_causal_by_perturbation(gpt)
+
+
+def test_causal_by_gradient(gpt, checks):
+    checks.assert_causal_by_gradient(gpt)
+
+
+def test_loss_is_the_next_token_cross_entropy(gpt, checks):
+    checks.assert_loss_is_the_next_token_cross_entropy(gpt)
+
+
+def test_generate_samples_the_softmax(gpt, checks):
+    checks.assert_generate_samples_the_softmax(gpt)
+
+
+def test_generate_crops_the_context(gpt, checks):
+    checks.assert_generate_crops_the_context(gpt)
+
+
+@pytest.mark.given  # reads checks.py and this file only
+def test_every_check_has_its_test_in_the_same_order():
+    names = [n.removeprefix("test_") for n in globals() if n.startswith("test_")]
+    checks = load_file(HERE / "checks.py", "_course_step_05_checks")
+    assert [n for n in names if n in checks.CHECKS] == list(checks.CHECKS)
+
+
+@pytest.mark.parametrize("bug", BUGS, ids=[b.name for b in BUGS])
+def test_each_curated_bug_fails_the_check_that_names_it(bug, impl, checks):
+    broken = load_fresh(HERE / impl, "gpt")  # a private copy of your module, patched
+    bug.inject(broken)
+    with pytest.raises((AssertionError, ValueError)):
+        checks.CHECKS[bug.check](broken)

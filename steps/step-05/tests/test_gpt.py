@@ -1,0 +1,437 @@
+"""Step 5's five tasks: multi-head attention, the MLP, the block, the GPT and generate; and bad input.
+
+Tests marked `given` call only code the starter gives (constructor and input checks).
+"""
+
+import math
+
+import pytest
+import torch
+import torch.nn as nn
+
+from common.loader import reference
+from common.seeding import generator, randn, seed_all
+
+B, T, D, H = 2, 8, 32, 4  # x of shape (2, 8, 32); four heads of d_head = 8
+V = 16
+# Two float32 computations of the same O(1) quantity summed in different orders: 1e-6 is about 8
+# rounding units of 1 (2**-23 ~ 1.2e-7). Absolute, so always with rtol=0.
+FLOAT32_TOL = 1e-6
+# Outputs after two chained d-long projections (heads, then proj), run by other kernels in another
+# order, as lab-01's multi-head parity allows: rounding adds up to a few 1e-7 per product.
+CHAINED_TOL = 1e-5
+
+
+def x_of(seed=100, shape=(B, T, D)):
+    """A seeded activation (B, T, d)."""
+    return randn(*shape, seed=seed)
+
+
+def mha(gpt, seed=0, d=D, h=H, T_max=T):
+    seed_all(seed)
+    return gpt.MultiHeadAttention(d, h, T_max)
+
+
+def ids(shape, seed=1, high=V):
+    """Seeded token ids of `shape` in [0, high)."""
+    return torch.randint(high, shape, generator=generator(seed))
+
+
+# --- task 1: multi-head attention ------------------------------------------------------------
+
+
+def test_multi_head_attention_holds_h_step_4_heads_and_a_projection(gpt):
+    m = mha(gpt)
+    assert isinstance(m.heads, nn.ModuleList) and len(m.heads) == H
+    for head in m.heads:
+        assert (head.d, head.d_head, head.T_max) == (D, D // H, T)
+    assert len({id(head) for head in m.heads}) == H, "h different heads, not one repeated"
+    assert m.proj.weight.shape == (D, D) and m.proj.bias is None
+    assert sum(p.numel() for p in m.parameters()) == 4 * D * D
+    assert m(x_of()).shape == (B, T, D)
+
+
+def test_output_is_the_projection_of_the_concatenated_heads(gpt):
+    m = mha(gpt)
+    x = x_of()
+    with torch.no_grad():
+        parts = [head(x) for head in m.heads]  # h x (B, T, d_head)
+        want = torch.cat(parts, dim=-1) @ m.proj.weight.T  # (B, T, d)
+        assert torch.allclose(m(x), want, rtol=0, atol=FLOAT32_TOL)
+
+
+def test_matches_lab_01_multi_head_attention_with_copied_weights(gpt):
+    lab = reference("lab-01", "attention")
+    ours = mha(gpt)
+    theirs = lab.MultiHeadSelfAttention(D, H)
+    with torch.no_grad():  # in_proj rows [W_q; W_k; W_v], head i's rows i*d_head..(i+1)*d_head
+        w = [
+            torch.cat([getattr(h, n).weight for h in ours.heads]) for n in ("query", "key", "value")
+        ]
+        theirs.in_proj.weight.copy_(torch.cat(w))  # (3d, d)
+        theirs.out_proj.weight.copy_(ours.proj.weight)  # (d, d)
+        x = x_of()
+        want, _ = theirs(x, lab.causal_mask(T))
+        got = ours(x)
+    assert torch.allclose(got, want, rtol=0, atol=CHAINED_TOL), (got - want).abs().max()
+
+
+def test_multi_head_attention_is_causal(gpt):
+    m = mha(gpt)
+    x = x_of()
+    x2 = x.clone()
+    x2[:, 5] = randn(B, D, seed=7)
+    with torch.no_grad():
+        out, out2 = m(x), m(x2)
+    assert torch.equal(out[:, :5], out2[:, :5]), "positions 0-4 must not see position 5"
+    assert ((out[:, 5:] - out2[:, 5:]).abs().amax(dim=-1) > FLOAT32_TOL).all()
+
+
+@pytest.mark.given
+@pytest.mark.parametrize(
+    "d, h, message",
+    [
+        (30, 4, r"d must be divisible by h, got d=30 and h=4 \(d / h = 7\.5\)"),
+        (32, 0, r"h must be a positive int, got 0"),
+        (0, 4, r"d must be a positive int, got 0"),
+        (32.0, 4, r"d must be a positive int, got 32\.0"),
+        (True, 1, r"d must be a positive int, got True"),
+    ],
+    ids=["30/4", "h=0", "d=0", "float-d", "bool-d"],
+)
+def test_bad_head_counts_are_refused(gpt, d, h, message):
+    for build in (
+        lambda: gpt.MultiHeadAttention(d, h, T),
+        lambda: gpt.Block(d, h, T),
+        lambda: gpt.GPT(V, T, d, h, 1),
+    ):
+        with pytest.raises(ValueError, match=message):
+            build()
+
+
+@pytest.mark.given
+@pytest.mark.parametrize(
+    "sizes, message",
+    [
+        (dict(V=0), r"V must be a positive int, got 0"),
+        (dict(T_max=-1), r"T_max must be a positive int, got -1"),
+        (dict(n_layer=2.0), r"n_layer must be a positive int, got 2\.0"),
+    ],
+    ids=["V=0", "T_max=-1", "float-n_layer"],
+)
+def test_bad_model_sizes_are_refused(gpt, sizes, message):
+    with pytest.raises(ValueError, match=message):
+        gpt.GPT(**(dict(V=V, T_max=T, d=D, h=H, n_layer=1) | sizes))
+    if "T_max" in sizes:
+        for build in (gpt.MultiHeadAttention, gpt.Block):
+            with pytest.raises(ValueError, match=message):
+                build(D, H, sizes["T_max"])
+
+
+@pytest.mark.given
+def test_bad_widths_of_the_mlp_are_refused(gpt):
+    with pytest.raises(ValueError, match=r"d must be a positive int, got 0"):
+        gpt.FeedForward(0)
+
+
+# --- task 2: the feed-forward network --------------------------------------------------------
+
+
+def test_feedforward_widens_fourfold_with_biases(gpt):
+    seed_all(0)
+    mlp = gpt.FeedForward(D)
+    assert mlp.fc.weight.shape == (4 * D, D) and mlp.fc.bias.shape == (4 * D,)
+    assert mlp.proj.weight.shape == (D, 4 * D) and mlp.proj.bias.shape == (D,)
+    assert sum(p.numel() for p in mlp.parameters()) == 8 * D * D + 5 * D
+
+
+def test_feedforward_is_proj_of_exact_gelu_of_fc(gpt):
+    seed_all(0)
+    mlp = gpt.FeedForward(D)
+    x = x_of()
+    with torch.no_grad():
+        u = x @ mlp.fc.weight.T + mlp.fc.bias  # (B, T, 4d)
+        gelu = u * 0.5 * (1 + torch.erf(u / math.sqrt(2)))  # u * Phi(u), Phi the normal CDF
+        want = gelu @ mlp.proj.weight.T + mlp.proj.bias  # (B, T, d)
+        assert torch.allclose(mlp(x), want, rtol=0, atol=FLOAT32_TOL)
+        relu = u.clamp(min=0) @ mlp.proj.weight.T + mlp.proj.bias
+        assert (relu - want).abs().max() > 1e-3, "this input tells GELU from ReLU"
+
+
+def test_feedforward_acts_on_each_position_alone(gpt):
+    seed_all(0)
+    mlp = gpt.FeedForward(D)
+    x = x_of()
+    with torch.no_grad():
+        whole = mlp(x)
+        for t in range(T):
+            assert torch.allclose(mlp(x[:, t : t + 1]), whole[:, t : t + 1], rtol=0, atol=1e-6)
+
+
+# --- task 3: the block -----------------------------------------------------------------------
+
+
+def block(gpt, seed=0):
+    seed_all(seed)
+    return gpt.Block(D, H, T)
+
+
+def test_block_holds_two_layernorms_attention_and_mlp(gpt):
+    b = block(gpt)
+    assert isinstance(b.ln1, nn.LayerNorm) and isinstance(b.ln2, nn.LayerNorm)
+    assert b.ln1 is not b.ln2 and b.ln1.normalized_shape == b.ln2.normalized_shape == (D,)
+    assert isinstance(b.attn, gpt.MultiHeadAttention) and len(b.attn.heads) == H
+    assert isinstance(b.mlp, gpt.FeedForward)
+    assert [name for name, _ in b.named_children()] == ["ln1", "attn", "ln2", "mlp"]
+
+
+def test_block_is_pre_layernorm_residual(gpt):
+    b = block(gpt)
+    with torch.no_grad():  # distinct gains and biases, so swapping ln1 and ln2 shows
+        for i, ln in enumerate((b.ln1, b.ln2)):
+            ln.weight.copy_(randn(D, seed=10 + i))
+            ln.bias.copy_(randn(D, seed=20 + i))
+        x = x_of()
+        h = x + b.attn(b.ln1(x))
+        want = h + b.mlp(b.ln2(h))
+        assert torch.allclose(b(x), want, rtol=0, atol=FLOAT32_TOL)
+
+
+def test_block_with_zeroed_branches_is_the_identity(gpt):
+    b = block(gpt)
+    x = x_of()
+    with torch.no_grad():
+        assert (b(x) - x).abs().max() > 1e-3  # the branches do something before they are zeroed
+        b.attn.proj.weight.zero_()
+        b.mlp.proj.weight.zero_()
+        b.mlp.proj.bias.zero_()
+        assert torch.equal(b(x), x), "x + 0 must be x bit for bit"
+
+
+# --- task 4: the GPT -------------------------------------------------------------------------
+
+
+def model(gpt, seed=0, **sizes):
+    seed_all(seed)
+    return gpt.GPT(**(dict(V=V, T_max=T, d=D, h=H, n_layer=2) | sizes))
+
+
+def test_gpt_holds_embeddings_blocks_final_norm_and_head(gpt):
+    m = model(gpt, n_layer=3)
+    assert m.tok_emb.weight.shape == (V, D) and m.pos_emb.weight.shape == (T, D)
+    assert isinstance(m.blocks, nn.Sequential) and len(m.blocks) == 3
+    assert all(isinstance(b, gpt.Block) for b in m.blocks)
+    assert len({id(b) for b in m.blocks}) == 3, "n_layer different blocks"
+    assert isinstance(m.ln_f, nn.LayerNorm) and m.ln_f.normalized_shape == (D,)
+    assert m.lm_head.weight.shape == (V, D) and m.lm_head.bias is None
+    assert (m.V, m.T_max, m.d, m.h, m.n_layer) == (V, T, D, H, 3)
+
+
+def test_weights_start_small_biases_zero_and_layernorms_at_identity(gpt):
+    m = model(gpt, d=64, n_layer=2)
+    for name, p in m.named_parameters():
+        if "ln" in name:  # LayerNorm: gain 1, bias 0
+            assert torch.equal(p, torch.ones_like(p) if name.endswith("weight") else 0 * p), name
+        elif name.endswith("bias"):
+            assert torch.equal(p, torch.zeros_like(p)), name
+        else:  # N(0, 0.02): thousands of draws give a std within a few percent
+            assert abs(p.std().item() - 0.02) < 0.004 and abs(p.mean().item()) < 0.005, name
+
+
+def test_forward_gives_logits_and_no_loss_without_targets(gpt):
+    m = model(gpt)
+    logits, loss = m(ids((B, T)))
+    assert logits.shape == (B, T, V) and logits.dtype == torch.float32
+    assert loss is None
+
+
+def test_logits_follow_algorithm_10(gpt):
+    m = model(gpt)
+    idx = ids((B, T))
+    with torch.no_grad():
+        x = m.tok_emb.weight[idx] + m.pos_emb.weight[:T]  # (B, T, d) e_t = W_e[x_t] + W_p[t]
+        for b in m.blocks:
+            x = b(x)
+        want = m.ln_f(x) @ m.lm_head.weight.T  # (B, T, V)
+        logits, _ = m(idx)
+    assert torch.allclose(logits, want, rtol=0, atol=FLOAT32_TOL)
+
+
+def test_a_shorter_sequence_gives_the_same_prefix(gpt):
+    m = model(gpt)
+    idx = ids((B, T))
+    with torch.no_grad():
+        full, _ = m(idx)
+        short, _ = m(idx[:, :5])
+    assert short.shape == (B, 5, V)
+    assert torch.allclose(short, full[:, :5], rtol=0, atol=FLOAT32_TOL)
+
+
+def test_loss_is_a_number_with_a_gradient_for_every_parameter(gpt):
+    m = model(gpt)
+    idx = ids((B, T + 1))
+    _, loss = m(idx[:, :-1], idx[:, 1:])  # targets a slice: not contiguous
+    assert loss.dim() == 0 and loss.dtype == torch.float32
+    loss.backward()
+    for name, p in m.named_parameters():
+        assert p.grad is not None and p.grad.abs().sum() > 0, f"no gradient reaches {name}"
+
+
+def test_int32_ids_give_the_same_logits_as_int64(gpt):
+    m = model(gpt)
+    idx = ids((B, T))
+    with torch.no_grad():
+        assert torch.equal(m(idx)[0], m(idx.to(torch.int32))[0])
+
+
+def test_forward_and_generate_refuse_bad_input(gpt):
+    m = model(gpt)
+    with pytest.raises(ValueError, match=r"sequence length T=9 exceeds T_max=8"):
+        m(ids((1, T + 1)))
+    with pytest.raises(ValueError, match=r"targets must have the shape of idx"):
+        m(ids((1, 4)), ids((1, 5)))
+    with pytest.raises(ValueError, match=r"idx must be token ids in \[0, 16\)"):
+        m.generate(ids((1, 4), high=V + 1) + V, 1)
+    with pytest.raises(ValueError, match=r"temperature must be a finite number > 0, got 0"):
+        m.generate(ids((1, 4)), 1, temperature=0)
+
+
+# --- task 5: generate ------------------------------------------------------------------------
+
+
+def test_generate_appends_tokens_to_the_prompt(gpt):
+    m = model(gpt)
+    idx = ids((3, 2))
+    out = m.generate(idx, 5, generator=generator(0))
+    assert out.shape == (3, 7) and out.dtype == torch.int64
+    assert torch.equal(out[:, :2], idx)
+    assert ((0 <= out) & (out < V)).all()
+    assert torch.equal(m.generate(idx, 0), idx)
+    assert not out.requires_grad
+
+
+def test_generate_is_deterministic_for_a_generator(gpt):
+    m = model(gpt)
+    idx = ids((2, 1))
+    a = m.generate(idx, 20, generator=generator(3))
+    b = m.generate(idx, 20, generator=generator(3))
+    c = m.generate(idx, 20, generator=generator(4))
+    assert torch.equal(a, b), "the same generator state must give the same ids"
+    assert not torch.equal(a, c), "another seed should give other ids"
+
+
+def test_a_tiny_temperature_picks_the_most_likely_token(gpt):
+    m = model(gpt)
+    with torch.no_grad():
+        m.lm_head.weight.mul_(40)  # distinct, peaked logits
+        idx = ids((4, 3))
+        logits, _ = m(idx)
+    out = m.generate(idx, 1, temperature=1e-3, generator=generator(0))
+    assert torch.equal(out[:, -1], logits[:, -1].argmax(dim=-1))
+
+
+# --- the given input checks, called directly -------------------------------------------------
+
+
+@pytest.mark.given
+@pytest.mark.parametrize(
+    "idx, message",
+    [
+        (
+            torch.zeros(1, 4),
+            r"idx must be a tensor of integer token ids \(torch\.long\), got dtype torch\.float32",
+        ),
+        ([[1, 2]], r"idx must be a tensor of integer token ids \(torch\.long\), got list"),
+        (torch.zeros(1, 4, dtype=torch.bool), r"got dtype torch\.bool"),
+        (torch.zeros(1, 4, dtype=torch.uint8), r"got dtype torch\.uint8"),
+        (
+            torch.zeros(4, dtype=torch.long),
+            r"idx must have shape \(B, T\) with B, T >= 1, got \(4,\)",
+        ),
+        (torch.zeros(1, 1, 4, dtype=torch.long), r"got \(1, 1, 4\)"),
+        (torch.zeros(1, 0, dtype=torch.long), r"got \(1, 0\)"),
+        (torch.zeros(0, 3, dtype=torch.long), r"got \(0, 3\)"),
+        (torch.tensor([[0, V]]), r"idx must be token ids in \[0, 16\), got values from 0 to 16"),
+        (torch.tensor([[-1, 3]]), r"got values from -1 to 3"),
+    ],
+    ids=["float", "list", "bool", "uint8", "1-D", "3-D", "T=0", "B=0", "V", "negative"],
+)
+def test_bad_ids_are_refused(gpt, idx, message):
+    with pytest.raises(ValueError, match=message):
+        gpt.check_ids(idx, V)
+    with pytest.raises(ValueError, match=message):
+        gpt.check_input(idx, None, V, T)
+
+
+@pytest.mark.given
+def test_good_ids_pass_the_checks(gpt):
+    for dtype in (torch.int64, torch.int32):
+        idx = torch.tensor([[0, V - 1, 3]], dtype=dtype)
+        assert gpt.check_ids(idx, V) is None
+        assert gpt.check_input(idx, idx.clone(), V, 3) is None
+
+
+@pytest.mark.given
+def test_a_sequence_longer_than_T_max_is_refused(gpt):
+    with pytest.raises(
+        ValueError, match=r"sequence length T=9 exceeds T_max=8; keep the last T_max tokens"
+    ):
+        gpt.check_input(torch.zeros(1, 9, dtype=torch.long), None, V, 8)
+
+
+@pytest.mark.given
+@pytest.mark.parametrize(
+    "targets, message",
+    [
+        (
+            torch.zeros(1, 3, dtype=torch.long),
+            r"targets must have the shape of idx, \(1, 4\), got \(1, 3\)",
+        ),
+        (torch.zeros(4, dtype=torch.long), r"got \(4,\)"),
+        ([0, 1, 2, 3], r"got \[0, 1, 2, 3\]"),
+        (torch.zeros(1, 4), r"targets must be a tensor of integer token ids"),
+        (
+            torch.full((1, 4), V),
+            r"targets must be token ids in \[0, 16\), got values from 16 to 16",
+        ),
+    ],
+    ids=["shorter", "1-D", "list", "float", "out-of-range"],
+)
+def test_bad_targets_are_refused(gpt, targets, message):
+    with pytest.raises(ValueError, match=message):
+        gpt.check_input(torch.zeros(1, 4, dtype=torch.long), targets, V, T)
+
+
+@pytest.mark.given
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ((-1, 1.0, None), r"max_new_tokens must be an int >= 0, got -1"),
+        ((2.0, 1.0, None), r"max_new_tokens must be an int >= 0, got 2\.0"),
+        ((True, 1.0, None), r"max_new_tokens must be an int >= 0, got True"),
+        ((1, 0, None), r"temperature must be a finite number > 0, got 0"),
+        ((1, -0.5, None), r"temperature must be a finite number > 0, got -0\.5"),
+        ((1, math.inf, None), r"temperature must be a finite number > 0, got inf"),
+        ((1, math.nan, None), r"temperature must be a finite number > 0, got nan"),
+        ((1, "1", None), r"temperature must be a number > 0, got '1'"),
+        ((1, True, None), r"temperature must be a number > 0, got True"),
+        ((1, 1.0, 7), r"generator must be a torch\.Generator or None, got 7"),
+    ],
+    ids=["n=-1", "n=2.0", "n=True", "t=0", "t<0", "t=inf", "t=nan", "t=str", "t=True", "gen=7"],
+)
+def test_bad_sampling_settings_are_refused(gpt, args, message):
+    with pytest.raises(ValueError, match=message):
+        gpt.check_sampling(*args)
+
+
+@pytest.mark.given
+def test_good_sampling_settings_pass(gpt):
+    for args in ((0, 1.0, None), (5, 2, generator(0)), (1, 1e-3, None)):
+        assert gpt.check_sampling(*args) is None
+
+
+@pytest.mark.given
+def test_the_parameter_formula_by_hand(gpt):
+    # 2 V d + T_max d + n_layer (12 d^2 + 9 d) + 2 d at V=62, T_max=64, d=64, n_layer=4
+    assert gpt.n_params(62, 64, 64, 4) == 7936 + 4096 + 4 * 49728 + 128 == 211072
+    assert gpt.n_params(1, 1, 1, 1) == 2 + 1 + 21 + 2

@@ -1,0 +1,66 @@
+"""`pixi run step-05 --quick`: the whole run on a tiny model, its figures, and that it repeats."""
+
+import math
+
+import pytest
+
+
+@pytest.fixture(scope="module")
+def quick(run, request):
+    """One quick run's results (the module's gpt per --impl), shared by the tests below."""
+    from common.loader import load
+
+    return run.compute(load("step-05", "gpt", request.config.getoption("--impl")), quick=True)
+
+
+def test_quick_run_repeats_bit_for_bit(quick, run, gpt):
+    again = run.compute(gpt, quick=True)
+    r, s = quick["training"], again["training"]
+    assert r["curve"] == s["curve"] and r["evals"] == s["evals"], "same seeds, same losses"
+    assert r["before"] == s["before"] and r["after"] == s["after"], "same generator, same text"
+    assert quick["init"] == again["init"]
+
+
+def test_quick_run_starts_near_ln_V_and_learns(quick, run):
+    evals = quick["training"]["evals"]
+    V = quick["training"]["V"]
+    assert abs(evals[0][1] - math.log(V)) < 0.05, evals[0]
+    assert evals[-1][1] < evals[0][1] - 0.5, f"20 steps should lower the loss: {evals}"
+    assert len(quick["training"]["curve"]) == run.QUICK_TRAIN["steps"]
+
+
+def test_samples_come_from_the_vocabulary_and_change_with_training(quick, run):
+    vocab = set(run.corpus()[2].vocab())
+    r = quick["training"]
+    for text in (r["before"], r["after"]):
+        assert len(text) == run.QUICK_SAMPLE_TOKENS and set(text) <= vocab
+    assert r["before"] != r["after"]
+
+
+def test_parameter_rows_agree_with_the_formula(quick):
+    for row in quick["params"]:
+        assert row["counted"] == row["formula"] == sum(row["parts"].values()), row["label"]
+    assert quick["params"][1]["V"] == 62  # the corpus's vocabulary
+
+
+def test_blocks_name_the_machine_of_what_they_record(quick, run):
+    made = run.blocks(quick)
+    assert set(made) == set(run.BLOCKS)
+    assert "Recorded on" in made["training"] and "recorded on" in made["samples"]
+    assert set(run.blocks(quick, checked_only=True)) == {"params", "init-loss"}
+
+
+@pytest.mark.slow  # draws two figures
+def test_quick_run_writes_its_figures_and_exits_0(quick, run, impl, tmp_path, capsys):
+    # `quick` first: a TODO not written fails here with its NotImplementedError, not main's 1
+    assert run.main(["--quick", "--out", str(tmp_path)], impl) == 0
+    for name in ("loss_curve.png", "parameters.png"):
+        assert (tmp_path / "step-05" / name).stat().st_size > 10_000, name
+    assert "(training)" in capsys.readouterr().out
+
+
+@pytest.mark.given
+def test_write_docs_needs_the_full_reference_run(run):
+    for argv, impl in ((["--write-docs", "--quick"], "solution"), (["--write-docs"], "starter")):
+        with pytest.raises(SystemExit):
+            run.main(argv, impl)
