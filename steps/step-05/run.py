@@ -7,7 +7,7 @@ from pathlib import Path
 
 import torch
 
-from common.docs import markdown_table, write_block
+from common.docs import exact, last_digit, markdown_table, write_block
 from common.envreport import cpu_name
 from common.figures import out_dir
 from common.loader import ImplImportError, load, load_file, reference
@@ -225,6 +225,18 @@ def blocks(results: dict, checked_only: bool = False) -> dict[str, str]:
         for name, (needs, write, checked) in BLOCKS.items()
         if checked or not checked_only
     }
+
+
+def docs_blocks() -> dict[str, tuple[str, object]]:
+    """The handout's deterministic blocks from a fresh reference run, and how close each must be."""
+    gpt = load(STEP, "gpt", "solution")
+    ids, V, _ = corpus()
+    params = params_block(parameter_rows(gpt, V))
+    init = init_block(init_loss(gpt, ids, V, MODEL, TRAIN))
+    # Counts are integers: exact. The loss at init is a mean of float32 logs over 16,384
+    # positions; another CPU or BLAS sums them in another order and may move the third decimal
+    # by one, so one unit of the last digit printed (no value here is near float32 noise).
+    return {"params": (params, exact), "init-loss": (init, last_digit(1e-6))}
 
 
 def figures(results: dict, folder: Path) -> list[Path]:
