@@ -85,13 +85,13 @@ class MultiHeadAttention(nn.Module):
         _check_size(T_max, "T_max")
         self.d, self.h, self.T_max = d, h, T_max
         raise NotImplementedError(
-            "TODO(step-05 task 1: MultiHeadAttention): build self.heads, an nn.ModuleList of h Step 4 heads Head(d, d_head, T_max) with d_head = d // h, and self.proj, a bias-free nn.Linear(d, d): the output projection W_O of Lecture 4's multi-head attention (Algorithm 5 of Phuong-Hutter). The trap: a Python list instead of nn.ModuleList hides the heads' weights from model.parameters(), so they are never trained or counted."
+            "TODO(step-05 task 1: MultiHeadAttention): two attributes. heads: a ModuleList of h Step 4 heads, each reading width d and returning d / h columns (its d_head), all of length T_max at most. proj: a square linear map of width d without bias, the output projection W_O of Lecture 4's multi-head attention (Algorithm 5 of Phuong-Hutter). The trap: a plain Python list hides the heads from the model's parameters, so they are neither trained nor counted."
         )
 
     def forward(self, x):
         """Every head on the same x, their outputs concatenated, then projected."""
         raise NotImplementedError(
-            "TODO(step-05 task 1: MultiHeadAttention): for x of shape (B, T, d) return (B, T, d): the h heads' outputs, each (B, T, d_head), concatenated along the last axis in the order of self.heads, then self.proj. Property: equal, with copied weights, to lab-01's MultiHeadSelfAttention under a causal mask. The trap: concatenating along the time axis (dim=1) instead of the feature axis."
+            "TODO(step-05 task 1: MultiHeadAttention): for x of shape (B, T, d) return (B, T, d): every head's output, each of width d_head, put side by side along the feature axis in the order of the heads, then the output projection. Property: with copied weights it equals lab-01's MultiHeadSelfAttention under a causal mask (README, task 1). The trap: joining along the time axis instead of the feature axis."
         )
 
 
@@ -102,31 +102,31 @@ class FeedForward(nn.Module):
         super().__init__()
         _check_size(d, "d")
         raise NotImplementedError(
-            "TODO(step-05 task 2: FeedForward): build self.fc, nn.Linear(d, 4 * d), and self.proj, nn.Linear(4 * d, d), both with a bias (W_mlp1, b_mlp1 and W_mlp2, b_mlp2 of Phuong-Hutter, Algorithm 10). The trap: a hidden width other than 4 * d still runs; only the parameter count shows it."
+            "TODO(step-05 task 2: FeedForward): two attributes, both linear maps with a bias: fc widens each position's vector from d to 4d, proj brings it back to d (W_mlp1, b_mlp1 and W_mlp2, b_mlp2 of Phuong-Hutter, Algorithm 10). The trap: any other hidden width runs just as well; only the parameter count shows it."
         )
 
     def forward(self, x):
-        """proj(GELU(fc(x))) for x of shape (B, T, d)."""
+        """Widen, bend with the GELU, narrow: (B, T, d) -> (B, T, d)."""
         raise NotImplementedError(
-            "TODO(step-05 task 2: FeedForward): for x of shape (B, T, d) return (B, T, d): self.proj(GELU(self.fc(x))) with the exact GELU, x * Phi(x) (README: task 2). Property: position-wise, so output t depends on x[:, t] alone. The trap: ReLU in place of GELU passes every shape check."
+            "TODO(step-05 task 2: FeedForward): for x of shape (B, T, d) return (B, T, d): the widening map, then the exact GELU, u times the normal distribution function of u (README, task 2), then the narrowing map. Property: position-wise, so output t depends on position t of x alone. The trap: a ReLU in place of the GELU passes every shape check."
         )
 
 
 class Block(nn.Module):
-    """One pre-LayerNorm transformer block: x + attn(ln1(x)), then x + mlp(ln2(x))."""
+    """One pre-LayerNorm transformer block: attention, then the MLP, each a residual branch."""
 
     def __init__(self, d, h, T_max):
         super().__init__()
         check_heads(d, h)
         _check_size(T_max, "T_max")
         raise NotImplementedError(
-            "TODO(step-05 task 3: Block): build self.ln1 = nn.LayerNorm(d), self.attn = MultiHeadAttention(d, h, T_max), self.ln2 = nn.LayerNorm(d) and self.mlp = FeedForward(d), in that order. The trap: one LayerNorm shared by both branches; each branch has its own gain and bias."
+            "TODO(step-05 task 3: Block): four attributes, in this order: ln1, a LayerNorm over width d; attn, the multi-head attention of task 1; ln2, a second LayerNorm; mlp, the network of task 2 (README, task 3). The trap: one LayerNorm shared by both branches, when each branch needs its own gain and bias."
         )
 
     def forward(self, x):
         """Two residual branches, each reading a normalised copy of x and adding its result to x."""
         raise NotImplementedError(
-            "TODO(step-05 task 3: Block): for x of shape (B, T, d) return (B, T, d): first x + attn(ln1(x)), then, on that result, x + mlp(ln2(x)): pre-LayerNorm as in GPT-2 and nanoGPT. Property: with both branches' proj set to zero the block returns x bit for bit. The trap: post-LN, ln1(x + attn(x)), which normalises the residual stream itself."
+            "TODO(step-05 task 3: Block): for x of shape (B, T, d) return (B, T, d). First add to x what the attention makes of the first LayerNorm of x; then add to that sum what the MLP makes of its second LayerNorm: pre-LayerNorm, as in GPT-2 and nanoGPT. Property: with both branches' output projections zero the block returns x bit for bit. The trap: post-LN, normalising the sum instead of what the branch reads."
         )
 
 
@@ -135,12 +135,12 @@ class GPT(nn.Module):
 
     def __init__(self, V, T_max, d, h, n_layer):
         super().__init__()
+        self.V, self.T_max, self.d, self.h, self.n_layer = V, T_max, d, h, n_layer
         for name, size in (("V", V), ("T_max", T_max), ("n_layer", n_layer)):
             _check_size(size, name)
         check_heads(d, h)
-        self.V, self.T_max, self.d, self.h, self.n_layer = V, T_max, d, h, n_layer
         raise NotImplementedError(
-            "TODO(step-05 task 4: GPT): build self.tok_emb = nn.Embedding(V, d) (W_e), self.pos_emb = nn.Embedding(T_max, d) (W_p, learned), self.blocks, an nn.Sequential of n_layer Blocks, self.ln_f = nn.LayerNorm(d) and self.lm_head, a bias-free nn.Linear(d, V) (the unembedding W_u). The trap: nn.Sequential(*[Block(...)] * n_layer) repeats ONE block n_layer times, sharing its weights; the parameter count catches it."
+            "TODO(step-05 task 4: GPT): five attributes. tok_emb: a table of V learned vectors of width d (W_e); pos_emb: a table of T_max learned position vectors (W_p); blocks: a Sequential of n_layer distinct Blocks; ln_f: the final LayerNorm; lm_head: a linear map from d to V scores without bias (the unembedding W_u of Algorithm 10). The trap: multiplying a list holding one Block repeats that one block, weights shared; the count catches it."
         )
         self.apply(self._init_weights)
 
@@ -153,10 +153,10 @@ class GPT(nn.Module):
             nn.init.zeros_(module.bias)
 
     def forward(self, idx, targets=None):
-        """(logits (B, T, V), mean cross-entropy against targets (B, T), or None without targets)."""
+        """Next-token logits (B, T, V) for ids (B, T), and their loss against targets if given."""
         check_input(idx, targets, self.V, self.T_max)
         raise NotImplementedError(
-            "TODO(step-05 task 4: GPT): for idx (B, T) return (logits, loss). x = tok_emb(idx) + pos_emb(positions 0..T-1), shape (B, T, d); then self.blocks, self.ln_f, self.lm_head give logits (B, T, V). loss is None without targets, else the mean cross-entropy of logits[b, t] against targets[b, t], a 0-dim tensor, about ln V at init. Property: logits[:, t] depend on idx[:, :t+1] only. The trap: F.cross_entropy wants the classes on axis 1, so (B, T, V) logits must be flattened to (B*T, V) first."
+            "TODO(step-05 task 4: GPT): for ids of shape (B, T) return a pair. The vectors are the token embedding plus the embedding of positions 0 to T-1, shape (B, T, d); the blocks, the final LayerNorm and the head turn them into logits of shape (B, T, V). The second item is None without targets, else the mean cross-entropy of the logits at (b, t) against the target at (b, t): one number, about ln V at init (Algorithm 10). Property: the logits at t depend on ids 0 to t only. The trap: cross_entropy wants the classes on axis 1, so both sides are flattened over batch and time first."
         )
 
     def generate(self, idx, max_new_tokens, temperature=1.0, generator=None):
