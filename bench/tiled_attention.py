@@ -4,11 +4,11 @@ import math
 
 import torch
 
-from common.loader import load
+from common.loader import reference
 
-# The input checks are the ones lab-01 gives its students (given code, the same in starter and
-# solution), imported rather than copied: a change to them reaches this file too.
-_lab01 = load("lab-01", "attention", "solution")
+# The input checks are the public ones lab-01 gives its students (given code, the same in starter
+# and solution), reached through common.loader.reference: a change to them reaches this file too.
+_lab01 = reference("lab-01", "attention")
 
 # Conventions of lab-01: q, k, v are [..., T, d_head] (d_head in the shape comments; the leading dims
 # are flattened to N inside the tiled loop); a mask is boolean, broadcasts to [..., T_q, T_k] and
@@ -19,7 +19,7 @@ LOG2_E = 1.0 / math.log(2.0)  # log2(e)
 
 def _check_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool) -> None:
     """lab-01's checks of q, k, v, and a causal mask's need for as many queries as keys."""
-    _lab01._check_qkv(q, k, v)
+    _lab01.check_qkv(q, k, v)
     if is_causal and q.shape[-2] != k.shape[-2]:
         raise ValueError(
             f"is_causal needs T_q == T_k, got q {tuple(q.shape)} and k {tuple(k.shape)}"
@@ -37,7 +37,7 @@ def naive_attention(
     _check_inputs(q, k, v, is_causal)
     T_q, T_k = q.shape[-2], k.shape[-2]
     if mask is not None:
-        _lab01._check_mask(mask, (*q.shape[:-1], T_k))
+        _lab01.check_mask(mask, (*q.shape[:-1], T_k))
     q = q * (1.0 / math.sqrt(q.shape[-1]))  # (..., T_q, d_head) scaled once, not the bigger scores
     scores = q @ k.transpose(-2, -1)  # (..., T_q, d_head) @ (..., d_head, T_k) -> (..., T_q, T_k)
     allowed = mask  # (..., T_q, T_k) or None
@@ -67,11 +67,11 @@ def tiled_attention(
     """The same attention, one [block_q, block_k] tile of scores at a time (online softmax)."""
     # Forward only: the running statistics are updated in place, which autograd cannot replay.
     _check_inputs(q, k, v, is_causal)
-    _lab01._check_size(block_q, "block_q")
-    _lab01._check_size(block_k, "block_k")
+    _lab01.check_size(block_q, "block_q")
+    _lab01.check_size(block_k, "block_k")
     lead, (T_q, d_head), T_k, d_v = q.shape[:-2], q.shape[-2:], k.shape[-2], v.shape[-1]
     if mask is not None:
-        _lab01._check_mask(mask, (*lead, T_q, T_k))
+        _lab01.check_mask(mask, (*lead, T_q, T_k))
         mask = mask.expand(*lead, T_q, T_k)  # (..., T_q, T_k) a view: nothing is copied
     scale = 1.0 / math.sqrt(d_head) if scale is None else scale
     # Scores are kept in base 2: exp(x) = 2^(x * log2(e)), and torch's exp2 kernel was faster than

@@ -11,7 +11,7 @@ from common import REPO_ROOT, shown
 from common.course import Step, course, step_tasks, task_line
 from common.loader import ImplImportError, load_from
 from common.starters import stale
-from common.todos import id_problem, split_id, step_regions, todo_in
+from common.todos import id_problem, module_name, split_id, step_regions, todo_in
 from tools import run_pytest
 
 MAKE = "run pixi run make-starters (python -m common.starters)"
@@ -67,7 +67,7 @@ def signature_problems(folder: Path, strict: bool = True) -> list[str]:
     solution, starter = folder / "solution", folder / "starter"
     for path in sorted(solution.rglob("*.py")):
         rel = path.relative_to(solution)
-        module = rel.with_suffix("").as_posix().replace("/", ".")
+        module = module_name(solution, path)
         if not (starter / rel).is_file():
             problems.append(f"{folder.name}: missing starter {rel.as_posix()}: {MAKE}")
             continue

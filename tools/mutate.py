@@ -69,9 +69,9 @@ _SCALAR_START = (
     "a 0-dim start broadcasts to (...,) at key 0, which always exists (T >= 1 is checked)"
 )
 EQUIVALENT: dict[str, str] = {
-    "attention _check_heads: if x.shape[1] != layer.n_heads or x.shape[3] != layer.d_head: => "
+    "attention check_heads: if x.shape[1] != layer.n_heads or x.shape[3] != layer.d_head: => "
     "if x.shape[1] != layer.n_heads or x.shape[-1] != layer.d_head:": (
-        "_check_rank made x 4-D: dim 3 is dim -1"
+        "check_rank made x 4-D: dim 3 is dim -1"
     ),
     "attention stable_softmax: m = m.masked_fill(m == float('-inf'), 0.0) => "
     "m = m.masked_fill(m == float('-inf'), 1.0)": _ZERO_ROW_MAX,

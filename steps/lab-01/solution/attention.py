@@ -10,22 +10,22 @@ from torch import nn
 # for several. Shape names follow the course glossary (README.md): d is the model width, d_model.
 
 
-def _check_rank(x: torch.Tensor, name: str, layout: str, ndim: int, exact: bool = True) -> None:
+def check_rank(x: torch.Tensor, name: str, layout: str, ndim: int, exact: bool = True) -> None:
     """Refuse a tensor whose number of dims is not `ndim` (or fewer than `ndim` if not exact)."""
     if (x.dim() != ndim) if exact else (x.dim() < ndim):
         want = f"{ndim} dims" if exact else f"at least {ndim} dims"
         raise ValueError(f"{name} must have shape {layout} ({want}), got shape {tuple(x.shape)}")
 
 
-def _check_size(value: int, name: str) -> None:
+def check_size(value: int, name: str) -> None:
     """Refuse a size (d_model, d_head, n_heads, seq_len) that is not a positive int."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{name} must be a positive int, got {value!r}")
 
 
-def _check_input(x: torch.Tensor, layer: nn.Module) -> None:
+def check_input(x: torch.Tensor, layer: nn.Module) -> None:
     """Refuse input `layer` cannot take: not a [B, T, d_model] with T >= 1 of its weights' dtype."""
-    _check_rank(x, "x", "[B, T, d_model]", 3)
+    check_rank(x, "x", "[B, T, d_model]", 3)
     if not x.is_floating_point():
         raise ValueError(f"x must be a floating-point tensor, got dtype {x.dtype}")
     if x.shape[-1] != layer.d_model:
@@ -40,10 +40,10 @@ def _check_input(x: torch.Tensor, layer: nn.Module) -> None:
         )
 
 
-def _check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
+def check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
     """Refuse q, k, v that cannot be attended: rank, dtype, q/k widths, k/v lengths, empty, batch."""
     for name, t in (("q", q), ("k", k), ("v", v)):
-        _check_rank(t, name, "[..., T, d_head]", 2, exact=False)
+        check_rank(t, name, "[..., T, d_head]", 2, exact=False)
     if not (q.is_floating_point() and q.dtype == k.dtype == v.dtype):
         raise ValueError(
             "q, k and v must share one floating-point dtype, got "
@@ -71,16 +71,16 @@ def _check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
         )
 
 
-def _check_heads(x: torch.Tensor, layer: nn.Module) -> None:
+def check_heads(x: torch.Tensor, layer: nn.Module) -> None:
     """Refuse heads that are not [B, n_heads, T, d_head] for `layer`."""
-    _check_rank(x, "x", "[B, h, T, d_head]", 4)
+    check_rank(x, "x", "[B, h, T, d_head]", 4)
     if x.shape[1] != layer.n_heads or x.shape[3] != layer.d_head:
         raise ValueError(
             f"x must be [B, {layer.n_heads}, T, {layer.d_head}], got shape {tuple(x.shape)}"
         )
 
 
-def _check_mask(mask: torch.Tensor | None, shape: tuple[int, ...], name: str = "mask") -> None:
+def check_mask(mask: torch.Tensor | None, shape: tuple[int, ...], name: str = "mask") -> None:
     """Refuse a mask that is not boolean or does not broadcast to `shape` (None is no mask)."""
     if mask is None:
         return
@@ -128,8 +128,8 @@ def scaled_dot_product_attention(
     scale: float | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """softmax(q k^T * scale) v with blocked keys removed; returns (output, weights)."""
-    _check_qkv(q, k, v)  # given: refuses queries, keys and values that cannot be attended
-    _check_mask(mask, (*q.shape[:-1], k.shape[-2]))  # given: broadcasts to the scores
+    check_qkv(q, k, v)  # given: refuses queries, keys and values that cannot be attended
+    check_mask(mask, (*q.shape[:-1], k.shape[-2]))  # given: broadcasts to the scores
     # BEGIN SOLUTION TODO(lab-01 task 2: scaled_dot_product_attention)
     # CONTRACT: return (output [..., T_q, d_v], weights [..., T_q, T_k]) for q [..., T_q, d_head]
     #   and k, v [..., T_k, d_head or d_v]: weights are the stable softmax over the keys of the
@@ -159,7 +159,7 @@ def scaled_dot_product_attention(
 
 def causal_mask(seq_len: int) -> torch.Tensor:
     """[T, T] lower triangle: query t may attend to keys j <= t and to nothing later."""
-    _check_size(seq_len, "seq_len")  # given: T must be a positive int
+    check_size(seq_len, "seq_len")  # given: T must be a positive int
     # BEGIN SOLUTION TODO(lab-01 task 3: causal_mask)
     # CONTRACT: return a bool tensor of shape [T, T], T = seq_len, that is True at (query t, key
     #   j) exactly when j <= t. Lesson 5, the causal mask (its formula in section 1.1). The trap:
@@ -175,10 +175,10 @@ def causal_mask(seq_len: int) -> torch.Tensor:
 
 def combine_causal_and_padding(causal: torch.Tensor, padding: torch.Tensor) -> torch.Tensor:
     """[B, T, T] mask: query i may attend key j if j <= i AND key j is real (padding[b, j] True)."""
-    _check_rank(causal, "causal", "[T, T]", 2)  # given: the two masks' shapes and dtypes
-    _check_rank(padding, "padding", "[B, T]", 2)
-    _check_mask(causal, (causal.shape[-1],) * 2, "causal")
-    _check_mask(padding, (padding.shape[0], causal.shape[-1]), "padding")
+    check_rank(causal, "causal", "[T, T]", 2)  # given: the two masks' shapes and dtypes
+    check_rank(padding, "padding", "[B, T]", 2)
+    check_mask(causal, (causal.shape[-1],) * 2, "causal")
+    check_mask(padding, (padding.shape[0], causal.shape[-1]), "padding")
     # BEGIN SOLUTION TODO(lab-01 task 4: combine_causal_and_padding)
     # CONTRACT: return a bool [B, T, T] mask from causal [T, T] and padding [B, T] (True marks a
     #   real token): entry [b, i, j] is True exactly when the causal mask allows (i, j) and key j
@@ -198,8 +198,8 @@ class SelfAttention(nn.Module):
 
     def __init__(self, d_model: int, d_head: int | None = None, bias: bool = False):
         super().__init__()
-        _check_size(d_model, "d_model")
-        _check_size(d_model if d_head is None else d_head, "d_head")
+        check_size(d_model, "d_model")
+        check_size(d_model if d_head is None else d_head, "d_head")
         self.d_model = d_model
         self.d_head = d_model if d_head is None else d_head
         self.query = nn.Linear(d_model, self.d_head, bias=bias)
@@ -208,7 +208,7 @@ class SelfAttention(nn.Module):
 
     def project(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Queries, keys and values, each [B, T, d_head], from x [B, T, d_model]."""
-        _check_input(x, self)  # given: x must be [B, T, d_model] of the weights' dtype
+        check_input(x, self)  # given: x must be [B, T, d_model] of the weights' dtype
         # BEGIN SOLUTION TODO(lab-01 task 5: SelfAttention)
         # CONTRACT: project returns the queries, keys and values, each [B, T, d_head], made from
         #   x [B, T, d_model] by the module's three linear maps. Lesson 4, from x to queries, keys
@@ -228,7 +228,7 @@ class SelfAttention(nn.Module):
         self, x: torch.Tensor, mask: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """(output [B, T, d_head], weights [B, T, T]); mask broadcasts to [B, T, T]."""
-        _check_input(x, self)  # given
+        check_input(x, self)  # given
         # BEGIN SOLUTION TODO(lab-01 task 5: SelfAttention)
         # CONTRACT: forward returns (output [B, T, d_head], weights [B, T, T]): the attention of
         #   task 2 over this module's own projections, with the mask passed on unchanged.
@@ -247,8 +247,8 @@ class MultiHeadSelfAttention(nn.Module):
 
     def __init__(self, d_model: int, n_heads: int, bias: bool = False):
         super().__init__()
-        _check_size(d_model, "d_model")
-        _check_size(n_heads, "n_heads")
+        check_size(d_model, "d_model")
+        check_size(n_heads, "n_heads")
         if d_model % n_heads != 0:
             raise ValueError(
                 f"d_model must be divisible by n_heads, got d_model={d_model} and n_heads={n_heads}"
@@ -262,7 +262,7 @@ class MultiHeadSelfAttention(nn.Module):
 
     def split_heads(self, x: torch.Tensor) -> torch.Tensor:
         """[B, T, d_model] -> [B, h, T, d_head]; head i owns columns [i*d_head, (i+1)*d_head)."""
-        _check_input(x, self)  # given
+        check_input(x, self)  # given
         B, T, _ = x.shape
         # BEGIN SOLUTION TODO(lab-01 task 6: MultiHeadSelfAttention)
         # CONTRACT: split_heads returns [B, h, T, d_head] from x [B, T, d_model], head i holding
@@ -281,7 +281,7 @@ class MultiHeadSelfAttention(nn.Module):
 
     def merge_heads(self, x: torch.Tensor) -> torch.Tensor:
         """[B, h, T, d_head] -> [B, T, d_model]: the heads' outputs concatenated side by side."""
-        _check_heads(x, self)  # given
+        check_heads(x, self)  # given
         B, h, T, d_head = x.shape
         # BEGIN SOLUTION TODO(lab-01 task 6: MultiHeadSelfAttention)
         # CONTRACT: merge_heads undoes split_heads: [B, h, T, d_head] -> [B, T, d_model], so that
@@ -300,9 +300,9 @@ class MultiHeadSelfAttention(nn.Module):
         self, x: torch.Tensor, mask: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """(output [B, T, d_model], weights [B, h, T, T]); mask broadcasts to [B, T, T]."""
-        _check_input(x, self)  # given: x [B, T, d_model], and a mask that broadcasts to [B, T, T]
+        check_input(x, self)  # given: x [B, T, d_model], and a mask that broadcasts to [B, T, T]
         B, T, _ = x.shape
-        _check_mask(mask, (B, T, T))
+        check_mask(mask, (B, T, T))
         # BEGIN SOLUTION TODO(lab-01 task 6: MultiHeadSelfAttention)
         # CONTRACT: forward returns (output [B, T, d_model], weights [B, h, T, T]): queries, keys
         #   and values from the one in_proj, split into heads, attended per head with task 2 under one
