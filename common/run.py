@@ -71,8 +71,10 @@ def parse(step: str, folder: Path, argv: list[str]) -> argparse.Namespace:
     """The step's options, checked: argparse's one-line error for anything unusable."""
     options = parser(step, folder)
     args = options.parse_args(argv)
-    if args.write_docs and args.impl != "solution":
-        options.error("--write-docs records the reference solution's numbers; drop --impl starter")
+    if args.write_docs and (args.impl != "solution" or args.quick):
+        options.error(
+            "--write-docs records the reference's full run; drop --impl starter and --quick"
+        )
     for name, spec in describe(folder).run.get("options", {}).items():
         value = getattr(args, name.replace("-", "_"))
         if "min" in spec and value < spec["min"]:

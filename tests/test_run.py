@@ -1,13 +1,15 @@
 """The scaffolding every step's run shares (common/run.py): options first, one-line errors."""
 
+import inspect
 import os
 import subprocess
 import sys
 
 import pytest
 
-from common import REPO_ROOT
+from common import REPO_ROOT, shown
 from common import run as runner
+from common.loader import load_file
 
 STEPS = sorted(runner.runnable())
 
@@ -58,7 +60,7 @@ def test_the_step_may_follow_its_options(capsys):
     with pytest.raises(SystemExit) as info:
         runner.main(["--impl", "starter", "lab-01", "--write-docs"])
     assert info.value.code == 2
-    assert "--write-docs records the reference solution's numbers" in capsys.readouterr().err
+    assert "--write-docs records the reference's full run" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("where", ["out is a file", "--out names a file", "out is read-only"])
@@ -87,3 +89,13 @@ def test_a_todo_not_written_is_one_line_and_an_optional_one_is_no_failure(monkey
     assert line.endswith("python -m pytest steps/lab-01 --impl starter")
     code, line = runner.not_written("step-04", NotImplementedError("TODO(step-04 optional 1: g)"))
     assert code == 0 and "optional TODO(step-04 optional 1: g) not written" in line
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_every_run_py_takes_the_parsed_options(step):
+    """common.run calls main(args): a main(argv, impl) of the old scaffolding would crash."""
+    run = load_file(runner.runnable()[step], f"_course_run_{step.replace('-', '_')}")
+    assert list(inspect.signature(run.main).parameters) == ["args"], (
+        f"{shown(runner.runnable()[step])}: write `def main(args) -> int` "
+        "(CONTRIBUTING.md, 'A step's run')"
+    )

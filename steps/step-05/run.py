@@ -1,16 +1,16 @@
 """Step 5: parameter counts, the loss at init against ln V, a short training run on Shakespeare, samples."""
 
-import argparse
 import functools
 import math
 from pathlib import Path
 
 import torch
 
-from common.docs import exact, last_digit, markdown_table, write_block
+from common.docs import exact, last_digit, markdown_table
 from common.envreport import cpu_name
 from common.figures import out_dir
-from common.loader import ImplImportError, load, load_file, reference
+from common.loader import load, load_file, reference
+from common.run import record
 from common.seeding import generator, seed_all
 
 STEP = "step-05"
@@ -247,34 +247,15 @@ def figures(results: dict, folder: Path) -> list[Path]:
     ]
 
 
-def main(argv: list[str], impl: str) -> int:
-    """`pixi run step-05 [--quick] [--write-docs] [--out DIR]`."""
-    parser = argparse.ArgumentParser(prog="pixi run step-05", description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="a tiny model and run (the tests)")
-    parser.add_argument("--write-docs", action="store_true", help="rewrite README.md's numbers")
-    parser.add_argument("--out", type=Path, default=None, help="root for out/step-05/ figures")
-    args = parser.parse_args(argv)
-    if args.write_docs and (impl != "solution" or args.quick):
-        parser.error(
-            "--write-docs records the reference's full run; drop --impl starter and --quick"
-        )
-    try:
-        gpt = load(STEP, "gpt", impl)
-        results = compute(gpt, quick=args.quick)
-    except ImplImportError as exc:
-        print(f"{STEP} stopped: {exc}")
-        return 1
-    except NotImplementedError as exc:
-        print(f"{STEP} not run yet: write the TODOs of steps/{STEP}/{impl}/gpt.py first.\n  {exc}")
-        return 1
+def main(args) -> int:
+    """`pixi run step-05 [--quick] [--write-docs] [--out DIR]` (common.run parses them)."""
+    results = compute(load(STEP, "gpt", args.impl), quick=args.quick)
     for name, body in blocks(results).items():
         print(f"({name})", body, sep="\n")
     for path in figures(results, out_dir(STEP, args.out)):
         print(f"wrote {path}")
     final = results["training"]["evals"][-1][1]
-    if args.write_docs:
-        changed = [n for n, body in blocks(results).items() if write_block(README, n, body)]
-        print(f"README.md: {', '.join(changed) or 'already up to date'}")
+    record(args, blocks(results))
     if not args.quick and final >= THRESHOLD:
         print(f"FAIL: the held-out loss {final:.3f} did not fall below {THRESHOLD}")
         return 1

@@ -4,6 +4,8 @@ import math
 
 import pytest
 
+from common.run import options
+
 
 @pytest.fixture(scope="module")
 def quick(run, request):
@@ -53,14 +55,14 @@ def test_blocks_name_the_machine_of_what_they_record(quick, run):
 @pytest.mark.slow  # draws two figures
 def test_quick_run_writes_its_figures_and_exits_0(quick, run, impl, tmp_path, capsys):
     # `quick` first: a TODO not written fails here with its NotImplementedError, not main's 1
-    assert run.main(["--quick", "--out", str(tmp_path)], impl) == 0
+    assert run.main(options("step-05", ["--quick", "--out", str(tmp_path), "--impl", impl])) == 0
     for name in ("loss_curve.png", "parameters.png"):
         assert (tmp_path / "step-05" / name).stat().st_size > 10_000, name
     assert "(training)" in capsys.readouterr().out
 
 
 @pytest.mark.given
-def test_write_docs_needs_the_full_reference_run(run):
-    for argv, impl in ((["--write-docs", "--quick"], "solution"), (["--write-docs"], "starter")):
+def test_write_docs_needs_the_full_reference_run():
+    for argv in (["--write-docs", "--quick"], ["--write-docs", "--impl", "starter"]):
         with pytest.raises(SystemExit):
-            run.main(argv, impl)
+            options("step-05", argv)  # common.run refuses it before run.main starts
