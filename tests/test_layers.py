@@ -60,3 +60,21 @@ def test_one_todo_pattern_outside_tests():
 def test_the_root_conftest_is_small():
     lines = len((REPO_ROOT / "conftest.py").read_text(encoding="utf-8").splitlines())
     assert lines <= 100, f"conftest.py has {lines} lines: the check belongs in common/check.py"
+
+
+def test_a_step_reaches_another_step_only_through_reference():
+    """load(<another step>, ...) or a path into another step's folder would bypass the one route."""
+    wrong = []
+    for path in FILES:
+        parts = path.relative_to(REPO_ROOT).parts
+        if parts[0] != "steps" or parts[2] in ("starter", "solution"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", "") in ("load", "step_dir"):
+                first = node.args[0] if node.args else None
+                if isinstance(first, ast.Constant) and first.value != parts[1]:
+                    wrong.append(
+                        f"{_where(path)}:{node.lineno} loads {first.value!r}: "
+                        f"use common.loader.reference({first.value!r}, module)"
+                    )
+    assert not wrong, "\n".join(wrong)
