@@ -7,7 +7,8 @@ import pytest
 from common.broken import BUGS
 from common.loader import load, load_file, load_from, step_dir
 
-grade = load_file(step_dir("step-04") / "scorecard.py", "_course_step_04_scorecard").grade
+scorecard = load_file(step_dir("step-04") / "scorecard.py", "_course_step_04_scorecard")
+grade, OWN = scorecard.grade, scorecard.OWN
 
 WEAK = Path(__file__).parent / "fixtures" / "weak_proofs"
 
@@ -47,3 +48,25 @@ def test_a_proof_that_fails_on_the_reference_is_unsound(reference):
     card = grade(Proofs, reference, bugs=BUGS[:1])
     assert not card.sound()
     assert "UNSOUND  prove_nothing_is_causal must pass on the reference Head" in card.render()
+
+
+def test_an_empty_proof_catches_none_of_its_own_bugs(reference):
+    """Proofs that only run the head (no assert) pass on the reference and so prove nothing."""
+
+    def empty(Head):
+        head, x = proofs.head_and_input(Head)
+        head(x)
+
+    proofs = load("step-04", "proofs", impl="solution")
+    fake = type("Proofs", (), {name: staticmethod(empty) for name in OWN})
+    card = grade(fake, reference)
+    assert card.sound()
+    for proof, own in OWN.items():
+        assert sorted(b.name for b in card.own_missed(proof)) == sorted(own), proof
+        assert f"{proof}: caught 0 of the {len(own)} broken heads" in card.render()
+
+
+def test_every_4_2_bug_belongs_to_a_proof_and_the_reference_catches_its_own(reference):
+    card = grade(load("step-04", "proofs", impl="solution"), reference)
+    assert {b.name for b in BUGS if b.violates_4_2} == {n for own in OWN.values() for n in own}
+    assert all(card.own_missed(proof) == [] for proof in OWN)

@@ -1,31 +1,25 @@
-"""Your proofs (proofs.py), graded: they must pass on the reference Head and catch the broken ones."""
+"""Your proofs (proofs.py), graded one by one: each must pass on the reference Head and catch the
+broken heads that violate its own property (scorecard.OWN); an empty proof catches nothing."""
 
 import pytest
 
 from common.loader import load, load_file, step_dir
 
 grading = load_file(step_dir("step-04") / "scorecard.py", "_course_step_04_scorecard")
-todo_or_none = grading.todo_or_none
+GRADED = []  # the cards of the proofs graded so far in this session, for the printed scorecard
 
 
-@pytest.fixture(scope="module")
-def scorecard(request, leave_scorecard):
-    """Grade the proofs under test against the reference Head and every broken Head, once."""
-    impl = request.config.getoption("--impl")
-    card = grading.grade(load("step-04", "proofs", impl), load("step-04", "head").Head)
+@pytest.mark.parametrize("proof", list(grading.OWN))
+def test_your_proof_is_sound_and_catches_the_bugs_of_its_property(impl, proof, leave_scorecard):
+    card = grading.grade(
+        load("step-04", "proofs", impl), load("step-04", "head").Head, only=[proof]
+    )
+    if todo := grading.todo_or_none(card):
+        raise NotImplementedError(todo)
+    GRADED[:] = [c for c in GRADED if c.proofs != [proof]] + [card]
     whose = "your" if impl == "starter" else "the reference"
-    if todo_or_none(card) is None:  # a table of TODOs would only repeat the check's summary
-        leave_scorecard(f"step-04: {whose} 4.2 proofs against broken heads\n{card.render()}")
-    return card
-
-
-def test_proofs_pass_on_the_reference_head(scorecard):
-    if todo := todo_or_none(scorecard):
-        raise NotImplementedError(todo)
-    assert scorecard.sound(), scorecard.render()
-
-
-def test_proofs_catch_every_broken_head_that_breaks_a_4_2_property(scorecard):
-    if todo := todo_or_none(scorecard):
-        raise NotImplementedError(todo)
-    assert [bug.name for bug in scorecard.missed()] == [], scorecard.render()
+    leave_scorecard(
+        f"step-04: {whose} 4.2 proofs against broken heads\n{grading.merge(GRADED).render()}"
+    )
+    assert card.reference[proof] == "pass", card.render()
+    assert [bug.name for bug in card.own_missed(proof)] == [], card.render()
