@@ -37,6 +37,7 @@ def scale_check(head, d_ks=(16, 64, 256), B=64, T=8, seed=0):
     rows = []
     for d_k in d_ks:
         q, k = randn(B, T, d_k, seed=seed), randn(B, T, d_k, seed=seed + 1)  # iid N(0, 1)
+        raw_std, scaled_std, max_raw, max_scaled = head.score_stats(q, k)  # your measurement
         raw = head.attention_scores(q, k, scale=False)  # (B, T, T)
         scaled = head.attention_scores(q, k, scale=True)  # (B, T, T)
         # all T keys compete in every row (no mask), so every row is a softmax over T scores
@@ -45,11 +46,11 @@ def scale_check(head, d_ks=(16, 64, 256), B=64, T=8, seed=0):
         rows.append(
             dict(
                 d_k=d_k,
-                raw_std=raw.std().item(),
+                raw_std=raw_std,
                 sqrt_d_k=math.sqrt(d_k),
-                scaled_std=scaled.std().item(),
-                max_raw=top_raw.mean().item(),
-                max_scaled=top_scaled.mean().item(),
+                scaled_std=scaled_std,
+                max_raw=max_raw,
+                max_scaled=max_scaled,
                 saturated_raw=(top_raw > SATURATED).float().mean().item(),
                 saturated_scaled=(top_scaled > SATURATED).float().mean().item(),
                 largest_raw=top_raw.max().item(),

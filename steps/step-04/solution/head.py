@@ -72,18 +72,32 @@ class Head(nn.Module):
 
 def attention_scores(q, k, scale=True):
     """Unmasked scores q k^T, divided by sqrt(d_k) if `scale`: (B, T, d_k), (B, T, d_k) -> (B, T, T)."""
-    # BEGIN SOLUTION TODO(step-04 4.2.4: attention_scores)
-    # CONTRACT: return the unmasked scores (B, T, T) for q, k (B, T, d_k): entry [b, i, j] is
-    #   the dot product of query i with key j, divided by the square root of d_k when `scale` is
-    #   true and left raw otherwise. Lecture 4, the variance lemma (4.2 part 4, the scale check).
-    #   The trap: the scale is the square root of d_k, not d_k.
-    # HINT 1: Every query against every key is one batched matrix product; the scaling is one
-    #   division of the whole result.
-    # HINT 2: q @ k.transpose(-2, -1) (the @ of 4.1), and k.shape[-1] ** 0.5 for the square
-    #   root of d_k. The trap: transposing the wrong pair of axes mixes up the batch.
-    # HINT 3: scores = q @ k.transpose(___, ___); return scores / ___ if scale else scores
     scores = q @ k.transpose(-2, -1)  # (B, T, d_k) @ (B, d_k, T) -> (B, T, T)
     return scores / k.shape[-1] ** 0.5 if scale else scores  # (B, T, T)
+
+
+def score_stats(q, k):
+    """The scale check: (raw std, scaled std, mean row max raw, mean row max scaled) of q k^T."""
+    # BEGIN SOLUTION TODO(step-04 4.2.4: score_stats)
+    # CONTRACT: return four floats for q, k (B, T, d_k) with iid N(0, 1) entries: the standard
+    #   deviation of all raw scores, the same for the scores divided by the square root of d_k,
+    #   and, for each, the largest softmax weight of a row averaged over all B * T rows (every
+    #   key competes: no mask). Lecture 4, the variance lemma (4.2 part 4, the scale check). The
+    #   trap: the axis: the softmax and its largest weight run over the keys, the last axis.
+    # HINT 1: Compute both kinds of scores with the given attention_scores, measure their spread,
+    #   then turn each into probabilities and ask how close each row is to one-hot.
+    # HINT 2: attention_scores(q, k, scale=False) and attention_scores(q, k); tensor.std();
+    #   F.softmax(..., dim=-1) and .amax(dim=-1) for each row's largest weight, then .mean();
+    #   .item() turns a 0-dim tensor into a float. The trap: amax over dim=-2 would ask about
+    #   columns.
+    # HINT 3: raw = attention_scores(q, k, scale=___); scaled = attention_scores(q, k);
+    #   top_raw = F.softmax(raw, dim=___).amax(dim=___); top_scaled = ...;
+    #   return raw.std().item(), ___, top_raw.mean().item(), ___
+    raw = attention_scores(q, k, scale=False)  # (B, T, T) variance d_k, by the lemma
+    scaled = attention_scores(q, k)  # (B, T, T) variance 1 whatever d_k is
+    top_raw = F.softmax(raw, dim=-1).amax(dim=-1)  # (B, T) near 1: a one-hot row
+    top_scaled = F.softmax(scaled, dim=-1).amax(dim=-1)  # (B, T)
+    return raw.std().item(), scaled.std().item(), top_raw.mean().item(), top_scaled.mean().item()
     # END SOLUTION
 
 

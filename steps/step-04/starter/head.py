@@ -53,8 +53,14 @@ class Head(nn.Module):
 
 def attention_scores(q, k, scale=True):
     """Unmasked scores q k^T, divided by sqrt(d_k) if `scale`: (B, T, d_k), (B, T, d_k) -> (B, T, T)."""
+    scores = q @ k.transpose(-2, -1)  # (B, T, d_k) @ (B, d_k, T) -> (B, T, T)
+    return scores / k.shape[-1] ** 0.5 if scale else scores  # (B, T, T)
+
+
+def score_stats(q, k):
+    """The scale check: (raw std, scaled std, mean row max raw, mean row max scaled) of q k^T."""
     raise NotImplementedError(
-        "TODO(step-04 4.2.4: attention_scores): return the unmasked scores (B, T, T) for q, k (B, T, d_k): entry [b, i, j] is the dot product of query i with key j, divided by the square root of d_k when `scale` is true and left raw otherwise. Lecture 4, the variance lemma (4.2 part 4, the scale check). The trap: the scale is the square root of d_k, not d_k."
+        "TODO(step-04 4.2.4: score_stats): return four floats for q, k (B, T, d_k) with iid N(0, 1) entries: the standard deviation of all raw scores, the same for the scores divided by the square root of d_k, and, for each, the largest softmax weight of a row averaged over all B * T rows (every key competes: no mask). Lecture 4, the variance lemma (4.2 part 4, the scale check). The trap: the axis: the softmax and its largest weight run over the keys, the last axis."
     )
 
 

@@ -125,6 +125,7 @@ def test_first_column_gets_a_uniform_share_on_average(head, experiments):
         assert 0.8 < row["first_vs_uniform"] < 1.25, row
 
 
+@pytest.mark.given  # the appendix measures with the given attention_scores only
 def test_lecture_scale_figures_fit_one_draw(head, experiments):
     result = experiments.scale_spread(head)
     for r in result["rows"]:

@@ -155,6 +155,7 @@ def test_bad_input_is_refused_with_a_clear_message(head, shape, message):
         h(torch.zeros(shape))
 
 
+@pytest.mark.given  # attention_scores is given code: the scale check's raw material
 def test_attention_scores_with_and_without_the_scaling(head):
     q, k = randn(2, 3, 16, seed=1), randn(2, 3, 16, seed=2)
     raw = head.attention_scores(q, k, scale=False)
@@ -164,6 +165,19 @@ def test_attention_scores_with_and_without_the_scaling(head):
     scaled = head.attention_scores(q, k)
     # dividing by 4 = sqrt(16) is exact in float32, so only a differently rounded product differs
     assert torch.allclose(scaled, raw / 4, rtol=0, atol=FLOAT32_TOL)
+
+
+def test_score_stats_measures_the_spread_and_the_saturation(head):
+    """Your scale check: stds of q k^T with and without 1/sqrt(d_k), and the mean row max."""
+    q, k = randn(8, 8, 64, seed=1), randn(8, 8, 64, seed=2)  # (B, T, d_k) iid N(0, 1)
+    raw = torch.einsum("bid,bjd->bij", q, k)  # (B, T, T) written out independently
+    expected = [raw.std(), (raw / 8).std()]
+    expected += [torch.softmax(s, dim=-1).max(dim=-1).values.mean() for s in (raw, raw / 8)]
+    stats = head.score_stats(q, k)
+    assert len(stats) == 4 and all(isinstance(s, float) for s in stats)
+    # a std of about 8 (or 1) and a mean of 64 maxima: 1e-4 is far below a wrong axis or scale
+    assert all(abs(s - e.item()) < 1e-4 for s, e in zip(stats, expected, strict=True)), stats
+    assert stats[2] > 0.8 > 0.5 > stats[3]  # unscaled rows near one-hot, scaled ones not
 
 
 @pytest.mark.given
