@@ -15,7 +15,10 @@ def _block(path: Path, name: str) -> tuple[str, re.Match]:
     tag = re.escape(name)
     if m := re.search(rf"<!-- BEGIN {tag} -->\n(.*?)<!-- END {tag} -->", text, re.S):
         return text, m
-    raise ValueError(f"{path}: no generated block named {name!r}")
+    raise ValueError(
+        f"{path}: no generated block named {name!r}: add the two lines <!-- BEGIN {name} --> and "
+        f"<!-- END {name} --> where it belongs, then write it again"
+    )
 
 
 def holding(name: str, root: Path) -> list[Path]:
