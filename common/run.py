@@ -123,7 +123,10 @@ def main(argv: list[str] | None = None) -> int:
             f"{f'unknown step {named!r}' if named else 'name a step'}; valid steps: {', '.join(scripts)}"
         )
     argv.remove(step)
-    args = parse(step, scripts[step].parent, argv)
+    try:
+        args = parse(step, scripts[step].parent, argv)
+    except ValueError as exc:  # a step.toml missing or wrong: one line naming the file
+        sys.exit(f"python -m common.run {step}: {exc}")
     from common.envreport import report  # imports torch: only once the options are known good
 
     print(report(), end="\n\n")

@@ -99,3 +99,13 @@ def test_every_run_py_takes_the_parsed_options(step):
         f"{shown(runner.runnable()[step])}: write `def main(args) -> int` "
         "(CONTRIBUTING.md, 'A step's run')"
     )
+
+
+def test_a_run_without_its_step_toml_is_one_line(tmp_path, monkeypatch):
+    folder = tmp_path / "step-66"
+    folder.mkdir()
+    (folder / "run.py").write_text("def main(args):\n    return 0\n", encoding="utf-8")
+    monkeypatch.setattr(runner, "runnable", lambda: {"step-66": folder / "run.py"})
+    with pytest.raises(SystemExit) as info:
+        runner.main(["step-66"])
+    assert "step.toml is missing: every step describes itself there" in str(info.value.code)
