@@ -126,7 +126,17 @@ def choose_port(preferred: int) -> tuple[int, str | None]:
 
 def start(folder: Path, port: int, token: str) -> subprocess.Popen:
     """Start `marimo edit` on `folder` with this interpreter, in its own process group."""
-    cmd = [sys.executable, "-m", "marimo", "--quiet", "--yes", "edit", str(folder)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "marimo",
+        "--quiet",
+        "--yes",
+        "--log-level",
+        "error",
+        "edit",
+        str(folder),
+    ]
     cmd += ["--headless", "--host", HOST, "--port", str(port), "--skip-update-check"]
     cmd += ["--no-sandbox", "--token-password-file", "-"]  # the token is not on the command line
     # Its own process group: the terminal's Ctrl-C reaches only this process, which then stops
@@ -186,9 +196,9 @@ def serve(step: str, port: int, browser: bool, root: Path) -> int:
         n = len(topics(step))
         print(f"{step}'s Python background ({n} topics) is live at {url}")
         print(
-            f"Open a topic; edit a cell and run it with Ctrl-Enter. Edits are saved in {shown(folder)}/."
+            f"Open a topic, edit a cell, run it with Ctrl-Enter; Ctrl-S saves it in {shown(folder)}/."
         )
-        print("Ctrl-C stops the server.", flush=True)
+        print("Ctrl-C here stops the server.", flush=True)
         if browser:
             webbrowser.open(url)
         return proc.wait()
@@ -203,13 +213,22 @@ def serve(step: str, port: int, browser: bool, root: Path) -> int:
         print("the background server has stopped.", flush=True)
 
 
+def port_number(text: str) -> int:
+    """argparse type: a TCP port, 1 to 65535."""
+    if not text.isdigit() or not 1 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is a number from 1 to 65535, got {text!r}")
+    return int(text)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog=command("pixi run background", "python -m common.background"),
         description="Serve a step's Python background as live notebooks on localhost.",
     )
     parser.add_argument("step", nargs="?", help="the step, e.g. step-04")
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="default: %(default)s")
+    parser.add_argument(
+        "--port", type=port_number, default=DEFAULT_PORT, help="default: %(default)s"
+    )
     parser.add_argument("--no-browser", action="store_true", help="do not open a browser")
     parser.add_argument(
         "--workspace",

@@ -132,6 +132,14 @@ def test_a_step_without_a_background_is_one_line_listing_those_with_one(argv, ca
     assert f"steps with one: {', '.join(STEPS)}" in err
 
 
+@pytest.mark.parametrize("port", ["0", "65536", "http"])
+def test_a_port_that_is_no_port_is_refused(port, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        background.main(["step-04", "--port", port])
+    assert exit_.value.code == 2
+    assert f"a port is a number from 1 to 65535, got {port!r}" in capsys.readouterr().err
+
+
 def test_a_busy_port_picks_another_and_says_which():
     with socket.socket() as busy:
         busy.bind((background.HOST, 0))
