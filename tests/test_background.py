@@ -91,6 +91,7 @@ def test_topics_are_marimo_notebooks_with_explanations(topic):
     assert all(c.startswith("(hide_code=True)") for c in prose), "show the prose, not its code"
 
 
+@pytest.mark.slow  # marimo's linter in a child process: 2 s idle, 10 s on a busy machine
 def test_marimo_check_finds_nothing_in_any_topic():
     # marimo's own linter: one definition per name, cells it can run, nothing it would rewrite
     cmd = [sys.executable, "-m", "marimo", "check", "--strict", *map(str, TOPICS)]
