@@ -63,7 +63,7 @@ def test_every_task_has_a_description():
     missing = [
         n for n, t in PIXI["tasks"].items() if not isinstance(t, dict) or not t.get("description")
     ]
-    assert missing == []
+    assert not missing, "add a description to these pixi.toml tasks:\n" + "\n".join(missing)
 
 
 def test_read_pins_rejects_a_loose_pin(tmp_path):
@@ -97,7 +97,10 @@ def test_the_handouts_say_which_instruction_set_recorded_their_numbers():
 def test_installed_packages_match_the_lock():
     rows, _ = check_lock(PINS, LOCK)
     assert PINS.keys() <= {name for name, _, _ in rows}
-    assert [row for row in rows if (row[2] or "").split("+")[0] != row[1]] == []
+    drift = [row for row in rows if (row[2] or "").split("+")[0] != row[1]]
+    assert not drift, "reinstall from requirements.lock (README, 'Without pixi'):\n" + "\n".join(
+        f"{name}: locked {locked}, installed {found}" for name, locked, found in drift
+    )
 
 
 def test_lock_pins_the_top_level_packages_as_requirements_and_pixi_do():
