@@ -1,0 +1,312 @@
+"""The classic training-loop bugs, each caught by one check: a function that raises AssertionError.
+
+Every check takes the training module under test (your starter or the solution) and a factory of
+small seeded models, `make(seed) -> model`, so the same checks run on your code, on the reference
+and, in the tests, on broken copies of the reference (BUGS below).
+"""
+
+import copy
+import sys
+import tempfile
+from dataclasses import dataclass, replace
+from pathlib import Path
+from types import ModuleType
+
+import torch
+
+
+def corpus(n: int = 600, V: int = 8, seed: int = 0) -> torch.Tensor:
+    """n ids over V symbols that mostly count up (i -> i + 1): something a tiny model can learn."""
+    g = torch.Generator().manual_seed(seed)
+    up = torch.where(torch.rand(n, generator=g) < 0.8, 1, torch.randint(V, (n,), generator=g))
+    return up.cumsum(0) % V  # (n,) int64
+
+
+def batch(seed: int, B: int = 4, T: int = 8):
+    """x, y (B, T) cut from corpus() by hand, so a check of one task needs no other task."""
+    starts = torch.randint(len(corpus()) - T, (B,), generator=torch.Generator().manual_seed(seed))
+    windows = torch.stack([corpus()[i : i + T + 1] for i in starts])  # (B, T + 1)
+    return windows[:, :-1], windows[:, 1:]
+
+
+def tiny_config(train, **changes):
+    """A TrainConfig small enough for a test: a few steps on a few hundred ids."""
+    base = train.TrainConfig(
+        T=8, B=4, steps=6, warmup=2, eval_every=3, eval_batches=2,
+        checkpoint_every=2, val_fraction=0.25, lr=1e-2, min_lr=1e-3,
+    )  # fmt: skip
+    return replace(base, **changes)
+
+
+def check_targets_shifted(train, make=None):
+    """Task 1: y is x one position later, both windows of the data (targets not shifted)."""
+    data = torch.arange(100) * 3  # (100,) every id tells where it sits
+    x, y = train.get_batch(data, 5, 10, torch.Generator().manual_seed(0))
+    assert x.shape == y.shape == (5, 10), f"x, y must be (B, T) = (5, 10), got {x.shape}, {y.shape}"
+    assert torch.equal(y[:, :-1], x[:, 1:]), "y[:, t] must be x[:, t + 1]: targets not shifted?"
+    assert torch.equal(y[:, -1], x[:, -1] + 3), "the last target is the id after the window"
+
+
+def check_zero_grad(train, make):
+    """Task 3: after a step, .grad holds this batch's gradient only (no zero_grad)."""
+    model, fresh = make(0), make(0)
+    x, y = batch(1)
+    for p in model.parameters():
+        p.grad = torch.full_like(p, 100.0)  # stale gradients from some earlier step
+    opt = torch.optim.SGD(model.parameters(), lr=0.0)  # lr 0: only the gradient is compared
+    train.train_step(model, opt, x, y, grad_clip=1e9)
+    fresh(x, y)[1].backward()
+    for (name, p), q in zip(model.named_parameters(), fresh.parameters(), strict=True):
+        assert p.grad is not None and torch.allclose(p.grad, q.grad, atol=1e-6), (
+            f"{name}.grad is not this batch's gradient: old gradients accumulated (zero_grad?)"
+        )
+
+
+def check_clipping(train, make):
+    """Task 3: the step is taken with gradients clipped to the norm grad_clip."""
+    model = make(0)
+    x, y = batch(1)
+    before = [p.detach().clone() for p in model.parameters()]
+    opt = torch.optim.SGD(model.parameters(), lr=1.0)  # the step is minus the clipped gradient
+    train.train_step(model, opt, x, y, grad_clip=1e-3)
+    moved = torch.cat(
+        [(b - p.detach()).flatten() for b, p in zip(before, model.parameters(), strict=True)]
+    )
+    assert abs(moved.norm().item() - 1e-3) < 1e-6, (
+        f"an SGD step of lr 1 moved the weights by {moved.norm().item():.3g}, not grad_clip = 1e-3: "
+        "clip_grad_norm_ between backward() and step()"
+    )
+
+
+def check_eval_mode(train, make):
+    """Task 2: the estimate runs in eval mode without gradients, and leaves train mode on."""
+    model = make(0, p=0.5)
+    model.train()
+    batches = [batch(1), batch(2)]
+    model.seen.clear()
+    first = train.estimate_loss(model, batches)
+    assert model.seen and all(not seen[0] for seen in model.seen), (
+        "estimate_loss ran the model in train mode: call model.eval() first (dropout stays on)"
+    )
+    assert all(not seen[1] for seen in model.seen), "estimate_loss built a graph: torch.no_grad()"
+    assert model.training, "estimate_loss left the model in eval mode: restore train mode after"
+    assert isinstance(first, float) and first == train.estimate_loss(model, batches), (
+        "the same batches must give the same float: dropout on, or randomness in the estimate?"
+    )
+    model.eval()
+    with torch.no_grad():
+        expected = sum(model(x, y)[1].item() for x, y in batches) / len(batches)
+    assert abs(first - expected) < 1e-6, (
+        f"the mean loss over the batches is {expected}, got {first}"
+    )
+
+
+def check_val_from_val_split(train, make):
+    """The loop: validation batches come from the held-out end of the text, never from training."""
+    cfg = tiny_config(train, steps=3, eval_every=1)
+    data = torch.cat([corpus(300, V=4), 4 + corpus(100, V=4, seed=1)])  # (400,) train 0-3, val 4-7
+    model = make(0)
+    train.train(model, {}, cfg, data, progress=False)
+    measured = [lo for _, grad, lo, _ in model.seen if not grad]  # the estimates' forwards
+    trained = [hi for _, grad, _, hi in model.seen if grad]  # the training steps' forwards
+    assert measured and min(measured) >= 4, "the validation estimate saw training text (ids 0-3)"
+    assert trained and max(trained) <= 3, "a training step saw the held-out text (ids 4-7)"
+
+
+def check_lr(train, make=None):
+    """Task 4: the schedule peaks at cfg.lr and ends at cfg.min_lr (a learning rate off by 10x)."""
+    cfg = train.TrainConfig(steps=1000, warmup=100, lr=3e-3, min_lr=3e-4)
+    lrs = [train.lr_at(s, cfg) for s in range(cfg.steps + 1)]
+    assert abs(max(lrs) - cfg.lr) < 1e-12, (
+        f"the peak learning rate is {max(lrs):.3g}, not lr = {cfg.lr}"
+    )
+    assert abs(train.lr_at(cfg.warmup - 1, cfg) - cfg.lr) < 1e-12, "warm-up ends at exactly lr"
+    assert abs(train.lr_at(cfg.warmup, cfg) - cfg.lr) < 1e-12, "the cosine starts at lr"
+    assert abs(lrs[-1] - cfg.min_lr) < 1e-12, f"the last step's rate is {lrs[-1]:.3g}, not min_lr"
+    assert 0 < lrs[0] < cfg.lr / 10 + 1e-12, "warm-up starts small, above 0: lr * 1 / warmup"
+    mid = train.lr_at(cfg.warmup + (cfg.steps - cfg.warmup) // 2, cfg)
+    assert abs(mid - (cfg.lr + cfg.min_lr) / 2) < 1e-9, "halfway down the cosine: the mean of both"
+    assert all(
+        a <= b + 1e-15 for a, b in zip(lrs[: cfg.warmup], lrs[1 : cfg.warmup + 1], strict=True)
+    )
+    assert all(
+        a >= b - 1e-15 for a, b in zip(lrs[cfg.warmup : -1], lrs[cfg.warmup + 1 :], strict=True)
+    )
+
+
+def check_first_step_size(train, make):
+    """The loop: Adam's first step moves each weight by about the learning rate of step 0."""
+    cfg = tiny_config(train, steps=1, warmup=0, weight_decay=0.0, lr=1e-2, min_lr=1e-3)
+    model = make(0)
+    before = copy.deepcopy(model.out.weight.detach())
+    train.train(model, {}, cfg, corpus(), progress=False)
+    step = (model.out.weight.detach() - before).abs().max().item()  # Adam: ~ lr * g / |g| = lr
+    assert 0.5 * cfg.lr < step < 1.5 * cfg.lr, (
+        f"the first step moved a weight by {step:.2g}; Adam moves it by about lr = {cfg.lr}"
+    )
+
+
+def run_pair(train, make, cfg, data, stop_at: int):
+    """(uninterrupted, stopped at stop_at then resumed): each the model and the losses returned."""
+    with tempfile.TemporaryDirectory() as tmp:
+        whole = make(0)
+        out_whole = train.train(whole, {"V": 8}, cfg, data, Path(tmp) / "a.pt", progress=False)
+        stopped = make(0)
+
+        def stop(step):
+            if step == stop_at:
+                raise KeyboardInterrupt
+
+        try:
+            train.train(
+                stopped, {"V": 8}, cfg, data, Path(tmp) / "b.pt", progress=False, on_step=stop
+            )
+        except KeyboardInterrupt:
+            pass
+        resumed = make(1)  # other weights: the checkpoint must replace them all
+        out_resumed = train.train(resumed, {"V": 8}, cfg, data, Path(tmp) / "b.pt", progress=False)
+    return (whole, out_whole), (resumed, out_resumed)
+
+
+def check_resume(train, make):
+    """The loop: killed and resumed, a run ends with exactly the weights and losses of one never stopped."""
+    cfg = tiny_config(train, steps=8, checkpoint_every=2, eval_every=3)
+    with_dropout = lambda seed: make(seed, p=0.3)  # noqa: E731 (the global generator matters too)
+    (whole, a), (resumed, b) = run_pair(train, with_dropout, cfg, corpus(), stop_at=5)
+    for (name, p), q in zip(whole.state_dict().items(), resumed.state_dict().values(), strict=True):
+        assert torch.equal(p, q), (
+            f"{name} differs after resuming: optimiser or generator state lost?"
+        )
+    assert a["losses"] == b["losses"], (
+        "the resumed run's losses differ from the uninterrupted run's"
+    )
+
+
+CHECKS = [  # in the order of the tasks, then the loop's own
+    check_targets_shifted,
+    check_eval_mode,
+    check_lr,
+    check_zero_grad,
+    check_clipping,
+    check_val_from_val_split,
+    check_first_step_size,
+    check_resume,
+]
+
+
+def assert_check_passes(check, train, make) -> None:
+    """Run one check on `train`: its own asserts (each with the bug's name) decide."""
+    check(train, make)
+
+
+# --- the classic bugs, each one line of the reference changed -------------------------------------
+
+SOLUTION = Path(__file__).resolve().parent / "solution" / "train.py"
+
+
+@dataclass(frozen=True)
+class Bug:
+    """One classic bug: the reference line it changes, what a student sees, the check, the fix."""
+
+    name: str
+    old: str  # the code of a line of solution/train.py (its comment left out), exactly once in it
+    new: str  # what the bug puts there
+    symptom: str
+    check: str  # the name of the check in CHECKS that must fail
+    fix: str
+
+
+BUGS = [
+    Bug(
+        "targets not shifted",
+        "y = torch.stack([data[i + 1 : i + 1 + T] for i in ix])",
+        "y = torch.stack([data[i : i + T] for i in ix])",
+        "the loss falls to ~0 within a few hundred steps, and samples repeat one character",
+        "check_targets_shifted",
+        "targets are the next ids: data[i + 1 : i + 1 + T]",
+    ),
+    Bug(
+        "no zero_grad",
+        "optimizer.zero_grad(set_to_none=True)",
+        "pass",
+        "the loss falls, then wobbles and climbs: every step adds all the past gradients",
+        "check_zero_grad",
+        "optimizer.zero_grad(set_to_none=True) before loss.backward()",
+    ),
+    Bug(
+        "clipped after the step",
+        "torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)",
+        "pass",
+        "a rare bad batch throws the loss up by a nat or more; the curve has spikes",
+        "check_clipping",
+        "clip_grad_norm_ between loss.backward() and optimizer.step()",
+    ),
+    Bug(
+        "evaluated in train mode",
+        "model.eval()",
+        "pass",
+        "with dropout, the validation loss is noisy and too high; the same batches give two numbers",
+        "check_eval_mode",
+        "model.eval() before measuring, model.train(was_training) after",
+    ),
+    Bug(
+        "evaluated with gradients",
+        "with torch.no_grad():",
+        "if True:",
+        "memory grows at every estimate; nothing else changes, so nothing else shows it",
+        "check_eval_mode",
+        "measure inside torch.no_grad()",
+    ),
+    Bug(
+        "validation batches from the training data",
+        "val_batches = fixed_batches(val_data, cfg, seed=cfg.seed + 1)",
+        "val_batches = fixed_batches(train_data, cfg, seed=cfg.seed + 1)",
+        "the validation loss tracks the training loss all the way down: overfitting stays invisible",
+        "check_val_from_val_split",
+        "fixed batches of val_data, the held-out end of the text",
+    ),
+    Bug(
+        "learning rate 10x too small",
+        "return cfg.lr * (step + 1) / cfg.warmup",
+        "return cfg.min_lr * (step + 1) / cfg.warmup",
+        "the loss falls ten times slower than the handout's curve, then jumps after warm-up",
+        "check_lr",
+        "warm up to cfg.lr, not cfg.min_lr",
+    ),
+    Bug(
+        "resume restarts the optimiser",
+        'optimizer.load_state_dict(state["optimizer"])',
+        "pass",
+        "after a resume the loss jumps up, then recovers; the resumed run ends with other weights",
+        "check_resume",
+        "restore the optimiser's state_dict (Adam's moments) with the model's",
+    ),
+]
+
+
+def broken(bug: Bug) -> ModuleType:
+    """A fresh copy of the reference training module with `bug`'s line in place of the right one."""
+    text = SOLUTION.read_text(encoding="utf-8")
+    lines = [line for line in text.splitlines() if line.split("  # ")[0].strip() == bug.old]
+    if len(lines) != 1:
+        raise ValueError(f"{bug.name}: {bug.old!r} occurs {len(lines)} times in {SOLUTION.name}")
+    indent = lines[0][: len(lines[0]) - len(lines[0].lstrip())]
+    name = f"_course_step_06_broken_{bug.check}"
+    module = ModuleType(name)
+    module.__file__ = str(SOLUTION)
+    sys.modules[name] = module  # dataclasses look their module up there
+    try:
+        exec(compile(text.replace(lines[0], indent + bug.new), str(SOLUTION), "exec"), vars(module))
+    finally:
+        del sys.modules[name]
+    return module
+
+
+def first_failing(train, make) -> str | None:
+    """The name of the first check in CHECKS that fails on `train`, or None."""
+    for check in CHECKS:
+        try:
+            check(train, make)
+        except AssertionError:
+            return check.__name__
+    return None

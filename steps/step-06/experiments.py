@@ -1,0 +1,203 @@
+"""Step 6 experiments: train the Step 5 GPT with your loop, time it, and read what its heads learned."""
+
+import math
+import os
+import platform
+import time
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+import torch
+from torch.utils.benchmark import Timer
+
+from common.docs import parse_table, read_block
+from common.loader import load_file, reference
+from common.seeding import generator, seed_all
+
+HERE = Path(__file__).resolve().parent
+heads = load_file(HERE / "heads.py", "_course_step_06_heads")
+STEP4_TEXT = 64  # Step 4's 4.3 pictures: the first 64 characters of the corpus
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """The Step 5 GPT's sizes: GPT(V, T_max, d, h, n_layer)."""
+
+    d: int = 128
+    h: int = 4
+    n_layer: int = 4
+    T_max: int = 64
+
+
+def configs(train, quick: bool):
+    """(model config, training config): the default run, or the --quick one for tests and CI."""
+    if quick:
+        model = ModelConfig(d=32, h=2, n_layer=2, T_max=64)
+        return model, train.TrainConfig(
+            T=64, B=16, steps=120, warmup=10, eval_every=40, eval_batches=4, checkpoint_every=40
+        )
+    return ModelConfig(), train.TrainConfig(steps=1000, warmup=100, eval_every=100)
+
+
+def gpt_module():
+    """Step 5's reference GPT, through the one route to an earlier step's code."""
+    return reference("step-05", "gpt")
+
+
+def corpus():
+    """The Step 3 text as int64 ids, and its vocabulary size."""
+    data = reference("step-03", "data")
+    return torch.tensor(data.encode(data.load_text())), len(data.vocab()), data
+
+
+def build(mcfg: ModelConfig, V: int, seed: int):
+    """A freshly initialised GPT from `seed`."""
+    seed_all(seed)
+    return gpt_module().GPT(V, mcfg.T_max, mcfg.d, mcfg.h, mcfg.n_layer)
+
+
+def n_params(model) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+def matmul_peak(threads: int, n: int = 512, min_run_time: float = 0.3) -> float:
+    """FLOPs per CPU-second of an n x n float32 matmul on `threads` threads: the peak to compare with.
+
+    CPU seconds (time.process_time), not wall seconds: on a machine shared with other programs
+    the wall clock also counts the time this process waits for a core, and training and this
+    measurement would wait by different amounts."""
+    a, b = torch.randn(n, n, generator=generator(0)), torch.randn(n, n, generator=generator(1))
+    timer = Timer("a @ b", globals=dict(a=a, b=b), num_threads=threads, timer=time.process_time)
+    return 2 * n**3 / timer.blocked_autorange(min_run_time=min_run_time).median
+
+
+def sample(model, data, prompt: str = "\n", n: int = 200, seed: int = 0) -> str:
+    """n characters the model writes after `prompt`, from a seeded generator."""
+    idx = torch.tensor([data.encode(prompt)])  # (1, len(prompt))
+    out = model.generate(idx, n, generator=generator(seed))  # (1, len(prompt) + n)
+    return data.decode(out[0, len(prompt) :].tolist())
+
+
+def machine() -> str:
+    """The CPU and OS, and the load average when the OS reports one: what a recorded number ran on."""
+    cpu = platform.processor() or platform.machine()
+    info = Path("/proc/cpuinfo")
+    if info.is_file():
+        names = [
+            line.split(":", 1)[1].strip()
+            for line in info.read_text().splitlines()
+            if line.startswith("model name")
+        ]
+        cpu = f"{names[0]}, {len(names)} cores" if names else cpu
+    load_avg = f", load average {os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else ""
+    return f"{cpu} ({platform.system()} {platform.machine()}{load_avg})"
+
+
+def initial_losses(train, quick: bool) -> dict:
+    """The untrained model's validation loss against ln V: deterministic, checked by the docs test."""
+    mcfg, cfg = configs(train, quick)
+    ids, V, _ = corpus()
+    model = build(mcfg, V, cfg.seed)
+    _, val = train.split(ids, cfg.val_fraction)
+    loss = train.estimate_loss(model, train.fixed_batches(val, cfg, seed=cfg.seed + 1))
+    return dict(V=V, ln_V=math.log(V), loss=loss, N=n_params(model), model=mcfg, cfg=cfg)
+
+
+def shakespeare(
+    train, quick: bool, checkpoint: Path, threads: int = 1, progress: bool = True
+) -> dict:
+    """Train the GPT with your loop (resuming from `checkpoint` if it exists), then sample and time it."""
+    mcfg, cfg = configs(train, quick)
+    ids, V, data = corpus()
+    model = build(mcfg, V, cfg.seed)
+    before = sample(model, data)
+    torch.set_num_threads(threads)  # small matrices: one thread, undisturbed by other programs
+    resumed_at = 0
+    if checkpoint.exists():
+        resumed_at = train.load_checkpoint(checkpoint, train.run_config(cfg, asdict(mcfg)))["step"]
+        print(f"resuming {checkpoint} at step {resumed_at} (delete it to train from step 0)")
+    peak = matmul_peak(threads)
+    start = time.perf_counter()
+    result = train.train(model, asdict(mcfg), cfg, ids, checkpoint, progress=progress)
+    wall = time.perf_counter() - start
+    tokens = (result["step"] - resumed_at) * cfg.B * cfg.T  # trained by this process
+    tokens_per_s = tokens / result["seconds"] if tokens else float("nan")  # wall clock
+    tokens_per_cpu_s = tokens / result["cpu_seconds"] if tokens else float("nan")
+    N = n_params(model)
+    return dict(
+        model=model,
+        mcfg=mcfg,
+        cfg=cfg,
+        N=N,
+        V=V,
+        losses=result["losses"],
+        seconds=wall,
+        resumed_at=resumed_at,
+        tokens_per_s=tokens_per_s,
+        tokens_per_cpu_s=tokens_per_cpu_s,
+        cpu_seconds=result["cpu_seconds"],
+        peak=peak,
+        mfu=6 * N * tokens_per_cpu_s / peak,  # both per CPU-second: waiting for a core cancels
+        threads=threads,
+        before=before,
+        after=sample(model, data),
+        checkpoint=checkpoint,
+        machine=machine(),
+        quick=quick,
+    )
+
+
+def trained_heads(model, mcfg: ModelConfig) -> dict:
+    """Every head of the trained model on Step 4's 64 characters: attention, scores and label."""
+    _, _, data = corpus()
+    text = data.load_text()[:STEP4_TEXT]
+    idx = torch.tensor([data.encode(text)])  # (1, 64)
+    return dict(text=text, rows=heads.trained_heads(model, idx, mcfg.h))
+
+
+# Step 4's untrained settings (its 4.3 table b2, steps/step-04/README.md block `family`): seed 0's
+# embeddings and head, d = 32, d_head = 16, on the first 64 characters, with one thing changed
+FAMILY = {
+    "default init": {},
+    "W_Q, W_K x3": dict(scale=3.0),
+    "W_K = W_Q": dict(tied=True),
+    "W_K = W_Q, x3": dict(tied=True, scale=3.0),
+    "no positions": dict(pos=0.0),
+    "positions x4": dict(pos=4.0),
+    "shared offset x4, W x2": dict(offset=4.0, scale=2.0),
+}
+STEP4_README = HERE.parent / "step-04" / "README.md"
+
+
+def untrained_attention(scale=1.0, tied=False, pos=1.0, offset=0.0, seed=0) -> torch.Tensor:
+    """A (64, 64) of an untrained Step 4 head (its reference) built as Step 4's 4.3 builds it."""
+    _, _, data = corpus()
+    idx = torch.tensor([data.encode(data.load_text()[:STEP4_TEXT])])  # (1, 64)
+    seed_all(seed)
+    tok, where = torch.nn.Embedding(len(data.vocab()), 32), torch.nn.Embedding(STEP4_TEXT, 32)
+    head = reference("step-04", "head").Head(32, 16, T_max=STEP4_TEXT)
+    shared = torch.randn(32, generator=generator(seed))  # (d,) added to every position
+    with torch.no_grad():
+        if tied:
+            head.key.weight.copy_(head.query.weight)
+        head.query.weight.mul_(scale)
+        head.key.weight.mul_(scale)
+        head(tok(idx) + pos * where(torch.arange(STEP4_TEXT))[None] + offset * shared)
+    return head.A[0]  # (T, T)
+
+
+def untrained_family() -> dict:
+    """Step 4's family, rebuilt, each with the pattern name Step 4's handout gives it (seed 0)."""
+    names = {row[0]: row[5] for row in parse_table(read_block(STEP4_README, "family"))}
+    rows = [
+        dict(setting=k, pattern=names[k], A=untrained_attention(**v)) for k, v in FAMILY.items()
+    ]
+    return dict(rows=rows)
+
+
+def induction_run(train, seeds=(0,), quick: bool = False) -> list[dict]:
+    """The induction experiment for each seed, trained with your train_step (--quick: 200 steps)."""
+    induction = load_file(HERE / "induction.py", "_course_step_06_induction")
+    torch.set_num_threads(1)  # the same digits on every run of one machine
+    cfg = induction.InductionConfig(steps=200) if quick else induction.InductionConfig()
+    return [induction.experiment(train.train_step, replace(cfg, seed=s)) for s in seeds]

@@ -1,0 +1,19 @@
+"""Each classic bug, put into a copy of the reference, makes its own check fail (and no earlier one)."""
+
+import pytest
+
+from common.loader import load_file, step_dir
+
+checks = load_file(step_dir("step-06") / "checks.py", "_course_step_06_checks")
+
+
+@pytest.mark.given  # runs the reference with one line changed: no TODO of yours on its path
+@pytest.mark.parametrize("bug", checks.BUGS, ids=[b.name for b in checks.BUGS])
+def test_the_check_named_in_the_symptom_table_catches_the_bug(bug, tiny):
+    assert checks.first_failing(checks.broken(bug), tiny) == bug.check
+
+
+@pytest.mark.given
+def test_the_reference_passes_every_check(tiny):
+    module = checks.broken(checks.Bug("none", "model.eval()", "model.eval()", "", "", ""))
+    assert checks.first_failing(module, tiny) is None

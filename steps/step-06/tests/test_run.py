@@ -1,0 +1,88 @@
+"""run.py's tables, verdicts and figures, on small made-up results (the real runs take minutes)."""
+
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from common.docs import parse_table, read_block
+from common.run import options
+
+# run.py is course code: these tests pass on the untouched starter
+pytestmark = pytest.mark.given
+
+
+def induction_result(repeat=0.3, one=2.8, prefix=0.9, ablated=3.0):
+    A = torch.tril(torch.ones(2, 2, 4, 12, 12))  # (n_layer, B, h, T, T)
+    A = A / A.sum(-1, keepdim=True)
+    curve = [dict(step=s, first=4.2, repeat=4.2 - s / 100) for s in (0, 100, 200)]
+    return dict(
+        cfg=SimpleNamespace(seed=0, L_min=2, L_max=4, V=64),
+        curve=curve,
+        curve_one=curve,
+        seconds=1.0,
+        first=4.2,
+        repeat=repeat,
+        one_layer_repeat=one,
+        prefix=torch.tensor([[0.1, 0.2, 0.1, 0.1], [prefix, 0.1, 0.1, 0.1]]),
+        prev=torch.tensor([[0.7, 0.1, 0.1, 0.1], [0.0, 0.0, 0.0, 0.0]]),
+        prefix_one=torch.tensor([[0.1, 0.1, 0.1, 0.1]]),
+        prev_heads=(0,),
+        ablate_each=[ablated, 0.4, 0.3, 0.3],
+        induction=(1, 0),
+        ablated_repeat=ablated,
+        A=A,
+        s=torch.tensor([1, 2]),
+        L=torch.tensor([4, 3]),
+        ln_V=4.16,
+    )
+
+
+def test_the_verdicts_fail_each_target_on_its_own(run):
+    assert all(ok for _, ok in run.induction_verdicts(induction_result()))
+    for bad in (dict(repeat=0.6), dict(one=1.5), dict(prefix=0.4), dict(ablated=1.0)):
+        verdicts = run.induction_verdicts(induction_result(**bad))
+        assert sum(not ok for _, ok in verdicts) == 1, bad
+
+
+def test_the_induction_table_has_a_row_per_seed(run):
+    block = run.induction_block([induction_result(), induction_result(repeat=0.25)])
+    assert block.count("\n| 0 | 4.20 |") == 2 and "0.90 (L1 H0)" in block and "3.00 / 0.40" in block
+
+
+def test_the_symptom_table_names_a_check_for_every_bug(run):
+    block = run.symptoms_block()
+    assert block.count("`test_check[check_") == len(run.checks.BUGS) == 8
+
+
+def test_figures_are_written(run, tmp_path):
+    r = induction_result()
+    for draw in (run.plots.induction_phase, run.plots.induction_heads):
+        path = draw(r, tmp_path / f"{draw.__name__}.png")
+        assert path.stat().st_size > 10_000
+
+
+def test_bad_run_options_are_refused(run, capsys, tmp_path):
+    args = options("step-06", ["--seeds", "0,x", "--out", str(tmp_path)])
+    assert run.main(args) == 2 and "--seeds takes integers" in capsys.readouterr().out
+    args = options("step-06", ["--skip", "mlp", "--out", str(tmp_path)])
+    assert (
+        run.main(args) == 2 and "--skip takes gpt and induction, got mlp" in capsys.readouterr().out
+    )
+
+
+def test_the_rebuilt_untrained_family_is_step_4s(run, heads):
+    """Step 4's table (b2) for seed 0, from its handout: our rebuilt heads give the same numbers."""
+    family = run.experiments.untrained_family()["rows"]
+    table = parse_table(read_block(run.experiments.STEP4_README, "family"))
+    assert [r["setting"] for r in family] == [row[0] for row in table]
+    for r, (_, diagonal_rows, column, key, evenness, pattern, _) in zip(family, table, strict=True):
+        A = r["A"]  # (64, 64)
+        later = A[1:]  # rows 1..: row 0 has one key
+        shares = later.sum(dim=0) / (len(A) - 1)  # (T,) share of all attention per key
+        top = (later.argmax(dim=-1) == torch.arange(1, len(A))).float().mean().item()
+        assert f"{top:.2f}" == diagonal_rows and f"{shares.max().item():.2f}" == column, r[
+            "setting"
+        ]
+        assert str(shares.argmax().item()) == key and r["pattern"] == pattern
+        assert f"{heads.head_scores(A)['evenness']:.2f}" == evenness, r["setting"]

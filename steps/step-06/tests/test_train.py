@@ -1,0 +1,159 @@
+"""Step 6 tasks 1-4 and the loop around them: each classic bug has its check (checks.py)."""
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+import torch
+
+from common.loader import load_file, step_dir
+
+checks = load_file(step_dir("step-06") / "checks.py", "_course_step_06_checks")
+
+
+@pytest.mark.parametrize("check", checks.CHECKS, ids=[c.__name__ for c in checks.CHECKS])
+def test_check(check, train, tiny):
+    checks.assert_check_passes(check, train, tiny)
+
+
+def test_batches_are_windows_of_the_data_at_seeded_starts(train):
+    data = torch.arange(50)  # (50,) id == position
+    g1, g2 = torch.Generator().manual_seed(3), torch.Generator().manual_seed(3)
+    x, y = train.get_batch(data, 64, 6, g1)
+    assert x.dtype == y.dtype == torch.long
+    assert torch.equal(x, train.get_batch(data, 64, 6, g2)[0]), "same generator state, same batch"
+    assert torch.equal(x - x[:, :1], torch.arange(6).expand(64, 6)), "each row is one window"
+    starts = set(x[:, 0].tolist())
+    assert starts <= set(range(50 - 6)), "a window must fit, its targets included"
+    assert {0, 50 - 7} <= set(train.get_batch(data, 4000, 6, g1)[0][:, 0].tolist()), (
+        "every valid start, the first and the last, can be drawn"
+    )
+
+
+def test_get_batch_draws_only_from_its_generator(train):
+    data = torch.arange(50)
+    torch.manual_seed(0)
+    a = train.get_batch(data, 8, 6, torch.Generator().manual_seed(1))[0]
+    torch.manual_seed(1)  # another global state: the batch must not change
+    b = train.get_batch(data, 8, 6, torch.Generator().manual_seed(1))[0]
+    assert torch.equal(a, b)
+
+
+def test_train_step_returns_the_loss_before_the_step(train, tiny):
+    model = tiny(0)
+    x, y = checks.batch(0)
+    with torch.no_grad():
+        before = model(x, y)[1].item()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    loss = train.train_step(model, opt, x, y, grad_clip=1.0)
+    assert isinstance(loss, float) and abs(loss - before) < 1e-6
+    with torch.no_grad():
+        assert model(x, y)[1].item() < before, "one step on a batch lowers that batch's loss"
+
+
+def test_training_lowers_the_validation_loss(train, tiny):
+    cfg = checks.tiny_config(train, steps=60, eval_every=20, lr=3e-2, min_lr=3e-3, warmup=5)
+    out = train.train(tiny(0), {}, cfg, checks.corpus(800), progress=False)
+    val = out["losses"]["val"]
+    assert [s for s, _ in val] == [0, 20, 40, 60]
+    assert val[-1][1] < val[0][1] - 0.5, f"60 steps should learn the counting pattern: {val}"
+    assert len(out["losses"]["train"]) == 60
+
+
+@pytest.mark.given
+def test_bad_sizes_are_refused(train):
+    data = torch.arange(20)
+    g = torch.Generator().manual_seed(0)
+    with pytest.raises(ValueError, match="the context T = 20 is longer than the corpus split"):
+        train.get_batch(data, 2, 20, g)
+    for bad in (0, -1, 2.0, True):
+        with pytest.raises(ValueError, match=r"B \(the batch size\) must be an integer >= 1"):
+            train.get_batch(data, bad, 4, g)
+    with pytest.raises(ValueError, match="1-D tensor of int64"):
+        train.get_batch(data.float(), 2, 4, g)
+
+
+@pytest.mark.given
+def test_a_context_longer_than_the_validation_split_is_refused(train, tiny):
+    cfg = checks.tiny_config(train, T=120, val_fraction=0.1)
+    with pytest.raises(
+        ValueError, match="context T = 120 is longer than the corpus split: its 60 ids"
+    ):
+        train.train(tiny(0), {}, cfg, checks.corpus(600), progress=False)
+    with pytest.raises(ValueError, match="B must be an integer >= 1, got 0"):
+        train.train(tiny(0), {}, dataclasses.replace(cfg, B=0), checks.corpus(), progress=False)
+
+
+def test_a_checkpoint_of_another_config_is_refused(train, tiny, tmp_path):
+    cfg = checks.tiny_config(train, steps=2, warmup=1)
+    path = tmp_path / "ckpt.pt"
+    train.train(tiny(0), {"V": 8}, cfg, checks.corpus(), path, progress=False)
+    with pytest.raises(ValueError, match=r"another config.*'train.lr': \(0.01, 0.02\)"):
+        train.train(
+            tiny(0),
+            {"V": 8},
+            dataclasses.replace(cfg, lr=0.02),
+            checks.corpus(),
+            path,
+            progress=False,
+        )
+    with pytest.raises(ValueError, match=r"'model.V': \(8, 9\)"):
+        train.train(tiny(0), {"V": 9}, cfg, checks.corpus(), path, progress=False)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage", "empty", "not a checkpoint"])
+def test_a_corrupt_or_partial_checkpoint_is_refused_with_its_path(train, tiny, tmp_path, damage):
+    cfg = checks.tiny_config(train, steps=2, warmup=1)
+    path = tmp_path / "ckpt.pt"
+    train.train(tiny(0), {}, cfg, checks.corpus(), path, progress=False)
+    raw = path.read_bytes()
+    if damage == "not a checkpoint":
+        torch.save({"weights": torch.zeros(3)}, path)
+    else:
+        path.write_bytes(
+            {"truncated": raw[: len(raw) // 2], "garbage": b"\x00 not torch" * 9, "empty": b""}[
+                damage
+            ]
+        )
+    model = tiny(5)
+    before = [p.clone() for p in model.parameters()]
+    with pytest.raises(
+        ValueError, match=rf"{path}.*(not a readable checkpoint|not a step-06 checkpoint)"
+    ):
+        train.train(model, {}, cfg, checks.corpus(), path, progress=False)
+    assert all(torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True)), (
+        "never used"
+    )
+
+
+@pytest.mark.given
+def test_a_save_interrupted_by_ctrl_c_leaves_the_last_checkpoint(train, tmp_path, monkeypatch):
+    path = tmp_path / "ckpt.pt"
+    train.save_checkpoint(path, {"step": 1})
+    real_save = torch.save
+
+    def interrupted(obj, f):
+        real_save(obj, f)
+        f.truncate(10)  # half written, then Ctrl-C
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(torch, "save", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        train.save_checkpoint(path, {"step": 2})
+    monkeypatch.undo()
+    assert torch.load(path, weights_only=True) == {"step": 1}, "the old checkpoint is intact"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt.pt"], "no temporary file is left"
+
+
+def test_ctrl_c_mid_run_says_where_to_resume(train, tiny, tmp_path, capsys):
+    cfg = checks.tiny_config(train)
+    path: Path = tmp_path / "ckpt.pt"
+
+    def stop(step):
+        if step == 3:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        train.train(tiny(0), {}, cfg, checks.corpus(), path, progress=False, on_step=stop)
+    assert f"stopped at step 3; the checkpoint {path} is valid" in capsys.readouterr().out
+    assert torch.load(path, weights_only=True)["step"] == 2, "the last checkpoint, step 2"
