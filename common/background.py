@@ -199,8 +199,8 @@ def serve(step: str, port: int, browser: bool, root: Path) -> int:
             f"Open a topic, edit a cell, run it with Ctrl-Enter; Ctrl-S saves it in {shown(folder)}/."
         )
         print("Ctrl-C here stops the server.", flush=True)
-        if browser:
-            webbrowser.open(url)
+        if browser and not webbrowser.open(url):
+            print("No browser could be started here: open the address above in yours.", flush=True)
         return proc.wait()
     except KeyboardInterrupt:
         print("\nstopping the server...", flush=True)

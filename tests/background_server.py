@@ -35,11 +35,13 @@ def repo_state() -> tuple[str, str]:
 class Server:
     """`python -m common.background step-04 --no-browser` in a child process, read line by line."""
 
-    def __init__(self, *args: str, workspace: Path):
-        cmd = [sys.executable, "-m", "common.background", "step-04", "--no-browser", *args]
-        cmd += ["--workspace", str(workspace)]
+    def __init__(self, *args: str, workspace: Path, browser: str | None = None):
+        """`browser`: a command for Python's webbrowser module ($BROWSER); none: --no-browser."""
+        cmd = [sys.executable, "-m", "common.background", "step-04", *args]
+        cmd += ["--workspace", str(workspace)] + ([] if browser else ["--no-browser"])
+        env = {**os.environ, "BROWSER": browser} if browser else None
         self.proc = subprocess.Popen(
-            cmd, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            cmd, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
             start_new_session=True,  # its own session: the test signals it alone, as a terminal would
         )  # fmt: skip
         self.lines: queue.Queue[str] = queue.Queue()

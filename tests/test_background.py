@@ -9,9 +9,11 @@ import difflib
 import functools
 import os
 import re
+import shlex
 import socket
 import subprocess
 import sys
+import time
 import urllib.request
 from pathlib import Path
 
@@ -166,18 +168,30 @@ def test_the_copies_are_made_once_and_edited_ones_are_kept(tmp_path):
 
 @pytest.mark.slow  # a marimo server starts and stops: about 3 s
 @pytest.mark.skipif(os.name == "nt", reason="Ctrl-C is a console event on Windows, not SIGINT")
-def test_ctrl_c_stops_the_server_on_a_busy_port_and_the_repo_stays_clean(tmp_path):
+def test_the_browser_opens_a_busy_port_is_avoided_ctrl_c_stops_all_and_the_repo_stays_clean(
+    tmp_path,
+):
     before = repo_state()
     with socket.socket() as busy:
         busy.bind((background.HOST, 0))
         busy.listen()
         taken = busy.getsockname()[1]
-        server = Server("--port", str(taken), workspace=tmp_path)
+        # the "browser" is a script that writes down the address it was asked to open
+        opened = tmp_path / "opened.txt"
+        record = f"import sys; open({str(opened)!r}, 'w').write(sys.argv[1])"
+        browser = f"{shlex.quote(sys.executable)} -c {shlex.quote(record)} %s"
+        server = Server("--port", str(taken), workspace=tmp_path / "workspace", browser=browser)
         try:
             note = server.wait_for("is busy")
             url = server.url()
             port = int(re.search(r":(\d+)/", url)[1])
             assert note.strip() == f"port {taken} is busy; using port {port} instead"
+            deadline = time.monotonic() + 30
+            while (
+                not (opened.exists() and opened.read_text("utf-8")) and time.monotonic() < deadline
+            ):
+                time.sleep(0.2)
+            assert opened.read_text(encoding="utf-8") == url  # the browser got the address
             with urllib.request.urlopen(url, timeout=10) as page:
                 assert page.status == 200 and b"marimo" in page.read()
             assert server.interrupt() == 0
