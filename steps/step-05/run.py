@@ -137,6 +137,27 @@ def init_block(r) -> str:
     )  # fmt: skip
 
 
+def baselines(ids, V) -> dict:
+    """Held-out loss of three models made by counting the training text (add-one smoothing)."""
+    trn, val = train.split(ids)
+    ones = torch.bincount(trn, minlength=V).double() + 1  # (V,) every character keeps a chance
+    unigram = -(ones / ones.sum()).log()[val].mean().item()
+    pairs = torch.bincount(trn[:-1] * V + trn[1:], minlength=V * V).double().view(V, V) + 1
+    follows = pairs / pairs.sum(dim=1, keepdim=True)  # (V, V) row a: P(next | a)
+    bigram = -follows.log()[val[:-1], val[1:]].mean().item()
+    return {"uniform": math.log(V), "unigram": unigram, "bigram": bigram}
+
+
+def baselines_block(b) -> str:
+    """What counting alone achieves: the lines the loss curve has to cross."""
+    rows = [
+        ["uniform: every character 1/V", f"{b['uniform']:.3f}"],
+        ["unigram: each character's frequency in the training text", f"{b['unigram']:.3f}"],
+        ["bigram: frequency given the previous character", f"{b['bigram']:.3f}"],
+    ]
+    return markdown_table(["model made by counting", "held-out loss"], rows)
+
+
 def sample(model, data, tokens) -> str:
     """`tokens` characters after PROMPT, drawn from a fresh generator of SAMPLE_SEED."""
     idx = torch.tensor([data.encode(PROMPT)])  # (1, 1)
@@ -169,14 +190,15 @@ def training_block(r) -> str:
         recent = curve[max(0, step - k) : step]
         mean = f"{sum(recent) / len(recent):.3f}" if recent else "-"
         rows.append([step, f"{held:.3f}", mean])
-    final = r["evals"][-1][1]
+    final, bigram = r["evals"][-1][1], r["baselines"]["bigram"]
     verdict = "below" if final < r["threshold"] else "NOT below"
+    verdict_bigram = "below" if final < bigram else "not below"
     return markdown_table(
         ["step", "held-out loss", f"training loss, mean of the last {k}"], rows
     ) + (
         f"\nRecorded on {machine()}: {len(curve)} steps of B = {r['B']} sequences of T = {r['T']} "
         f"characters in {r['seconds']:.0f} s. Final held-out loss {final:.3f}: {verdict} "
-        f"{r['threshold']}.\n"
+        f"{r['threshold']}, and {verdict_bigram} the bigram counts' {bigram:.3f}.\n"
     )
 
 
@@ -201,9 +223,10 @@ def compute(gpt, quick=False) -> dict:
     previous = torch.get_num_threads()
     torch.set_num_threads(THREADS)
     try:
-        results = {"params": parameter_rows(gpt, V)}
+        results = {"params": parameter_rows(gpt, V), "baselines": baselines(ids, V)}
         results["init"] = init_loss(gpt, ids, V, model_cfg, train_cfg)
         results["training"] = training(gpt, ids, V, data, model_cfg, train_cfg, tokens)
+        results["training"]["baselines"] = results["baselines"]  # lines in the loss figure
     finally:
         torch.set_num_threads(previous)
     return results
@@ -213,6 +236,7 @@ def compute(gpt, quick=False) -> dict:
 BLOCKS = {
     "params": ("params", params_block, True),
     "init-loss": ("init", init_block, True),
+    "baselines": ("baselines", baselines_block, True),
     "training": ("training", training_block, False),
     "samples": ("training", samples_block, False),
 }
@@ -236,7 +260,14 @@ def docs_blocks() -> dict[str, tuple[str, object]]:
     # Counts are integers: exact. The loss at init is a mean of float32 logs over 16,384
     # positions; another CPU or BLAS sums them in another order and may move the third decimal
     # by one, so one unit of the last digit printed (no value here is near float32 noise).
-    return {"params": (params, exact), "init-loss": (init, last_digit(1e-6))}
+    # The counting baselines are float64 sums of logs of exact counts: one unit of the third
+    # decimal as well, though only a different summation order could move them.
+    counted = baselines_block(baselines(ids, V))
+    return {
+        "params": (params, exact),
+        "init-loss": (init, last_digit(1e-6)),
+        "baselines": (counted, last_digit(1e-6)),
+    }
 
 
 def figures(results: dict, folder: Path) -> list[Path]:
