@@ -24,7 +24,9 @@ def loss_curve(result, path):
     for name, style in (("unigram", "-."), ("bigram", (0, (5, 2)))):
         value = result["baselines"][name]
         ax.axhline(value, color="black", lw=1, ls=style, label=f"{name} counts: {value:.2f}")
-    ax.axhline(result["threshold"], color="tab:red", ls="--", label=f"{result['threshold']}")
+    ax.axhline(
+        result["threshold"], color="tab:red", ls="--", label=f"the bar: {result['threshold']}"
+    )
     ax.set_xlabel("training step (AdamW, batch of B sequences of T characters)")
     ax.set_ylabel("cross-entropy loss (nats per character)")
     ax.set_title(f"Training the Step 5 GPT ({result['params']:,} parameters) on Shakespeare")

@@ -83,7 +83,6 @@ class MultiHeadAttention(nn.Module):
         super().__init__()
         check_heads(d, h)
         _check_size(T_max, "T_max")
-        self.d, self.h, self.T_max = d, h, T_max
         # BEGIN SOLUTION TODO(step-05 task 1: MultiHeadAttention)
         # CONTRACT: two attributes. heads: a ModuleList of h Step 4 heads, each reading width d
         #   and returning d / h columns (its d_head), all of length T_max at most. proj: a square
