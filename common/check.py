@@ -88,6 +88,7 @@ def pytest_runtest_makereport(item, call):
         report.bug = _short_traceback(exc)
         # (file, first line) of each frame, not code objects: xdist sends reports between processes
         report.frames = [_where(entry.frame.code.raw) for entry in exc.traceback]
+        report.lines = [(str(entry.path), entry.lineno + 1) for entry in exc.traceback]
     return report
 
 
@@ -120,7 +121,89 @@ def _short_traceback(exc) -> list[str]:
         if not libraries and not path.is_relative_to(sys.base_prefix) and path.suffix == ".py":
             where = f"{shown(path)}:{entry.lineno + 1}"
             lines += [f"  {where} in {entry.name}", f"      {str(entry.statement).strip()}"]
-    return lines[-6:] + [f"  {exc.typename}: {(str(exc.value).splitlines() or [''])[0]}"]
+    # the message's detail lines too (torch's "Greatest absolute difference", pytest's Regex/Input)
+    message = [line.rstrip() for line in str(exc.value).splitlines() if line.strip()] or [""]
+    detail = [line for line in message[1:] if not line.strip().startswith("+")]  # not "+ where"
+    return (
+        lines[-6:]
+        + [f"  {exc.typename}: {message[0]}"]
+        + [f"    {line.strip()}"[:120] for line in detail[:DETAIL]]
+    )
+
+
+DETAIL = 3  # detail lines of an error's message shown under its first line
+
+
+@functools.cache
+def _given_lines(solution: Path) -> frozenset[str]:
+    """The lines of a solution file outside its TODO regions: code the starter gives."""
+    from common.todos import parse
+
+    kept, _ = parse(solution.read_text(encoding="utf-8"), str(solution))
+    return frozenset(k.strip() for k in kept if k and k.strip() and not k.strip().startswith("#"))
+
+
+def _solution_of(path: Path) -> Path | None:
+    """The solution file of a starter file (None outside a step's starter)."""
+    if not path.is_relative_to(STEPS_DIR):
+        return None
+    parts = path.relative_to(STEPS_DIR).parts
+    if len(parts) < 3 or parts[1] != "starter":
+        return None
+    return STEPS_DIR / parts[0] / "solution" / Path(*parts[2:])
+
+
+@functools.cache
+def _source(path: Path) -> tuple[str, ...]:
+    """A file's lines (the check reads each starter file once per run)."""
+    return tuple(path.read_text(encoding="utf-8", errors="replace").splitlines())
+
+
+def _student_line(path: Path, line: int) -> bool:
+    """Is line `line` of a starter file the student's code, not a line the starter gives?"""
+    solution = _solution_of(path)
+    if solution is None or not solution.is_file() or line > len(_source(path)):
+        return False
+    return _source(path)[line - 1].strip() not in _given_lines(solution)
+
+
+def _first_student_line(step: str, region: dict, function: str) -> tuple[str, int, str]:
+    """(starter file, line, '') of the first line the student wrote in `function`."""
+    path = _starter_file(step, region)
+    node = ast.parse("\n".join(_source(path)))
+    for part in function.split("."):  # "MultiHeadSelfAttention.forward": the class, then the method
+        body = getattr(node, "body", [])
+        node = next((n for n in body if getattr(n, "name", None) == part), None)
+    if node is None:
+        return shown(path), 1, ""
+    for line in range(node.body[0].lineno, node.end_lineno + 1):
+        text = _source(path)[line - 1].strip()
+        if text and not text.startswith("#") and _student_line(path, line):
+            return shown(path), line, ""
+    return shown(path), node.lineno, ""
+
+
+def _symptoms(step: str) -> list[list[str]]:
+    """The rows of the step's symptom table (symptom, first test to fail, fix), if it has one."""
+    from common.docs import parse_table, read_block
+
+    try:
+        return parse_table(read_block(STEPS_DIR / step / "README.md", "symptoms"))
+    except (OSError, ValueError, KeyError, IndexError):
+        return []
+
+
+def _symptom_lines(step: str, nodeid: str) -> list[str]:
+    """The symptom table's rows whose first failing test is this one (at most two)."""
+    test = nodeid.rsplit("tests/", 1)[-1].split("[")[0]
+    rows = [r for r in _symptoms(step) if len(r) == 3 and r[1].split("[")[0] == test]
+    return [
+        line
+        for r in rows[:2]
+        for line in textwrap.wrap(
+            f"Symptom table: {r[0]}; fix: {r[2]}", 96, initial_indent="  ", subsequent_indent="    "
+        )[:3]
+    ]
 
 
 # --- the student's check -------------------------------------------------------------------------
@@ -140,15 +223,6 @@ def _waiting(n: int, verb: str = "wait for it") -> str:
 def _starter_file(step: str, region: dict) -> Path:
     """The starter file that holds a TODO region of the solution."""
     return STEPS_DIR / step / "starter" / region["file"].relative_to(STEPS_DIR / step / "solution")
-
-
-def _function_place(step: str, region: dict) -> tuple[str, int, str]:
-    """(starter file, line, '') of the first function a written TODO lives in."""
-    path = _starter_file(step, region)
-    name = region["functions"][0].split(".")[-1]
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    line = next((n.lineno for n in ast.walk(tree) if getattr(n, "name", None) == name), 1)
-    return shown(path), line, ""
 
 
 def _regions(step: str) -> dict[str, dict]:
@@ -214,8 +288,8 @@ class StudentCheck:
                     for part in name.split("."):
                         obj = getattr(obj, part, None)
                     if code := getattr(obj, "__code__", None):
-                        self.codes[code] = (step, todo)
-        self.todo_at = {_where(code): todo for code, (_, todo) in self.codes.items()}
+                        self.codes[code] = (step, todo, name)
+        self.todo_at = {_where(code): todo for code, (_, todo, _) in self.codes.items()}
         if self.codes and sys.monitoring.get_tool(self.TOOL) is None:
             sys.monitoring.use_tool_id(self.TOOL, "course-check")
             sys.monitoring.register_callback(
@@ -226,7 +300,7 @@ class StudentCheck:
 
     def _on_start(self, code, offset):
         if code in self.codes:
-            self.entered.add(self.codes[code][1])
+            self.entered.add(self.codes[code][1:])  # (TODO id, function)
         return sys.monitoring.DISABLE  # once per test is enough; restart_events re-arms it
 
     def pytest_unconfigure(self, config):
@@ -251,16 +325,22 @@ class StudentCheck:
     def pytest_runtest_logreport(self, report):
         if report.when == "call" or not report.passed:
             frames = getattr(report, "frames", [])
-            inner = [self.todo_at[f] for f in frames if f in self.todo_at]
-            last = max(self.entered, key=order_key, default=None)  # the latest task it reached
+            lines = getattr(report, "lines", [None] * len(frames))
+            raised = None  # (TODO, function, file, line): the innermost line the student wrote
+            for frame, (path, line) in reversed(list(zip(frames, lines, strict=True))):
+                if frame in self.todo_at and _student_line(Path(path), line):
+                    fn = next(n for c, (_, t, n) in self.codes.items() if _where(c) == frame)
+                    raised = (self.todo_at[frame], fn, shown(Path(path)), line)
+                    break
             self.results[report.nodeid] = {
                 "outcome": report.outcome,
                 "step": getattr(report, "step", None),
                 "todo": getattr(report, "todo", None),
                 "bug": getattr(report, "bug", None),
-                "entered": set(self.entered),
-                # whose failure: the TODO it names, else the innermost TODO frame, else the latest
-                "blame": getattr(report, "todo", None) or (inner[-1] if inner else last),
+                "entered": {todo for todo, _ in self.entered},
+                "fns": set(self.entered),
+                "raised": raised,
+                "blame": getattr(report, "todo", None),  # set for every failure in step_lines
                 "given": getattr(report, "given", False),
             }
 
@@ -284,15 +364,74 @@ class StudentCheck:
         ):
             session.exitstatus = 0  # progress is a report: failing tests are not a red check
 
+    def blame(self, step: str, results: dict, todos: dict, still: dict) -> dict[str, set]:
+        """Set each failure's TODO (and function); return the whole-run tests held back.
+
+        A failure belongs to the TODO whose code raised it (the innermost line the student
+        wrote); else to the earliest function it ran that is wrong on its own. A function is
+        wrong on its own when a test fails that ran it and no function the course puts after
+        it, except ones already found right. So a bug in an earlier TODO is named, not the later
+        TODO whose tests it breaks. Tests of whole runs wait while a TODO they ran is not right.
+        """
+        failed = {n: r for n, r in results.items() if r["outcome"] == "failed" and not r["todo"]}
+        order = [(t, f) for t in todos for f in dict.fromkeys(todos[t]["functions"])]
+        right, wrong = set(), []
+        for fn in order:
+            if fn[0] in still:
+                continue
+            own = any(r["raised"] and r["raised"][:2] == fn for r in failed.values()) or any(
+                fn in r["fns"] and r["fns"] <= right | {fn}
+                for n, r in failed.items()
+                if not WHOLE_RUNS.search(n)
+            )
+            wrong.append(fn) if own else right.add(fn)
+        for r in failed.values():
+            first = next((fn for fn in wrong if fn in r["fns"]), None)
+            latest = max(r["fns"], key=lambda fn: order.index(fn), default=(None, None))
+            r["where"] = r["raised"][:2] if r["raised"] else first or latest
+            r["blame"] = r["where"][0]
+        return {
+            n: {t for t, _ in r["fns"] - right}
+            for n, r in failed.items()
+            if WHOLE_RUNS.search(n) and r["fns"] - right
+        }
+
+    def bug_place(self, step: str, results: dict, todos: dict, todo: str) -> tuple[str, int, str]:
+        """Where to look for a written TODO's bug: the line that raised, else its function's start."""
+        mine = sorted(
+            (r for r in results.values() if r.get("blame") == todo and r["outcome"] == "failed"),
+            key=lambda r: (r["raised"] is None, len(r["fns"])),
+        )
+        if mine and mine[0]["raised"]:
+            _, _, file, line = mine[0]["raised"]
+            return file, line, ""
+        function = mine[0]["where"][1] if mine else todos[todo]["functions"][0]
+        return _first_student_line(step, todos[todo], function)
+
+    @staticmethod
+    def bug_order(bug: tuple[str, dict], nxt: str | None, known: set[str]) -> tuple:
+        """The next TODO's failures first: raised ones, then those that ran the fewest functions,
+        then those the symptom table names."""
+        nodeid, r = bug
+        return (
+            r["blame"] != nxt,
+            bool(WHOLE_RUNS.search(nodeid)),
+            r["raised"] is None,
+            len(r["fns"]),
+            nodeid.rsplit("tests/", 1)[-1].split("[")[0] not in known,
+            nodeid,
+        )
+
     def step_lines(self, step: str, progress: bool) -> list[str]:
         """The summary of one step: its TODO table, its bugs and what to write next."""
         results = {n: r for n, r in self.results.items() if r["step"] == step}
         todos, still = self.regions[step], _open_todos(step)
         still |= _shipped_bugs(step, todos)
         held = Counter(r["todo"] for r in results.values() if r["todo"])
+        held_back = self.blame(step, results, todos, still)
         status, failing = {}, Counter()
-        for r in results.values():
-            if r["outcome"] == "failed" and not r["todo"]:
+        for n, r in results.items():
+            if r["outcome"] == "failed" and not r["todo"] and n not in held_back:
                 failing[r["blame"]] += 1
         for todo in todos:
             ran = [r for r in results.values() if todo in r["entered"]]
@@ -312,7 +451,7 @@ class StudentCheck:
         required = [t for t in todos if not optional(t)]
         left = [t for t in required if status[t] != "done"]
         nxt = next((t for t, s in status.items() if s in ("todo", "bug", "exercise")), None)
-        where = still.get(nxt) or _function_place(step, todos[nxt]) if nxt else None
+        where = (still.get(nxt) or self.bug_place(step, results, todos, nxt)) if nxt else None
         summary = (
             f"{len(required) - len(left)} of {len(required)} required TODOs done"
             + (
@@ -352,14 +491,30 @@ class StudentCheck:
                 "waiting": "written; its tests wait for another TODO",
             }[state]
             lines.append(f"{marks[state]} TODO({todo}): {note}")
-        bugs = [(n, r["bug"]) for n, r in results.items() if r["bug"]]
-        bugs.sort(key=lambda b: bool(WHOLE_RUNS.search(b[0])))  # tests of the code come first
+        bugs = [(n, r) for n, r in results.items() if r["bug"] and n not in held_back]
+        known = {r[1].split("[")[0] for r in _symptoms(step) if len(r) == 3}  # in its table
+        bugs.sort(key=lambda b: self.bug_order(b, nxt, known))  # the next TODO's, simplest first
         if bugs:
             many = f"{len(bugs)} failures are bugs" if len(bugs) > 1 else "1 failure is a bug"
             lines += ["", f"{many}, not a TODO (shortened; -v shows all):"]
-            for nodeid, tb in bugs[:3]:
-                lines += [nodeid, *tb]
-            lines += [f"{nodeid}: {tb[-1].strip()}" for nodeid, tb in bugs[3:]]
+            (nodeid, first), rest = bugs[0], bugs[1:]
+            lines += [f"{nodeid} (TODO({first['blame']}))", *first["bug"]]
+            lines += _symptom_lines(step, nodeid)
+            for nodeid, r in rest[:3]:
+                error = [line for line in r["bug"] if re.match(r"  [^ ]", line)]
+                error = [line for line in error if not re.match(r"  \S+:\d+ in \S+$", line)]
+                message = error[-1].strip() if error else ""
+                whose = "" if r["blame"] == nxt else f" (TODO({r['blame']}))"
+                lines.append(f"{nodeid}{whose}: {message}"[:160])
+            if len(rest) > 3:
+                lines.append(f"... and {len(rest) - 3} more")
+        if held_back:
+            waits = sorted({t for n in held_back for t in held_back[n]}, key=order_key)
+            lines += [
+                "",
+                f"{len(held_back)} tests of whole runs (docs, run, experiments) are held back "
+                f"until {', '.join(f'TODO({t})' for t in waits)} pass{'es' if len(waits) == 1 else ''}",
+            ]
         if nxt:
             file, line, message = where
             contract = message[TODO.match(message).end() :].lstrip(": ") if message else ""
@@ -367,9 +522,8 @@ class StudentCheck:
             lines += textwrap.wrap(contract, 96, initial_indent="  ", subsequent_indent="  ")
             if not message:  # written but failing: its first failure is the place to start
                 lines.append(f"  {failing[nxt]} of its tests fail; the first is shown above")
-            mine = [n for n, r in results.items() if r["outcome"] == "failed" and r["blame"] == nxt]
-            mine.sort(key=lambda n: bool(WHOLE_RUNS.search(n)))  # tests of the code first
-            first = mine[0] if mine else ""
+            mine = [b for b in bugs if b[1]["blame"] == nxt]  # in the order shown above
+            first = mine[0][0] if mine else ""
             name = k_name(first)
             pixi = f"pixi run check-{step}"
             python = f"python -m pytest {shown(STEPS_DIR / step)} --impl starter"
