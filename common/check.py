@@ -522,8 +522,10 @@ class StudentCheck:
             lines += textwrap.wrap(contract, 96, initial_indent="  ", subsequent_indent="  ")
             if not message:  # written but failing: its first failure is the place to start
                 lines.append(f"  {failing[nxt]} of its tests fail; the first is shown above")
-            mine = [b for b in bugs if b[1]["blame"] == nxt]  # in the order shown above
-            first = mine[0][0] if mine else ""
+            mine = [n for n, r in bugs if r["blame"] == nxt]  # in the order shown above
+            waits = [n for n, r in results.items() if r["outcome"] == "failed" and r["todo"] == nxt]
+            waits.sort(key=lambda n: bool(WHOLE_RUNS.search(n)))  # tests of the code first
+            first = (mine or waits or [""])[0]
             name = k_name(first)
             pixi = f"pixi run check-{step}"
             python = f"python -m pytest {shown(STEPS_DIR / step)} --impl starter"
