@@ -1,5 +1,6 @@
 """Step 6 experiments: train the Step 5 GPT with your loop, time it, and read what its heads learned."""
 
+import functools
 import math
 import os
 import platform
@@ -36,7 +37,7 @@ def configs(train, quick: bool):
         return model, train.TrainConfig(
             T=64, B=16, steps=120, warmup=10, eval_every=40, eval_batches=4, checkpoint_every=40
         )
-    return ModelConfig(), train.TrainConfig(steps=1000, warmup=100, eval_every=100)
+    return ModelConfig(), train.TrainConfig(steps=600, warmup=60, eval_every=50)
 
 
 def gpt_module():
@@ -44,8 +45,9 @@ def gpt_module():
     return reference("step-05", "gpt")
 
 
+@functools.cache
 def corpus():
-    """The Step 3 text as int64 ids, and its vocabulary size."""
+    """The Step 3 text as int64 ids, its vocabulary size and the data module (encoded once)."""
     data = reference("step-03", "data")
     return torch.tensor(data.encode(data.load_text())), len(data.vocab()), data
 

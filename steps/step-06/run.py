@@ -3,6 +3,8 @@
 import math
 from pathlib import Path
 
+import torch
+
 from common.docs import exact, last_digit, markdown_table
 from common.figures import out_dir
 from common.loader import load, load_file
@@ -163,6 +165,7 @@ def main(args) -> int:
     if unknown := skip - {"gpt", "induction"}:
         print(f"--skip takes gpt and induction, got {', '.join(sorted(unknown))}")
         return 2
+    torch.set_num_threads(args.threads)  # before any work: a second thread mostly waits here
     train = load(STEP, "train", args.impl)
     out = out_dir(STEP, args.out)
     docs, failed = checked_blocks(train), []
@@ -193,7 +196,10 @@ def main(args) -> int:
         print(docs["induction"])
         for r in runs:
             for text, ok in induction_verdicts(r):
-                print(f"seed {r['cfg'].seed}: {'PASS' if ok else 'FAIL'} {text}")
+                verdict = (
+                    "--quick, 200 steps, no target:" if args.quick else ("PASS" if ok else "FAIL")
+                )
+                print(f"seed {r['cfg'].seed}: {verdict} {text}")
                 failed += [] if ok or args.quick else [f"seed {r['cfg'].seed}: {text}"]
         for path in (
             plots.induction_phase(runs[0], out / "induction_phase.png"),
