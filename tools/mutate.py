@@ -99,6 +99,12 @@ EQUIVALENT: dict[str, str] = {
         )
         for i in (0, 1, -2)
     },
+    "gpt GPT.generate: probs = F.softmax(logits, dim=-1) => probs = F.softmax(logits, dim=1)": (
+        "logits[:, -1, :] is 2-D (B, V): dim 1 is dim -1"
+    ),
+    "gpt GPT.generate: idx = torch.cat((idx, nxt), dim=1) => idx = torch.cat((idx, nxt), dim=-1)": (
+        "check_ids made idx 2-D (B, T), and nxt is (B, 1): dim -1 is dim 1"
+    ),
     "head online_attention: score = (q @ k[:, j, :, None])[..., 0] / d_k ** 0.5 => "
     "score = (q @ k[:, j, :, None])[..., -1] / d_k ** 0.5": "that last dim has size 1: 0 is -1",
 }
