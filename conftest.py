@@ -40,4 +40,9 @@ def pytest_collection_finish(session):
 
 
 def pytest_report_header(config):
-    return f"implementation under test: {config.getoption('--impl')} (choose with --impl)"
+    if config.getoption("--impl") == "starter":
+        return "implementation under test: starter, your code in steps/<step>/starter/"
+    return (
+        "implementation under test: solution, the reference in steps/<step>/solution/, not your "
+        "starter (add --impl starter to test your code)"
+    )

@@ -19,5 +19,9 @@ def command(pixi: str, python: str) -> str:
 
 
 def shown(path: Path) -> str:
-    """`path` relative to the repo when it is inside it."""
-    return path.relative_to(REPO_ROOT).as_posix() if path.is_relative_to(REPO_ROOT) else str(path)
+    """`path` relative to the repo when it is inside it; under a steps folder elsewhere, steps/..."""
+    if path.is_relative_to(REPO_ROOT):
+        return path.relative_to(REPO_ROOT).as_posix()
+    if path.is_relative_to(STEPS_DIR):  # a pristine copy the tests make: it stands for steps/
+        return "steps/" + path.relative_to(STEPS_DIR).as_posix() if path != STEPS_DIR else "steps"
+    return str(path)

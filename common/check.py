@@ -3,6 +3,7 @@ is done, what to write next, and real bugs; a starter that won't import is one l
 
 import ast
 import functools
+import os
 import re
 import sys
 import textwrap
@@ -11,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from common import STEPS_DIR, WHOLE_RUNS, command, hint, shown
-from common.loader import ImplImportError, check_syntax, load, step_names
+from common import REPO_ROOT, STEPS_DIR, WHOLE_RUNS, command, hint, shown
+from common.guard import Judges, TookTooLong, Watchdog, allow_exit, refuse_exit
+from common.loader import ImplImportError, check_syntax, load, py_files, source, step_names
 from common.todos import (
     TODO,
     module_name,
@@ -23,9 +25,45 @@ from common.todos import (
     todo_in,
 )
 
+TIMEOUT = 10.0  # CPU seconds a test of the check may use (pytest-timeout's --timeout N changes it)
 
+
+def python_problem(version=sys.version_info, executable: str = sys.executable) -> str | None:
+    """The course runs on Python 3.12: on another one, the command that works, in one line."""
+    if tuple(version[:2]) == (3, 12):
+        return None
+    here = ".".join(map(str, version[:3]))
+    venv = REPO_ROOT / ".venv" / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    twin = f"{shown(venv)} -m pytest" if venv.is_file() else "python3.12 -m pytest"
+    return (
+        f"this is Python {here} ({executable}); the course runs on Python 3.12: "
+        f"use pixi run test (or pixi run check-<step>), or {twin} with the same arguments"
+    )
+
+
+def _missing_paths(config) -> list[str]:
+    """Paths on the command line that do not exist from where pytest was started."""
+    start = config.invocation_params.dir
+    paths = [a.split("::")[0] for a in config.args if not a.startswith("-")]
+    return [p for p in paths if not (start / p).exists()]
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_configure(config):
     """`--impl starter` without -v or --full: the student's summary replaces pytest's report."""
+    if problem := python_problem():
+        raise pytest.UsageError(problem)
+    start = config.invocation_params.dir
+    if (missing := _missing_paths(config)) and start.resolve().is_relative_to(STEPS_DIR):
+        up = os.path.relpath(REPO_ROOT, start)  # steps/lab-01 -> ../..
+        raise pytest.UsageError(
+            f"{missing[0]} is not there from {shown(start)}/: the commands run from the "
+            f"repository's folder: cd {up} and run the command again"
+        )
+    if config.getoption("--progress") and config.getoption("--impl") != "starter":
+        if any(a.startswith("--impl") for a in config.invocation_params.args):
+            raise pytest.UsageError("--progress reports your starter: drop --impl solution")
+        config.option.impl = "starter"  # progress is about the student's code, never the reference
     if config.getoption("--impl") == "starter" and (
         config.getoption("--progress")
         or not (config.option.verbose > 0 or config.getoption("--full"))
@@ -34,6 +72,10 @@ def pytest_configure(config):
             raise pytest.UsageError(
                 "the check's summary needs one process: drop -n (or add --full)"
             )
+        if config.pluginmanager.has_plugin("timeout") and not (
+            config.option.timeout is not None or os.environ.get("PYTEST_TIMEOUT")
+        ):
+            config.option.timeout = TIMEOUT  # pytest-timeout reads it in its own configure, later
         config.pluginmanager.register(StudentCheck(config), "student-check")
 
 
@@ -42,29 +84,94 @@ STEPS_UNDER_TEST = pytest.StashKey[list[str]]()
 
 def _steps_under_test(config) -> list[str]:
     """Steps whose folder is inside, or contains, a path given on the command line."""
-    paths = [Path(a.split("::")[0]).resolve() for a in config.args] or [Path.cwd()]
+    start = config.invocation_params.dir
+    paths = [(start / a.split("::")[0]).resolve() for a in config.args] or [Path.cwd()]
     chosen = []
     for step in step_names():
         folder = (STEPS_DIR / step).resolve()
-        if any(p.is_relative_to(folder) or folder.is_relative_to(p) for p in paths):
+        if any(
+            p.exists() and (p.is_relative_to(folder) or folder.is_relative_to(p)) for p in paths
+        ):
             chosen.append(step)
     return chosen
 
 
+BROKEN = pytest.StashKey[dict[str, str]]()  # step -> the one line that says why it cannot run
+JUDGES = pytest.StashKey[Judges]()  # what the tests judge with, as it was before student code ran
+
+
+def _step_problem(
+    step: str, impl: str, controller: bool, judges: Judges | None, limit: float
+) -> str | None:
+    """Why a step cannot be tested (a missing file, a file that does not import), in one line."""
+    folder = STEPS_DIR / step
+    solution, mine = folder / "solution", folder / impl
+    if not py_files(solution):
+        return f"{shown(solution)}/ is missing or empty: restore it (git checkout -- {shown(solution)})"
+    if impl == "starter":
+        catch_up = command(f"pixi run catch-up {step}", f"python -m common.catchup {step}")
+        for path in py_files(solution):
+            theirs = mine / path.relative_to(solution)
+            if not theirs.is_file():
+                gone = shown(theirs if mine.is_dir() else mine) + ("" if mine.is_dir() else "/")
+                return (
+                    f"{gone} is missing: restore the untouched one (git checkout -- {gone}), "
+                    f"or take the reference with {catch_up}"
+                )
+    for path in py_files(mine):
+        try:
+            if controller:
+                check_syntax(path)
+                continue
+            with Watchdog(limit or float("inf"), only_in=mine):  # a loop: its line, not importlib's
+                load(step, module_name(mine, path), impl)
+        except ImplImportError as exc:
+            return str(exc)
+        if judges and (changed := judges.restore()):
+            judges.replaced[step] = f"{shown(path)} replaced {changed} as it was imported"
+    return None
+
+
 def pytest_sessionstart(session):
-    """Import every module of the chosen implementation first, so a broken file is one line."""
-    impl = session.config.getoption("--impl")
-    session.config.stash[STEPS_UNDER_TEST] = _steps_under_test(session.config)
+    """Import every module of the chosen implementation first, so a broken file is one line.
+
+    For the check, a step that cannot run is set aside with its line, and the others still run.
+    """
+    config = session.config
+    impl = config.getoption("--impl")
+    config.stash[STEPS_UNDER_TEST] = steps = _steps_under_test(config)
     # pytest-xdist's controller runs no tests: it checks syntax only, and leaves torch to the workers
-    controller = session.config.pluginmanager.has_plugin("dsession")
-    for step in session.config.stash[STEPS_UNDER_TEST]:
-        folder = STEPS_DIR / step / impl
-        for path in sorted(folder.rglob("*.py")):
-            module = module_name(folder, path)
-            try:
-                check_syntax(path) if controller else load(step, module, impl)
-            except ImplImportError as exc:
-                raise pytest.UsageError(str(exc)) from None
+    controller = config.pluginmanager.has_plugin("dsession")
+    checking = config.pluginmanager.has_plugin("student-check")
+    judges = None
+    if impl == "starter" and not controller:
+        for step in steps:  # the reference imports what the starter does (torch), unpatched
+            for path in py_files(STEPS_DIR / step / "solution"):
+                try:
+                    load(step, module_name(STEPS_DIR / step / "solution", path), "solution")
+                except ImplImportError:
+                    pass  # a broken reference is the maintainers' problem: its tests say so
+        config.stash[JUDGES] = judges = Judges()  # before any student code runs
+        refuse_exit()  # os._exit() in student code would end Python before any report
+    limit = getattr(config.option, "timeout", None)
+    limit = TIMEOUT if limit is None else float(limit)  # imports get the tests' limit too
+    broken = {s: p for s in steps if (p := _step_problem(s, impl, controller, judges, limit))}
+    if broken and (not checking or len(broken) == len(steps)):
+        raise pytest.UsageError("\n".join(broken.values()))
+    config.stash[BROKEN] = broken
+
+
+def pytest_unconfigure(config):
+    allow_exit()  # os._exit as it was: this process may run more sessions (the repo's own tests)
+
+
+def pytest_collection_modifyitems(config, items):
+    """The tests of a step set aside at the start do not run: its one line says why."""
+    broken = config.stash.get(BROKEN, {})
+    if broken:
+        kept = [i for i in items if _step_of(i.path) not in broken]
+        config.hook.pytest_deselected(items=[i for i in items if i not in kept])
+        items[:] = kept
 
 
 @pytest.hookimpl(wrapper=True)
@@ -74,6 +181,17 @@ def pytest_runtest_makereport(item, call):
     report.step = _step_of(item.path)
     report.given = item.get_closest_marker("given") is not None
     exc = call.excinfo
+    judges = item.config.stash.get(JUDGES, None)
+    if judges and call.when == "call" and (changed := judges.restore()):
+        report.outcome, exc = "failed", None  # it passed only because the judge was replaced
+        report.bug = [
+            f"  your code replaced {changed} during this test; the check put the original back: "
+            "a TODO computes its result, it does not change how the result is checked"
+        ]
+    if exc and exc.errisinstance(TookTooLong):
+        item.session.shouldfail = "a test ran out of time"  # the others would too, one by one
+        report.timeout = True
+    report.warning = bool(exc and exc.errisinstance(Warning))
     if exc and exc.errisinstance(NotImplementedError) and (todo := todo_in(str(exc.value))):
         report.todo = todo
         if optional(todo):
@@ -237,7 +355,7 @@ def _shipped_bugs(step: str, todos: dict) -> dict[str, tuple[str, int, str]]:
         if not region.get("shipped"):
             continue
         path = _starter_file(step, region)
-        lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()]
+        lines = [line.strip() for line in source(path).splitlines()] if path.is_file() else []
         if region["shipped"][0] in lines:
             message = f"TODO({todo}): this code ships with a bug; run the exercise, then repair it"
             found[todo] = (shown(path), lines.index(region["shipped"][0]) + 1, message)
@@ -248,8 +366,12 @@ def _open_todos(step: str) -> dict[str, tuple[str, int, str]]:
     """TODO id -> (starter file, line, message) for every NotImplementedError still in the starter."""
     found = {}
     folder = STEPS_DIR / step / "starter"
-    for path in sorted(folder.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for path in py_files(folder):  # read as Python reads them: a BOM, a coding cookie
+        try:
+            tree = ast.parse(source(path))
+        except (SyntaxError, ValueError):
+            continue  # the loader has said why in one line
+        for node in ast.walk(tree):
             if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args:
                 arg = node.exc.args[0]
                 text = arg.value if isinstance(arg, ast.Constant) else ""
@@ -271,6 +393,10 @@ class StudentCheck:
         self.entered: set = set()
         self.broken: list[str] = []  # test files that could not be collected
         self.regions: dict[str, dict] = {}  # step -> its TODO regions, read once
+        self.renamed: dict[str, str] = {}  # TODO id -> a function of it the starter no longer has
+        self.stopped = ""  # why the run stopped early (a test out of time, -x), if it did
+        self.interrupted: tuple | None = None  # (step, TODO) that Ctrl-C stopped
+        self.current = ""  # the running test's id
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionstart(self, session):
@@ -279,7 +405,10 @@ class StudentCheck:
         self.config.option.tbstyle, self.config.option.verbose = "no", -1
         if reporter:
             reporter.reportchars = ""
+        broken = self.config.stash.get(BROKEN, {})
         for step in self.config.stash.get(STEPS_UNDER_TEST, []):
+            if step in broken:
+                continue
             self.regions[step] = _regions(step)
             for todo, region in self.regions[step].items():
                 module = load(step, region["module"], "starter")
@@ -289,6 +418,10 @@ class StudentCheck:
                         obj = getattr(obj, part, None)
                     if code := getattr(obj, "__code__", None):
                         self.codes[code] = (step, todo, name)
+                    elif obj is None and name:
+                        self.renamed.setdefault(
+                            todo, f"{shown(_starter_file(step, region))} {name}"
+                        )
         self.todo_at = {_where(code): todo for code, (_, todo, _) in self.codes.items()}
         if self.codes and sys.monitoring.get_tool(self.TOOL) is None:
             sys.monitoring.use_tool_id(self.TOOL, "course-check")
@@ -303,7 +436,18 @@ class StudentCheck:
             self.entered.add(self.codes[code][1:])  # (TODO id, function)
         return sys.monitoring.DISABLE  # once per test is enough; restart_events re-arms it
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_timeout_set_timer(self, item, settings):
+        """pytest-timeout's limit, kept by a watchdog that fails the test and lets the run report.
+
+        (Its own methods either need SIGALRM, which Windows lacks, or end the whole process.)
+        """
+        item.cancel_timeout = Watchdog(settings.timeout).start().cancel
+        return True
+
     def pytest_unconfigure(self, config):
+        if not hasattr(sys, "monitoring"):  # an older Python, refused at configure
+            return
         if sys.monitoring.get_tool(self.TOOL) == "course-check":  # leave nothing armed behind
             for code in self.codes:
                 sys.monitoring.set_local_events(self.TOOL, code, 0)
@@ -311,7 +455,7 @@ class StudentCheck:
             sys.monitoring.free_tool_id(self.TOOL)
 
     def pytest_runtest_logstart(self, nodeid, location):
-        self.entered = set()
+        self.entered, self.current = set(), nodeid
         sys.monitoring.restart_events()
 
     def pytest_collectreport(self, report):
@@ -342,14 +486,32 @@ class StudentCheck:
                 "raised": raised,
                 "blame": getattr(report, "todo", None),  # set for every failure in step_lines
                 "given": getattr(report, "given", False),
+                "warning": getattr(report, "warning", False),
             }
+            if getattr(report, "timeout", False):
+                reached = max((t for t, _ in self.entered), key=order_key, default=None)
+                blamed = raised[0] if raised else reached
+                where = f"TODO({blamed})" if blamed else "it"
+                self.stopped = (
+                    f"The check stopped: {report.nodeid} was still running after {TookTooLong.limit:g} s of CPU time, "
+                    f"in {where} (a loop that never ends?); the tests after it did not run"
+                )
 
     def pytest_terminal_summary(self, terminalreporter):
         write = terminalreporter.write_line
         for line in self.broken:
             write(f"could not collect {line}")
         progress = self.config.getoption("--progress")
+        broken = self.config.stash.get(BROKEN, {})
+        judges = self.config.stash.get(JUDGES, None)
+        if self.stopped:
+            write(self.stopped)
         for step in self.config.stash.get(STEPS_UNDER_TEST, []):
+            if step in broken:  # one line: why it cannot run; the other steps are still reported
+                write(f"{step:<9} {broken[step]}" if progress else broken[step])
+                continue
+            if judges and step in judges.replaced:
+                write(f"{judges.replaced[step]}: the check put the originals back")
             lines = self.step_lines(step, progress)
             for line in lines:
                 write(line)
@@ -358,6 +520,9 @@ class StudentCheck:
             write(f"{nodeid}: {self.results[nodeid]['bug'][-1].strip()}")
 
     def pytest_sessionfinish(self, session):
+        why = session.shouldfail or session.shouldstop  # -x, --maxfail, a test out of time
+        if why and not self.stopped:
+            self.stopped = f"The run stopped early ({why}): the tests after it did not run"
         if (
             self.config.getoption("--progress")
             and session.exitstatus == pytest.ExitCode.TESTS_FAILED
@@ -422,6 +587,37 @@ class StudentCheck:
             nodeid,
         )
 
+    def _none_ran(self, todo: str, earlier: list[str], what: str = "not written yet ({})") -> str:
+        """What a TODO none of whose tests reached it says: the real reason, not a guess."""
+        if todo in self.renamed:
+            file, name = self.renamed[todo].rsplit(" ", 1)
+            return f"{file} has no {name} (renamed or deleted?): its tests call it by that name"
+        if self.stopped:
+            reason = "none of its tests ran before the run stopped"
+        elif self.config.option.keyword or self.config.option.markexpr:
+            reason = "none of its tests were chosen by -k or -m"
+        elif earlier:
+            reason = "its tests stop at an earlier TODO"
+        else:
+            reason = "no test reached it: is a test file missing?"
+        return what.format(reason)
+
+    def pytest_keyboard_interrupt(self, excinfo):
+        """Ctrl-C: say which test and which TODO were running, so Next names the right one."""
+        if self.stopped:
+            return
+        frames = [_where(entry.frame.code.raw) for entry in excinfo.traceback]
+        inner = [self.todo_at[f] for f in frames if f in self.todo_at]
+        todo = (
+            inner[-1] if inner else max((t for t, _ in self.entered), key=order_key, default=None)
+        )
+        step = next((s for s, t, _ in self.codes.values() if t == todo), None)
+        self.interrupted = (step, todo) if todo else None
+        where = f" in TODO({todo})" if todo else ""
+        self.stopped = (
+            f"Interrupted (Ctrl-C) during {self.current}{where}: the tests after it did not run"
+        )
+
     def step_lines(self, step: str, progress: bool) -> list[str]:
         """The summary of one step: its TODO table, its bugs and what to write next."""
         results = {n: r for n, r in self.results.items() if r["step"] == step}
@@ -429,15 +625,18 @@ class StudentCheck:
         still |= _shipped_bugs(step, todos)
         held = Counter(r["todo"] for r in results.values() if r["todo"])
         held_back = self.blame(step, results, todos, still)
-        status, failing = {}, Counter()
+        status, failing, warned = {}, Counter(), Counter()
         for n, r in results.items():
             if r["outcome"] == "failed" and not r["todo"] and n not in held_back:
                 failing[r["blame"]] += 1
+                warned[r["blame"]] += r["warning"]
+        if self.interrupted and self.interrupted[0] == step:  # Ctrl-C inside it: no report came
+            failing[self.interrupted[1]] += 1
         for todo in todos:
             ran = [r for r in results.values() if todo in r["entered"]]
             if todo in still and todos[todo].get("shipped"):
                 status[todo] = "exercise"  # ships with a bug: open until its code changes
-            elif todo in still:
+            elif todo in still and not (failing[todo] and not held[todo]):  # else: another def ran
                 status[todo] = "optional" if optional(todo) else "todo"
             elif failing[todo]:
                 status[todo] = "bug"
@@ -478,18 +677,25 @@ class StudentCheck:
             ]
         marks = {"done": "[x]", "todo": "[ ]", "bug": "[!]", "optional": "[ ]", "untested": "[?]"}
         marks["waiting"] = marks["exercise"] = "[ ]"
-        for todo, state in status.items():
+        for number, (todo, state) in enumerate(status.items()):
+            earlier = [s for s in list(status.values())[:number] if s != "done"]
+            on_warning = (
+                f" ({warned[todo]} on a warning, which counts as one)" if warned[todo] else ""
+            )
             note = {
-                "todo": _waiting(held[todo]),
-                "bug": f"written; {failing[todo]} of its tests fail",
+                "todo": _waiting(held[todo]) if held[todo] else self._none_ran(todo, earlier),
+                "bug": f"written; {failing[todo]} of its tests fail{'s' if failing[todo] == 1 else ''}"
+                + on_warning,
                 "optional": "optional; " + _waiting(held[todo], "skip until you write it"),
                 "exercise": f"the exercise: the shipped code has a bug ({failing[todo]} tests fail)"
                 if failing[todo]
-                else "the exercise: its tests stop at an earlier TODO",
+                else self._none_ran(todo, earlier, "the exercise: {}"),
                 "done": "done",
                 "untested": "written; none of its tests ran here",
                 "waiting": "written; its tests wait for another TODO",
             }[state]
+            if todo in self.renamed and state in ("todo", "untested", "waiting"):
+                note = self._none_ran(todo, earlier)
             lines.append(f"{marks[state]} TODO({todo}): {note}")
         bugs = [(n, r) for n, r in results.items() if r["bug"] and n not in held_back]
         known = {r[1].split("[")[0] for r in _symptoms(step) if len(r) == 3}  # in its table
@@ -497,6 +703,11 @@ class StudentCheck:
         if bugs:
             many = f"{len(bugs)} failures are bugs" if len(bugs) > 1 else "1 failure is a bug"
             lines += ["", f"{many}, not a TODO (shortened; -v shows all):"]
+            if any(r["warning"] for _, r in bugs):
+                lines.append(
+                    "(a warning counts as a failure: the reference runs without one, and what it "
+                    "says is worth fixing)"
+                )
             (nodeid, first), rest = bugs[0], bugs[1:]
             lines += [f"{nodeid} (TODO({first['blame']}))", *first["bug"]]
             lines += _symptom_lines(step, nodeid)

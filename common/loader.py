@@ -2,7 +2,9 @@
 
 import importlib
 import itertools
+import os
 import sys
+import tokenize
 import traceback
 from pathlib import Path
 from types import ModuleType
@@ -34,6 +36,24 @@ def step_names(root: Path = STEPS_DIR) -> list[str]:
     return sorted(p.name for p in root.iterdir() if p.is_dir() and is_step(p))
 
 
+def py_files(folder: Path) -> list[Path]:
+    """The .py files under `folder`, sorted; a link to a folder is not followed (it may loop)."""
+    found = []
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        found += [Path(root) / f for f in files if f.endswith(".py")]
+    return sorted(found)
+
+
+def source(path: Path) -> str:
+    """A Python file's text as Python decodes it (a BOM, a coding cookie); bad bytes replaced."""
+    try:
+        with tokenize.open(path) as f:
+            return f.read()
+    except (SyntaxError, UnicodeDecodeError):  # Python will not import it: the loader says why
+        return path.read_bytes().decode("utf-8", errors="replace")
+
+
 def step_dir(step: str, root: Path = STEPS_DIR, kind: str = "step") -> Path:
     """The folder of `step` under `root`, or a ValueError listing the valid names."""
     if step not in (names := step_names(root)):
@@ -43,10 +63,13 @@ def step_dir(step: str, root: Path = STEPS_DIR, kind: str = "step") -> Path:
 
 
 def _import(package: str, folder: Path, module: str) -> ModuleType:
-    """Import `package.module`, turning any failure into a one-line ImplImportError."""
+    """Import `package.module`, turning any failure into a one-line ImplImportError.
+
+    SystemExit counts: a file that calls sys.exit() (or exit()) at import does not import.
+    """
     try:
         return importlib.import_module(f"{package}.{module}")
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:
         where, line = folder / (module.replace(".", "/") + ".py"), None
         for frame in traceback.extract_tb(exc.__traceback__):  # the deepest line in `folder`
             if Path(frame.filename).is_relative_to(folder):
@@ -54,8 +77,16 @@ def _import(package: str, folder: Path, module: str) -> ModuleType:
         msg = str(exc).partition("\n")[0]
         if isinstance(exc, SyntaxError):  # the place is said once, up front, not in the message
             where, line, msg = Path(exc.filename or where), exc.lineno, exc.msg
+        if isinstance(exc, SystemExit):
+            msg = f"it calls sys.exit({exc.code!r}) as it is imported; delete that call"
         if isinstance(exc, ModuleNotFoundError) and exc.name and "." not in exc.name:
-            msg += f" (a file next to this one? import it relatively: from .{exc.name} import ...)"
+            near = {folder, where.parent}  # the step's folder, and the folder of the importing file
+            if any((d / f"{exc.name}.py").is_file() or (d / exc.name).is_dir() for d in near):
+                msg += (
+                    f" (a file next to this one: import it relatively: from .{exc.name} import ...)"
+                )
+            else:
+                msg += f" (no package {exc.name!r} is installed here: the course's packages are in requirements.txt)"
         raise _one_line(where, line, type(exc).__name__, msg) from exc
 
 
@@ -67,7 +98,9 @@ def _one_line(where: Path, line: int | None, error: str, msg: str) -> ImplImport
 def check_syntax(path: Path) -> None:
     """Compile `path` without running it; a SyntaxError becomes the one-line ImplImportError."""
     try:
-        compile(path.read_bytes(), str(path), "exec")
+        compile(
+            path.read_bytes(), str(path), "exec"
+        )  # bytes: a BOM or coding cookie, as Python reads
     except SyntaxError as exc:
         raise _one_line(path, exc.lineno, "SyntaxError", exc.msg) from exc
 

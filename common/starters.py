@@ -22,7 +22,9 @@ def starters(step_dir: Path) -> dict[Path, str]:
 def stale(step_dir: Path) -> list[Path]:
     """Starter files that differ from what their solution generates (or are missing)."""
     made = starters(step_dir)
-    return [p for p, new in made.items() if not p.is_file() or p.read_text(encoding="utf-8") != new]
+    # bytes: a student's file in another encoding is simply not the generated one (no crash)
+    mine = {p: p.read_bytes().replace(b"\r\n", b"\n") for p in made if p.is_file()}
+    return [p for p, new in made.items() if mine.get(p) != new.encode("utf-8")]
 
 
 def write(step_dir: Path) -> list[str]:

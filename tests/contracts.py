@@ -10,17 +10,11 @@ from types import ModuleType
 from common import REPO_ROOT, shown
 from common.course import Step, course, step_tasks, task_line
 from common.loader import ImplImportError, load_from
-from common.starters import stale
 from common.todos import id_problem, module_name, split_id, step_regions, todo_in
-from tools import run_pytest
+from tools import run_pytest, untouched  # noqa: F401 (c.untouched, for the tests)
 
 MAKE = "run pixi run make-starters (python -m common.starters)"
 REQUIRED = ("README.md", "step.toml", "run.py", "starter", "solution", "tests")
-
-
-def untouched(folder: Path) -> bool:
-    """Is this step's starter exactly what its solution generates (no student edits)?"""
-    return not stale(folder)
 
 
 def layout_problems(folder: Path) -> list[str]:

@@ -1,11 +1,9 @@
 """The student's check: one screen on an untouched starter, ticks as TODOs get written."""
 
 import functools
-import os
 import re
 import shutil
-import subprocess
-import sys
+from pathlib import Path
 
 import execnet
 import pytest
@@ -15,27 +13,23 @@ from common.check import k_name
 from common.course import course
 from common.docs import read_block
 from common.todos import step_regions
-from tools import run_pytest
+from tools import check_in_a_child, run_pytest
 from tools.first_check import README, first_check
 
 
 @functools.cache
 def shown(step: str) -> str:
-    """What the check prints on the untouched starter, run once per step and session."""
+    """What the check prints on the shipped starter (a pristine copy, in a child), once per step."""
     return first_check(step)
 
 
 STEPS = [s.name for s in course() if not s.checkpoint]  # from each step.toml, in course order
 
 
-@pytest.fixture(params=STEPS)
-def untouched(request):
-    """(step, what its check prints on the untouched starter)."""
-    return request.param, shown(request.param)
-
-
-def test_first_check_fits_one_screen_and_names_what_to_write(untouched):
-    step, text = untouched
+@pytest.mark.slow
+@pytest.mark.parametrize("step", STEPS)
+def test_first_check_fits_one_screen_and_names_what_to_write(step):
+    text = shown(step)
     lines = text.splitlines()
     assert len(lines) <= 40, text
     todos = [line for line in lines if line.startswith("[ ] TODO(")]
@@ -52,29 +46,31 @@ def test_first_check_fits_one_screen_and_names_what_to_write(untouched):
         re.M,
     )
     assert "Traceback" not in text and re.search(r"^\d+ failed", lines[-1])
-
-
-def test_readme_shows_the_real_first_check():
-    expected = "```text\n$ pixi run check-lab-01\n" + shown("lab-01") + "\n```\n"
-    assert read_block(README, "first-check") == expected, (
-        "run: python -m tools.first_check --write-docs"
-    )
+    if step == "lab-01":  # the README shows it (one run serves both checks)
+        expected = "```text\n$ pixi run check-lab-01\n" + text + "\n```\n"
+        assert read_block(README, "first-check") == expected, (
+            "run: python -m tools.first_check --write-docs"
+        )
 
 
 TINY = REPO_ROOT / "tests" / "fixtures" / "tiny_step" / "steps"  # two TODOs, no torch: fast
+TODO_1 = 'raise NotImplementedError("TODO(step-97 task 1: double): return x * 2")'
 
 
-def check_a_copy(tmp_path, body: str) -> str:
-    """Copy the tiny step, write its task 1 as `body`, and return what the check prints."""
+def tiny_copy(tmp_path, body: str | None = None) -> Path:
+    """A copy of the tiny fixture's steps folder, its task 1 written as `body` (None: untouched)."""
     steps = shutil.copytree(TINY, tmp_path / "steps")
-    calc = steps / "step-97" / "starter" / "calc.py"
-    todo = 'raise NotImplementedError("TODO(step-97 task 1: double): return x * 2")'
-    calc.write_text(calc.read_text(encoding="utf-8").replace(todo, body), encoding="utf-8")
-    env = os.environ | {"COURSE_STEPS_DIR": str(steps), "COLUMNS": "100"}
-    cmd = [sys.executable, "-m", "pytest", str(steps / "step-97"), "--impl", "starter"]
-    cmd += ["-p", "no:cacheprovider", f"--rootdir={REPO_ROOT}"]
-    cmd += ["-c", str(REPO_ROOT / "pyproject.toml"), "-p", "conftest"]  # the copy is outside
-    return subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True).stdout
+    if body is not None:
+        calc = steps / "step-97" / "starter" / "calc.py"
+        calc.write_text(calc.read_text(encoding="utf-8").replace(TODO_1, body), encoding="utf-8")
+    return steps
+
+
+def check_a_copy(tmp_path, body: str | None = None, args=(), steps: Path | None = None) -> str:
+    """What the check prints (stdout, then stderr) on a tiny copy, run in a child process."""
+    steps = steps or tiny_copy(tmp_path, body)
+    done = check_in_a_child(steps, [str(steps / "step-97"), "--impl", "starter", *args])
+    return done.stdout + done.stderr
 
 
 def test_a_written_todo_is_ticked_and_the_next_one_named(tmp_path):
@@ -86,19 +82,28 @@ def test_a_written_todo_is_ticked_and_the_next_one_named(tmp_path):
 
 def test_a_bug_is_shown_with_a_short_traceback_into_the_students_code(tmp_path):
     out = check_a_copy(tmp_path, "return x + undefined_name")
-    assert "[!] TODO(step-97 task 1: double): written; 2 of its tests fail" in out, out
+    assert "[!] TODO(step-97 task 1: double): written; 3 of its tests fail" in out, out
     assert "NameError: name 'undefined_name' is not defined" in out
     assert re.search(r"calc\.py:\d+ in double\n +return x \+ undefined_name", out)
     assert "Next: TODO(step-97 task 1: double)" in out
 
 
-def test_progress_is_one_line_per_step_and_never_red(capsys):
-    code = run_pytest([str(STEPS_DIR), "--impl", "starter", "--progress", "-p", "no:cacheprovider"])
-    lines = [line for line in capsys.readouterr().out.splitlines() if line.strip()]
-    steps = [line for line in lines if re.match(r"^\S+ +\d+ of \d+ required", line)]
-    assert code == pytest.ExitCode.OK
-    assert [line.split()[0] for line in steps] == sorted(STEPS)
-    assert all(re.search(r"tests pass.*; next: TODO\(", line) for line in steps)
+def test_progress_is_one_line_per_step_and_never_red(tmp_path):
+    steps = tiny_copy(tmp_path)
+    shutil.copytree(TINY.parent.parent / "broken_import" / "steps" / "step-98", steps / "step-98")
+    (steps / "notes").mkdir()  # a folder of the student's own: not a step
+    (steps / "notes" / "ideas.md").write_text("later\n", encoding="utf-8")
+    done = check_in_a_child(steps, [str(steps), "--progress"])  # --progress implies --impl starter
+    lines = [line for line in done.stdout.splitlines() if re.match(r"^step-9\d ", line)]
+    assert done.returncode == pytest.ExitCode.OK, done.stdout + done.stderr
+    assert re.match(
+        r"step-97 +0 of 2 required TODOs done; 0 of 4 tests pass; next: TODO\(", lines[0]
+    )
+    # a starter that does not import hides only its own step, in one line
+    assert re.match(
+        r"step-98 +steps/step-98/starter/mod\.py:5 does not import: SyntaxError", lines[1]
+    )
+    assert len(lines) == 2 and "notes" not in done.stdout
 
 
 @pytest.mark.parametrize(

@@ -3,13 +3,21 @@
 Nothing in steps/ or common/ imports these; tests/ may."""
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from common import REPO_ROOT
+from common import REPO_ROOT, STEPS_DIR
+from common.loader import py_files
+from common.starters import stale, starters
+
+# What a pristine copy leaves out: the student's side of a step, and what runs make
+NOT_COPIED = shutil.ignore_patterns(
+    "starter", "backups", ".starter-*", ".catch-up.lock", "__pycache__"
+)
 
 
 def run_pytest(args: list[str], steps_dir: Path | None = None, plugins=()) -> int:
@@ -26,5 +34,39 @@ def run_pytest(args: list[str], steps_dir: Path | None = None, plugins=()) -> in
     if steps_dir is not None:  # STEPS_DIR is fixed at import, so another one needs a new process
         env = os.environ | {"COURSE_STEPS_DIR": str(steps_dir)}
         cmd = [sys.executable, "-m", "pytest", *args]
+        if not steps_dir.resolve().is_relative_to(REPO_ROOT):  # not under the repo's conftest
+            cmd += ["-c", str(REPO_ROOT / "pyproject.toml"), "-p", "conftest"]
         return subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True).returncode
     return pytest.main(args, plugins=list(plugins))
+
+
+def untouched(folder: Path) -> bool:
+    """Does the step's starter/ hold exactly the generated files (no edit, no file added)?"""
+    made = starters(folder)
+    return not stale(folder) and set(py_files(folder / "starter")) == set(made)
+
+
+def pristine(steps: list[str], dest: Path, source: Path = STEPS_DIR) -> Path:
+    """A steps folder under `dest` with these steps as shipped: each starter made from its solution.
+
+    What the student did to steps/ (edits, a catch-up, a deleted file) is not in it.
+    """
+    root = dest / "steps"
+    for step in steps:
+        folder = shutil.copytree(source / step, root / step, ignore=NOT_COPIED)
+        for path, text in starters(folder).items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8", newline="\n")
+    return root
+
+
+def check_in_a_child(
+    steps_dir: Path, args: list[str], env: dict | None = None, cwd: Path = REPO_ROOT
+):
+    """Run `python -m pytest <args>` in a new process with the check on `steps_dir` (may be outside
+    the repository): student code never runs in the process of the repository's own tests."""
+    env = os.environ | {"COURSE_STEPS_DIR": str(steps_dir), "COLUMNS": "100"} | (env or {})
+    cmd = [sys.executable, "-m", "pytest", *args, "-p", "no:cacheprovider"]
+    cmd += [f"--rootdir={REPO_ROOT}", "-c", str(REPO_ROOT / "pyproject.toml")]
+    cmd += ["-p", "conftest"]  # a steps folder outside the repository is not under its conftest
+    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)

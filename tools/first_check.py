@@ -1,32 +1,28 @@
 """The student's first check, as the top README shows it: `python -m tools.first_check --write-docs`."""
 
-import contextlib
-import io
-import os
 import re
 import sys
+import tempfile
 from pathlib import Path
-
-import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 README = REPO_ROOT / "README.md"
 
 
 def first_check(step: str = "lab-01") -> str:
-    """What `pixi run check-<step>` prints on the untouched starter, run in this process."""
-    saved = {k: os.environ.get(k) for k in ("PIXI_PROJECT_ROOT", "COLUMNS")}
-    os.environ.update(PIXI_PROJECT_ROOT=str(REPO_ROOT), COLUMNS="100")  # as inside a pixi task
-    out = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(out):
-            args = [f"steps/{step}", "--impl", "starter", "-p", "no:cacheprovider", "-s"]
-            pytest.main([str(REPO_ROOT / a) if a.startswith("steps/") else a for a in args])
-    finally:
-        for key, value in saved.items():
-            os.environ.pop(key) if value is None else os.environ.__setitem__(key, value)
+    """What `pixi run check-<step>` prints on the shipped starter: a pristine copy, in a child process.
+
+    The student's own starter (edited, caught up) never reaches the README, and never runs here.
+    """
+    from common.loader import step_names
+    from tools import check_in_a_child, pristine
+
+    with tempfile.TemporaryDirectory() as tmp:
+        steps = pristine(step_names(), Path(tmp))  # all: a step may import an earlier one
+        pixi = {"PIXI_PROJECT_ROOT": str(REPO_ROOT)}  # as inside a pixi task
+        done = check_in_a_child(steps, [str(steps / step), "--impl", "starter"], env=pixi)
     # the run's time is the one thing that changes from run to run
-    return re.sub(r" in [\d.]+s( \([\d:]+\))?$", " in ...s", out.getvalue().strip(), flags=re.M)
+    return re.sub(r" in [\d.]+s( \([\d:]+\))?$", " in ...s", done.stdout.strip(), flags=re.M)
 
 
 if __name__ == "__main__":
