@@ -13,7 +13,7 @@ import textwrap
 from pathlib import Path
 
 from common import OUT_DIR, STEPS_DIR, command, shown, todos
-from common.loader import step_names
+from common.loader import py_files, source, step_names
 
 LEVELS = 3  # the HINT parts; level 4 is the reference code
 
@@ -42,8 +42,8 @@ def write_state(path: Path, state: dict[str, int]) -> None:
 def open_todos(step: str) -> list[str]:
     """TODO ids the starter still raises, in course order."""
     found = set()
-    for path in sorted((STEPS_DIR / step / "starter").rglob("*.py")):
-        found |= set(todos.TODO.findall(path.read_text(encoding="utf-8", errors="replace")))
+    for path in py_files(STEPS_DIR / step / "starter"):  # a link to .. is not followed
+        found |= set(todos.TODO.findall(source(path)))
     regions = todos.step_regions(STEPS_DIR / step / "solution")
     return [todo for todo in regions if todo in found]
 

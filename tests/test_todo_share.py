@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from common import STEPS_DIR, todos
+from common.starters import starters
 
 RUN = 3  # the shortest run of tokens that counts as transcribed
 LIMIT = 0.25
@@ -58,11 +59,13 @@ def streams_of(source: str) -> list[list[str]]:
     return [*streams, code]
 
 
-def shown_streams(starter: Path) -> dict[str, list[list[str]]]:
-    """TODO id -> the token streams of every starter function that raises its NotImplementedError."""
+def shown_streams(step: Path) -> dict[str, list[list[str]]]:
+    """TODO id -> the token streams of every starter function that raises its NotImplementedError.
+
+    The starter as shipped (made from the solution): a student's edits or a catch-up do not count.
+    """
     found = defaultdict(list)
-    for path in sorted(starter.rglob("*.py")):
-        text = path.read_text(encoding="utf-8")
+    for _, text in sorted(starters(step).items()):
         lines = text.splitlines()
         for node in ast.walk(ast.parse(text)):
             if isinstance(node, ast.FunctionDef):
@@ -96,7 +99,7 @@ def shares() -> dict[str, tuple[float, int]]:
     """TODO id -> (share shown, number of solution tokens), for every step."""
     table = {}
     for step in sorted(p for p in STEPS_DIR.iterdir() if (p / "solution").is_dir()):
-        streams = shown_streams(step / "starter")
+        streams = shown_streams(step)
         for todo, tokens in solution_tokens(step).items():
             table[todo] = (shown_share(tokens, streams[todo]), len(tokens))
     return table
