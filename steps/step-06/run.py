@@ -168,6 +168,7 @@ def main(args) -> int:
     torch.set_num_threads(args.threads)  # before any work: a second thread mostly waits here
     train = load(STEP, "train", args.impl)
     out = out_dir(STEP, args.out)
+    suffix = "_quick" if args.quick else ""  # --quick never overwrites the default run's figures
     docs, failed = checked_blocks(train), []
     for body in docs.values():
         print(body)
@@ -185,9 +186,9 @@ def main(args) -> int:
         print(docs["heads"])
         both = dict(heads=hd, family=experiments.untrained_family())
         for path in (
-            plots.loss_curve(r, out / ("loss_curve_quick.png" if args.quick else "loss_curve.png")),
-            plots.heads_beside_family(both, out / "trained_heads.png"),
-            plots.head_zoom(both, out / "head_zoom.png"),
+            plots.loss_curve(r, out / f"loss_curve{suffix}.png"),
+            plots.heads_beside_family(both, out / f"trained_heads{suffix}.png"),
+            plots.head_zoom(both, out / f"head_zoom{suffix}.png"),
         ):
             print(f"wrote {path}")
     if "induction" not in skip:
@@ -202,8 +203,8 @@ def main(args) -> int:
                 print(f"seed {r['cfg'].seed}: {verdict} {text}")
                 failed += [] if ok or args.quick else [f"seed {r['cfg'].seed}: {text}"]
         for path in (
-            plots.induction_phase(runs[0], out / "induction_phase.png"),
-            plots.induction_heads(runs[0], out / "induction_heads.png"),
+            plots.induction_phase(runs[0], out / f"induction_phase{suffix}.png"),
+            plots.induction_heads(runs[0], out / f"induction_heads{suffix}.png"),
         ):
             print(f"wrote {path}")
     if args.write_docs and not args.quick:  # a part left out keeps its recorded blocks
