@@ -182,6 +182,9 @@ def stop(proc: subprocess.Popen) -> int:
 
 def serve(step: str, port: int, browser: bool, root: Path) -> int:
     """Serve the step's topics until Ctrl-C; return the exit code."""
+    # Ctrl-C must stop the server even when the parent ignores it (a shell's background job, an
+    # xdist worker started from one): an ignored SIGINT would be inherited and never raise here.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     folder, kept = prepare(step, root)
     for copy in kept:
         print(f"kept your edited {shown(copy)} (delete it to get the course's version back)")
