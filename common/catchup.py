@@ -168,6 +168,8 @@ def check_reference(step: Path) -> None:
 class _Lock:
     """Only one catch-up per step at a time: a file made with O_EXCL (atomic on every OS)."""
 
+    STALE = 600  # seconds: a catch-up takes a second or two, so an older lock is a killed run's
+
     def __init__(self, step: Path):
         self.path = step / LOCK
 
@@ -175,10 +177,14 @@ class _Lock:
         try:
             fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
         except FileExistsError:
-            since = datetime.fromtimestamp(self.path.stat().st_mtime).strftime("%H:%M:%S")
+            made = self.path.stat().st_mtime
+            if datetime.now().timestamp() - made > self.STALE:
+                self.path.unlink(missing_ok=True)  # left by a run that was killed: take it over
+                return self.__enter__()
+            since = datetime.fromtimestamp(made).strftime("%H:%M:%S")
             raise CatchUpError(
                 f"another catch-up of {shown(self.path.parent)} is running ({shown(self.path)} exists, "
-                f"made at {since}): wait for it to finish; if none is running, delete that file and run the command again"
+                f"made at {since}): wait for it to finish; if none is running, delete that file (after {self.STALE // 60} minutes the next run does) and run the command again"
             ) from None
         except OSError as exc:
             raise CatchUpError(explain(exc, "create", self.path) + " (nothing changed)") from exc

@@ -1,22 +1,45 @@
 """Environment report, printed at the top of every step run; `python -m common.envreport` checks the lock."""
 
 import argparse
+import json
 import os
 import platform
 import re
 import sys
+import tomllib
 from importlib import metadata
 from pathlib import Path
+from urllib.parse import urlparse
+from urllib.request import url2pathname
 
 import torch
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name as normalise  # PEP 503: 'Pre_Commit' -> 'pre-commit'
 
-from common import REPO_ROOT
+from common import REPO_ROOT, shown
 from common.docs import markdown_table, write_block
 
 REQUIREMENTS = REPO_ROOT / "requirements.txt"  # the top-level pins
 LOCK = REPO_ROOT / "requirements.lock"  # every package, generated from them by `pixi run lock-pip`
+PROJECT = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+INSTALL = "python -m pip install --no-deps --no-build-isolation -e ."  # pixi install does it
+
+
+def course_problem() -> str | None:
+    """Why `common` would not import outside the repository's folder: no editable install of it."""
+    name = PROJECT["name"]
+    try:
+        url = json.loads(metadata.distribution(name).read_text("direct_url.json") or "{}").get(
+            "url"
+        )
+    except metadata.PackageNotFoundError:
+        return (
+            f"{name} (the course itself) is not installed: from {shown(REPO_ROOT)}/ run {INSTALL}"
+        )
+    where = Path(url2pathname(urlparse(url).path)) if url else None
+    if where is None or not where.is_dir() or not where.samefile(REPO_ROOT):
+        return f"{name} is installed from {url or 'a copy'}, not from {shown(REPO_ROOT)}/: run {INSTALL}"
+    return None
 
 
 def read_pins(path: Path | None = None) -> dict[str, str]:
@@ -73,7 +96,7 @@ def check_lock(top: dict[str, str], lock: dict[str, str]):
     wanted = {**lock, **top}
     here = {name for name, _ in done} | (wanted.keys() & dists.keys())
     rows = [(n, v, getattr(dists.get(n), "version", None)) for n, v in wanted.items() if n in here]
-    return rows, sorted(dists.keys() - wanted.keys())
+    return rows, sorted(dists.keys() - wanted.keys() - {PROJECT["name"]})
 
 
 def pins_table() -> str:
@@ -99,7 +122,9 @@ def main(argv: list[str] | None = None) -> int:
     outside = f"; installed outside the lock: {', '.join(unlocked)}" if unlocked else ""
     counts = f"{len(rows) - len(drift)} OK, {len(drift)} DRIFT{outside}"
     print(f"{LOCK.name}: {len(rows)} of {len(lock)} locked packages apply here: {counts}")
-    return 1 if drift else 0
+    course = course_problem()  # `common` imports from a step's folder only when it is installed
+    print(f"[DRIFT] {course}" if course else "[OK] the course, installed editable from this folder")
+    return 1 if drift or course else 0
 
 
 if __name__ == "__main__":

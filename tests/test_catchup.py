@@ -158,6 +158,15 @@ def test_a_second_catch_up_while_one_runs_is_refused(step):
     assert snapshot(step / "starter") == before and (step / catchup.LOCK).exists()
 
 
+def test_a_lock_left_by_a_killed_catch_up_is_taken_over_after_ten_minutes(step):
+    lock = step / catchup.LOCK
+    lock.write_text("pid 1\n", encoding="utf-8")
+    old = lock.stat().st_mtime - catchup._Lock.STALE - 1
+    os.utime(lock, (old, old))  # a run killed (power cut, kill -9) eleven minutes ago
+    catchup.catch_up(step, now=NOW)
+    assert not lock.exists() and snapshot(step / "starter") == snapshot(step / "solution")
+
+
 def test_a_swap_that_fails_puts_the_starter_back(step, monkeypatch):
     real = Path.rename
 

@@ -1,13 +1,16 @@
 """pixi.toml is valid and pinned, requirements.txt and its hashed lock pin the same, tooling is wired."""
 
 import json
+import os
 import re
+import subprocess
+import sys
 import tomllib
 
 import pytest
 import torch
 
-from common import REPO_ROOT, envreport
+from common import REPO_ROOT, envreport, shown
 from common.docs import read_block
 from common.envreport import check_lock, normalise, read_pins, report
 
@@ -47,10 +50,23 @@ def test_torch_comes_from_the_cpu_index():
 def test_pixi_and_requirements_pin_the_same_versions():
     pixi = {}
     for name, spec in PIXI["pypi-dependencies"].items():
+        if name == envreport.PROJECT["name"]:
+            continue  # the course itself, from this folder (next test)
         version = spec["version"] if isinstance(spec, dict) else spec
         assert version.startswith("=="), f"{name} is not pinned exactly in pixi.toml: {version}"
         pixi[normalise(name)] = version[2:]
     assert pixi == PINS
+
+
+def test_both_paths_install_the_course_itself_editable():
+    """So `common` imports from a step's folder too; pyproject.toml's build backend is pinned."""
+    assert PIXI["pypi-dependencies"][envreport.PROJECT["name"]] == {"path": ".", "editable": True}
+    pyproject = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    backend = pyproject["build-system"]["requires"]
+    assert backend == [f"flit_core=={PINS['flit-core']}"]  # what --no-build-isolation finds
+    ci = (REPO_ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8").split("## Without pixi", 1)[1]
+    assert f".venv/bin/{envreport.INSTALL}" in ci and readme.count(envreport.INSTALL) >= 2
 
 
 def test_handout_versions_are_pinned():
@@ -181,13 +197,53 @@ def test_env_task_prints_ok_for_every_pin_and_a_summary(capsys):
     assert envreport.main([]) == 0
     out = capsys.readouterr().out
     oks = {line for line in out.splitlines() if line.startswith("[OK] ")}
-    assert oks == {f"[OK] {name}=={version}" for name, version in PINS.items()}
+    course = "[OK] the course, installed editable from this folder"
+    assert oks == {f"[OK] {name}=={version}" for name, version in PINS.items()} | {course}
     assert "[DRIFT]" not in out
     m = re.fullmatch(
         r"requirements.lock: (\d+) of (\d+) locked packages apply here: (\d+) OK, 0 DRIFT.*",
         summary(out),
     )
     assert m and m[1] == m[3] and int(m[2]) == len(LOCK) and len(PINS) < int(m[1]) <= len(LOCK)
+
+
+def test_env_task_fails_when_the_course_is_not_installed_from_this_folder(monkeypatch, capsys):
+    monkeypatch.setattr(envreport, "PROJECT", {"name": "no-such-course-here"})
+    assert envreport.main([]) == 1
+    fix = "run python -m pip install --no-deps --no-build-isolation -e ."
+    out = capsys.readouterr().out
+    assert (
+        f"[DRIFT] no-such-course-here (the course itself) is not installed: from {shown(REPO_ROOT)}/ {fix}"
+        in out
+    )
+
+
+def test_env_task_fails_when_the_course_is_installed_from_another_folder(
+    tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setattr(envreport, "REPO_ROOT", tmp_path)  # another clone, sharing this environment
+    assert envreport.main([]) == 1
+    line = next(
+        x for x in capsys.readouterr().out.splitlines() if "the course" in x or "llm-internals" in x
+    )
+    assert line.startswith("[DRIFT] llm-internals is installed from file:") and "-e ." in line
+
+
+def test_the_course_imports_from_a_steps_folder():
+    """`cd steps/lab-01; python -m common.run lab-01` works: the editable install, not the folder, finds common."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run(
+        [sys.executable, "-m", "common.run", "--help"],
+        cwd=REPO_ROOT / "steps" / "lab-01",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, (
+        f"{done.stderr.strip()}\nfrom {shown(REPO_ROOT)}/: {envreport.INSTALL}"
+    )
+    assert "usage: " in done.stdout and "one of: lab-01" in done.stdout
 
 
 def test_env_task_fails_on_a_wrong_pin(tmp_path, monkeypatch, capsys):

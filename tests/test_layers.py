@@ -46,6 +46,23 @@ def test_a_layer_is_imported_only_from_above(package, outside):
     assert not wrong, "\n".join(wrong)
 
 
+def test_a_steps_code_imports_pytest_only_in_its_tests():
+    """A student's run never loads the test runner: only a step's tests/ import pytest at the top."""
+    wrong = [
+        _where(p)
+        for p in FILES
+        if p.relative_to(REPO_ROOT).parts[0] in ("steps", "solutions")
+        and "tests" not in p.relative_to(REPO_ROOT).parts
+        and any(
+            isinstance(node, ast.Import | ast.ImportFrom)
+            and "pytest"
+            in {a.name.split(".")[0] for a in node.names} | {getattr(node, "module", None) or ""}
+            for node in ast.parse(p.read_text(encoding="utf-8")).body
+        )
+    ]
+    assert not wrong, "import pytest inside the function that needs it:\n" + "\n".join(wrong)
+
+
 def test_one_todo_pattern_outside_tests():
     """common/todos.py is the one parser of the TODO format: no other file compiles a TODO regex."""
     pattern = re.compile(r"re\.(compile|search|match|fullmatch|findall)\([^)\n]*TODO")

@@ -7,8 +7,10 @@ never runs in this process, and a child that ends without its summary shows up a
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -104,6 +106,44 @@ def test_a_looping_todo_fails_naming_the_todo_and_the_test(tmp_path):
         r"calc\.py:\d+ in double\n +while True:\n +TookTooLong: still running after 1 s", out
     )
     assert "Next: TODO(step-97 task 1: double)" in out
+
+
+@pytest.mark.skipif(os.name == "nt", reason="Ctrl-C cannot be sent to one child process on Windows")
+def test_ctrl_c_in_a_looping_todo_names_that_todo_and_the_test(tmp_path):
+    """Before the time limit, the student presses Ctrl-C: the summary still comes, naming the loop."""
+    started = tmp_path / "started"
+    steps = tiny_copy(
+        tmp_path, f"open({str(started)!r}, 'w').close()\n    while True:\n        x += 1"
+    )
+    args = [
+        str(steps / "step-97"),
+        "--impl",
+        "starter",
+        "--timeout",
+        "120",
+        "-p",
+        "no:cacheprovider",
+    ]
+    args += [f"--rootdir={REPO_ROOT}", "-c", str(REPO_ROOT / "pyproject.toml"), "-p", "conftest"]
+    # a terminal's Ctrl-C reaches a Python that handles it; a background job's child ignores SIGINT
+    code = f"import signal, sys, pytest; signal.signal(signal.SIGINT, signal.default_int_handler); sys.exit(pytest.main({args!r}))"
+    env = os.environ | {"COURSE_STEPS_DIR": str(steps), "COLUMNS": "100"}
+    child = subprocess.Popen(
+        [sys.executable, "-c", code], cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, text=True
+    )
+    for _ in range(600):  # up to 60 s for the child to import and reach the loop
+        if started.exists() or child.poll() is not None:
+            break
+        time.sleep(0.1)
+    child.send_signal(signal.SIGINT)
+    out = child.communicate(timeout=60)[0]
+    assert re.search(
+        r"^Interrupted \(Ctrl-C\) during \S*test_calc\.py::test_double in TODO\(step-97 task 1: double\): "
+        r"the tests after it did not run$",
+        out,
+        re.M,
+    ), out
+    assert "Next: TODO(step-97 task 1: double)" in out and "Traceback" not in out
 
 
 def test_a_loop_at_import_names_the_students_line(tmp_path):
