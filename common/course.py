@@ -49,7 +49,7 @@ def describe(folder: Path) -> Step:
     if not path.is_file():
         raise ValueError(
             f"{shown(path)} is missing: every step describes itself there "
-            "(CONTRIBUTING.md, 'A step describes itself'; python -m common.newstep writes one)"
+            "(CONTRIBUTING.md, 'A step describes itself'; python -m tools.newstep writes one)"
         )
     data = tomllib.loads(path.read_text(encoding="utf-8"))
     for key, (kind, needed) in KEYS.items():

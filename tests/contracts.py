@@ -13,14 +13,14 @@ from common.loader import ImplImportError, load_from
 from common.todos import id_problem, module_name, split_id, step_regions, todo_in
 from tools import run_pytest, untouched  # noqa: F401 (c.untouched, for the tests)
 
-MAKE = "run pixi run make-starters (python -m common.starters)"
+MAKE = "run pixi run make-starters (python -m tools.starters)"
 REQUIRED = ("README.md", "step.toml", "run.py", "starter", "solution", "tests")
 
 
 def layout_problems(folder: Path) -> list[str]:
     """A step needs a handout, a run.py, a starter, a solution and tests."""
     problems = [
-        f"{folder.name}: missing {name} (python -m common.newstep writes every part of a step)"
+        f"{folder.name}: missing {name} (python -m tools.newstep writes every part of a step)"
         for name in REQUIRED
         if not (folder / name).exists()
     ]

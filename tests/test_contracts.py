@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from common import REPO_ROOT, STEPS_DIR, shown, starters
+from common import REPO_ROOT, STEPS_DIR, shown
 from common.course import Step, course, pixi_tasks
 from common.loader import ImplImportError, check_syntax, step_names
 from tests import contracts as c
-from tools import pristine, untouched
+from tools import pristine, starters, untouched
 
 FIXTURES = Path(__file__).parent / "fixtures"
 BROKEN = FIXTURES / "broken_step" / "steps" / "step-99"
@@ -31,7 +31,7 @@ def _test_files() -> list[Path]:
 # On a student's machine an edited starter is their work: the contracts that need the shipped one
 # use a pristine copy. CI, or a maintainer with STRICT_STARTERS=1, fails instead: it is then a bug.
 STRICT = bool(os.environ.get("CI") or os.environ.get("STRICT_STARTERS"))
-MAKE = "regenerate the starters: pixi run make-starters (python -m common.starters)"
+MAKE = "regenerate the starters: pixi run make-starters (python -m tools.starters)"
 
 
 def shipped(step: str, tmp_path: Path) -> Path:
@@ -133,7 +133,7 @@ def test_untouched_starter_fails_only_with_not_implemented(step, tmp_path):
 
 
 def test_fixture_layout_problem_is_found():
-    fix = "(python -m common.newstep writes every part of a step)"
+    fix = "(python -m tools.newstep writes every part of a step)"
     assert c.layout_problems(BROKEN) == [
         f"step-99: missing README.md {fix}",
         f"step-99: missing step.toml {fix}",

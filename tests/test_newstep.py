@@ -30,7 +30,7 @@ def test_a_new_step_with_its_printed_tasks_passes_every_contract(tmp_path):
     _git(copy, "add", "-A")
     _git(copy, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "copy")
     made = subprocess.run(
-        [sys.executable, "-m", "common.newstep", STEP, "Scratch"],
+        [sys.executable, "-m", "tools.newstep", STEP, "Scratch"],
         cwd=copy,
         capture_output=True,
         text=True,

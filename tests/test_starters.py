@@ -2,7 +2,8 @@
 
 import pytest
 
-from common import starters, todos
+from common import todos
+from tools import starters
 
 SOLUTION = '''def f(x):
     """Double x."""

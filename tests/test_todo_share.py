@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from common import STEPS_DIR, todos
-from common.starters import starters
+from tools.starters import starters
 
 RUN = 3  # the shortest run of tokens that counts as transcribed
 LIMIT = 0.25

@@ -1,4 +1,5 @@
-"""Maintainer tools: the handouts' symptom tables, mutation testing, the first-check block, suite timing.
+"""Maintainer tools: starters, new steps, the handouts' symptom tables, mutation testing, the
+first-check block, suite timing.
 
 Nothing in steps/ or common/ imports these; tests/ may."""
 
@@ -12,7 +13,6 @@ import pytest
 
 from common import REPO_ROOT, STEPS_DIR
 from common.loader import py_files
-from common.starters import stale, starters
 
 # What a pristine copy leaves out: the student's side of a step, and what runs make
 NOT_COPIED = shutil.ignore_patterns(
@@ -42,6 +42,11 @@ def run_pytest(args: list[str], steps_dir: Path | None = None, plugins=()) -> in
 
 def untouched(folder: Path) -> bool:
     """Does the step's starter/ hold exactly the generated files (no edit, no file added)?"""
+    from tools.starters import (  # here: `python -m tools.starters` imports tools/ first
+        stale,
+        starters,
+    )
+
     made = starters(folder)
     return not stale(folder) and set(py_files(folder / "starter")) == set(made)
 
@@ -51,6 +56,8 @@ def pristine(steps: list[str], dest: Path, source: Path = STEPS_DIR) -> Path:
 
     What the student did to steps/ (edits, a catch-up, a deleted file) is not in it.
     """
+    from tools.starters import starters  # here, as in untouched()
+
     root = dest / "steps"
     for step in steps:
         folder = shutil.copytree(source / step, root / step, ignore=NOT_COPIED)

@@ -1,4 +1,4 @@
-"""Write every starter from its marked solution (CONTRIBUTING.md): `python -m common.starters`."""
+"""Write every starter from its marked solution (CONTRIBUTING.md): `python -m tools.starters`."""
 
 import argparse
 import sys
@@ -41,12 +41,12 @@ def write(step_dir: Path) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     """Write (or, with --check, compare) the starter of every step."""
-    parser = argparse.ArgumentParser(prog="python -m common.starters", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m tools.starters", description=__doc__)
     parser.add_argument("--check", action="store_true", help="exit 1 if a starter is stale")
     steps = sorted(p for p in STEPS_DIR.iterdir() if (p / "solution").is_dir())
     if parser.parse_args(argv).check:
         changed = [path for step in steps for path in stale(step)]
-        make = command("pixi run make-starters", "python -m common.starters")
+        make = command("pixi run make-starters", "python -m tools.starters")
         for path in changed:
             print(f"{'stale' if path.is_file() else 'missing'}: {shown(path)} (write it: {make})")
         return 1 if changed else 0

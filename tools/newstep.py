@@ -1,4 +1,4 @@
-"""Start a step that passes every contract: `python -m common.newstep step-07 "Scratch"`.
+"""Start a step that passes every contract: `python -m tools.newstep step-07 "Scratch"`.
 
 Writes steps/<name>/ (handout, step.toml, run.py, a solution with one marked TODO, its starter,
 one test), fills the course map and the handout's block, and prints the pixi tasks to paste."""
@@ -152,7 +152,7 @@ def create(name: str, title: str) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    prog = command("pixi run new-step", "python -m common.newstep")
+    prog = command("pixi run new-step", "python -m tools.newstep")
     parser = argparse.ArgumentParser(prog=prog, description=__doc__)
     parser.add_argument("name", help="the step's folder name, e.g. step-07")
     parser.add_argument("title", help='its title, e.g. "Scratch"')
