@@ -116,10 +116,14 @@ def load(step: str, module: str, impl: str = "solution") -> ModuleType:
 
 
 def reference(name: str, module: str) -> ModuleType:
-    """An earlier step's reference `module`: steps/<name>/solution/, or checkpoint solutions/<name>/.
+    """An earlier step's reference `module`: steps/<name>/solution/, or checkpoint solutions/<name>/;
+    a module the step keeps beside its solution/ (steps/<name>/<module>.py) when solution/ has none.
 
     The one route a later step (and catch-up's checkpoint) takes to code it builds on."""
     if name in step_names():
+        own = STEPS_DIR / name / f"{module}.py"  # course material of the step, not a TODO's code
+        if own.is_file() and not (own.parent / "solution" / own.name).is_file():
+            return load_from(own.parent, module, f"_course_{name.replace('-', '_')}")
         return load(name, module, "solution")
     if name not in step_names(SOLUTIONS_DIR):
         known = ", ".join(step_names() + step_names(SOLUTIONS_DIR))

@@ -4,11 +4,10 @@ from pathlib import Path
 
 import pytest
 
-from common.broken import BUGS
 from common.loader import load, load_file, load_from, step_dir
 
 scorecard = load_file(step_dir("step-04") / "scorecard.py", "_course_step_04_scorecard")
-grade, OWN = scorecard.grade, scorecard.OWN
+grade, OWN, BUGS = scorecard.grade, scorecard.OWN, scorecard.BUGS
 
 WEAK = Path(__file__).parent / "fixtures" / "weak_proofs"
 

@@ -13,11 +13,10 @@ from torch import nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from common import REPO_ROOT
-from common.broken import triu_mask
 from common.docs import exact, markdown_table, within, write_block
 from common.envreport import report
 from common.figures import out_dir
-from common.loader import load, load_file
+from common.loader import load, load_file, reference
 from common.seeding import generator, randn, seed_all
 
 STEP = "lab-01"
@@ -329,7 +328,7 @@ def lecture_leak(attention: ModuleType, wrong_mask: ModuleType, T: int = EXERCIS
     }
     rows = []
     for name, (q, k, v) in draws.items():
-        triu = triu_mask(T)  # (T, T), the mask as shipped
+        triu = reference("lab-01", "broken").triu_mask(T)  # (T, T), the mask as shipped
         _, weights = attention.scaled_dot_product_attention(q, k, v, triu)  # (1, T, T)
         rows.append((name, *wrong_mask.future_leak(weights)))
     return rows

@@ -7,7 +7,6 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from common.broken import BY_NAME, broken_head
 from common.loader import reference
 from common.seeding import generator, randn, seed_all
 from common.timing import clock, fit_exponent, interleaved, quartiles
@@ -195,7 +194,8 @@ PROOFS = {
     "prove_causality_by_perturbation": "test_causality_by_perturbation",
     "prove_causality_by_gradient": "test_causality_by_gradient",
 }
-SWAPPED = BY_NAME["mask after softmax"]  # softmax over all keys, then the future zeroed
+catalogue = reference("lab-01", "broken")  # steps/lab-01/broken.py: every attention bug
+SWAPPED = catalogue.BY_NAME["mask after softmax"]  # softmax over all keys, then the future zeroed
 
 
 def reference_proofs():
@@ -227,7 +227,9 @@ def seeded_weights(Head, seed, B=4, T=8):
 
 def mask_order(head, seed=0, B=4, T=8):
     """Row sums of your head and of its swapped twin, and which reference 4.2 proofs fail."""
-    swapped = broken_head(head.Head, SWAPPED)  # your head's weights, the two lines swapped
+    swapped = catalogue.broken_head(
+        head.Head, SWAPPED
+    )  # your head's weights, the two lines swapped
     A = [seeded_weights(Head, seed, B, T) for Head in (head.Head, swapped)]  # 2 x (B, T, T)
     good, bad = A[0].sum(dim=-1), A[1].sum(dim=-1)  # (B, T) each
     return dict(
@@ -280,7 +282,7 @@ def scale_spread(head, draws=200, B=1, T=8):
 
 def mask_low_spread(head, seeds=100, B=4, T=8):
     """Smallest row sum of the swapped head, per seeded head and input: one sequence, and B."""
-    swapped = broken_head(head.Head, SWAPPED)
+    swapped = catalogue.broken_head(head.Head, SWAPPED)
     sums = [seeded_weights(swapped, seed, B, T).sum(dim=-1) for seed in range(seeds)]  # (B, T) each
     rows = []
     for n in (1, B):  # the first sequence alone, then the whole batch (table (d)'s minimum)

@@ -3,7 +3,10 @@
 from dataclasses import dataclass
 from types import ModuleType
 
-from common.broken import BUGS, Bug, broken_head
+from common.loader import reference
+
+catalogue = reference("lab-01", "broken")  # steps/lab-01/broken.py: every attention bug
+BUGS, Bug, broken_head = catalogue.BUGS, catalogue.Bug, catalogue.broken_head
 
 # Each 4.2 proof answers for the broken heads that violate its own property; together they cover
 # every bug that breaks a 4.2 property. A proof counts as written only when it catches all of its

@@ -2,12 +2,15 @@
 
 from types import ModuleType
 
-from common.broken import BUGS, Bug, broken_head
+from common.loader import reference
+
+catalogue = reference("lab-01", "broken")  # steps/lab-01/broken.py: every attention bug
+BUGS, Bug = catalogue.BUGS, catalogue.Bug
 
 __all__ = ["BUGS", "broken"]  # BUGS: the rows of the handout's symptom table, in its order
 
 
 def broken(fresh: ModuleType, bug: Bug) -> ModuleType:
     """Make a freshly imported copy of head.py commit `bug`: its Head is the broken one."""
-    fresh.Head = broken_head(fresh.Head, bug)
+    fresh.Head = catalogue.broken_head(fresh.Head, bug)
     return fresh

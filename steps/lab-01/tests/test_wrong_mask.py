@@ -3,15 +3,17 @@
 import pytest
 import torch
 
-from common.broken import inverted_mask, missing_mask, or_padding, triu_mask
+from common.loader import reference
 from common.seeding import randn
+
+catalogue = reference("lab-01", "broken")  # steps/lab-01/broken.py: the handouts' broken masks
 
 T = 4  # the exercise's sequence length: T * (T - 1) / 2 = 6 weights sit above the diagonal
 
 
 # The exercise's own tests come first: the exhibit buggy_causal_mask (given code, the transpose of
 # causal_mask) is caught by the student's future_leak, and a correct mask is not. The tests after
-# them prove, on common/broken.py's masks, that the diagnostic has no blind spot.
+# them prove, on broken.py's masks, that the diagnostic has no blind spot.
 
 
 def test_your_diagnostic_catches_the_exhibit(wrong_mask):
@@ -42,7 +44,7 @@ def test_the_diagonal_is_not_the_future(wrong_mask):
 def test_the_shipped_mask_passes_shape_and_row_sum_checks(wrong_mask):
     """The exhibit has the right shape and dtype, and its weights still sum to 1 per row."""
     mask = wrong_mask.buggy_causal_mask(T)
-    assert torch.equal(mask, triu_mask(T))  # the transpose of the lower triangle is triu
+    assert torch.equal(mask, catalogue.triu_mask(T))  # the transpose of the lower triangle is triu
     weights = wrong_mask.attention_weights(mask)
     assert mask.shape == (T, T) and mask.dtype == torch.bool and weights.shape == (1, T, T)
     # 1e-6: a float32 sum of <= 4 probabilities, a few rounding units of 2**-23.
@@ -51,7 +53,7 @@ def test_the_shipped_mask_passes_shape_and_row_sum_checks(wrong_mask):
 
 def test_the_shipped_mask_fails_the_leak_diagnostic(wrong_mask):
     """assert_no_future_leak raises, naming the label, the count (6 at T = 4) and the largest."""
-    weights = wrong_mask.attention_weights(triu_mask(T))
+    weights = wrong_mask.attention_weights(catalogue.triu_mask(T))
     with pytest.raises(AssertionError, match=r"triu mask: 6 future-token weights .*largest 0\.\d"):
         wrong_mask.assert_no_future_leak(weights, "triu mask")
 
@@ -59,21 +61,23 @@ def test_the_shipped_mask_fails_the_leak_diagnostic(wrong_mask):
 @pytest.mark.parametrize("seq_len", [2, 4, 7])
 def test_the_shipped_mask_leaks_every_pair_above_the_diagonal(wrong_mask, seq_len):
     """With triu every (query t, key j > t) pair gets weight: T * (T - 1) / 2 leaks, each in (0, 1)."""
-    count, largest = wrong_mask.future_leak(wrong_mask.attention_weights(triu_mask(seq_len)))
+    count, largest = wrong_mask.future_leak(
+        wrong_mask.attention_weights(catalogue.triu_mask(seq_len))
+    )
     assert count == seq_len * (seq_len - 1) // 2
     assert 0 < largest < 1
 
 
 def test_diagnostic_catches_a_missing_mask(wrong_mask):
     """No mask at all: every weight above the diagonal leaks."""
-    weights = wrong_mask.attention_weights(missing_mask(T))
+    weights = wrong_mask.attention_weights(catalogue.missing_mask(T))
     with pytest.raises(AssertionError, match="no mask: 6 future-token weights"):
         wrong_mask.assert_no_future_leak(weights, "no mask")
 
 
 def test_diagnostic_catches_an_inverted_mask(wrong_mask):
     """The negated causal mask: queries see only later keys (the last query's row is all zero)."""
-    weights = wrong_mask.attention_weights(inverted_mask(T))
+    weights = wrong_mask.attention_weights(catalogue.inverted_mask(T))
     assert not torch.isnan(weights).any()
     with pytest.raises(AssertionError, match="inverted mask: 6 future-token weights"):
         wrong_mask.assert_no_future_leak(weights, "inverted mask")
@@ -84,7 +88,9 @@ def test_diagnostic_catches_or_combined_padding(attention, wrong_mask):
     causal = attention.causal_mask(T)
     padding = torch.tensor([[True, True, True, True], [True, True, True, False]])  # (B, T)
     q, k, v = (randn(2, T, 8, seed=i) for i in range(3))  # each (B, T, d_head)
-    _, weights = attention.scaled_dot_product_attention(q, k, v, or_padding(causal, padding))
+    _, weights = attention.scaled_dot_product_attention(
+        q, k, v, catalogue.or_padding(causal, padding)
+    )
     with pytest.raises(AssertionError, match="OR-combined padding: 9 future-token weights"):
         wrong_mask.assert_no_future_leak(weights, "OR-combined padding")
 
@@ -112,6 +118,6 @@ def test_diagnostic_counts_even_a_tiny_leak(attention, wrong_mask):
 
 def test_future_leak_reads_a_single_t_by_t_matrix_too(attention, wrong_mask):
     """future_leak takes weights with or without a batch axis: [T, T] counts the same leaks."""
-    weights = wrong_mask.attention_weights(triu_mask(T))  # (1, T, T)
+    weights = wrong_mask.attention_weights(catalogue.triu_mask(T))  # (1, T, T)
     assert wrong_mask.future_leak(weights[0]) == wrong_mask.future_leak(weights)
     assert wrong_mask.future_leak(weights[0])[0] == T * (T - 1) // 2
