@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from common import REPO_ROOT, STEPS_DIR, WHOLE_RUNS, command, hint, shown
+from common.docs import parse_table, read_block
 from common.guard import Judges, TookTooLong, Watchdog, allow_exit, refuse_exit
 from common.loader import ImplImportError, check_syntax, load, py_files, source, step_names
 from common.todos import (
@@ -20,6 +21,7 @@ from common.todos import (
     module_name,
     optional,
     order_key,
+    parse,
     split_id,
     step_regions,
     todo_in,
@@ -28,15 +30,15 @@ from common.todos import (
 TIMEOUT = 10.0  # CPU seconds a test of the check may use (pytest-timeout's --timeout N changes it)
 
 
-def python_problem(version=sys.version_info, executable: str = sys.executable) -> str | None:
+def python_problem() -> str | None:
     """The course runs on Python 3.12: on another one, the command that works, in one line."""
-    if tuple(version[:2]) == (3, 12):
+    if sys.version_info[:2] == (3, 12):
         return None
-    here = ".".join(map(str, version[:3]))
+    here = ".".join(map(str, sys.version_info[:3]))
     venv = REPO_ROOT / ".venv" / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
     twin = f"{shown(venv)} -m pytest" if venv.is_file() else "python3.12 -m pytest"
     return (
-        f"this is Python {here} ({executable}); the course runs on Python 3.12: "
+        f"this is Python {here} ({sys.executable}); the course runs on Python 3.12: "
         f"use pixi run test (or pixi run check-<step>), or {twin} with the same arguments"
     )
 
@@ -167,11 +169,9 @@ def pytest_unconfigure(config):
 
 def pytest_collection_modifyitems(config, items):
     """The tests of a step set aside at the start do not run: its one line says why."""
-    broken = config.stash.get(BROKEN, {})
-    if broken:
-        kept = [i for i in items if _step_of(i.path) not in broken]
-        config.hook.pytest_deselected(items=[i for i in items if i not in kept])
-        items[:] = kept
+    if broken := config.stash.get(BROKEN, {}):
+        config.hook.pytest_deselected(items=[i for i in items if _step_of(i.path) in broken])
+        items[:] = [i for i in items if _step_of(i.path) not in broken]
 
 
 @pytest.hookimpl(wrapper=True)
@@ -255,8 +255,6 @@ DETAIL = 3  # detail lines of an error's message shown under its first line
 @functools.cache
 def _given_lines(solution: Path) -> frozenset[str]:
     """The lines of a solution file outside its TODO regions: code the starter gives."""
-    from common.todos import parse
-
     kept, _ = parse(solution.read_text(encoding="utf-8"), str(solution))
     return frozenset(k.strip() for k in kept if k and k.strip() and not k.strip().startswith("#"))
 
@@ -303,8 +301,6 @@ def _first_student_line(step: str, region: dict, function: str) -> tuple[str, in
 
 def _symptoms(step: str) -> list[list[str]]:
     """The rows of the step's symptom table (symptom, first test to fail, fix), if it has one."""
-    from common.docs import parse_table, read_block
-
     try:
         return parse_table(read_block(STEPS_DIR / step / "README.md", "symptoms"))
     except (OSError, ValueError, KeyError, IndexError):
@@ -331,21 +327,13 @@ def _waiting(n: int, verb: str = "wait for it") -> str:
     """'3 tests wait for it', '1 test waits for it', or what a TODO with none ahead of it says."""
     if n == 0:
         return "not written yet (its tests stop at an earlier TODO)"
-    return (
-        f"{n} tests {verb}"
-        if n > 1
-        else f"1 test {verb.replace('wait ', 'waits ').replace('skip ', 'skips ')}"
-    )
+    first, rest = verb.split(" ", 1)
+    return f"{n} tests {verb}" if n > 1 else f"1 test {first}s {rest}"
 
 
 def _starter_file(step: str, region: dict) -> Path:
     """The starter file that holds a TODO region of the solution."""
     return STEPS_DIR / step / "starter" / region["file"].relative_to(STEPS_DIR / step / "solution")
-
-
-def _regions(step: str) -> dict[str, dict]:
-    """TODO id -> its module, the functions it is written in, its file; in course order."""
-    return step_regions(STEPS_DIR / step / "solution")
 
 
 def _shipped_bugs(step: str, todos: dict) -> dict[str, tuple[str, int, str]]:
@@ -389,7 +377,7 @@ class StudentCheck:
         self.config = config
         self.results: dict[str, dict] = {}  # nodeid -> outcome, step, todo, bug, entered
         self.codes: dict = {}  # code object of a TODO function -> (step, TODO id)
-        self.todo_at: dict = {}  # the same functions' (file, first line) -> TODO id
+        self.todo_at: dict = {}  # the same functions' (file, first line) -> (TODO id, function)
         self.entered: set = set()
         self.broken: list[str] = []  # test files that could not be collected
         self.regions: dict[str, dict] = {}  # step -> its TODO regions, read once
@@ -409,7 +397,7 @@ class StudentCheck:
         for step in self.config.stash.get(STEPS_UNDER_TEST, []):
             if step in broken:
                 continue
-            self.regions[step] = _regions(step)
+            self.regions[step] = step_regions(STEPS_DIR / step / "solution")
             for todo, region in self.regions[step].items():
                 module = load(step, region["module"], "starter")
                 for name in region["functions"]:
@@ -422,7 +410,7 @@ class StudentCheck:
                         self.renamed.setdefault(
                             todo, f"{shown(_starter_file(step, region))} {name}"
                         )
-        self.todo_at = {_where(code): todo for code, (_, todo, _) in self.codes.items()}
+        self.todo_at = {_where(code): (todo, fn) for code, (_, todo, fn) in self.codes.items()}
         if self.codes and sys.monitoring.get_tool(self.TOOL) is None:
             sys.monitoring.use_tool_id(self.TOOL, "course-check")
             sys.monitoring.register_callback(
@@ -446,8 +434,6 @@ class StudentCheck:
         return True
 
     def pytest_unconfigure(self, config):
-        if not hasattr(sys, "monitoring"):  # an older Python, refused at configure
-            return
         if sys.monitoring.get_tool(self.TOOL) == "course-check":  # leave nothing armed behind
             for code in self.codes:
                 sys.monitoring.set_local_events(self.TOOL, code, 0)
@@ -468,13 +454,11 @@ class StudentCheck:
 
     def pytest_runtest_logreport(self, report):
         if report.when == "call" or not report.passed:
-            frames = getattr(report, "frames", [])
-            lines = getattr(report, "lines", [None] * len(frames))
+            frames = zip(getattr(report, "frames", []), getattr(report, "lines", []), strict=True)
             raised = None  # (TODO, function, file, line): the innermost line the student wrote
-            for frame, (path, line) in reversed(list(zip(frames, lines, strict=True))):
+            for frame, (path, line) in reversed(list(frames)):
                 if frame in self.todo_at and _student_line(Path(path), line):
-                    fn = next(n for c, (_, t, n) in self.codes.items() if _where(c) == frame)
-                    raised = (self.todo_at[frame], fn, shown(Path(path)), line)
+                    raised = (*self.todo_at[frame], shown(Path(path)), line)
                     break
             self.results[report.nodeid] = {
                 "outcome": report.outcome,
@@ -529,7 +513,7 @@ class StudentCheck:
         ):
             session.exitstatus = 0  # progress is a report: failing tests are not a red check
 
-    def blame(self, step: str, results: dict, todos: dict, still: dict) -> dict[str, set]:
+    def blame(self, results: dict, todos: dict, still: dict) -> dict[str, set]:
         """Set each failure's TODO (and function); return the whole-run tests held back.
 
         A failure belongs to the TODO whose code raised it (the innermost line the student
@@ -607,7 +591,7 @@ class StudentCheck:
         if self.stopped:
             return
         frames = [_where(entry.frame.code.raw) for entry in excinfo.traceback]
-        inner = [self.todo_at[f] for f in frames if f in self.todo_at]
+        inner = [self.todo_at[f][0] for f in frames if f in self.todo_at]
         todo = (
             inner[-1] if inner else max((t for t, _ in self.entered), key=order_key, default=None)
         )
@@ -624,7 +608,7 @@ class StudentCheck:
         todos, still = self.regions[step], _open_todos(step)
         still |= _shipped_bugs(step, todos)
         held = Counter(r["todo"] for r in results.values() if r["todo"])
-        held_back = self.blame(step, results, todos, still)
+        held_back = self.blame(results, todos, still)
         status, failing, warned = {}, Counter(), Counter()
         for n, r in results.items():
             if r["outcome"] == "failed" and not r["todo"] and n not in held_back:
@@ -675,8 +659,7 @@ class StudentCheck:
                 "Every required TODO is done."
                 + (" The optional ones are yours to try." if nxt or len(todos) > done else "")
             ]
-        marks = {"done": "[x]", "todo": "[ ]", "bug": "[!]", "optional": "[ ]", "untested": "[?]"}
-        marks["waiting"] = marks["exercise"] = "[ ]"
+        marks = {"done": "[x]", "bug": "[!]", "untested": "[?]"}  # the other states: [ ]
         for number, (todo, state) in enumerate(status.items()):
             earlier = [s for s in list(status.values())[:number] if s != "done"]
             on_warning = (
@@ -696,7 +679,7 @@ class StudentCheck:
             }[state]
             if todo in self.renamed and state in ("todo", "untested", "waiting"):
                 note = self._none_ran(todo, earlier)
-            lines.append(f"{marks[state]} TODO({todo}): {note}")
+            lines.append(f"{marks.get(state, '[ ]')} TODO({todo}): {note}")
         bugs = [(n, r) for n, r in results.items() if r["bug"] and n not in held_back]
         known = {r[1].split("[")[0] for r in _symptoms(step) if len(r) == 3}  # in its table
         bugs.sort(key=lambda b: self.bug_order(b, nxt, known))  # the next TODO's, simplest first

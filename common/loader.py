@@ -97,10 +97,8 @@ def _one_line(where: Path, line: int | None, error: str, msg: str) -> ImplImport
 
 def check_syntax(path: Path) -> None:
     """Compile `path` without running it; a SyntaxError becomes the one-line ImplImportError."""
-    try:
-        compile(
-            path.read_bytes(), str(path), "exec"
-        )  # bytes: a BOM or coding cookie, as Python reads
+    try:  # bytes: a BOM or coding cookie, as Python reads
+        compile(path.read_bytes(), str(path), "exec")
     except SyntaxError as exc:
         raise _one_line(path, exc.lineno, "SyntaxError", exc.msg) from exc
 

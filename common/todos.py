@@ -86,8 +86,8 @@ def _parse_header(region: Region, body: list[str]) -> None:
             continue
         text = _comment(line)
         if header and text is not None:
-            tag = next((t for t in TAGS if text.startswith(t + ":")), None) or tag
-            text = text.removeprefix(tag + ":").strip() if text.startswith(tag + ":") else text
+            if opened := next((t for t in TAGS if text.startswith(t + ":")), None):
+                tag, text = opened, text.removeprefix(opened + ":").strip()
             region.parts[tag] = f"{region.parts.get(tag, '')} {text}".strip()
         else:  # the first line that is not a comment ends the header
             header = False
