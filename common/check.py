@@ -376,7 +376,7 @@ class StudentCheck:
     def __init__(self, config):
         self.config = config
         self.results: dict[str, dict] = {}  # nodeid -> outcome, step, todo, bug, entered
-        self.codes: dict = {}  # code object of a TODO function -> (step, TODO id)
+        self.codes: dict = {}  # code object of a TODO function -> (step, TODO id, function)
         self.todo_at: dict = {}  # the same functions' (file, first line) -> (TODO id, function)
         self.entered: set = set()
         self.broken: list[str] = []  # test files that could not be collected
@@ -496,8 +496,7 @@ class StudentCheck:
                 continue
             if judges and step in judges.replaced:
                 write(f"{judges.replaced[step]}: the check put the originals back")
-            lines = self.step_lines(step, progress)
-            for line in lines:
+            for line in self.step_lines(step, progress):
                 write(line)
         others = [n for n, r in self.results.items() if r["step"] is None and r["bug"]]
         for nodeid in others:
