@@ -11,7 +11,6 @@ from pathlib import Path
 import torch
 from torch.utils.benchmark import Timer
 
-from common.docs import parse_table, read_block
 from common.loader import load_file, reference
 from common.seeding import generator, seed_all
 
@@ -157,44 +156,13 @@ def trained_heads(model, mcfg: ModelConfig) -> dict:
     return dict(text=text, rows=heads.trained_heads(model, idx, mcfg.h))
 
 
-# Step 4's untrained settings (its 4.3 table b2, steps/step-04/README.md block `family`): seed 0's
-# embeddings and head, d = 32, d_head = 16, on the first 64 characters, with one thing changed
-FAMILY = {
-    "default init": {},
-    "W_Q, W_K x3": dict(scale=3.0),
-    "W_K = W_Q": dict(tied=True),
-    "W_K = W_Q, x3": dict(tied=True, scale=3.0),
-    "no positions": dict(pos=0.0),
-    "positions x4": dict(pos=4.0),
-    "shared offset x4, W x2": dict(offset=4.0, scale=2.0),
-}
-STEP4_README = HERE.parent / "step-04" / "README.md"
-
-
-def untrained_attention(scale=1.0, tied=False, pos=1.0, offset=0.0, seed=0) -> torch.Tensor:
-    """A (64, 64) of an untrained Step 4 head (its reference) built as Step 4's 4.3 builds it."""
-    _, _, data = corpus()
-    idx = torch.tensor([data.encode(data.load_text()[:STEP4_TEXT])])  # (1, 64)
-    seed_all(seed)
-    tok, where = torch.nn.Embedding(len(data.vocab()), 32), torch.nn.Embedding(STEP4_TEXT, 32)
-    head = reference("step-04", "head").Head(32, 16, T_max=STEP4_TEXT)
-    shared = torch.randn(32, generator=generator(seed))  # (d,) added to every position
-    with torch.no_grad():
-        if tied:
-            head.key.weight.copy_(head.query.weight)
-        head.query.weight.mul_(scale)
-        head.key.weight.mul_(scale)
-        head(tok(idx) + pos * where(torch.arange(STEP4_TEXT))[None] + offset * shared)
-    return head.A[0]  # (T, T)
-
-
 def untrained_family() -> dict:
-    """Step 4's family, rebuilt, each with the pattern name Step 4's handout gives it (seed 0)."""
-    names = {row[0]: row[5] for row in parse_table(read_block(STEP4_README, "family"))}
-    rows = [
-        dict(setting=k, pattern=names[k], A=untrained_attention(**v)) for k, v in FAMILY.items()
-    ]
-    return dict(rows=rows)
+    """Step 4's untrained family (its 4.3 table b2), seed 0: Step 4's own code and pattern names."""
+    step4 = reference(
+        "step-04", "experiments"
+    )  # the settings, the head on 64 characters, the names
+    rows = step4.family(reference("step-04", "head"), seeds=(0,))["rows"]
+    return dict(rows=[dict(setting=r["setting"], pattern=r["pattern"], A=r["A"]) for r in rows])
 
 
 def induction_run(train, seeds=(0,), quick: bool = False) -> list[dict]:

@@ -5,6 +5,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
+from common import STEPS_DIR
 from common.docs import parse_table, read_block
 from common.run import options
 
@@ -72,9 +73,9 @@ def test_bad_run_options_are_refused(run, capsys, tmp_path):
 
 
 def test_the_rebuilt_untrained_family_is_step_4s(run, heads):
-    """Step 4's table (b2) for seed 0, from its handout: our rebuilt heads give the same numbers."""
+    """Step 4's table (b2) for seed 0, from its handout: the heads Step 6 shows give its numbers."""
     family = run.experiments.untrained_family()["rows"]
-    table = parse_table(read_block(run.experiments.STEP4_README, "family"))
+    table = parse_table(read_block(STEPS_DIR / "step-04" / "README.md", "family"))
     assert [r["setting"] for r in family] == [row[0] for row in table]
     for r, (_, diagonal_rows, column, key, evenness, pattern, _) in zip(family, table, strict=True):
         A = r["A"]  # (64, 64)
