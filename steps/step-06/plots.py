@@ -8,25 +8,12 @@ import torch
 from matplotlib.colors import Normalize, PowerNorm
 
 from common.figures import plt, save
+from common.loader import reference
 
-# Step 4's way of drawing attention, so the trained heads look like its untrained ones
-FUTURE = "0.8"  # grey: cells above the diagonal, masked before the softmax (not small weights)
-GAMMA = 0.5  # power-law colour scale for weights: a weight w gets the colour of w**GAMMA
-
-
-def printable(ch: str) -> str:
-    """A character as a tick label: a space and a newline become visible symbols."""
-    return {" ": "␣", "\n": "↵"}.get(ch, ch)
-
-
-def attention_image(ax, A, norm=None):
-    """Draw A (T, T) in blues with the masked future in grey; return the image for a colorbar."""
-    future = torch.ones_like(A, dtype=torch.bool).triu(diagonal=1)  # (T, T) True where j > i
-    shown = np.ma.masked_array(A.numpy(), mask=future.numpy())  # (T, T) future cells hidden
-    colours = plt.get_cmap("Blues").with_extremes(bad=FUTURE)
-    image = ax.imshow(shown, cmap=colours, norm=norm or PowerNorm(GAMMA, vmin=0, vmax=1))
-    ax.set(xlabel="key j", ylabel="query i")
-    return image
+# Step 4's own way of drawing attention (reached by the one route), so the trained heads look
+# like its untrained ones: blues on a power-law scale, the masked future in grey
+step4 = reference("step-04", "plots")
+GAMMA, attention_image, printable = step4.GAMMA, step4.attention_image, step4.printable
 
 
 def loss_curve(result, path: Path) -> Path:
