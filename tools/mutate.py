@@ -69,6 +69,20 @@ _SCALAR_START = (
     "a 0-dim start broadcasts to (...,) at key 0, which always exists (T >= 1 is checked)"
 )
 EQUIVALENT: dict[str, str] = {
+    "attention combine_causal_and_padding: if causal.shape[0] != causal.shape[1]: => "
+    "if causal.shape[0] != causal.shape[-1]:": "check_rank made causal 2-D: dim 1 is dim -1",
+    "attention combine_causal_and_padding: check_mask(padding, (padding.shape[0], causal.shape[1]), "
+    "'padding') => check_mask(padding, (padding.shape[0], causal.shape[0]), 'padding')": (
+        "the line above made causal square: its dims 0 and 1 are equal"
+    ),
+    "attention combine_causal_and_padding: check_mask(padding, (padding.shape[0], causal.shape[1]), "
+    "'padding') => check_mask(padding, (padding.shape[0], causal.shape[-1]), 'padding')": (
+        "check_rank made causal 2-D: dim 1 is dim -1"
+    ),
+    "attention SelfAttention.forward: check_input(x, self) => pass": (
+        "the reference's forward calls project, which checks the same x first (the given check in "
+        "forward is for a student's forward that does not call project)"
+    ),
     "attention check_heads: if x.shape[1] != layer.n_heads or x.shape[3] != layer.d_head: => "
     "if x.shape[1] != layer.n_heads or x.shape[-1] != layer.d_head:": (
         "check_rank made x 4-D: dim 3 is dim -1"

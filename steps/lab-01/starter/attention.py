@@ -131,8 +131,10 @@ def combine_causal_and_padding(causal: torch.Tensor, padding: torch.Tensor) -> t
     """[B, T, T] mask: query i may attend key j if j <= i AND key j is real (padding[b, j] True)."""
     check_rank(causal, "causal", "[T, T]", 2)  # given: the two masks' shapes and dtypes
     check_rank(padding, "padding", "[B, T]", 2)
-    check_mask(causal, (causal.shape[-1],) * 2, "causal")
-    check_mask(padding, (padding.shape[0], causal.shape[-1]), "padding")
+    if causal.shape[0] != causal.shape[1]:  # a (1, T) row would broadcast, and give [B, 1, T]
+        raise ValueError(f"causal must be square, [T, T], got shape {tuple(causal.shape)}")
+    check_mask(causal, causal.shape, "causal")  # its dtype
+    check_mask(padding, (padding.shape[0], causal.shape[1]), "padding")
     raise NotImplementedError(
         "TODO(lab-01 task 4: combine_causal_and_padding): return a bool [B, T, T] mask from causal [T, T] and padding [B, T] (True marks a real token): entry [b, i, j] is True exactly when the causal mask allows (i, j) and key j of sequence b is real. Lesson 5, combining masks. The trap: AND, not OR, and the padding mask is about keys, so it needs a query axis."
     )

@@ -95,10 +95,21 @@ def test_combine_is_causal_and_padding(attention):
         ((1, 4, 4), (2, 4), r"causal must have shape \[T, T\] \(2 dims\), got shape \(1, 4, 4\)"),
         ((4, 4), (4,), r"padding must have shape \[B, T\] \(2 dims\), got shape \(4,\)"),
         ((4, 4), (2, 1, 4), r"padding must have shape \[B, T\] \(2 dims\), got shape \(2, 1, 4\)"),
-        ((4, 5), (2, 5), r"causal must broadcast to .*, got shape \(4, 5\)"),
+        ((4, 5), (2, 5), r"causal must be square, \[T, T\], got shape \(4, 5\)"),
+        ((1, 4), (2, 4), r"causal must be square, \[T, T\], got shape \(1, 4\)"),
+        ((4, 1), (2, 4), r"causal must be square, \[T, T\], got shape \(4, 1\)"),
         ((4, 4), (2, 5), r"padding must broadcast to \(2, 4\), got shape \(2, 5\)"),
     ],
-    ids=["1-D causal", "3-D causal", "1-D padding", "3-D padding", "non-square", "longer padding"],
+    ids=[
+        "1-D causal",
+        "3-D causal",
+        "1-D padding",
+        "3-D padding",
+        "non-square",
+        "one row",  # it would broadcast, and the result would be [B, 1, T]
+        "one column",
+        "longer padding",
+    ],
 )
 def test_combine_refuses_masks_of_the_wrong_shape(attention, causal_shape, padding_shape, message):
     """causal must be [T, T] and padding [B, T] with the same T: ValueError naming the shape."""

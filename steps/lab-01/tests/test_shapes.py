@@ -205,7 +205,12 @@ def test_multi_head_mask_is_checked_against_b_t_t(attention):
 @pytest.mark.given
 @pytest.mark.parametrize(
     "call",
-    ["sdpa 1-D q", "SelfAttention 2-D x", "MultiHeadSelfAttention 4-D x"],
+    [
+        "sdpa 1-D q",
+        "SelfAttention 2-D x",
+        "SelfAttention.project 2-D x",
+        "MultiHeadSelfAttention 4-D x",
+    ],
 )
 def test_input_of_wrong_rank_raises(attention, call):
     """Input with the wrong number of dims: ValueError naming the expected layout and the shape."""
@@ -215,9 +220,11 @@ def test_input_of_wrong_rank_raises(attention, call):
         want = r"q must have shape \[\.\.\., T, d_head\] \(at least 2 dims\), got shape \(4,\)"
         with pytest.raises(ValueError, match=want):
             attention.scaled_dot_product_attention(randn(4, seed=0), k, v)
-    elif call == "SelfAttention 2-D x":
+    elif call.startswith("SelfAttention"):  # project is called on its own too (the tests do)
+        head = attention.SelfAttention(8)
+        call_it = head.project if call.startswith("SelfAttention.project") else head
         with pytest.raises(ValueError, match=r"\[B, T, d_model\] \(3 dims\), got shape \(5, 8\)"):
-            attention.SelfAttention(8)(randn(5, 8, seed=0))
+            call_it(randn(5, 8, seed=0))
     else:
         with pytest.raises(ValueError, match=r"\[B, T, d_model\] \(3 dims\).*\(1, 2, 5, 8\)"):
             attention.MultiHeadSelfAttention(8, 2)(randn(1, 2, 5, 8, seed=0))
