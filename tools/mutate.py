@@ -69,6 +69,16 @@ _SCALAR_START = (
     "a 0-dim start broadcasts to (...,) at key 0, which always exists (T >= 1 is checked)"
 )
 EQUIVALENT: dict[str, str] = {
+    "gpt check_input: if idx.shape[1] > T_max: => if idx.shape[-1] > T_max:": (
+        "check_ids made idx 2-D: dim 1 is dim -1"
+    ),
+    "gpt MultiHeadAttention.__init__: _check_size(T_max, 'T_max') => pass": (
+        "the reference's Step 4 heads refuse the same T_max with the same message (the given check "
+        "is for a student's __init__ that builds no head yet)"
+    ),
+    "gpt Block.__init__: _check_size(T_max, 'T_max') => pass": (
+        "the reference's attention (its Step 4 heads) refuses the same T_max with the same message"
+    ),
     "attention combine_causal_and_padding: if causal.shape[0] != causal.shape[1]: => "
     "if causal.shape[0] != causal.shape[-1]:": "check_rank made causal 2-D: dim 1 is dim -1",
     "attention combine_causal_and_padding: check_mask(padding, (padding.shape[0], causal.shape[1]), "

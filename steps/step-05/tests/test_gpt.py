@@ -294,6 +294,10 @@ def test_forward_and_generate_refuse_bad_input(gpt):
         m.generate(ids((1, 4), high=V + 1) + V, 1)
     with pytest.raises(ValueError, match=r"temperature must be a finite number > 0, got 0"):
         m.generate(ids((1, 4)), 1, temperature=0)
+    long = ids((1, T + 4))  # (1, T_max + 4): generate crops it, so forward sees the last T_max
+    long[0, 0] = V  # out of the vocabulary, where only generate's own check can see it
+    with pytest.raises(ValueError, match=r"idx must be token ids in \[0, 16\), got values from"):
+        m.generate(long, 1)
 
 
 # --- task 5: generate ------------------------------------------------------------------------
@@ -318,6 +322,15 @@ def test_generate_is_deterministic_for_a_generator(gpt):
     c = m.generate(idx, 20, generator=generator(4))
     assert torch.equal(a, b), "the same generator state must give the same ids"
     assert not torch.equal(a, c), "another seed should give other ids"
+
+
+def test_generate_samples_at_temperature_1_by_default(gpt):
+    m = model(gpt)
+    with torch.no_grad():
+        m.lm_head.weight.mul_(5)  # logits far enough apart that a temperature shows
+    idx = ids((4, 3))
+    default = m.generate(idx, 20, generator=generator(5))
+    assert torch.equal(default, m.generate(idx, 20, temperature=1.0, generator=generator(5)))
 
 
 def test_a_tiny_temperature_picks_the_most_likely_token(gpt):
