@@ -2,6 +2,8 @@
 
 import os
 import re
+import shutil
+import sys
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -15,7 +17,28 @@ WHOLE_RUNS = re.compile(r"test_(docs|run|experiments|lecture)\.py")
 
 def command(pixi: str, python: str) -> str:
     """The command to show a student: `pixi run ...` inside a pixi task, else its `python` twin."""
-    return pixi if os.environ.get("PIXI_PROJECT_ROOT") else python
+    if os.environ.get("PIXI_PROJECT_ROOT"):
+        return pixi
+    return interpreter() + python.removeprefix("python") if python.startswith("python ") else python
+
+
+def interpreter() -> str:
+    """This Python as the student types it: `python` when PATH finds it, else its path (a venv's
+    .venv/bin/python, not activated); a `python` that is another Python would mislead."""
+    here, found = Path(sys.executable).absolute(), shutil.which("python")
+    if found and Path(found).absolute() == here:
+        return "python"
+    return os.path.relpath(here) if _inside(here) else str(here)  # native separators: cmd.exe
+
+
+def typed(path: Path) -> str:
+    """`path` as a command typed in this folder takes it (a step's folder too); else shown(path)."""
+    return Path(os.path.relpath(path)).as_posix() if _inside(path) else shown(path)
+
+
+def _inside(path: Path) -> bool:
+    """Are `path` and the current folder both in the repository (so a relative path joins them)?"""
+    return path.is_relative_to(REPO_ROOT) and Path.cwd().resolve().is_relative_to(REPO_ROOT)
 
 
 def shown(path: Path) -> str:

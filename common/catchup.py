@@ -10,7 +10,7 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from common import SOLUTIONS_DIR, command, shown
+from common import SOLUTIONS_DIR, command, shown, typed
 from common.loader import step_dir, step_names
 
 LOCK = ".catch-up.lock"  # in the step folder while a catch-up runs (git-ignored)
@@ -243,7 +243,7 @@ def catch_up(step: Path, now: datetime | None = None) -> tuple[Path | None, str]
             shutil.rmtree(step / NEW, ignore_errors=True)
             raise CatchUpError(f"{exc} (your starter is unchanged)") from exc
         _swap(step)
-    check = command(f"pixi run check-{step.name}", f"python -m pytest {shown(step)} --impl starter")
+    check = command(f"pixi run check-{step.name}", f"python -m pytest {typed(step)} --impl starter")
     return backup, f"{saved}{rel} now holds the reference solution. Next: {check}"
 
 

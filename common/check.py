@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from common import REPO_ROOT, STEPS_DIR, WHOLE_RUNS, command, hint, shown
+from common import REPO_ROOT, STEPS_DIR, WHOLE_RUNS, command, hint, shown, typed
 from common.docs import parse_table, read_block
 from common.guard import Judges, TookTooLong, Watchdog, allow_exit, refuse_exit
 from common.loader import ImplImportError, check_syntax, load, py_files, source, step_names
@@ -721,7 +721,7 @@ class StudentCheck:
             first = (mine or waits or [""])[0]
             name = k_name(first)
             pixi = f"pixi run check-{step}"
-            python = f"python -m pytest {shown(STEPS_DIR / step)} --impl starter"
+            python = f"python -m pytest {typed(STEPS_DIR / step)} --impl starter"
             if name:
                 lines.append(f"One test in full: {command(pixi, python)} -v -k {name}")
             more = command(f"pixi run hint {step}", f"python -m common.hint {step}")

@@ -16,7 +16,7 @@ import torch
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name as normalise  # PEP 503: 'Pre_Commit' -> 'pre-commit'
 
-from common import REPO_ROOT, shown
+from common import REPO_ROOT, command, shown
 from common.docs import markdown_table, write_block
 
 REQUIREMENTS = REPO_ROOT / "requirements.txt"  # the top-level pins
@@ -27,18 +27,18 @@ INSTALL = "python -m pip install --no-deps --no-build-isolation -e ."  # pixi in
 
 def course_problem() -> str | None:
     """Why `common` would not import outside the repository's folder: no editable install of it."""
-    name = PROJECT["name"]
+    name, fix = PROJECT["name"], command("pixi install", INSTALL)
     try:
         url = json.loads(metadata.distribution(name).read_text("direct_url.json") or "{}").get(
             "url"
         )
     except metadata.PackageNotFoundError:
-        return (
-            f"{name} (the course itself) is not installed: from {shown(REPO_ROOT)}/ run {INSTALL}"
-        )
+        return f"{name} (the course itself) is not installed: from {shown(REPO_ROOT)}/ run {fix}"
     where = Path(url2pathname(urlparse(url).path)) if url else None
     if where is None or not where.is_dir() or not where.samefile(REPO_ROOT):
-        return f"{name} is installed from {url or 'a copy'}, not from {shown(REPO_ROOT)}/: run {INSTALL}"
+        return (
+            f"{name} is installed from {url or 'a copy'}, not from {shown(REPO_ROOT)}/: run {fix}"
+        )
     return None
 
 

@@ -9,7 +9,7 @@ import os
 import sys
 from pathlib import Path
 
-from common import OUT_DIR, SOLUTIONS_DIR, STEPS_DIR, command, shown
+from common import OUT_DIR, SOLUTIONS_DIR, STEPS_DIR, command, interpreter, shown, typed
 from common.course import describe
 from common.docs import write_block
 from common.loader import IMPLS, ImplImportError, load_file, step_names
@@ -94,11 +94,19 @@ def not_written(step: str, exc: NotImplementedError) -> tuple[int, str]:
     """(exit code, one line) for a run stopped by a TODO: 0 when only optional work is left."""
     todo = todo_in(str(exc)) or str(exc)
     check = command(
-        f"pixi run check-{step}", f"python -m pytest {shown(STEPS_DIR / step)} --impl starter"
+        f"pixi run check-{step}", f"python -m pytest {typed(STEPS_DIR / step)} --impl starter"
     )
     if optional(todo):
         return 0, f"optional TODO({todo}) not written: that part of the run is skipped"
     return 1, f"not implemented yet: TODO({todo}). Next: {check}"
+
+
+def whose(step: str, impl: str) -> str:
+    """The run's first line: whose code it runs, so the reference's numbers are not taken for yours."""
+    if impl == "starter":
+        return f"{step} with your starter ({shown(STEPS_DIR / step / 'starter')}/)"
+    mine = command(f"pixi run {step} --impl starter", f"python -m common.run {step} --impl starter")
+    return f"{step} with the reference solution ({shown(STEPS_DIR / step / 'solution')}/); your code: {mine}"
 
 
 def record(args: argparse.Namespace, blocks: dict[str, str]) -> None:
@@ -113,7 +121,11 @@ def main(argv: list[str] | None = None) -> int:
     scripts, argv = runnable(), list(sys.argv[1:] if argv is None else argv)
     step = next((a for a in argv if a in scripts), None)  # before or after the options
     if step is None:
-        usage = argparse.ArgumentParser(prog="python -m common.run", description=__doc__)
+        prog = f"{interpreter()} -m common.run"
+        about = f"Run a step: its tables and figures. `{prog} <step> --help` lists its options"
+        usage = argparse.ArgumentParser(
+            prog=prog, description=about + ": --impl starter runs your code."
+        )
         usage.add_argument("step", help=f"one of: {', '.join(scripts)}")
         if {"-h", "--help"} & set(argv):
             usage.print_help()
@@ -126,10 +138,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = parse(step, scripts[step].parent, argv)
     except ValueError as exc:  # a step.toml missing or wrong: one line naming the file
-        sys.exit(f"python -m common.run {step}: {exc}")
+        sys.exit(f"{interpreter()} -m common.run {step}: {exc}")
     from common.envreport import report  # imports torch: only once the options are known good
 
     print(report(), end="\n\n")
+    print(whose(step, args.impl), end="\n\n")
     try:
         module = load_file(scripts[step], f"_course_run_{step.replace('-', '_')}")
         return module.main(args)

@@ -10,7 +10,7 @@ import tomllib
 import pytest
 import torch
 
-from common import REPO_ROOT, envreport, shown
+from common import REPO_ROOT, command, envreport, shown
 from common.docs import read_block
 from common.envreport import check_lock, normalise, read_pins, report
 
@@ -210,7 +210,7 @@ def test_env_task_prints_ok_for_every_pin_and_a_summary(capsys):
 def test_env_task_fails_when_the_course_is_not_installed_from_this_folder(monkeypatch, capsys):
     monkeypatch.setattr(envreport, "PROJECT", {"name": "no-such-course-here"})
     assert envreport.main([]) == 1
-    fix = "run python -m pip install --no-deps --no-build-isolation -e ."
+    fix = "run " + command("pixi install", envreport.INSTALL)  # this Python, as typed here
     out = capsys.readouterr().out
     assert (
         f"[DRIFT] no-such-course-here (the course itself) is not installed: from {shown(REPO_ROOT)}/ {fix}"

@@ -63,3 +63,15 @@ def test_each_handouts_main_path_is_short(step):
     assert words <= limit, (
         f"steps/{step}/README.md: {words} words before the marker, over {limit:.0f}"
     )
+
+
+def test_the_pip_twins_of_the_student_loop_are_pixis_tasks():
+    """README's table of commands without pixi: each twin is its pixi task's own command."""
+    section = README.read_text(encoding="utf-8").split("## Without pixi", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(
+        r"^\| `pixi run ([\w-]+)((?: [\w-]+)*)` \| `(python -m [^`]+)` \|$", section, re.M
+    )
+    tasks = pixi_tasks(REPO_ROOT / "pixi.toml")
+    assert len(rows) >= 7, section
+    for task, args, twin in rows:
+        assert twin == tasks[task]["cmd"] + args, f"pixi run {task}{args}: {twin}"

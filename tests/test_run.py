@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from common import REPO_ROOT, shown
+from common import REPO_ROOT, interpreter, shown
 from common import run as runner
 from common.loader import load_file
 
@@ -44,7 +44,7 @@ def test_every_steps_help_offers_impl_quick_write_docs_and_out(step, capsys):
 
 @pytest.mark.parametrize(
     ("pixi", "usage"),
-    [(True, "usage: pixi run lab-01 "), (False, "usage: python -m common.run lab-01 ")],
+    [(True, "usage: pixi run lab-01 "), (False, "usage: {python} -m common.run lab-01 ")],
 )
 def test_the_usage_line_fits_where_the_student_is(pixi, usage, monkeypatch, capsys):
     if pixi:
@@ -53,7 +53,7 @@ def test_the_usage_line_fits_where_the_student_is(pixi, usage, monkeypatch, caps
         monkeypatch.delenv("PIXI_PROJECT_ROOT", raising=False)
     with pytest.raises(SystemExit):
         runner.main(["lab-01", "--nope"])
-    assert capsys.readouterr().err.startswith(usage)
+    assert capsys.readouterr().err.startswith(usage.format(python=interpreter()))
 
 
 def test_the_step_may_follow_its_options(capsys):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from common import REPO_ROOT, catchup, loader
+from common import REPO_ROOT, catchup, command, interpreter, loader
 from common import run as runner
 
 BROKEN = Path(__file__).parent / "fixtures" / "broken_step" / "steps" / "step-99"
@@ -172,12 +172,14 @@ def test_an_unknown_step_is_never_the_program_name(capsys, monkeypatch):
     with pytest.raises(SystemExit):
         runner.main(["step-404"])
     err = capsys.readouterr().err
-    assert "pixi run step-404" not in err and err.startswith("usage: python -m common.run")
+    assert "pixi run step-404" not in err and err.startswith(
+        f"usage: {interpreter()} -m common.run"
+    )
 
 
 @pytest.mark.parametrize(
     ("pixi", "expected"),
-    [(True, "Next: pixi run check-step-99"), (False, "Next: python -m pytest ")],
+    [(True, "Next: pixi run check-step-99"), (False, "Next: {python} -m pytest ")],
 )
 def test_messages_name_the_command_of_the_students_path(step, monkeypatch, pixi, expected):
     if pixi:
@@ -185,7 +187,25 @@ def test_messages_name_the_command_of_the_students_path(step, monkeypatch, pixi,
     else:
         monkeypatch.delenv("PIXI_PROJECT_ROOT", raising=False)
     _, message = catchup.catch_up(step, now=datetime(2026, 11, 29, 8, 0, 0))
-    assert expected in message
+    assert expected.format(python=interpreter()) in message
+
+
+@pytest.mark.parametrize("active", [True, False], ids=["venv active", "venv not active"])
+def test_the_python_twin_is_typed_as_this_python_is_found(monkeypatch, tmp_path, active):
+    """`python` when PATH finds this interpreter; else its path, so no other Python runs it."""
+    here = Path(sys.executable).absolute()
+    other = tmp_path / "python"  # another Python first on PATH (a pyenv shim, the system's)
+    monkeypatch.setattr(shutil, "which", lambda name: str(here if active else other))
+    monkeypatch.delenv("PIXI_PROJECT_ROOT", raising=False)
+    typed = interpreter()
+    if active:
+        assert typed == "python"
+    else:  # from the repository's folder, where the commands run, it names this very file
+        assert typed != "python" and (Path.cwd() / typed).absolute() == here
+    assert (
+        command("pixi run hint lab-01", "python -m common.hint lab-01")
+        == f"{typed} -m common.hint lab-01"
+    )
 
 
 def test_a_figure_without_a_layout_engine_is_refused(tmp_path):
