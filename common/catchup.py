@@ -236,7 +236,12 @@ def catch_up(step: Path, now: datetime | None = None) -> tuple[Path | None, str]
         if caught_up(starter, solution):
             return None, f"{rel} already holds the reference solution; nothing changed."
         backup = back_up(starter, now) if starter.exists() else None
-        saved = f"Your version of {rel} is saved in {shown(backup)}/\n" if backup else ""
+        saved = (  # backups/ is git-ignored: the student would not find it through git status
+            f"Your version of {rel} is saved in {shown(backup)}/ (git does not track backups/; "
+            "copy a file back from there to use your own again)\n"
+            if backup
+            else ""
+        )
         try:
             _copy(solution, step / NEW, links=False)
         except CatchUpError as exc:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from common import REPO_ROOT, STEPS_DIR, WHOLE_RUNS, command, hint, shown, typed
+from common.course import course
 from common.docs import parse_table, read_block
 from common.guard import Judges, TookTooLong, Watchdog, allow_exit, refuse_exit
 from common.loader import ImplImportError, check_syntax, load, py_files, source, step_names
@@ -318,6 +319,21 @@ def _symptom_lines(step: str, nodeid: str) -> list[str]:
             f"Symptom table: {r[0]}; fix: {r[2]}", 96, initial_indent="  ", subsequent_indent="    "
         )[:3]
     ]
+
+
+def next_step(step: str) -> str | None:
+    """The step after `step` in course order, and where its handout is (None after the last)."""
+    try:
+        steps = [s for s in course() if s.folder.parent == STEPS_DIR]
+        order = next(s.order for s in steps if s.name == step)
+    except (StopIteration, OSError, ValueError):  # a step without its step.toml: no course order
+        return None
+    later = [s for s in steps if s.order > order]
+    return (
+        f"{later[0].name}, {later[0].title}: read {shown(later[0].folder / 'README.md')}"
+        if later
+        else None
+    )
 
 
 # --- the student's check -------------------------------------------------------------------------
@@ -656,7 +672,8 @@ class StudentCheck:
         if not left:
             lines[1:1] = [
                 "Every required TODO is done."
-                + (" The optional ones are yours to try." if nxt or len(todos) > done else "")
+                + (" The optional ones are yours to try." if nxt or len(todos) > done else ""),
+                *([f"Next step: {after}"] if (after := next_step(step)) else []),
             ]
         marks = {"done": "[x]", "bug": "[!]", "untested": "[?]"}  # the other states: [ ]
         for number, (todo, state) in enumerate(status.items()):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from common import catchup, loader
+from common import REPO_ROOT, catchup, loader, shown
 
 BROKEN = Path(__file__).parent / "fixtures" / "broken_step" / "steps" / "step-99"
 NOW = datetime(2026, 11, 29, 8, 0, 0)
@@ -210,3 +210,15 @@ def test_a_folder_that_is_not_a_step_is_not_a_step(tmp_path):
     assert loader.step_names(tmp_path) == ["lab-01", "step-07"]
     with pytest.raises(ValueError, match="unknown step 'notes'; valid steps: lab-01, step-07"):
         loader.step_dir("notes", tmp_path)
+
+
+def test_the_message_says_where_the_backup_is_and_that_git_does_not_track_it(step):
+    backup, message = catchup.catch_up(step, now=NOW)
+    assert f"is saved in {shown(backup)}/ (git does not track backups/" in message.splitlines()[0]
+    assert (backup / "mine.py").read_text(encoding="utf-8") == "# my own work\n"
+    if shutil.which("git") is None or not (REPO_ROOT / ".git").exists():
+        pytest.skip("no git checkout here: the .gitignore promise cannot be asked of git")
+    ignored = subprocess.run(  # the promise is true of this repository's .gitignore
+        ["git", "check-ignore", "-q", "steps/lab-01/backups/starter-x/attention.py"], cwd=REPO_ROOT
+    )
+    assert ignored.returncode == 0

@@ -148,3 +148,14 @@ def test_the_check_refuses_to_run_spread_over_processes(capsys):
     assert (
         "the check's summary needs one process: drop -n (or add --full)" in capsys.readouterr().err
     )
+
+
+def test_when_every_todo_is_done_the_check_names_the_next_step():
+    """The course order of the step.toml files: lab-01 leads to Step 4, the last step to none."""
+    from common.check import next_step
+
+    assert (
+        next_step("lab-01") == "step-04, A causal self-attention head: read steps/step-04/README.md"
+    )
+    assert next_step("step-05").startswith("step-06, ") and next_step("step-06") is None
+    assert next_step("notes") is None  # a folder that is no step has no place in the course
