@@ -29,11 +29,10 @@ def course_problem() -> str | None:
     """Why `common` would not import outside the repository's folder: no editable install of it."""
     name, fix = PROJECT["name"], command("pixi install", INSTALL)
     try:
-        url = json.loads(metadata.distribution(name).read_text("direct_url.json") or "{}").get(
-            "url"
-        )
+        recorded = metadata.distribution(name).read_text("direct_url.json")  # pip's and uv's record
     except metadata.PackageNotFoundError:
         return f"{name} (the course itself) is not installed: from {shown(REPO_ROOT)}/ run {fix}"
+    url = json.loads(recorded or "{}").get("url")
     where = Path(url2pathname(urlparse(url).path)) if url else None
     if where is None or not where.is_dir() or not where.samefile(REPO_ROOT):
         return (

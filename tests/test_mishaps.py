@@ -18,7 +18,7 @@ import pytest
 from common import REPO_ROOT, loader
 from common.check import python_problem
 from tests.test_check import TINY, check_a_copy, tiny_copy
-from tools import check_in_a_child, pristine, untouched
+from tools import check_command, check_in_a_child, pristine, untouched
 
 CALC = Path("step-97") / "starter" / "calc.py"
 WRITTEN = "return x * 2"
@@ -115,21 +115,15 @@ def test_ctrl_c_in_a_looping_todo_names_that_todo_and_the_test(tmp_path):
     steps = tiny_copy(
         tmp_path, f"open({str(started)!r}, 'w').close()\n    while True:\n        x += 1"
     )
-    args = [
-        str(steps / "step-97"),
-        "--impl",
-        "starter",
-        "--timeout",
-        "120",
-        "-p",
-        "no:cacheprovider",
-    ]
-    args += [f"--rootdir={REPO_ROOT}", "-c", str(REPO_ROOT / "pyproject.toml"), "-p", "conftest"]
-    # a terminal's Ctrl-C reaches a Python that handles it; a background job's child ignores SIGINT
-    code = f"import signal, sys, pytest; signal.signal(signal.SIGINT, signal.default_int_handler); sys.exit(pytest.main({args!r}))"
-    env = os.environ | {"COURSE_STEPS_DIR": str(steps), "COLUMNS": "100"}
-    child = subprocess.Popen(
-        [sys.executable, "-c", code], cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, text=True
+    args = [str(steps / "step-97"), "--impl", "starter", "--timeout", "120"]
+    cmd, env = check_command(steps, args)
+    child = subprocess.Popen(  # SIG_DFL: Python then raises KeyboardInterrupt, as in a terminal
+        cmd,  # (a background job's child would inherit an ignored SIGINT and never stop)
+        cwd=REPO_ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     for _ in range(600):  # up to 60 s for the child to import and reach the loop
         if started.exists() or child.poll() is not None:

@@ -67,13 +67,20 @@ def pristine(steps: list[str], dest: Path, source: Path = STEPS_DIR) -> Path:
     return root
 
 
-def check_in_a_child(
-    steps_dir: Path, args: list[str], env: dict | None = None, cwd: Path = REPO_ROOT
-):
-    """Run `python -m pytest <args>` in a new process with the check on `steps_dir` (may be outside
-    the repository): student code never runs in the process of the repository's own tests."""
+def check_command(steps_dir: Path, args: list[str], env: dict | None = None):
+    """(command, environment) of `python -m pytest <args>` with the check on `steps_dir` (may be
+    outside the repository), for a child process."""
     env = os.environ | {"COURSE_STEPS_DIR": str(steps_dir), "COLUMNS": "100"} | (env or {})
     cmd = [sys.executable, "-m", "pytest", *args, "-p", "no:cacheprovider"]
     cmd += [f"--rootdir={REPO_ROOT}", "-c", str(REPO_ROOT / "pyproject.toml")]
     cmd += ["-p", "conftest"]  # a steps folder outside the repository is not under its conftest
+    return cmd, env
+
+
+def check_in_a_child(
+    steps_dir: Path, args: list[str], env: dict | None = None, cwd: Path = REPO_ROOT
+):
+    """Run the check_command in a new process: student code never runs in the process of the
+    repository's own tests."""
+    cmd, env = check_command(steps_dir, args, env)
     return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)

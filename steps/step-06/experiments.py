@@ -158,9 +158,8 @@ def trained_heads(model, mcfg: ModelConfig) -> dict:
 
 def untrained_family() -> dict:
     """Step 4's untrained family (its 4.3 table b2), seed 0: Step 4's own code and pattern names."""
-    step4 = reference(
-        "step-04", "experiments"
-    )  # the settings, the head on 64 characters, the names
+    # Step 4's settings, its head on the first 64 characters, and its pattern names
+    step4 = reference("step-04", "experiments")
     rows = step4.family(reference("step-04", "head"), seeds=(0,))["rows"]
     return dict(rows=[dict(setting=r["setting"], pattern=r["pattern"], A=r["A"]) for r in rows])
 
