@@ -26,6 +26,9 @@ def pytest_addoption(parser):
     parser.addoption(
         "--progress", action="store_true", help="with --impl starter: one line per step, exit 0"
     )
+    parser.addoption(
+        "--check-json", metavar="PATH", help="with --impl starter: write each TODO's state to PATH"
+    )
 
 
 @pytest.fixture

@@ -3,6 +3,7 @@ is done, what to write next, and real bugs; a starter that won't import is one l
 
 import ast
 import functools
+import json
 import os
 import re
 import sys
@@ -401,6 +402,7 @@ class StudentCheck:
         self.stopped = ""  # why the run stopped early (a test out of time, -x), if it did
         self.interrupted: tuple | None = None  # (step, TODO) that Ctrl-C stopped
         self.current = ""  # the running test's id
+        self.model: dict[str, dict] = {}  # step -> TODO -> its state and counts (--check-json)
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionstart(self, session):
@@ -517,6 +519,8 @@ class StudentCheck:
         others = [n for n, r in self.results.items() if r["step"] is None and r["bug"]]
         for nodeid in others:
             write(f"{nodeid}: {self.results[nodeid]['bug'][-1].strip()}")
+        if path := self.config.getoption("--check-json"):  # what the screen says, as data (grading)
+            Path(path).write_text(json.dumps(self.model, indent=2) + "\n", encoding="utf-8")
 
     def pytest_sessionfinish(self, session):
         why = session.shouldfail or session.shouldstop  # -x, --maxfail, a test out of time
@@ -645,6 +649,26 @@ class StudentCheck:
                 status[todo] = "done"
         passed = sum(r["outcome"] == "passed" for r in results.values())
         given = sum(r["outcome"] == "passed" and r["given"] for r in results.values())
+        self.model[step] = {
+            todo: {
+                "state": state,
+                "optional": optional(todo),
+                "passed": sum(
+                    r["outcome"] == "passed" for r in results.values() if todo in r["entered"]
+                ),
+                "failing": failing[todo],
+                "waiting": held[todo],
+                "reason": next(
+                    (
+                        r["bug"][-1].strip()
+                        for r in results.values()
+                        if r.get("blame") == todo and r["bug"]
+                    ),
+                    "",
+                ),
+            }
+            for todo, state in status.items()
+        }
         done = sum(s == "done" for s in status.values())
         required = [t for t in todos if not optional(t)]
         left = [t for t in required if status[t] != "done"]

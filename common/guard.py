@@ -5,12 +5,24 @@ import os
 import sys
 import threading
 import time
+from inspect import getattr_static
 from pathlib import Path
 
-# Where tests find their verdicts. A starter that replaces torch.allclose (say) with a function
-# that always says yes would tick any TODO; the check keeps the originals and puts them back.
-JUDGED_WITH = ("builtins", "math", "torch", "torch.testing", "torch.nn.functional", "pytest")
-JUDGED_CLASSES = (("torch", "Tensor"),)
+# The functions tests judge with. A starter that replaces torch.allclose (say) with a function
+# that always says yes would tick any TODO, so the check keeps these and puts them back. Only these:
+# torch replaces other functions of its own as it lazily imports parts of itself (building the first
+# optimiser imports torch._dynamo, which wraps torch.manual_seed), and that is never the student's.
+JUDGES = {
+    "builtins": ("abs", "all", "any", "isinstance", "len", "max", "min", "round", "sorted", "sum"),
+    "math": ("isclose", "isfinite", "isnan"),
+    "torch": ("allclose", "equal", "isclose", "all", "any", "isfinite", "isnan", "is_tensor"),
+    "torch.testing": ("assert_close",),
+    "pytest": ("approx", "raises", "warns", "fail", "skip"),
+    "torch.Tensor": (
+        *("allclose", "equal", "isclose", "all", "any", "isfinite", "isnan", "item", "tolist"),
+        *("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__bool__", "__len__"),
+    ),
+}
 
 
 class TookTooLong(Exception):
@@ -26,27 +38,33 @@ class EndsPython(Exception):
     """Raised in place of os._exit(): it would end Python before the check could report."""
 
 
+def _loaded(name: str):
+    """The module (or class of a module) called `name`, if it is imported already; else None."""
+    if name in sys.modules:
+        return sys.modules[name]
+    module, _, cls = name.rpartition(".")
+    return getattr(sys.modules[module], cls, None) if module in sys.modules else None
+
+
 class Judges:
     """The functions tests judge with, as they were when this was made (before student code ran)."""
 
     def __init__(self):
         self.replaced: dict[str, str] = {}  # step -> what its starter replaced as it was imported
-        self.kept = {}
-        for name in JUDGED_WITH:
-            if name in sys.modules:
-                self.kept[name] = (sys.modules[name], dict(vars(sys.modules[name])))
-        for module, cls in JUDGED_CLASSES:
-            if module in sys.modules and hasattr(sys.modules[module], cls):
-                owner = getattr(sys.modules[module], cls)
-                self.kept[f"{module}.{cls}"] = (owner, dict(vars(owner)))
+        self.kept: dict[str, tuple[object, dict]] = {}  # "torch" -> (the module, {name: function})
+        for name, attrs in JUDGES.items():
+            if (owner := _loaded(name)) is not None:
+                found = {
+                    a: getattr_static(owner, a, None) for a in attrs
+                }  # a class's: inherited too
+                self.kept[name] = (owner, {a: obj for a, obj in found.items() if obj is not None})
 
     def restore(self) -> str:
         """Put back every judge that was replaced or deleted; name them ('' when none was)."""
         changed = []
         for name, (owner, was) in self.kept.items():
-            now = vars(owner)
             for attr, obj in was.items():
-                if callable(obj) and now.get(attr, None) is not obj:
+                if getattr_static(owner, attr, None) is not obj:
                     setattr(owner, attr, obj)
                     changed.append(f"{name}.{attr}")
         return ", ".join(changed[:3]) + (
