@@ -84,3 +84,25 @@ def check_in_a_child(
     repository's own tests."""
     cmd, env = check_command(steps_dir, args, env)
     return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+
+
+# What a clean clone does not have: git's and the tools' own folders, what runs and students make
+NOT_CLONED = shutil.ignore_patterns(
+    ".git", ".venv", "out", "backups", "starter", ".starter-*", ".catch-up.lock", "__pycache__",
+    ".pytest_cache", ".ruff_cache", "*.egg-info",
+)  # fmt: skip
+
+
+def clean_clone(dest: Path) -> Path:
+    """The repository as a fresh clone has it, under `dest`: every starter made from its solution.
+
+    A student's edits and catch-ups, and every run's output, stay behind.
+    """
+    from tools.starters import starters  # here, as in untouched()
+
+    root = shutil.copytree(REPO_ROOT, dest / "repo", ignore=NOT_CLONED)
+    for folder in (root / "steps").iterdir():
+        for path, text in starters(folder).items() if folder.is_dir() else ():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8", newline="\n")
+    return root

@@ -1,0 +1,165 @@
+"""The student's loop, step by step, as the README's commands run it (issue 26).
+
+For every step in the course map (each step.toml), on a clean clone of the repository, in fresh
+child processes started from the clone's folder with the pip path's commands (the python twin of
+each pixi task): the untouched starter's check is red and lists the step's TODOs in order; after
+catch-up the check is green; the quick run of the caught-up starter prints the reference's tables;
+hint gives four different levels; and a bug written into each TODO in turn makes the check name
+that TODO. A new step gets all of it from its own files.
+"""
+
+import ast
+import functools
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from common.course import course, pixi_tasks
+from common.todos import END, step_regions
+from tools import clean_clone
+from tools.mutate import EQUIVALENT, mutants
+
+STEPS = [s for s in course() if not s.checkpoint]  # in course order
+
+
+def student(repo: Path, task: str, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    """`pixi run <task> <args>` as the pip path types it: the task's own command, this Python."""
+    cmd = pixi_tasks()[task]["cmd"].split()
+    assert cmd[0] == "python", f"pixi task {task} is not a plain python command: {cmd}"
+    env = {k: v for k, v in os.environ.items() if k not in ("COURSE_STEPS_DIR", "PYTHONPATH")}
+    env |= {"COLUMNS": "100", "PYTHONUTF8": "1"}
+    return subprocess.run(
+        [sys.executable, *cmd[1:], *args],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=timeout,
+    )
+
+
+def todo_lines(out: str) -> list[str]:
+    """The check's table: one `[.] TODO(id): ...` line per TODO, as printed."""
+    return re.findall(r"^\[.\] TODO\(([^)]+)\)", out, re.M)
+
+
+TIMED = re.compile(r"\bms\b|seconds|per second|/s\b|\bwall\b|MFU")  # a column the clock decides
+
+
+def tables(out: str) -> list[list[str]]:
+    """The run's printed tables (rows that start with |), without the columns of measured times."""
+    rows, timed, lines = [], set(), out.splitlines()
+    for i, line in enumerate(lines):
+        if not line.startswith("|"):
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if i + 1 < len(lines) and lines[i + 1].startswith("| ---"):  # a header row
+            timed = {j for j, cell in enumerate(cells) if TIMED.search(cell)}
+        rows.append([cell for j, cell in enumerate(cells) if j not in timed])
+    return rows
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("step", [s.name for s in STEPS])
+def test_untouched_red_then_caught_up_green_and_the_run_matches_the_reference(step, tmp_path):
+    repo = clean_clone(tmp_path)
+    todos = list(step_regions(repo / "steps" / step / "solution"))
+    required = [t for t in todos if "optional" not in t]
+
+    untouched = student(repo, f"check-{step}")
+    assert untouched.returncode != 0, untouched.stdout
+    assert todo_lines(untouched.stdout) == todos, untouched.stdout  # every TODO, in course order
+    assert re.search(rf"^Next: TODO\({re.escape(todos[0])}\)", untouched.stdout, re.M)
+
+    caught_up = student(repo, "catch-up", step)
+    assert caught_up.returncode == 0, caught_up.stdout + caught_up.stderr
+    check = student(repo, f"check-{step}")
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert not re.search(r"\d+ failed|warning", check.stdout, re.I), check.stdout
+    assert f"{len(required)} of {len(required)} required TODOs done" in check.stdout, check.stdout
+
+    quick = ["--quick", "--out"]  # two output folders: neither run may resume the other's work
+    mine = student(repo, step, *quick, str(tmp_path / "mine"), "--impl", "starter")
+    reference = student(repo, step, *quick, str(tmp_path / "reference"))
+    assert mine.returncode == 0 and reference.returncode == 0, mine.stderr + reference.stderr
+    assert f"{step} with your starter" in mine.stdout, mine.stdout
+    assert tables(mine.stdout) and tables(mine.stdout) == tables(reference.stdout)
+
+
+@pytest.mark.parametrize("step", [s.name for s in STEPS])
+def test_hint_gives_four_levels_of_the_first_todo(step, tmp_path):
+    repo = clean_clone(tmp_path)
+    first = next(iter(step_regions(repo / "steps" / step / "solution")))
+    shown = [student(repo, "hint", step).stdout for _ in range(4)]
+    assert all(f"TODO({first})" in out for out in shown), shown[0]
+    assert len(set(shown)) == 4, "four runs, four different screens"
+    for level, out in enumerate(shown[:3], start=1):  # each shows its level, with the earlier above
+        assert f"hint {level} of 3" in out and f"hint {level + 1} of 3" not in out, out
+    assert "--solution" in shown[3], shown[3]  # used up: how to see the reference lines
+
+
+@functools.cache
+def _bug(step: str, todo: str) -> tuple[str, int, str, str] | None:
+    """(solution module, line, statement, mutated statement): a one-line mutant of tools.mutate
+    inside the TODO's marked lines that the step's suite kills (not EQUIVALENT), the first one."""
+    regions = step_regions(course_step(step).folder / "solution")[todo]
+    found = []
+    for region in regions["regions"]:
+        lines = Path(regions["file"]).read_text(encoding="utf-8").splitlines()
+        end = next(n for n in range(region.line, len(lines)) if lines[n].strip() == END) + 1
+        for mutant in _mutants(step, regions["module"]):
+            if not (region.line < mutant.line < end) or mutant.before.endswith(":"):
+                continue  # outside the TODO's lines, or a compound statement's header
+            if _statement(lines[mutant.line - 1]) == mutant.before and mutant.key not in EQUIVALENT:
+                found.append((regions["module"], mutant.line, mutant.before, mutant.after))
+    # a changed operator or constant is a student's slip; a deleted line, only if there is none
+    return min(found, key=lambda bug: bug[3] == "pass", default=None)
+
+
+@functools.cache
+def _mutants(step: str, module: str) -> list:
+    return [mutant for mutant, _ in mutants(step, module)]
+
+
+def _statement(line: str) -> str | None:
+    """A source line as tools.mutate writes a statement (no comment); None if it is not one."""
+    try:
+        return ast.unparse(ast.parse(line.strip()))
+    except SyntaxError:
+        return None
+
+
+def course_step(name: str):
+    return next(s for s in STEPS if s.name == name)
+
+
+# the required TODOs: a bug in optional work must not turn the check red (the check says so)
+BUGS = [
+    (s.name, t) for s in STEPS for t in step_regions(s.folder / "solution") if "optional" not in t
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("step", "todo"), BUGS, ids=[t for _, t in BUGS])
+def test_a_bug_in_each_todo_makes_the_check_name_it(step, todo, tmp_path):
+    bug = _bug(step, todo)
+    assert bug, f"no one-line mutant of tools.mutate falls inside TODO({todo})"
+    module, line, before, after = bug
+    repo = clean_clone(tmp_path)
+    assert student(repo, "catch-up", step).returncode == 0
+    path = repo / "steps" / step / "starter" / (module.replace(".", "/") + ".py")
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    indent = lines[line - 1][: len(lines[line - 1]) - len(lines[line - 1].lstrip())]
+    lines[line - 1] = f"{indent}{after}\n"  # the student's slip: `before` written as `after`
+    path.write_text("".join(lines), encoding="utf-8")
+    check = student(repo, f"check-{step}")
+    assert check.returncode != 0, f"{before} => {after} passed the check:\n{check.stdout}"
+    assert re.search(rf"^\[!\] TODO\({re.escape(todo)}\): written", check.stdout, re.M), (
+        f"{before} => {after} at {path.name}:{line}\n{check.stdout}"
+    )
+    assert re.search(rf"^Next: TODO\({re.escape(todo)}\) at ", check.stdout, re.M), check.stdout
