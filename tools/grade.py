@@ -247,6 +247,11 @@ def grade(
             limits=limits,
         )
         notes = [f"contained: {'; '.join(outcome.contained)}", *outcome.missing]
+        if kept := (describe(step_dir(step)).grade or {}).get("reference_kept"):
+            notes.append(
+                f"the graded copy keeps {step}'s reference {', '.join(kept)} (its tests judge with "
+                "them), so the submission's code can reach it too"
+            )
         changed = sorted(
             k
             for k in before.keys() | fingerprint(steps, step).keys()

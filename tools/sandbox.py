@@ -109,7 +109,7 @@ def run_contained(
         prefix = _namespace_prefix([p for p in protect if p.is_dir()], writable, hidden, empty)
         contained += ["no network (a new network namespace)", "course files read-only"]
         if hidden:
-            contained.append("the step's reference hidden")
+            contained.append("the repository's copy of the step's reference hidden")
     else:
         missing.append(
             f"{why}: the graded code can reach the network, and read and write the course's files "
