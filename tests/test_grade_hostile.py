@@ -11,6 +11,7 @@ import pytest
 
 from common import REPO_ROOT
 from tests.test_grade import PER_TEST, STEP, caught_up_starter, with_change
+from tools import sandbox
 from tools.grade import grade, text
 from tools.sandbox import resource
 
@@ -86,3 +87,20 @@ def test_a_hostile_submission_grades_to_0_with_a_reason_and_changes_nothing(
     assert g.notes[0].startswith("contained: "), text(g)
     after = snapshot(REPO_ROOT / "steps" / STEP, REPO_ROOT / "common", REPO_ROOT / "tests", sub)
     assert after == before, "a file outside the graded copy changed"
+
+
+@pytest.mark.slow  # one contained check of lab-01, about 4 s
+def test_where_no_namespace_can_be_made_a_changed_course_file_scores_0_and_says_so(
+    reference, tmp_path, monkeypatch
+):
+    """macOS, Windows, a container without unshare: the copy's tests can be written, so the grade
+    compares the copy's course files before and after the run."""
+    monkeypatch.setattr(sandbox, "_namespaces_work", lambda: "no network namespace (a test)")
+    code, _ = HOSTILE["writing into the tests' folder"]
+    sub = with_change(reference, tmp_path / "sub", LINE, f"{LINE}\n{code}")
+    before = snapshot(REPO_ROOT / "steps" / STEP, REPO_ROOT / "tests", sub)
+    g = grade(STEP, sub, per_test=PER_TEST)
+    assert g.score == 0, text(g)
+    assert all("changed steps/lab-01/tests/test_" in line.reason for line in g.lines), text(g)
+    assert "the graded code can reach the network" in text(g)
+    assert snapshot(REPO_ROOT / "steps" / STEP, REPO_ROOT / "tests", sub) == before

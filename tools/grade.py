@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from common import REPO_ROOT, STEPS_DIR, shown
+from common.catchup import source_files
 from common.course import course, describe
 from common.loader import py_files, step_dir
 from common.todos import optional, parse, split_id, step_regions
@@ -149,9 +150,9 @@ def graded_copy(step: str, submission: Path | None, dest: Path) -> Path:
         mine if mine is not None else _starter_root(_unpack(submission, dest), folder / "solution")
     )
     total = 0
-    for path in sorted(source.rglob("*")):
-        rel = path.relative_to(source)
-        if not path.is_file() or "__pycache__" in rel.parts or path.is_symlink():
+    for rel in sorted(source_files(source)):  # links to folders are not followed, caches skipped
+        path = source / rel
+        if not path.is_file() or path.is_symlink():
             continue
         total += path.stat().st_size
         if total > LIMIT:
@@ -172,7 +173,7 @@ def fingerprint(steps: Path, step: str) -> dict[str, str]:
     """sha256 of every file of the copy except the submission's own starter/ and caches."""
     starter = steps / step / "starter"
     return {
-        path.relative_to(steps).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest()
+        f"steps/{path.relative_to(steps).as_posix()}": hashlib.sha256(path.read_bytes()).hexdigest()
         for path in sorted(steps.rglob("*"))
         if path.is_file() and not path.is_relative_to(starter) and "__pycache__" not in path.parts
     }
@@ -252,11 +253,8 @@ def grade(
                 f"the graded copy keeps {step}'s reference {', '.join(kept)} (its tests judge with "
                 "them), so the submission's code can reach it too"
             )
-        changed = sorted(
-            k
-            for k in before.keys() | fingerprint(steps, step).keys()
-            if before.get(k) != fingerprint(steps, step).get(k)
-        )
+        after = fingerprint(steps, step)
+        changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
         model = None
         if report.is_file():
             try:

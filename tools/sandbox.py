@@ -35,6 +35,15 @@ class Outcome:
     stderr: str
     contained: list[str] = field(default_factory=list)  # one phrase per measure, for the output
     missing: list[str] = field(default_factory=list)  # what this OS could not give, and why
+    cpu: float = 0.0  # CPU seconds the child and its children used (0 where unknown)
+
+
+def _children_cpu() -> float:
+    """CPU seconds of this process's finished children (unshare passes on no signal: this does)."""
+    if resource is None:
+        return 0.0
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _limit(limits: Limits) -> None:
@@ -126,6 +135,7 @@ def run_contained(
         preexec = None
     contained.append(f"killed after {limits.wall} s")
     posix = os.name == "posix"
+    cpu = _children_cpu()
     try:
         child = subprocess.Popen(
             [*prefix, *cmd],
@@ -151,7 +161,7 @@ def run_contained(
             child.kill()
         out, err = child.communicate()
         code = None
-    return Outcome(code, out, err, contained, missing)
+    return Outcome(code, out, err, contained, missing, _children_cpu() - cpu)
 
 
 def ended(outcome: Outcome, limits: Limits) -> str:
@@ -159,6 +169,8 @@ def ended(outcome: Outcome, limits: Limits) -> str:
     if outcome.returncode is None:
         return f"the check was still running after {limits.wall} s and was stopped"
     code = outcome.returncode
+    if resource is not None and outcome.cpu >= limits.cpu - 1:
+        return f"the check was stopped: it used its {limits.cpu} s of CPU time (a loop in C code?)"
     signals = {
         getattr(signal, "SIGXCPU", -1): f"it used its {limits.cpu} s of CPU time",
         signal.SIGKILL: "it was killed (out of memory, or past its CPU time)",
@@ -167,4 +179,7 @@ def ended(outcome: Outcome, limits: Limits) -> str:
     if code < 0 or code >= 128:  # killed by a signal (sh and unshare report 128 + N)
         number = -code if code < 0 else code - 128
         return f"the check ended: {signals.get(number, f'signal {number}')}"
-    return f"the check ended with exit code {code} before it could report"
+    last = (outcome.stderr.strip().splitlines() or [""])[-1][:160]
+    return f"the check ended with exit code {code} before it could report" + (
+        f": {last}" if last else ""
+    )
