@@ -20,6 +20,7 @@ KEYS = {
     "lecture_words": (int, False),
     "mutation": (dict, False),
     "run": (dict, False),
+    "grade": (dict, False),
 }
 
 
@@ -37,6 +38,7 @@ class Step:
     lecture_words: int | None = None
     mutation: dict = field(default_factory=dict)
     run: dict = field(default_factory=dict)  # [run.options.<name>]: type, default, min, help
+    grade: dict = field(default_factory=dict)  # [grade]: weights per task, reference_kept modules
 
     @property
     def checkpoint(self) -> bool:
