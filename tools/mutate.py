@@ -74,10 +74,6 @@ EQUIVALENT: dict[str, str] = {
         "any other seeded perturbation of position T_CHANGED proves the same: the earlier rows stay "
         "put and the later ones move for every draw the tests' heads see"
     ),
-    "proofs prove_causality_by_perturbation: x2[:, T_CHANGED, :] += torch.randn(B, d, "
-    "generator=generator(1)) => x2[:, T_CHANGED, :] += torch.randn(B, d, generator=generator(0))": (
-        "the same: seed 0 is one more perturbation, as good as seed 1 for the proof"
-    ),
     "train train_step: optimizer.zero_grad(set_to_none=True) => "
     "optimizer.zero_grad(set_to_none=False)": (
         "zeros or None: either way the next backward starts from no gradient (None only saves memory)"
