@@ -94,9 +94,8 @@ def get_batch(data: torch.Tensor, B: int, T: int, generator: torch.Generator):
     # HINT 2: torch.randint(high, (B,), generator=generator) draws the starts; the last
     #   valid start is len(data) - T - 1. torch.stack builds the (B, T) batch. Pass the
     #   generator on every draw: the global generator would make resume differ.
-    # HINT 3: ix = torch.randint(___, (B,), generator=generator)
-    #   x = torch.stack([data[i : i + ___] for i in ix])
-    #   y = torch.stack([data[i + ___ : i + ___ + T] for i in ix])
+    # HINT 3: ix = torch.randint(___, (B,), generator=generator); x = torch.stack([data[i : i +
+    #   ___] for i in ix]); y = torch.stack([data[i + ___ : i + ___ + T] for i in ix])
     ix = torch.randint(len(data) - T, (B,), generator=generator)  # (B,) starts
     x = torch.stack([data[i : i + T] for i in ix])  # (B, T)
     y = torch.stack([data[i + 1 : i + 1 + T] for i in ix])  # (B, T) the next id of each
@@ -123,13 +122,8 @@ def estimate_loss(model: torch.nn.Module, batches: list) -> float:
     # HINT 1: Remember model.training, switch to eval, measure, switch back, even if a forward
     #   raises.
     # HINT 2: model.eval(), model.train(mode), torch.no_grad(), loss.item(); try/finally.
-    # HINT 3: was = model.training
-    #   model.___()
-    #   try:
-    #       with torch.___():
-    #           losses = [model(x, y)[1].___() for x, y in batches]
-    #   finally:
-    #       model.train(___)
+    # HINT 3: was = model.training; model.___(); then in a try: with torch.___(): losses =
+    #   [model(x, y)[1].___() for x, y in batches]; and in its finally: model.train(___).
     was_training = model.training
     model.eval()  # dropout (if any) off: the number measures the model, not the noise
     try:
@@ -150,16 +144,16 @@ def lr_at(step: int, cfg: TrainConfig) -> float:
     # CONTRACT: return the learning rate of step `step`, a float (the sizes are fields of cfg).
     #   Warm-up: over the first warmup steps the rate rises linearly, step 0 getting one
     #   warmup-th of the peak and the last warm-up step the peak itself. Then half a cosine
-    #   takes it from the peak down to the floor min_lr, reached exactly at the last step. It
-    #   never exceeds the peak. Handout: task 3 (nanoGPT's get_lr). Trap: a learning rate off
-    #   by 10x (the floor where the peak belongs).
+    #   takes it from the peak down to the floor min_lr, reached exactly at step = steps: train()
+    #   takes steps 0 to steps - 1, so its last step runs a little above the floor. It never
+    #   exceeds the peak. Handout: task 3 (nanoGPT's get_lr). Trap: a learning rate off by 10x
+    #   (the floor where the peak belongs).
     # HINT 1: After warm-up, let p run from 0 to 1 over the remaining steps; the cosine factor
     #   (1 + cos(pi p)) / 2 runs from 1 to 0 and mixes lr and min_lr.
     # HINT 2: math.cos, math.pi; p = (step - warmup) / (steps - warmup).
-    # HINT 3: if step < cfg.warmup:
-    #       return cfg.lr * ___ / cfg.warmup
-    #   p = (step - ___) / (cfg.steps - ___)
-    #   return cfg.min_lr + (cfg.lr - cfg.min_lr) * (1 + math.cos(math.pi * ___)) / 2
+    # HINT 3: two returns. In warm-up (if step < cfg.warmup): return cfg.lr * ___ / cfg.warmup.
+    #   After it: p = (step - ___) / (cfg.steps - ___), then return cfg.min_lr + (cfg.lr -
+    #   cfg.min_lr) * (1 + math.cos(math.pi * ___)) / 2.
     if step < cfg.warmup:
         return cfg.lr * (step + 1) / cfg.warmup  # never 0: step 0 already moves the weights
     p = (step - cfg.warmup) / (cfg.steps - cfg.warmup)  # 0 -> 1 over the decay
@@ -177,15 +171,12 @@ def train_step(model, optimizer, x: torch.Tensor, y: torch.Tensor, grad_clip: fl
     #   batch's gradient only, clip their total norm to grad_clip, take one optimizer step and
     #   return the loss as a float. Handout: task 4. Traps: gradients that
     #   accumulate (no zero_grad), clipping after the step.
-    # HINT 1: Four moves in a fixed order: forget the old gradients, forward, backward, clip,
+    # HINT 1: Five moves in a fixed order: forget the old gradients, forward, backward, clip,
     #   then step.
     # HINT 2: optimizer.zero_grad(set_to_none=True), loss.backward(),
     #   torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip), optimizer.step().
-    # HINT 3: optimizer.___(set_to_none=True)
-    #   _, loss = model(___, ___)
-    #   loss.___()
-    #   torch.nn.utils.clip_grad_norm_(model.___(), ___)
-    #   optimizer.___()
+    # HINT 3: optimizer.___(set_to_none=True); _, loss = model(___, ___); loss.___();
+    #   torch.nn.utils.clip_grad_norm_(model.___(), ___); optimizer.___(); return loss.___()
     # .grad accumulates: without zero_grad every past batch's gradient adds in
     optimizer.zero_grad(set_to_none=True)
     _, loss = model(x, y)  # (B, T, V) logits and the mean cross-entropy

@@ -111,7 +111,7 @@ def estimate_loss(model: torch.nn.Module, batches: list) -> float:
 def lr_at(step: int, cfg: TrainConfig) -> float:
     """The learning rate of step `step`: linear warm-up to cfg.lr, then a cosine down to cfg.min_lr."""
     raise NotImplementedError(
-        "TODO(step-06 task 3: lr_at): return the learning rate of step `step`, a float (the sizes are fields of cfg). Warm-up: over the first warmup steps the rate rises linearly, step 0 getting one warmup-th of the peak and the last warm-up step the peak itself. Then half a cosine takes it from the peak down to the floor min_lr, reached exactly at the last step. It never exceeds the peak. Handout: task 3 (nanoGPT's get_lr). Trap: a learning rate off by 10x (the floor where the peak belongs)."
+        "TODO(step-06 task 3: lr_at): return the learning rate of step `step`, a float (the sizes are fields of cfg). Warm-up: over the first warmup steps the rate rises linearly, step 0 getting one warmup-th of the peak and the last warm-up step the peak itself. Then half a cosine takes it from the peak down to the floor min_lr, reached exactly at step = steps: train() takes steps 0 to steps - 1, so its last step runs a little above the floor. It never exceeds the peak. Handout: task 3 (nanoGPT's get_lr). Trap: a learning rate off by 10x (the floor where the peak belongs)."
     )
 
 
