@@ -182,8 +182,7 @@ def train_step(model, optimizer, x: torch.Tensor, y: torch.Tensor, grad_clip: fl
     #   torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip), optimizer.step().
     # HINT 3: optimizer.___(set_to_none=True); _, loss = model(___, ___); loss.___();
     #   torch.nn.utils.clip_grad_norm_(model.___(), ___); optimizer.___(); return loss.___()
-    # .grad accumulates: without zero_grad every past batch's gradient adds in
-    optimizer.zero_grad(set_to_none=True)
+    optimizer.zero_grad(set_to_none=True)  # .grad accumulates: else every past batch adds in
     _, loss = model(x, y)  # (B, T, V) logits and the mean cross-entropy
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)  # one bad batch cannot blow up
