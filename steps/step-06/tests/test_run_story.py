@@ -16,6 +16,9 @@ from common.run import options
 
 SOLUTION = step_dir("step-06") / "solution" / "train.py"
 
+# copies of the reference's train.py stand in for the code: these pass on the untouched starter
+pytestmark = pytest.mark.given
+
 
 @pytest.fixture
 def tiny_run(run, monkeypatch, tmp_path):
