@@ -136,6 +136,9 @@ def train_step(model, optimizer, x: torch.Tensor, y: torch.Tensor, grad_clip: fl
 class CheckpointError(ValueError):
     """A checkpoint that cannot be read, resumed or written: the message names the file and the fix."""
 
+    def __init__(self, message: str):
+        super().__init__(message)
+
 
 class OtherCode(CheckpointError):
     """A checkpoint trained by other code: the other implementation, or this file before an edit."""
@@ -143,6 +146,9 @@ class OtherCode(CheckpointError):
 
 class Interrupted(KeyboardInterrupt):
     """Ctrl-C during training: the message says which step the next run starts from."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
 
 
 def code_identity() -> dict:
