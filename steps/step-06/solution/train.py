@@ -245,7 +245,7 @@ def write_problem(path: Path, exc: OSError, size: int) -> str:
         while not os.path.ismount(disk) and disk != disk.parent:
             disk = disk.parent
         try:
-            free = f"{_size(shutil.disk_usage(path.parent).free)} free"
+            free = f"{_size(shutil.disk_usage(disk).free)} free"
         except OSError:
             free = "free space unknown"
         return (
