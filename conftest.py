@@ -3,6 +3,7 @@ report for a starter that won't import, the one-screen summary) is the plugin co
 
 import gc
 import os
+import sys
 
 import pytest
 
@@ -13,6 +14,15 @@ pytest_plugins = ["common.check"]
 # Test tensors are tiny: a second intra-op thread costs more than it saves, most of all when
 # pytest-xdist runs a process per core. Set before any test imports torch; children inherit it.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import torch  # noqa: E402 (after OMP_NUM_THREADS)
+
+# The pip path's CUDA build of torch imports triton (torch._dynamo, with the first optimiser) on
+# any machine, and at exit triton's bindings print ~40 lines of "nanobind: leaked ..." under
+# pytest's summary. No test uses triton: without a GPU it is not loaded at all (None in
+# sys.modules makes `import triton` an ImportError, which torch reads as "triton not installed").
+if not torch.cuda.is_available():
+    sys.modules.setdefault("triton", None)
 
 
 def pytest_addoption(parser):

@@ -38,6 +38,11 @@ def tiny_config(train, **changes):
     return replace(base, **changes)
 
 
+def off(got: float, want: float) -> str:
+    """`got` and how far it is from `want`, so that a difference a rounding would hide shows."""
+    return f"{got:.6g}, {got - want:+.2g} from"
+
+
 def check_targets_shifted(train, make=None):
     """Task 1: y is x one position later, both windows of the data (targets not shifted)."""
     data = torch.arange(100) * 3  # (100,) every id tells where it sits
@@ -48,7 +53,7 @@ def check_targets_shifted(train, make=None):
 
 
 def check_zero_grad(train, make):
-    """Task 3: after a step, .grad holds this batch's gradient only (no zero_grad)."""
+    """Task 4: after a step, .grad holds this batch's gradient only (no zero_grad)."""
     model, fresh = make(0), make(0)
     x, y = batch(1)
     for p in model.parameters():
@@ -63,7 +68,7 @@ def check_zero_grad(train, make):
 
 
 def check_clipping(train, make):
-    """Task 3: the step is taken with gradients clipped to the norm grad_clip."""
+    """Task 4: the step is taken with gradients clipped to the norm grad_clip."""
     model = make(0)
     x, y = batch(1)
     before = [p.detach().clone() for p in model.parameters()]
@@ -73,7 +78,7 @@ def check_clipping(train, make):
         [(b - p.detach()).flatten() for b, p in zip(before, model.parameters(), strict=True)]
     )
     assert abs(moved.norm().item() - 1e-3) < 1e-6, (
-        f"an SGD step of lr 1 moved the weights by {moved.norm().item():.3g}, not grad_clip = 1e-3: "
+        f"an SGD step of lr 1 moved the weights by {off(moved.norm().item(), 1e-3)} grad_clip = 1e-3: "
         "clip_grad_norm_ between backward() and step()"
     )
 
@@ -114,15 +119,17 @@ def check_val_from_val_split(train, make):
 
 
 def check_lr(train, make=None):
-    """Task 4: the schedule peaks at cfg.lr and ends at cfg.min_lr (a learning rate off by 10x)."""
+    """Task 3: the schedule peaks at cfg.lr and reaches cfg.min_lr at step = steps (a learning rate off by 10x)."""
     cfg = train.TrainConfig(steps=1000, warmup=100, lr=3e-3, min_lr=3e-4)
     lrs = [train.lr_at(s, cfg) for s in range(cfg.steps + 1)]
     assert abs(max(lrs) - cfg.lr) < 1e-12, (
-        f"the peak learning rate is {max(lrs):.3g}, not lr = {cfg.lr}"
+        f"the peak learning rate is {off(max(lrs), cfg.lr)} lr = {cfg.lr}"
     )
     assert abs(train.lr_at(cfg.warmup - 1, cfg) - cfg.lr) < 1e-12, "warm-up ends at exactly lr"
     assert abs(train.lr_at(cfg.warmup, cfg) - cfg.lr) < 1e-12, "the cosine starts at lr"
-    assert abs(lrs[-1] - cfg.min_lr) < 1e-12, f"the last step's rate is {lrs[-1]:.3g}, not min_lr"
+    assert abs(lrs[-1] - cfg.min_lr) < 1e-12, (
+        f"lr_at(steps) is {off(lrs[-1], cfg.min_lr)} min_lr = {cfg.min_lr}: the cosine ends there"
+    )
     assert 0 < lrs[0] < cfg.lr / 10 + 1e-12, "warm-up starts small, above 0: lr * 1 / warmup"
     mid = train.lr_at(cfg.warmup + (cfg.steps - cfg.warmup) // 2, cfg)
     assert abs(mid - (cfg.lr + cfg.min_lr) / 2) < 1e-9, "halfway down the cosine: the mean of both"

@@ -1,6 +1,7 @@
 """Step 6 experiments: train the Step 5 GPT with your loop, time it, and read what its heads learned."""
 
 import functools
+import logging
 import math
 import os
 import platform
@@ -9,10 +10,16 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import torch
-from torch.utils.benchmark import Timer
 
 from common.loader import load_file, reference
 from common.seeding import generator, seed_all
+
+# torch.utils.benchmark (matmul_peak) imports torch.utils.cpp_extension, which on the pip path's
+# CUDA build of torch logs "No CUDA runtime is found, using CUDA_HOME=..." on a machine without a
+# GPU: nothing a student can act on (no extension is compiled). That one message is dropped.
+logging.getLogger("torch.utils.cpp_extension").addFilter(
+    lambda record: not record.getMessage().startswith("No CUDA runtime is found")
+)
 
 HERE = Path(__file__).resolve().parent
 heads = load_file(HERE / "heads.py", "_course_step_06_heads")
@@ -67,6 +74,8 @@ def matmul_peak(threads: int, n: int = 512, min_run_time: float = 0.3) -> float:
     CPU seconds (time.process_time), not wall seconds: on a machine shared with other programs
     the wall clock also counts the time this process waits for a core, and training and this
     measurement would wait by different amounts."""
+    from torch.utils.benchmark import Timer  # imports cpp_extension: after the filter above
+
     a, b = torch.randn(n, n, generator=generator(0)), torch.randn(n, n, generator=generator(1))
     timer = Timer("a @ b", globals=dict(a=a, b=b), num_threads=threads, timer=time.process_time)
     return 2 * n**3 / timer.blocked_autorange(min_run_time=min_run_time).median
@@ -104,6 +113,27 @@ def initial_losses(train, quick: bool) -> dict:
     return dict(V=V, ln_V=math.log(V), loss=loss, N=n_params(model), model=mcfg, cfg=cfg)
 
 
+def resume_point(train, checkpoint: Path, config: dict) -> int:
+    """The step this run starts from; a checkpoint of other code is kept aside, never resumed.
+
+    Other code is your train.py edited since the checkpoint was saved, or the other
+    implementation's file copied here: the file is renamed <name>.old.pt and the run starts from
+    step 0 with the code it runs now. Every other refusal stops the run (CheckpointError)."""
+    if not checkpoint.exists():
+        return 0
+    try:
+        step = train.load_checkpoint(checkpoint, config)["step"]
+    except train.OtherCode as exc:
+        kept = checkpoint.with_suffix(".old" + checkpoint.suffix)
+        replaced = " (replacing the one kept before)" if kept.exists() else ""
+        os.replace(checkpoint, kept)
+        why = str(exc).split(";")[0]  # "<file> was trained by ..., not by the code running now"
+        print(f"{why}: kept as {kept}{replaced}; training from step 0 with this code")
+        return 0
+    print(f"resuming {checkpoint} at step {step} (delete it to train from step 0)")
+    return step
+
+
 def shakespeare(
     train, quick: bool, checkpoint: Path, threads: int = 1, progress: bool = True
 ) -> dict:
@@ -113,17 +143,15 @@ def shakespeare(
     model = build(mcfg, V, cfg.seed)
     before = sample(model, data)
     torch.set_num_threads(threads)  # small matrices: one thread, undisturbed by other programs
-    resumed_at = 0
-    if checkpoint.exists():
-        resumed_at = train.load_checkpoint(checkpoint, train.run_config(cfg, asdict(mcfg)))["step"]
-        print(f"resuming {checkpoint} at step {resumed_at} (delete it to train from step 0)")
+    resumed_at = resume_point(train, checkpoint, train.run_config(cfg, asdict(mcfg)))
     peak = matmul_peak(threads)
     start = time.perf_counter()
     result = train.train(model, asdict(mcfg), cfg, ids, checkpoint, progress=progress)
     wall = time.perf_counter() - start
     tokens = (result["step"] - resumed_at) * cfg.B * cfg.T  # trained by this process
-    tokens_per_s = tokens / result["seconds"] if tokens else float("nan")  # wall clock
-    tokens_per_cpu_s = tokens / result["cpu_seconds"] if tokens else float("nan")
+    # None when no step ran (a finished run again): no rate to report, not a NaN to print
+    tokens_per_s = tokens / result["seconds"] if tokens else None  # wall clock
+    tokens_per_cpu_s = tokens / result["cpu_seconds"] if tokens else None
     N = n_params(model)
     return dict(
         model=model,
@@ -134,11 +162,13 @@ def shakespeare(
         losses=result["losses"],
         seconds=wall,
         resumed_at=resumed_at,
+        steps_run=result["step"] - resumed_at,
         tokens_per_s=tokens_per_s,
         tokens_per_cpu_s=tokens_per_cpu_s,
         cpu_seconds=result["cpu_seconds"],
         peak=peak,
-        mfu=6 * N * tokens_per_cpu_s / peak,  # both per CPU-second: waiting for a core cancels
+        # both per CPU-second: waiting for a core cancels
+        mfu=6 * N * tokens_per_cpu_s / peak if tokens else None,
         threads=threads,
         before=before,
         after=sample(model, data),
@@ -169,4 +199,5 @@ def induction_run(train, seeds=(0,), quick: bool = False) -> list[dict]:
     induction = load_file(HERE / "induction.py", "_course_step_06_induction")
     torch.set_num_threads(1)  # the same digits on every run of one machine
     cfg = induction.InductionConfig(steps=200) if quick else induction.InductionConfig()
-    return [induction.experiment(train.train_step, replace(cfg, seed=s)) for s in seeds]
+    runs = [induction.experiment(train.train_step, replace(cfg, seed=s)) for s in seeds]
+    return [dict(r, quick=quick) for r in runs]  # a --quick run draws and claims no target

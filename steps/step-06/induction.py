@@ -188,7 +188,13 @@ def train(train_step, cfg: InductionConfig, every: int = 50, progress=None):
         for group in opt.param_groups:  # cosine decay to lr / 10: the last steps settle the copy
             group["lr"] = cfg.lr * (0.55 + 0.45 * math.cos(math.pi * step / cfg.steps))
         x, y, _, _ = repeat_batch(cfg, g)
-        train_step(model, opt, x, y, 1.0)
+        loss = train_step(model, opt, x, y, 1.0)
+        if not math.isfinite(loss):  # stop at once: every later step would be NaN as well
+            raise FloatingPointError(
+                f"the induction experiment (seed {cfg.seed}, {cfg.n_layer} layers) stopped at step "
+                f"{step}: its training loss is {loss}, not a finite number. Usual causes: a bug "
+                "in train_step (no clipping, the loss of the wrong tensors)"
+            )
     return model, dict(curve=curve, seconds=time.perf_counter() - start)
 
 

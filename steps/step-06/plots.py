@@ -10,6 +10,8 @@ from matplotlib.colors import Normalize, PowerNorm
 from common.figures import plt, save
 from common.loader import reference
 
+INDUCTION = 0.5  # a prefix-matching score above this names an induction head (run.py's target)
+
 # Step 4's own way of drawing attention (reached by the one route), so the trained heads look
 # like its untrained ones: blues on a power-law scale, the masked future in grey
 step4 = reference("step-04", "plots")
@@ -17,7 +19,9 @@ GAMMA, attention_image, printable = step4.GAMMA, step4.attention_image, step4.pr
 
 
 def loss_curve(result, path: Path) -> Path:
-    """Training loss per step (thin) and its running mean, validation estimates (dots), ln V, 2.0."""
+    """Training loss per step (thin) and its running mean, validation estimates (dots), ln V, 2.0.
+
+    The 2.0 target is drawn for the default run only: --quick is not meant to reach it."""
     train = np.array(result["losses"]["train"])
     steps = np.arange(1, len(train) + 1)
     window = max(1, len(train) // 50)
@@ -39,11 +43,14 @@ def loss_curve(result, path: Path) -> Path:
         ls=":",
         label=f"ln V = {math.log(result['V']):.2f}: guessing",
     )
-    ax.axhline(2.0, color="C3", ls="--", lw=1, label="2.0: the target")
+    if not result["quick"]:  # --quick trains a tiny model briefly: the target is not its to meet
+        ax.axhline(2.0, color="C3", ls="--", lw=1, label="2.0: the target")
     m, cfg = result["mcfg"], result["cfg"]
     ax.set(xlabel="step", ylabel="cross-entropy (nats per character)")
+    quick = f" (--quick: {cfg.steps} steps)" if result["quick"] else ""
     ax.set_title(
-        f"GPT d={m.d}, h={m.h}, n_layer={m.n_layer}, T={cfg.T}, B={cfg.B}: {result['N']:,} parameters"
+        f"GPT d={m.d}, h={m.h}, n_layer={m.n_layer}, T={cfg.T}, B={cfg.B}: "
+        f"{result['N']:,} parameters{quick}"
     )
     ax.legend()
     return save(fig, path)
@@ -114,11 +121,13 @@ def induction_phase(result, path: Path) -> Path:
         ax.plot(steps, [c["first"] for c in curve], ls, color="C0", label=f"{name}: first copy")
         ax.plot(steps, [c["repeat"] for c in curve], ls, color="C1", label=f"{name}: repeat")
     ax.axhline(result["ln_V"], color="k", ls=":", label=f"ln V = {result['ln_V']:.2f}")
-    ax.axhline(0.5, color="C2", lw=1, ls="-.", label="0.5 (target, repeat)")
     cfg = result["cfg"]
+    if not result.get("quick"):  # 200 steps of --quick end before the phase change: no target
+        ax.axhline(0.5, color="C2", lw=1, ls="-.", label="0.5 (target, repeat)")
     ax.set(xlabel="step", ylabel="cross-entropy on held-out sequences (nats)", ylim=(0, 4.8))
+    quick = f" (--quick: {cfg.steps} steps)" if result.get("quick") else ""
     ax.set_title(
-        f"random block of {cfg.L_min}-{cfg.L_max} tokens, twice, at a varying place (V = {cfg.V})"
+        f"random block of {cfg.L_min}-{cfg.L_max} tokens, twice, at a varying place (V = {cfg.V}){quick}"
     )
     ax.legend(ncol=2, fontsize=8)
     return save(fig, path)
@@ -149,13 +158,21 @@ def induction_heads(result, path: Path, b: int | None = None) -> Path:
     s, L = int(result["s"][b]), int(result["L"][b])
     layer, head = result["induction"]
     prev = result["prev_heads"][0] if result["prev_heads"] else int(result["prev"][0].argmax())
-    for ax, (lay, hd, name) in zip(
-        axes[2:], ((layer, head, "induction"), (0, prev, "previous-token")), strict=True
-    ):
+    prefix, previous = float(result["prefix"][layer, head]), float(result["prev"][0, prev])
+    # a head is named for its pattern only when its score shows it (prev_heads: the layer-0 heads
+    # at induction.PREV_TOKEN or more), else by its score alone
+    learned_prev = bool(result["prev_heads"])
+    named = (
+        (layer, head, "induction", prefix > INDUCTION, f"prefix-matching score {prefix:.2f}"),
+        (0, prev, "previous-token", learned_prev, f"previous-token score {previous:.2f}"),
+    )
+    for ax, (lay, hd, name, learned, score) in zip(axes[2:], named, strict=True):
         A = result["A"][lay, b, hd]  # (T, T)
         image = attention_image(ax, A, norm=PowerNorm(GAMMA, vmin=0, vmax=1))
+        title = f"{name} head" if learned else f"no {name} head learned yet"
         ax.set_title(
-            f"layer {lay} head {hd}: {name}\nsequence {b}: L = {L}, repeat at {s + L}", fontsize=10
+            f"layer {lay} head {hd}: {title}\n{score}\nsequence {b}: L = {L}, repeat at {s + L}",
+            fontsize=10,
         )
         T = A.shape[-1]
         q = torch.arange(s + L, s + 2 * L)

@@ -22,7 +22,7 @@ heads = experiments.heads
 TARGET_VAL = 2.0  # validation loss of the default run
 TARGET_REPEAT = 0.5  # induction: repeat-half loss below this
 TARGET_ONE_LAYER = 2.0  # the one-layer baseline stays above this
-TARGET_PREFIX = 0.5  # some head's prefix-matching score above this
+TARGET_PREFIX = plots.INDUCTION  # some head's prefix-matching score above this
 TARGET_ABLATED = 2.0  # the repeat loss with the previous-token heads zeroed rises above this
 
 
@@ -66,21 +66,45 @@ def labels_block() -> str:
     )
 
 
+def verdict_line(r) -> str:
+    """The final loss and what it says: the target's verdict, or for --quick that it has none."""
+    val, steps = r["losses"]["val"], r["cfg"].steps
+    final = f"final validation loss {val[-1][1]:.3f}"
+    if r["quick"]:  # a tiny model for a few seconds: the target is not its to meet
+        return f"{final} (--quick: {steps} steps of a small model, no target to meet)"
+    reached = next((s for s, v in val if v <= TARGET_VAL), None)
+    first = (
+        f"first <= {TARGET_VAL} at step {reached}"
+        if reached is not None
+        else f"never <= {TARGET_VAL}"
+    )
+    verdict = "PASS" if val[-1][1] <= TARGET_VAL else "FAIL"
+    return f"{final} (target <= {TARGET_VAL}: {verdict}), {first}"
+
+
+def speed_line(r) -> str:
+    """Time, throughput and MFU of the steps this run trained (none when it resumed a finished run)."""
+    if not r["steps_run"]:
+        return (
+            f"no steps ran this time: {r['checkpoint']} already holds all {r['cfg'].steps} steps, "
+            "so there is no speed or MFU to report (delete it to train again)"
+        )
+    resumed = f", steps {r['resumed_at']} to {r['cfg'].steps}" if r["resumed_at"] else ""
+    return (
+        f"wall time {r['seconds']:.0f} s ({r['cpu_seconds']:.0f} CPU-seconds of training{resumed}); "
+        f"{r['tokens_per_s']:,.0f} tokens per wall second, {r['tokens_per_cpu_s']:,.0f} per CPU-second; "
+        f"matmul peak {r['peak'] / 1e9:.1f} GFLOP per CPU-second; "
+        f"MFU = 6 N x tokens per CPU-second / peak = {100 * r['mfu']:.1f}%"
+    )
+
+
 def training_block(r) -> str:
     """Recorded: the run's losses, time, throughput and MFU (machine-dependent, checked nowhere)."""
-    val = r["losses"]["val"]
-    reached = next((s for s, v in val if v <= TARGET_VAL), None)
-    rows = [[s, f"{v:.3f}"] for s, v in val]
-    verdict = f"target <= {TARGET_VAL}: {'PASS' if val[-1][1] <= TARGET_VAL else 'FAIL'}"
-    verdict = "--quick: no target" if r["quick"] else verdict
+    rows = [[s, f"{v:.3f}"] for s, v in r["losses"]["val"]]
     return (
         f"recorded on {r['machine']}, {r['threads']} thread(s)\n\n"
         + markdown_table(["step", "validation loss"], rows)
-        + f"\nfinal validation loss {val[-1][1]:.3f} ({verdict}), first <= {TARGET_VAL} at step {reached}\n"
-        f"wall time {r['seconds']:.0f} s ({r['cpu_seconds']:.0f} CPU-seconds of training); "
-        f"{r['tokens_per_s']:,.0f} tokens per wall second, {r['tokens_per_cpu_s']:,.0f} per CPU-second; "
-        f"matmul peak {r['peak'] / 1e9:.1f} GFLOP per CPU-second; "
-        f"MFU = 6 N x tokens per CPU-second / peak = {100 * r['mfu']:.1f}%\n"
+        + f"\n{verdict_line(r)}\n{speed_line(r)}\n"
     )
 
 
@@ -154,6 +178,21 @@ def checked_blocks(train) -> dict[str, str]:
     return {name: make(train) for name, make in CHECKED.items()}
 
 
+def checkpoint_name(quick: bool, impl: str) -> str:
+    """The checkpoint of a run: one per configuration and implementation, never shared by two."""
+    return f"gpt{'-quick' if quick else ''}{'-starter' if impl == 'starter' else ''}.pt"
+
+
+def quick_line(r) -> str:
+    """A --quick induction run's numbers, one line, and no verdict: 200 steps learn no circuit."""
+    return (
+        f"seed {r['cfg'].seed} (--quick, {r['cfg'].steps} steps, too few for the circuit: no "
+        f"targets checked): repeat loss {r['repeat']:.2f}, one-layer repeat loss "
+        f"{r['one_layer_repeat']:.2f}, best prefix-matching score {r['prefix'].max():.2f}, "
+        f"ablated repeat loss {r['ablated_repeat']:.2f}"
+    )
+
+
 def main(args) -> int:
     """`pixi run step-06 [--quick] [--seeds 0,1,2] [--skip gpt,induction] [--threads N] [--write-docs]`."""
     try:
@@ -167,13 +206,31 @@ def main(args) -> int:
         return 2
     torch.set_num_threads(args.threads)  # before any work: a second thread mostly waits here
     train = load(STEP, "train", args.impl)
+    try:
+        return run(args, train, seeds, skip)
+    except train.Interrupted as exc:  # Ctrl-C while training: it says where the next run starts
+        print(f"\n{exc}")
+        return 130
+    except KeyboardInterrupt:
+        print(
+            f"\n{STEP} stopped (Ctrl-C), not while training: a training checkpoint keeps its "
+            "last step, the induction experiment keeps nothing; run the same command again"
+        )
+        return 130
+    except (train.CheckpointError, FloatingPointError) as exc:  # one line: the file, the fix
+        print(f"{STEP}: {exc}")
+        return 1
+
+
+def run(args, train, seeds: list[int], skip: set[str]) -> int:
+    """The parts of the run not skipped; the exit code (1 when a target of the full run fails)."""
     out = out_dir(STEP, args.out)
     suffix = "_quick" if args.quick else ""  # --quick never overwrites the default run's figures
     docs, failed = checked_blocks(train), []
     for body in docs.values():
         print(body)
     if "gpt" not in skip:
-        name = "gpt-quick.pt" if args.quick else "gpt.pt"
+        name = checkpoint_name(args.quick, args.impl)
         if args.write_docs:  # a recording is one whole run, not the tail of an older one
             (out / name).unlink(missing_ok=True)
         r = experiments.shakespeare(train, args.quick, out / name, threads=args.threads)
@@ -196,12 +253,12 @@ def main(args) -> int:
         docs["induction"] = induction_block(runs)
         print(docs["induction"])
         for r in runs:
+            if args.quick:
+                print(quick_line(r))
+                continue
             for text, ok in induction_verdicts(r):
-                verdict = (
-                    "--quick, 200 steps, no target:" if args.quick else ("PASS" if ok else "FAIL")
-                )
-                print(f"seed {r['cfg'].seed}: {verdict} {text}")
-                failed += [] if ok or args.quick else [f"seed {r['cfg'].seed}: {text}"]
+                print(f"seed {r['cfg'].seed}: {'PASS' if ok else 'FAIL'} {text}")
+                failed += [] if ok else [f"seed {r['cfg'].seed}: {text}"]
         for path in (
             plots.induction_phase(runs[0], out / f"induction_phase{suffix}.png"),
             plots.induction_heads(runs[0], out / f"induction_heads{suffix}.png"),

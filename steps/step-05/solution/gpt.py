@@ -13,6 +13,9 @@ from common.loader import reference
 Head = reference("step-04", "head").Head
 
 ID_DTYPES = (torch.int64, torch.int32)  # what nn.Embedding accepts as indices
+# The smallest temperature generate accepts: logits / temperature must stay finite in float32
+# (at most 3.4e38), and 1e-6 keeps logits up to 3.4e32 finite, far beyond what a GPT produces.
+MIN_TEMPERATURE = 1e-6
 
 
 def _check_size(value, name):
@@ -29,8 +32,37 @@ def check_heads(d, h):
         raise ValueError(f"d must be divisible by h, got d={d} and h={h} (d / h = {d / h:g})")
 
 
+def _list_problem(ids, name):
+    """What to do with ids given as a Python list instead of a tensor."""
+    rows = [len(r) for r in ids if isinstance(r, list | tuple)]
+    if rows and len(set(rows)) > 1:  # ragged: torch.tensor would refuse it with its own error
+        return (
+            f"{name} must be one (B, T) tensor, got a list of prompts of lengths {rows}: the rows "
+            "of a batch share one T, so generate each prompt on its own (B = 1), or cut them to "
+            "the shortest"
+        )
+    fix = "torch.tensor(ids)" if rows else "torch.tensor([ids]), the [ ] adding the batch axis"
+    return (
+        f"{name} must be a tensor of integer token ids (torch.long), got {type(ids).__name__}; "
+        f"encode text with the Step 3 vocabulary, then {fix}"
+    )
+
+
+def _shape_fix(ids, name):
+    """The change that makes a tensor of the wrong shape (B, T), said for its shape."""
+    if ids.dim() == 1 and len(ids):
+        return f"add a batch axis with {name}[None]"
+    if 0 in ids.shape:
+        return "a prompt needs at least one id: start from one, e.g. the encoded newline"
+    if ids.dim() == 0:
+        return f"one id is a (1, 1) prompt: {name}.view(1, 1)"
+    return f"it has {ids.dim()} axes: merge the leading ones with {name}.flatten(0, -2)"
+
+
 def check_ids(ids, V, name="idx"):
     """Refuse anything but a (B, T) tensor of integer ids in [0, V) with B, T >= 1."""
+    if isinstance(ids, list | tuple):
+        raise ValueError(_list_problem(ids, name))
     if not isinstance(ids, torch.Tensor) or ids.dtype not in ID_DTYPES:
         got = f"dtype {ids.dtype}" if isinstance(ids, torch.Tensor) else type(ids).__name__
         raise ValueError(
@@ -40,7 +72,7 @@ def check_ids(ids, V, name="idx"):
     if ids.dim() != 2 or 0 in ids.shape:
         raise ValueError(
             f"{name} must have shape (B, T) with B, T >= 1, got {tuple(ids.shape)}; "
-            f"add a batch axis with {name}[None]"
+            f"{_shape_fix(ids, name)}"
         )
     low, high = int(ids.min()), int(ids.max())
     if low < 0 or high >= V:
@@ -63,7 +95,7 @@ def check_input(idx, targets, V, T_max):
 
 
 def check_sampling(max_new_tokens, temperature, generator):
-    """Refuse sampling settings generate cannot use: a count < 0, a temperature <= 0, not a Generator."""
+    """Refuse sampling settings generate cannot use: a count < 0, a temperature < MIN_TEMPERATURE, not a Generator."""
     if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int):
         raise ValueError(f"max_new_tokens must be an int >= 0, got {max_new_tokens!r}")
     if max_new_tokens < 0:
@@ -72,6 +104,12 @@ def check_sampling(max_new_tokens, temperature, generator):
         raise ValueError(f"temperature must be a number > 0, got {temperature!r}")
     if not 0 < temperature < math.inf:
         raise ValueError(f"temperature must be a finite number > 0, got {temperature}")
+    if temperature < MIN_TEMPERATURE:
+        raise ValueError(
+            f"temperature must be at least {MIN_TEMPERATURE:g}, got {temperature:g}: below that, "
+            "logits / temperature can overflow float32 to inf, whose softmax is NaN, not "
+            "probabilities (0.01 already picks the likeliest id almost every time)"
+        )
     if generator is not None and not isinstance(generator, torch.Generator):
         raise ValueError(f"generator must be a torch.Generator or None, got {generator!r}")
 

@@ -428,9 +428,12 @@ def test_bad_targets_are_refused(gpt, targets, message):
         ((1, math.nan, None), r"temperature must be a finite number > 0, got nan"),
         ((1, "1", None), r"temperature must be a number > 0, got '1'"),
         ((1, True, None), r"temperature must be a number > 0, got True"),
+        ((1, 1e-45, None), r"temperature must be at least 1e-06, got 1e-45: below that, logits"),
+        ((1, 5e-7, None), r"temperature must be at least 1e-06, got 5e-07"),
         ((1, 1.0, 7), r"generator must be a torch\.Generator or None, got 7"),
     ],
-    ids=["n=-1", "n=2.0", "n=True", "t=0", "t<0", "t=inf", "t=nan", "t=str", "t=True", "gen=7"],
+    ids=["n=-1", "n=2.0", "n=True", "t=0", "t<0", "t=inf", "t=nan", "t=str", "t=True", "t=1e-45"]
+    + ["t=5e-7", "gen=7"],
 )
 def test_bad_sampling_settings_are_refused(gpt, args, message):
     with pytest.raises(ValueError, match=message):
@@ -439,8 +442,47 @@ def test_bad_sampling_settings_are_refused(gpt, args, message):
 
 @pytest.mark.given
 def test_good_sampling_settings_pass(gpt):
-    for args in ((0, 1.0, None), (5, 2, generator(0)), (1, 1e-3, None)):
+    for args in ((0, 1.0, None), (5, 2, generator(0)), (1, 1e-3, None), (1, 1e-6, None)):
         assert gpt.check_sampling(*args) is None
+
+
+def test_the_smallest_temperature_samples_and_a_smaller_one_could_not(gpt):
+    m = model(gpt)
+    with torch.no_grad():
+        m.lm_head.weight.mul_(40)  # distinct, peaked logits
+        idx = ids((4, 3))
+        last = m(idx)[0][:, -1]  # (4, V)
+    out = m.generate(idx, 1, temperature=gpt.MIN_TEMPERATURE, generator=generator(0))
+    assert torch.equal(out[:, -1], last.argmax(dim=-1)), "1e-6 samples: the likeliest id"
+    assert torch.isnan(torch.softmax(last / 1e-45, dim=-1)).any(), "why 1e-45 is refused"
+
+
+@pytest.mark.given
+@pytest.mark.parametrize(
+    "idx, fix",
+    [
+        (torch.zeros(4, dtype=torch.long), r"; add a batch axis with idx\[None\]$"),
+        (torch.zeros(0, dtype=torch.long), r"; a prompt needs at least one id: start from one"),
+        (torch.zeros(1, 0, dtype=torch.long), r"; a prompt needs at least one id"),
+        (torch.zeros(1, 1, 4, dtype=torch.long), r"it has 3 axes: .* idx\.flatten\(0, -2\)$"),
+        (torch.tensor(3), r"one id is a \(1, 1\) prompt: idx\.view\(1, 1\)$"),
+    ],
+    ids=["1-D", "empty", "T=0", "3-D", "0-D"],
+)
+def test_a_prompt_of_the_wrong_shape_is_told_its_own_fix(gpt, idx, fix):
+    with pytest.raises(ValueError, match=fix) as info:
+        gpt.check_ids(idx, V)
+    assert ("idx[None]" in str(info.value)) == (idx.dim() == 1 and len(idx) > 0)
+
+
+@pytest.mark.given
+def test_prompts_given_as_lists_are_told_how_to_make_a_batch(gpt):
+    with pytest.raises(ValueError, match=r"a list of prompts of lengths \[2, 3\]: .*on its own"):
+        gpt.check_ids([[1, 2], [1, 2, 3]], V)  # torch.tensor of these raises torch's own error
+    with pytest.raises(ValueError, match=r"got list; .* then torch\.tensor\(\[ids\]\), the"):
+        gpt.check_ids([1, 2, 3], V)
+    with pytest.raises(ValueError, match=r"got tuple; .* then torch\.tensor\(ids\)$"):
+        gpt.check_ids(([1, 2], [3, 4]), V)
 
 
 @pytest.mark.given

@@ -52,6 +52,13 @@ def test_blocks_name_the_machine_of_what_they_record(quick, run):
     assert set(run.blocks(quick, checked_only=True)) == {"params", "init-loss", "baselines"}
 
 
+def test_a_quick_run_claims_no_bar(quick, run):
+    said = run.training_block(quick["training"]).splitlines()[-1]
+    assert said.endswith(": --quick, a tiny model: the 2.5 bar is the full run's."), said
+    full = run.training_block(dict(quick["training"], quick=False)).splitlines()[-1]
+    assert "below 2.5, and" in full, "the full run's verdict is unchanged"
+
+
 @pytest.mark.slow  # draws two figures
 def test_quick_run_writes_its_figures_and_exits_0(quick, run, impl, tmp_path, capsys):
     # `quick` first: a TODO not written fails here with its NotImplementedError, not main's 1

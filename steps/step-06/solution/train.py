@@ -1,14 +1,19 @@
 """Step 6: the training loop. Batches, a loss estimate, one optimiser step, the learning rate.
 
 You write four functions (tasks 1-4). The rest is given: the train/validation split, the fixed
-validation batches, the checkpoints (written atomically, checked when read) and the loop that
-calls your functions, with its progress bar, resume and Ctrl-C handling.
+validation batches, the checkpoints (written atomically, checked when read, each recording the
+code that trained it) and the loop that calls your functions, with its progress bar, resume,
+Ctrl-C handling and a stop at the first loss that is not finite.
 """
 
 from __future__ import annotations  # signatures name TrainConfig, whichever copy is loaded
 
+import errno
+import hashlib
+import io
 import math
 import os
+import shutil
 import tempfile
 import time
 from dataclasses import asdict, dataclass
@@ -17,7 +22,7 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-CHECKPOINT_FORMAT = 1  # bumped whenever the checkpoint's keys change
+CHECKPOINT_FORMAT = 2  # bumped whenever the checkpoint's keys change (2: the code that trained it)
 
 
 @dataclass(frozen=True)
@@ -94,9 +99,8 @@ def get_batch(data: torch.Tensor, B: int, T: int, generator: torch.Generator):
     # HINT 2: torch.randint(high, (B,), generator=generator) draws the starts; the last
     #   valid start is len(data) - T - 1. torch.stack builds the (B, T) batch. Pass the
     #   generator on every draw: the global generator would make resume differ.
-    # HINT 3: ix = torch.randint(___, (B,), generator=generator)
-    #   x = torch.stack([data[i : i + ___] for i in ix])
-    #   y = torch.stack([data[i + ___ : i + ___ + T] for i in ix])
+    # HINT 3: ix = torch.randint(___, (B,), generator=generator); x = torch.stack([data[i : i +
+    #   ___] for i in ix]); y = torch.stack([data[i + ___ : i + ___ + T] for i in ix])
     ix = torch.randint(len(data) - T, (B,), generator=generator)  # (B,) starts
     x = torch.stack([data[i : i + T] for i in ix])  # (B, T)
     y = torch.stack([data[i + 1 : i + 1 + T] for i in ix])  # (B, T) the next id of each
@@ -123,13 +127,8 @@ def estimate_loss(model: torch.nn.Module, batches: list) -> float:
     # HINT 1: Remember model.training, switch to eval, measure, switch back, even if a forward
     #   raises.
     # HINT 2: model.eval(), model.train(mode), torch.no_grad(), loss.item(); try/finally.
-    # HINT 3: was = model.training
-    #   model.___()
-    #   try:
-    #       with torch.___():
-    #           losses = [model(x, y)[1].___() for x, y in batches]
-    #   finally:
-    #       model.train(___)
+    # HINT 3: was = model.training; model.___(); then in a try: with torch.___(): losses =
+    #   [model(x, y)[1].___() for x, y in batches]; and in its finally: model.train(___).
     was_training = model.training
     model.eval()  # dropout (if any) off: the number measures the model, not the noise
     try:
@@ -150,16 +149,16 @@ def lr_at(step: int, cfg: TrainConfig) -> float:
     # CONTRACT: return the learning rate of step `step`, a float (the sizes are fields of cfg).
     #   Warm-up: over the first warmup steps the rate rises linearly, step 0 getting one
     #   warmup-th of the peak and the last warm-up step the peak itself. Then half a cosine
-    #   takes it from the peak down to the floor min_lr, reached exactly at the last step. It
-    #   never exceeds the peak. Handout: task 3 (nanoGPT's get_lr). Trap: a learning rate off
-    #   by 10x (the floor where the peak belongs).
+    #   takes it from the peak down to the floor min_lr, reached exactly at step = steps: train()
+    #   takes steps 0 to steps - 1, so its last step runs a little above the floor. It never
+    #   exceeds the peak. Handout: task 3 (nanoGPT's get_lr). Trap: a learning rate off by 10x
+    #   (the floor where the peak belongs).
     # HINT 1: After warm-up, let p run from 0 to 1 over the remaining steps; the cosine factor
     #   (1 + cos(pi p)) / 2 runs from 1 to 0 and mixes lr and min_lr.
     # HINT 2: math.cos, math.pi; p = (step - warmup) / (steps - warmup).
-    # HINT 3: if step < cfg.warmup:
-    #       return cfg.lr * ___ / cfg.warmup
-    #   p = (step - ___) / (cfg.steps - ___)
-    #   return cfg.min_lr + (cfg.lr - cfg.min_lr) * (1 + math.cos(math.pi * ___)) / 2
+    # HINT 3: two returns. In warm-up (if step < cfg.warmup): return cfg.lr * ___ / cfg.warmup.
+    #   After it: p = (step - ___) / (cfg.steps - ___), then return cfg.min_lr + (cfg.lr -
+    #   cfg.min_lr) * (1 + math.cos(math.pi * ___)) / 2.
     if step < cfg.warmup:
         return cfg.lr * (step + 1) / cfg.warmup  # never 0: step 0 already moves the weights
     p = (step - cfg.warmup) / (cfg.steps - cfg.warmup)  # 0 -> 1 over the decay
@@ -177,17 +176,13 @@ def train_step(model, optimizer, x: torch.Tensor, y: torch.Tensor, grad_clip: fl
     #   batch's gradient only, clip their total norm to grad_clip, take one optimizer step and
     #   return the loss as a float. Handout: task 4. Traps: gradients that
     #   accumulate (no zero_grad), clipping after the step.
-    # HINT 1: Four moves in a fixed order: forget the old gradients, forward, backward, clip,
+    # HINT 1: Five moves in a fixed order: forget the old gradients, forward, backward, clip,
     #   then step.
     # HINT 2: optimizer.zero_grad(set_to_none=True), loss.backward(),
     #   torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip), optimizer.step().
-    # HINT 3: optimizer.___(set_to_none=True)
-    #   _, loss = model(___, ___)
-    #   loss.___()
-    #   torch.nn.utils.clip_grad_norm_(model.___(), ___)
-    #   optimizer.___()
-    # .grad accumulates: without zero_grad every past batch's gradient adds in
-    optimizer.zero_grad(set_to_none=True)
+    # HINT 3: optimizer.___(set_to_none=True); _, loss = model(___, ___); loss.___();
+    #   torch.nn.utils.clip_grad_norm_(model.___(), ___); optimizer.___(); return loss.___()
+    optimizer.zero_grad(set_to_none=True)  # .grad accumulates: else every past batch adds in
     _, loss = model(x, y)  # (B, T, V) logits and the mean cross-entropy
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)  # one bad batch cannot blow up
@@ -199,49 +194,151 @@ def train_step(model, optimizer, x: torch.Tensor, y: torch.Tensor, grad_clip: fl
 # --- given: checkpoints ---------------------------------------------------------------------------
 
 
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be read, resumed or written: the message names the file and the fix."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+
+
+class OtherCode(CheckpointError):
+    """A checkpoint trained by other code: the other implementation, or this file before an edit."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during training: the message says which step the next run starts from."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+
+
+def code_identity() -> dict:
+    """Whose code trains: this file's folder (solution or starter) and a hash of its text."""
+    here = Path(__file__)
+    return {"impl": here.parent.name, "sha256": hashlib.sha256(here.read_bytes()).hexdigest()}
+
+
+def whose(code: dict) -> str:
+    """`code` (a code_identity) in words."""
+    name = {"solution": "the reference solution", "starter": "your starter"}.get(code["impl"], "")
+    return f"{name} ({code['impl']}/train.py)".strip()
+
+
+def _written(path: Path) -> str:
+    return f"{path} is as it was" if path.exists() else "no checkpoint was written"
+
+
+def _size(n: int) -> str:
+    return (
+        f"{n / 1e9:.1f} GB"
+        if n >= 1e9
+        else f"{n / 1e6:.1f} MB"
+        if n >= 1e5
+        else f"{n / 1e3:.1f} kB"
+    )
+
+
+def write_problem(path: Path, exc: OSError, size: int) -> str:
+    """One line for a checkpoint that could not be written: a full disk names the disk and its space."""
+    if exc.errno in {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}:
+        disk = path.parent.resolve()
+        while not os.path.ismount(disk) and disk != disk.parent:
+            disk = disk.parent
+        try:
+            free = f"{_size(shutil.disk_usage(disk).free)} free"
+        except OSError:
+            free = "free space unknown"
+        return (
+            f"the disk {disk} is full ({free}; the checkpoint needs {_size(size)}): free some "
+            f"space on it, or train into a folder on another disk with --out DIR; {_written(path)}"
+        )
+    return f"could not write the checkpoint {path}: {exc.strerror or exc}; {_written(path)}"
+
+
 def save_checkpoint(path: Path, state: dict) -> Path:
     """Write `state` to `path` atomically: a temporary file in the same folder, then os.replace."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    buffer = io.BytesIO()
+    torch.save(state, buffer)  # in memory first: a full disk then fails in write(), with its errno
+    data, tmp = buffer.getvalue(), None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         with os.fdopen(fd, "wb") as f:
-            torch.save(state, f)
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())  # the bytes are on disk before the name points at them
         os.replace(tmp, path)  # atomic: readers see the old checkpoint or the new one, never half
-    except BaseException:  # Ctrl-C included: the old checkpoint stays, the partial file goes
-        Path(tmp).unlink(missing_ok=True)
+    except BaseException as exc:  # Ctrl-C included: the old checkpoint stays, the partial file goes
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise CheckpointError(write_problem(path, exc, len(data))) from None
         raise
     return path
 
 
-KEYS = {"format", "config", "model", "optimizer", "generator", "rng", "step", "losses"}
+def remove_stale_temporaries(path: Path) -> None:
+    """Delete the temporary files of `path` that a run killed while saving it left behind."""
+    for tmp in path.parent.glob(f".{path.name}.*.tmp"):
+        try:
+            tmp.unlink()
+        except OSError:  # open in another program (Windows): the next run tries again
+            pass
+
+
+KEYS = {"format", "code", "config", "model", "optimizer", "generator", "rng", "step", "losses"}
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0][:80]}" if text else type(exc).__name__
+
+
+def _not_finite(state: dict) -> str | None:
+    """What in a checkpoint is NaN or infinite (None when all is finite)."""
+    weights = [name for name, t in state["model"].items() if not torch.isfinite(t).all()]
+    if weights:
+        return f"weights ({weights[0]}, ...) that are"
+    values = list(state["losses"]["train"]) + [v for _, v in state["losses"]["val"]]
+    return None if all(math.isfinite(v) for v in values) else "losses that are"
 
 
 def load_checkpoint(path: Path, config: dict) -> dict:
-    """The state saved at `path`, refused with a ValueError if corrupt, partial, or of another config."""
+    """The state saved at `path`, or a CheckpointError naming the file and the fix (one line)."""
+    fix = f"it was not used: delete {path} to train from step 0"
     try:
         state = torch.load(path, weights_only=True)  # plain tensors and containers: no code runs
     except Exception as exc:  # truncated, not a checkpoint at all, unreadable
-        raise ValueError(
-            f"{path} is not a readable checkpoint ({type(exc).__name__}: {str(exc)[:80]}); "
-            "it was not used: delete it to start afresh"
+        raise CheckpointError(
+            f"{path} is not a readable checkpoint ({_first_line(exc)}); {fix}"
         ) from None
-    if (
-        not isinstance(state, dict)
-        or state.get("format") != CHECKPOINT_FORMAT
-        or KEYS - state.keys()
-    ):
-        missing = sorted(KEYS - state.keys()) if isinstance(state, dict) else "everything"
-        raise ValueError(f"{path} is not a step-06 checkpoint (missing {missing}); it was not used")
+    if not isinstance(state, dict) or "format" not in state:
+        raise CheckpointError(
+            f"{path} is not a step-06 checkpoint (no format key); {fix} (or move it away if you need it)"
+        )
+    if state["format"] != CHECKPOINT_FORMAT or KEYS - state.keys():
+        missing = sorted(KEYS - state.keys())
+        lacks = f", it lacks {', '.join(missing)}" if missing else ""
+        raise CheckpointError(
+            f"{path} is a checkpoint of format {state['format']!r}{lacks} (this code reads format "
+            f"{CHECKPOINT_FORMAT}, written by an older version of the course); {fix}"
+        )
+    if (then := state["code"]) != (now := code_identity()):
+        edited = then["impl"] == now["impl"]  # the same file, changed since it was saved
+        then = f"an earlier version of {then['impl']}/train.py" if edited else whose(then)
+        raise OtherCode(
+            f"{path} was trained by {then}, not by the code running now; {fix} with this code"
+        )
     if state["config"] != config:
         diff = {
             k: (state["config"].get(k), v) for k, v in config.items() if state["config"].get(k) != v
         }
-        raise ValueError(
+        raise CheckpointError(
             f"{path} was saved by another config; (saved, now) differ at {diff}. "
-            "Resume with the same settings, or delete it to start afresh"
+            f"Resume with the same settings, or delete {path} to train from step 0"
         )
+    if what := _not_finite(state):
+        raise CheckpointError(f"{path} holds {what} not finite (a run that diverged); {fix}")
     return state
 
 
@@ -256,6 +353,38 @@ def run_config(cfg: TrainConfig, model_config: dict) -> dict:
     }
 
 
+def diverged(step: int, what: str, checkpoint: Path | None, saved_at: int | None) -> str:
+    """One line for a run stopped by a number that is not finite: the step, the usual causes."""
+    kept = ""
+    if checkpoint is not None:
+        kept = (
+            f"; {checkpoint} keeps step {saved_at}" if saved_at else "; no checkpoint was written"
+        )
+    return (
+        f"training stopped at step {step}: {what}. Usual causes: a learning "
+        f"rate too high (lr_at, cfg.lr) or a bug in train_step (no clipping, the loss of the wrong "
+        f"tensors){kept}"
+    )
+
+
+def interrupted(step: int, checkpoint: Path | None, saved_at: int | None, every: int) -> str:
+    """One line for Ctrl-C: the step reached, and the step the next run starts from."""
+    if checkpoint is None:
+        return f"stopped at step {step} (Ctrl-C); this run keeps no checkpoint"
+    if not saved_at:
+        return (
+            f"stopped at step {step} (Ctrl-C), before the first checkpoint (every {every} steps): "
+            "the next run starts from step 0"
+        )
+    n = step - saved_at  # steps done since the checkpoint: the next run does them again
+    redo = f"the {n} steps since are trained again" if n > 1 else "no step is redone"
+    redo = "the 1 step since is trained again" if n == 1 else redo
+    return (
+        f"stopped at step {step} (Ctrl-C); run the same command again to resume from "
+        f"{checkpoint} at step {saved_at}: {redo}"
+    )
+
+
 def train(
     model: torch.nn.Module,
     model_config: dict,
@@ -268,21 +397,24 @@ def train(
     """Train `model` on the ids `data` with AdamW; resume from `checkpoint` when it exists.
 
     Returns the losses: every step's training loss and (step, loss) pairs of validation estimates.
-    Ctrl-C stops at once; the last checkpoint stays valid, and the next run resumes from it.
-    `on_step(step)` is called after each step (the tests stop a run with it).
+    Ctrl-C stops at once (Interrupted); the last checkpoint stays valid, and the next run resumes
+    from it. A loss or weight that is not finite stops the run (FloatingPointError) before any
+    checkpoint holds it. `on_step(step)` is called after each step (the tests stop a run with it).
     """
     check_config(cfg)
     train_data, val_data = split(data, cfg.val_fraction)
     check_batch_args(val_data, cfg.B, cfg.T)  # both splits must hold a window
     check_batch_args(train_data, cfg.B, cfg.T)
-    config = run_config(cfg, model_config)
+    config, code = run_config(cfg, model_config), code_identity()
     # lr is set before every step from lr_at
     optimizer = torch.optim.AdamW(
         model.parameters(), lr=cfg.lr, betas=(0.9, 0.99), weight_decay=cfg.weight_decay
     )
     g = torch.Generator().manual_seed(cfg.seed)  # the training batches: its state is checkpointed
     val_batches = fixed_batches(val_data, cfg, seed=cfg.seed + 1)  # drawn from validation data only
-    step, losses = 0, {"train": [], "val": []}
+    step, losses, saved_at = 0, {"train": [], "val": []}, None  # saved_at: the step on disk
+    if checkpoint is not None:
+        remove_stale_temporaries(checkpoint)  # a run killed mid-save leaves its temporary file
     if checkpoint is not None and checkpoint.exists():
         state = load_checkpoint(checkpoint, config)
         model.load_state_dict(state["model"])
@@ -290,10 +422,12 @@ def train(
         g.set_state(state["generator"])
         torch.set_rng_state(state["rng"])  # the global generator: dropout masks, if any
         step, losses = state["step"], state["losses"]
+        saved_at = step
 
     def snapshot():
         return dict(
             format=CHECKPOINT_FORMAT,
+            code=code,
             config=config,
             model=model.state_dict(),
             optimizer=optimizer.state_dict(),
@@ -303,37 +437,56 @@ def train(
             losses=losses,
         )
 
+    def measure() -> None:
+        loss = estimate_loss(model, val_batches)
+        if not math.isfinite(loss):
+            what = f"the validation loss is {loss}, not a finite number"
+            raise FloatingPointError(diverged(step, what, checkpoint, saved_at))
+        losses["val"].append((step, loss))
+
+    def save() -> None:
+        nonlocal saved_at
+        if not all(torch.isfinite(p).all() for p in model.parameters()):
+            what = "the weights hold NaN or inf after it"
+            raise FloatingPointError(diverged(step, what, checkpoint, saved_at))
+        save_checkpoint(checkpoint, snapshot())
+        saved_at = step
+
     model.train()
     bar = tqdm(total=cfg.steps, initial=step, desc="training", unit="step", disable=not progress)
     start, cpu = time.perf_counter(), time.process_time()
     try:
         while step < cfg.steps:
             if step % cfg.eval_every == 0:
-                losses["val"].append((step, estimate_loss(model, val_batches)))
+                measure()
             for group in optimizer.param_groups:
                 group["lr"] = lr_at(step, cfg)
             x, y = get_batch(train_data, cfg.B, cfg.T, g)
-            losses["train"].append(train_step(model, optimizer, x, y, cfg.grad_clip))
+            loss = train_step(model, optimizer, x, y, cfg.grad_clip)
+            if not math.isfinite(loss):  # stop at once: every later step would be NaN as well
+                raise FloatingPointError(
+                    diverged(
+                        step,
+                        f"its training loss is {loss}, not a finite number",
+                        checkpoint,
+                        saved_at,
+                    )
+                )
+            losses["train"].append(loss)
             step += 1
             bar.update(1)
             bar.set_postfix(loss=f"{losses['train'][-1]:.3f}", val=f"{losses['val'][-1][1]:.3f}")
             if checkpoint is not None and (step % cfg.checkpoint_every == 0 or step == cfg.steps):
-                save_checkpoint(checkpoint, snapshot())
+                save()
             if on_step:
                 on_step(step)
         if not losses["val"] or losses["val"][-1][0] != step:
-            losses["val"].append((step, estimate_loss(model, val_batches)))
+            measure()
             if checkpoint is not None:
-                save_checkpoint(checkpoint, snapshot())
+                save()
     except KeyboardInterrupt:
+        raise Interrupted(interrupted(step, checkpoint, saved_at, cfg.checkpoint_every)) from None
+    finally:
         bar.close()
-        saved = ""
-        if checkpoint is not None and checkpoint.exists():
-            saved = f"; the checkpoint {checkpoint} is valid: run again to resume"
-        elif checkpoint is not None:
-            saved = "; no checkpoint written yet: the next run starts from step 0"
-        print(f"\nstopped at step {step}{saved}")
-        raise
-    bar.close()
     seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu
     return dict(losses=losses, seconds=seconds, cpu_seconds=cpu_seconds, step=step)

@@ -18,7 +18,7 @@ def induction_result(repeat=0.3, one=2.8, prefix=0.9, ablated=3.0):
     A = A / A.sum(-1, keepdim=True)
     curve = [dict(step=s, first=4.2, repeat=4.2 - s / 100) for s in (0, 100, 200)]
     return dict(
-        cfg=SimpleNamespace(seed=0, L_min=2, L_max=4, V=64),
+        cfg=SimpleNamespace(seed=0, L_min=2, L_max=4, V=64, steps=200),
         curve=curve,
         curve_one=curve,
         seconds=1.0,
@@ -87,3 +87,84 @@ def test_the_rebuilt_untrained_family_is_step_4s(run, heads):
         ]
         assert str(shares.argmax().item()) == key and r["pattern"] == pattern
         assert f"{heads.head_scores(A)['evenness']:.2f}" == evenness, r["setting"]
+
+
+def gpt_result(quick=True, val=(4.1, 2.6), steps_run=120):
+    """A made-up shakespeare() result: the fields training_block and loss_curve read."""
+    cfg = SimpleNamespace(steps=120, eval_batches=4, T=64, B=16)
+    return dict(
+        losses={
+            "train": [4.0 - i / 100 for i in range(120)],
+            "val": list(zip((0, 120), val, strict=True)),
+        },
+        cfg=cfg,
+        mcfg=SimpleNamespace(d=32, h=2, n_layer=2),
+        N=31232,
+        V=62,
+        quick=quick,
+        machine="a test",
+        threads=1,
+        steps_run=steps_run,
+        resumed_at=120 - steps_run,
+        seconds=2.0,
+        cpu_seconds=1.0,
+        tokens_per_s=9e4 if steps_run else None,
+        tokens_per_cpu_s=1e5 if steps_run else None,
+        peak=1e11,
+        mfu=0.2 if steps_run else None,
+        checkpoint="out/step-06/gpt-quick.pt",
+    )
+
+
+def test_a_quick_run_claims_no_target_and_a_rerun_no_nan(run):
+    quick = run.training_block(gpt_result())
+    assert "--quick: 120 steps of a small model, no target to meet" in quick
+    assert not any(word in quick for word in ("PASS", "FAIL", "None", "target <=", "first <="))
+    full = run.training_block(gpt_result(quick=False))
+    assert "(target <= 2.0: FAIL), never <= 2.0" in full and "None" not in full
+    assert "(target <= 2.0: PASS), first <= 2.0 at step 120" in run.training_block(
+        gpt_result(quick=False, val=(4.1, 1.9))
+    )
+    again = run.training_block(gpt_result(steps_run=0))
+    assert "nan" not in again.lower() and "no steps ran this time" in again
+
+
+def test_a_quick_induction_run_prints_its_numbers_without_a_verdict(run):
+    line = run.quick_line(induction_result(repeat=4.14))
+    assert line.startswith("seed 0 (--quick, 200 steps, too few for the circuit: no targets")
+    assert "repeat loss 4.14" in line and not any(c in line for c in "<>") and "PASS" not in line
+
+
+def drawn(run, monkeypatch, draw, result, tmp_path):
+    """The figure `draw` makes of `result`, kept open: its titles and legend texts."""
+    figures = []
+    monkeypatch.setattr(run.plots, "save", lambda fig, path: figures.append(fig) or path)
+    draw(result, tmp_path / "figure.png")
+    (fig,) = figures
+    titles = [ax.get_title() for ax in fig.axes]
+    legends = [t.get_text() for ax in fig.axes if ax.get_legend() for t in ax.get_legend().texts]
+    run.plots.plt.close(fig)
+    return titles, legends
+
+
+def test_heads_are_named_for_a_pattern_only_when_their_scores_show_it(run, monkeypatch, tmp_path):
+    learned = induction_result()  # prefix 0.9, a layer-0 previous-token head
+    titles, _ = drawn(run, monkeypatch, run.plots.induction_heads, learned, tmp_path)
+    assert any(
+        t.startswith("layer 1 head 0: induction head\nprefix-matching score 0.90") for t in titles
+    )
+    assert any(t.startswith("layer 0 head 0: previous-token head") for t in titles)
+    nothing = dict(induction_result(prefix=0.06), prev_heads=())  # what --quick ends with
+    nothing["prefix"][0, 0] = 0.05
+    titles, _ = drawn(run, monkeypatch, run.plots.induction_heads, nothing, tmp_path)
+    assert not any("induction head\n" in t or "previous-token head\n" in t for t in titles)
+    assert sum("learned yet" in t for t in titles) == 2, titles
+
+
+def test_quick_figures_draw_no_target_line(run, monkeypatch, tmp_path):
+    for quick in (False, True):
+        _, legends = drawn(run, monkeypatch, run.plots.loss_curve, gpt_result(quick), tmp_path)
+        assert ("2.0: the target" in legends) is not quick
+        phase = dict(induction_result(), quick=quick)
+        _, legends = drawn(run, monkeypatch, run.plots.induction_phase, phase, tmp_path)
+        assert ("0.5 (target, repeat)" in legends) is not quick

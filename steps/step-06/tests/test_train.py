@@ -1,12 +1,15 @@
 """Step 6 tasks 1-4 and the loop around them: each classic bug has its check (checks.py)."""
 
 import dataclasses
+import errno
+import os
+import re
 from pathlib import Path
 
 import pytest
 import torch
 
-from common.loader import load_file, step_dir
+from common.loader import load_file, load_fresh, step_dir
 
 checks = load_file(step_dir("step-06") / "checks.py", "_course_step_06_checks")
 
@@ -119,8 +122,9 @@ def test_a_corrupt_or_partial_checkpoint_is_refused_with_its_path(train, tiny, t
     before = [p.clone() for p in model.parameters()]
     with pytest.raises(
         ValueError, match=rf"{path}.*(not a readable checkpoint|not a step-06 checkpoint)"
-    ):
+    ) as info:
         train.train(model, {}, cfg, checks.corpus(), path, progress=False)
+    assert "\n" not in str(info.value) and f"delete {path} to train from step 0" in str(info.value)
     assert all(torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True)), (
         "never used"
     )
@@ -145,15 +149,169 @@ def test_a_save_interrupted_by_ctrl_c_leaves_the_last_checkpoint(train, tmp_path
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt.pt"], "no temporary file is left"
 
 
-def test_ctrl_c_mid_run_says_where_to_resume(train, tiny, tmp_path, capsys):
-    cfg = checks.tiny_config(train)
+def test_ctrl_c_mid_run_says_where_the_next_run_resumes(train, tiny, tmp_path):
+    cfg = checks.tiny_config(train)  # a checkpoint every 2 steps
     path: Path = tmp_path / "ckpt.pt"
 
     def stop(step):
         if step == 3:
             raise KeyboardInterrupt
 
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(KeyboardInterrupt) as info:
         train.train(tiny(0), {}, cfg, checks.corpus(), path, progress=False, on_step=stop)
-    assert f"stopped at step 3; the checkpoint {path} is valid" in capsys.readouterr().out
+    assert str(info.value) == (
+        f"stopped at step 3 (Ctrl-C); run the same command again to resume from {path} at "
+        "step 2: the 1 step since is trained again"
+    )
     assert torch.load(path, weights_only=True)["step"] == 2, "the last checkpoint, step 2"
+    with pytest.raises(KeyboardInterrupt, match="before the first checkpoint .*starts from step 0"):
+        train.train(tiny(0), {}, cfg, checks.corpus(), tmp_path / "new.pt", progress=False,
+                    on_step=lambda step: stop(step + 2))  # fmt: skip
+
+
+# --- the run tells the truth: whose code, what happened (given code: the loop, the checkpoints) --
+
+
+def nan_at(train, monkeypatch, call: int, weights: bool = False):
+    """Make train_step's `call`-th call (1-based) return NaN, or leave NaN in the weights."""
+    real, calls = train.train_step, []
+
+    def step(model, optimizer, x, y, grad_clip):
+        calls.append(1)
+        loss = real(model, optimizer, x, y, grad_clip)
+        if len(calls) == call and weights:
+            with torch.no_grad():
+                next(model.parameters())[0] = float("nan")
+        return float("nan") if len(calls) == call and not weights else loss
+
+    monkeypatch.setattr(train, "train_step", step)
+
+
+def test_a_nan_loss_stops_the_run_at_once_and_no_checkpoint_holds_it(
+    train, tiny, tmp_path, monkeypatch
+):
+    cfg = checks.tiny_config(train)  # a checkpoint every 2 steps
+    path = tmp_path / "ckpt.pt"
+    nan_at(train, monkeypatch, call=4)  # step 3's loss: after the checkpoint of step 2
+    with pytest.raises(FloatingPointError) as info:
+        train.train(tiny(0), {}, cfg, checks.corpus(), path, progress=False)
+    message = str(info.value)
+    assert message.startswith("training stopped at step 3: its training loss is nan, not a finite")
+    assert "learning rate too high" in message and "train_step" in message and "\n" not in message
+    assert f"{path} keeps step 2" in message
+    state = torch.load(path, weights_only=True)
+    assert state["step"] == 2 and all(torch.isfinite(t).all() for t in state["model"].values())
+
+
+def test_nan_weights_are_never_saved(train, tiny, tmp_path, monkeypatch):
+    cfg = checks.tiny_config(train)
+    path = tmp_path / "ckpt.pt"
+    nan_at(train, monkeypatch, call=2, weights=True)  # a finite loss, then NaN weights, then a save
+    with pytest.raises(
+        FloatingPointError,
+        match="step 2: the weights hold NaN or inf after it.*no checkpoint was written",
+    ):
+        train.train(tiny(0), {}, cfg, checks.corpus(), path, progress=False)
+    assert not path.exists()
+
+
+def test_a_checkpoint_that_is_not_finite_is_never_resumed(train, tiny, tmp_path):
+    cfg = checks.tiny_config(train, steps=2, warmup=1)
+    path = tmp_path / "ckpt.pt"
+    train.train(tiny(0), {}, cfg, checks.corpus(), path, progress=False)
+    state = torch.load(path, weights_only=True)
+    next(iter(state["model"].values()))[0] = float("nan")  # as an older run that diverged left it
+    torch.save(state, path)
+    with pytest.raises(
+        train.CheckpointError,
+        match=rf"{path} holds weights .* not finite .*delete {path} to train from step 0",
+    ):
+        train.train(tiny(0), {}, cfg, checks.corpus(), path, progress=False)
+
+
+def copy_of(train, tmp_path: Path, folder: str, extra: str = ""):
+    """A fresh copy of the training module under test, in tmp_path/<folder>/train.py (+ `extra`)."""
+    (tmp_path / folder).mkdir(parents=True)
+    source = Path(train.__file__).read_text(encoding="utf-8")
+    (tmp_path / folder / "train.py").write_text(source + extra, encoding="utf-8")
+    return load_fresh(tmp_path / folder, "train")
+
+
+def test_a_checkpoint_records_whose_code_trained_it_and_other_code_never_resumes_it(
+    train, tiny, tmp_path
+):
+    cfg = checks.tiny_config(train, steps=2, warmup=1)
+    path = tmp_path / "ckpt.pt"
+    train.train(tiny(0), {}, cfg, checks.corpus(), path, progress=False)
+    impl = Path(train.__file__).parent.name  # solution or starter
+    assert torch.load(path, weights_only=True)["code"] == train.code_identity()
+    other = copy_of(train, tmp_path, "starter" if impl == "solution" else "solution")
+    with pytest.raises(
+        other.OtherCode,
+        match=rf"{path} was trained by .*\({impl}/train.py\), not by the code running now",
+    ):
+        other.train(
+            tiny(0), {}, dataclasses.replace(cfg, steps=4), checks.corpus(), path, progress=False
+        )
+    edited = copy_of(train, tmp_path / "edited", impl, extra="# an edit\n")
+    with pytest.raises(edited.OtherCode, match=f"trained by an earlier version of {impl}/train.py"):
+        edited.train(
+            tiny(0), {}, dataclasses.replace(cfg, steps=4), checks.corpus(), path, progress=False
+        )
+
+
+def test_an_old_format_checkpoint_names_the_fix(train, tiny, tmp_path):
+    cfg = checks.tiny_config(train, steps=2, warmup=1)
+    path = tmp_path / "ckpt.pt"
+    torch.save({"format": 1, "config": {}, "model": {}, "step": 1}, path)  # format 1: no code key
+    with pytest.raises(train.CheckpointError) as info:
+        train.train(tiny(0), {}, cfg, checks.corpus(), path, progress=False)
+    assert str(info.value) == (
+        f"{path} is a checkpoint of format 1, it lacks code, generator, losses, optimizer, rng "
+        f"(this code reads format {train.CHECKPOINT_FORMAT}, written by an older version of the "
+        f"course); it was not used: delete {path} to train from step 0"
+    )
+
+
+def test_stale_temporary_files_of_a_killed_save_are_removed_at_the_start(train, tiny, tmp_path):
+    path = tmp_path / "ckpt.pt"
+    stale = tmp_path / ".ckpt.pt.k1ll3d.tmp"  # what a kill -9 during save_checkpoint leaves
+    stale.write_bytes(b"half a checkpoint")
+    other = tmp_path / ".notes.pt.abc.tmp"  # another file's: not ours to delete
+    other.write_bytes(b"")
+    train.train(
+        tiny(0),
+        {},
+        checks.tiny_config(train, steps=2, warmup=1),
+        checks.corpus(),
+        path,
+        progress=False,
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".notes.pt.abc.tmp", "ckpt.pt"]
+
+
+def test_a_full_disk_is_one_line_naming_the_disk(train, tiny, tmp_path, monkeypatch):
+    cfg = checks.tiny_config(train, steps=4, warmup=1)
+    path = tmp_path / "ckpt.pt"
+
+    def stop(step):
+        if step == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):  # a checkpoint of step 2, then resumed on a full disk
+        train.train(tiny(0), {}, cfg, checks.corpus(), path, progress=False, on_step=stop)
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(train.CheckpointError) as info:
+        train.train(tiny(0), {}, cfg, checks.corpus(), path, progress=False)
+    monkeypatch.undo()
+    message = str(info.value)
+    assert re.fullmatch(
+        rf"the disk \S+ is full \([\d.]+ [kMG]B free; the checkpoint needs [\d.]+ [kMG]B\): free some space on it, or train into a folder on another disk with --out DIR; {re.escape(str(path))} is as it was",
+        message,
+    ), message
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt.pt"], "no temporary file is left"
+    assert torch.load(path, weights_only=True)["step"] == 2, "the last checkpoint is intact"
