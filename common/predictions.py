@@ -88,9 +88,13 @@ def compare(value, answer: Answer) -> str:
     guess = _number(value)
     if guess is None:
         return f"you wrote {value!r}, which is not a number; measured {measured}"
-    off = guess - float(answer.measured)
-    relative = f", {abs(off) / abs(answer.measured):.0%}" if answer.measured else ""
-    return f"{said}; measured {measured} (off by {off:+.3g}{relative})"
+    # against the value as printed, so that the difference is the one the student reads
+    printed = _number(answer.shown) if answer.shown else None
+    truth = float(answer.measured) if printed is None else printed
+    off = guess - truth
+    relative = f", {abs(off) / abs(truth):.0%}" if truth else ""
+    by = f"{off:+,.0f}" if abs(off) >= 100 else f"{off:+.3g}"  # counts in digits, not 1.1e+04
+    return f"{said}; measured {measured} (off by {by}{relative})"
 
 
 def report(step: str, answers: list[Answer]) -> list[str]:

@@ -71,6 +71,7 @@ def test_the_generator_ships_the_empty_template_in_the_starter():
         (8, NUMBER, "you wrote 8; measured 7.95 (off by +0.05, 1%)"),
         ("7", NUMBER, "you wrote 7; measured 7.95 (off by -0.95, 12%)"),
         ("211,072", predictions.Answer("n", "n", 211072), "you wrote 211,072; measured 211072 (off by +0, 0%)"),
+        (8, predictions.Answer("s", "s", 7.9481, "7.95"), "you wrote 8; measured 7.95 (off by +0.05, 1%)"),
         ("eight", NUMBER, "you wrote 'eight', which is not a number; measured 7.95"),
         ("Near uniform", CHOICE, "you wrote Near uniform; measured near-uniform (the same answer)"),
         ("scattered", CHOICE, "you wrote scattered; measured near-uniform (another answer)"),
@@ -135,7 +136,7 @@ def test_a_caught_up_run_prints_each_prediction_beside_its_answer(tmp_path):
     assert "raw_std, raw scores' std at d_k = 64: no prediction written; measured " in out4
     out5 = run_starter(steps, "step-05")
     assert (
-        "parameters, this step's run: you wrote 200000; measured 211,072 (off by -1.11e+04, 5%)"
+        "parameters, this step's run: you wrote 200000; measured 211,072 (off by -11,072, 5%)"
         in out5
     )
     assert (
