@@ -12,10 +12,12 @@ from pathlib import Path
 
 from common import SOLUTIONS_DIR, command, shown, typed
 from common.loader import step_dir, step_names
+from common.predictions import FILE as PREDICTIONS
 
 LOCK = ".catch-up.lock"  # in the step folder while a catch-up runs (git-ignored)
 NEW, OLD = ".starter-new", ".starter-old"  # the swap's two sides, beside starter/
 INCOMPLETE = "-incomplete"  # a backup's name while it is written: a killed copy keeps it
+KEPT = (Path(PREDICTIONS),)  # the student's own record: carried into the new starter, not replaced
 
 
 class CatchUpError(Exception):
@@ -37,13 +39,34 @@ def source_files(folder: Path) -> set[Path]:
 
 
 def caught_up(starter: Path, solution: Path) -> bool:
-    """True when the starter holds exactly the solution's files, and the solution has some."""
-    files = source_files(solution)
+    """True when the starter holds exactly the solution's files, and the solution has some.
+
+    The files of KEPT (the student's predictions) are the student's whatever they hold."""
+    files = source_files(solution) - set(KEPT)
     return (
         bool(files)
-        and source_files(starter) == files
+        and source_files(starter) - set(KEPT) == files
         and all(filecmp.cmp(starter / f, solution / f, shallow=False) for f in files)
     )
+
+
+def _keep(starter: Path, new: Path) -> list[Path]:
+    """Copy the student's KEPT files from `starter` over the staged copy `new`; return those that
+    differ from the solution's (the ones worth saying were kept)."""
+    kept = []
+    for rel in KEPT:
+        mine = starter / rel
+        if mine.is_file() and not mine.is_symlink():  # a link is backed up, never followed
+            if (new / rel).is_file() and filecmp.cmp(mine, new / rel, shallow=False):
+                continue  # the empty template: nothing of the student's to keep
+            try:
+                shutil.copyfile(mine, new / rel)
+            except OSError as exc:
+                raise CatchUpError(
+                    explain(exc, "keep", mine) + " (your starter is unchanged)"
+                ) from exc
+            kept.append(mine)
+    return kept
 
 
 def explain(exc: OSError, doing: str, path: Path | str) -> str:
@@ -244,10 +267,13 @@ def catch_up(step: Path, now: datetime | None = None) -> tuple[Path | None, str]
         )
         try:
             _copy(solution, step / NEW, links=False)
+            kept = _keep(starter, step / NEW)
         except CatchUpError as exc:
             shutil.rmtree(step / NEW, ignore_errors=True)
             raise CatchUpError(f"{exc} (your starter is unchanged)") from exc
         _swap(step)
+    if kept:
+        saved += f"Your predictions stay as you wrote them: {', '.join(shown(p) for p in kept)}\n"
     check = command(f"pixi run check-{step.name}", f"python -m pytest {typed(step)} --impl starter")
     return backup, f"{saved}{rel} now holds the reference solution. Next: {check}"
 

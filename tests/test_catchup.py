@@ -222,3 +222,32 @@ def test_the_message_says_where_the_backup_is_and_that_git_does_not_track_it(ste
         ["git", "check-ignore", "-q", "steps/lab-01/backups/starter-x/attention.py"], cwd=REPO_ROOT
     )
     assert ignored.returncode == 0
+
+
+def test_the_students_predictions_survive_a_catch_up(step):
+    """predictions.toml is the student's record: catch-up keeps it, and it alone keeps the step
+    from being caught up no more than the template does."""
+    template = 'leaks = ""  # how many?\n'
+    (step / "solution" / "predictions.toml").write_text(template, encoding="utf-8")
+    mine = 'leaks = "6"  # how many?\n'
+    (step / "starter" / "predictions.toml").write_text(mine, encoding="utf-8")
+    backup, message = catchup.catch_up(step, now=NOW)
+    assert (step / "starter" / "predictions.toml").read_text(encoding="utf-8") == mine
+    assert (backup / "predictions.toml").read_text(encoding="utf-8") == mine  # and backed up
+    assert "Your predictions stay as you wrote them: " in message, message
+    assert (step / "solution" / "predictions.toml").read_text(encoding="utf-8") == template
+    again = catchup.catch_up(
+        step, now=NOW
+    )  # the predictions are not a difference from the reference
+    assert again == (
+        None,
+        f"{shown(step / 'starter')} already holds the reference solution; nothing changed.",
+    )
+
+
+def test_catch_up_writes_the_empty_predictions_where_there_were_none(step):
+    template = 'leaks = ""  # how many?\n'
+    (step / "solution" / "predictions.toml").write_text(template, encoding="utf-8")
+    _, message = catchup.catch_up(step, now=NOW)
+    assert (step / "starter" / "predictions.toml").read_text(encoding="utf-8") == template
+    assert "predictions" not in message, message  # nothing of the student's to keep

@@ -1,11 +1,16 @@
 """The first screen gives the contract, not the code: at most 25% of a TODO's solution is shown.
 
-A solution token counts as shown when it lies in a run of 3 or more consecutive solution tokens
-that also appears, in the same order, in what the student sees of that TODO before asking for
-help: the starter's function that holds it (signature, docstring, the given checks, comments and
-the NotImplementedError message, which is also what the check's "Next:" prints). Tokens come from
-Python's tokenize module; comments and strings are split into words and symbols the same way.
-`python -m tests.test_todo_share` prints the table.
+A solution token counts as shown when it lies in a run of consecutive solution tokens that also
+appears, in the same order, in what the student sees before asking for help. Two measures:
+
+- the starter: the function that holds the TODO (signature, docstring, the given checks, comments
+  and the NotImplementedError message, which is also what the check's "Next:" prints), runs of 3;
+- the starter and the handout together: that function, plus every fenced block, every inline code
+  span and every cell of the symptom table in the step's README.md, runs of 6 (so that idioms such
+  as `self.x(y)`, which any text about the code names, do not count).
+
+Tokens come from Python's tokenize module; comments and strings are split into words and symbols
+the same way. `python -m tests.test_todo_share` prints the table.
 """
 
 import ast
@@ -20,9 +25,11 @@ from pathlib import Path
 import pytest
 
 from common import STEPS_DIR, todos
+from common.docs import parse_table, read_block
 from tools.starters import starters
 
-RUN = 3  # the shortest run of tokens that counts as transcribed
+RUN = 3  # the shortest run of tokens that counts as transcribed, in the starter
+HANDOUT_RUN = 6  # the same, over the starter and the handout together
 LIMIT = 0.25
 EXEMPT = {"step-04 4.1: Head.forward"}  # the lecture hands this code out to be read (handout 4.1)
 SKIP = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT}
@@ -85,23 +92,39 @@ def solution_tokens(step: Path) -> dict[str, list[str]]:
     return dict(found)
 
 
-def shown_share(tokens: list[str], streams: list[list[str]]) -> float:
-    """The share of `tokens` inside a run of RUN or more that some stream holds in order."""
-    grams = {tuple(s[i : i + RUN]) for s in streams for i in range(len(s) - RUN + 1)}
+FENCED = re.compile(r"^ *```[^\n]*\n(.*?)^ *```", re.S | re.M)
+INLINE = re.compile(r"(`+)(.+?)\1", re.S)
+
+
+def handout_streams(step: Path) -> list[list[str]]:
+    """The token streams of the handout's fenced blocks, inline code and symptom-table cells."""
+    text = (step / "README.md").read_text(encoding="utf-8")
+    streams = [s for block in FENCED.findall(text) for s in streams_of(textwrap.dedent(block))]
+    streams += [prose(span) for _, span in INLINE.findall(FENCED.sub("", text))]
+    if "<!-- BEGIN symptoms -->" in text:
+        rows = parse_table(read_block(step / "README.md", "symptoms"))
+        streams += [prose(cell.replace("\\|", "|")) for row in rows for cell in row]
+    return streams
+
+
+def shown_share(tokens: list[str], streams: list[list[str]], run: int = RUN) -> float:
+    """The share of `tokens` inside a run of `run` or more that some stream holds in order."""
+    grams = {tuple(s[i : i + run]) for s in streams for i in range(len(s) - run + 1)}
     covered = [False] * len(tokens)
-    for i in range(len(tokens) - RUN + 1):
-        if tuple(tokens[i : i + RUN]) in grams:
-            covered[i : i + RUN] = [True] * RUN
+    for i in range(len(tokens) - run + 1):
+        if tuple(tokens[i : i + run]) in grams:
+            covered[i : i + run] = [True] * run
     return sum(covered) / len(tokens) if tokens else 0.0
 
 
-def shares() -> dict[str, tuple[float, int]]:
-    """TODO id -> (share shown, number of solution tokens), for every step."""
+def shares() -> dict[str, tuple[float, float, int]]:
+    """TODO id -> (share shown by the starter, by starter and handout, solution tokens)."""
     table = {}
     for step in sorted(p for p in STEPS_DIR.iterdir() if (p / "solution").is_dir()):
-        streams = shown_streams(step)
+        streams, handout = shown_streams(step), handout_streams(step)
         for todo, tokens in solution_tokens(step).items():
-            table[todo] = (shown_share(tokens, streams[todo]), len(tokens))
+            both = shown_share(tokens, streams[todo] + handout, HANDOUT_RUN)
+            table[todo] = (shown_share(tokens, streams[todo]), both, len(tokens))
     return table
 
 
@@ -110,8 +133,19 @@ SHARES = shares()
 
 @pytest.mark.parametrize("todo", sorted(set(SHARES) - EXEMPT))
 def test_the_starter_shows_at_most_a_quarter_of_the_solution(todo):
-    share, n = SHARES[todo]
+    share, _, n = SHARES[todo]
     assert share <= LIMIT, f"TODO({todo}): {share:.0%} of its {n} solution tokens are shown"
+
+
+@pytest.mark.parametrize("todo", sorted(set(SHARES) - EXEMPT))
+def test_starter_and_handout_show_at_most_a_quarter_of_the_solution(todo):
+    _, share, n = SHARES[todo]
+    where = f"steps/{todos.split_id(todo)[0]}/README.md"
+    assert share <= LIMIT, (
+        f"TODO({todo}): {share:.0%} of its {n} solution tokens are shown in runs of "
+        f"{HANDOUT_RUN} by its starter and {where} (fenced code, inline code, symptom table): "
+        "say what is wrong and where to look, not the line to type"
+    )
 
 
 def test_the_measure_sees_a_hint_that_gives_the_code_away():
@@ -123,9 +157,31 @@ def test_the_measure_sees_a_hint_that_gives_the_code_away():
     assert shown_share(tokens, [prose("TODO(x): a [T, T] bool lower triangle")]) < LIMIT
 
 
+def test_the_measure_reads_the_handouts_code_and_its_symptom_table(tmp_path):
+    """Fenced code, inline code and a symptom table's cells all count; prose does not."""
+    tokens = [t.string for t in _tokens("x = x + self.attn(self.ln1(x))") if t.type not in SKIP]
+    table = "| Symptom | First test to fail | Fix |\n| --- | --- | --- |\n| a | `t` | {} |\n"
+    cases = {
+        "```python\nx = x + self.attn(self.ln1(x))  # (B, T, d)\n```\n": 1.0,
+        "Write `x = x + self.attn(self.ln1(x))` here.\n": 1.0,
+        "<!-- BEGIN symptoms -->\n"
+        + table.format("x = x + self.attn(self.ln1(x))")
+        + "<!-- END symptoms -->\n": 1.0,
+        "<!-- BEGIN symptoms -->\n"
+        + table.format("add the attention of the normalised stream to the stream")
+        + "<!-- END symptoms -->\n": 0.0,
+        "x = x + self.attn(self.ln1(x)) written as prose, outside any code\n": 0.0,
+    }
+    for readme, expected in cases.items():
+        (tmp_path / "README.md").write_text(readme, encoding="utf-8")
+        got = shown_share(tokens, handout_streams(tmp_path), HANDOUT_RUN)
+        assert got == expected, (readme, got)
+
+
 if __name__ == "__main__":
-    print("| TODO | solution tokens | shown |\n| --- | --- | --- |")
-    for todo, (share, n) in SHARES.items():
+    print(f"| TODO | solution tokens | shown by the starter (runs of {RUN}) ", end="")
+    print(f"| by starter and handout (runs of {HANDOUT_RUN}) |\n| --- | --- | --- | --- |")
+    for todo, (share, both, n) in SHARES.items():
         note = " (exempt: the handout gives this code)" if todo in EXEMPT else ""
-        print(f"| {todo} | {n} | {share:.0%}{note} |")
+        print(f"| {todo} | {n} | {share:.0%} | {both:.0%}{note} |")
     sys.exit(0)

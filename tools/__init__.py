@@ -47,8 +47,10 @@ def untouched(folder: Path) -> bool:
         starters,
     )
 
-    made = starters(folder)
-    return not stale(folder) and set(py_files(folder / "starter")) == set(made)
+    made = starters(folder)  # .py files and predictions.toml; a student adds only .py files
+    return not stale(folder) and set(py_files(folder / "starter")) == {
+        p for p in made if p.suffix == ".py"
+    }
 
 
 def pristine(steps: list[str], dest: Path, source: Path = STEPS_DIR) -> Path:

@@ -4,18 +4,21 @@ import argparse
 import sys
 from pathlib import Path
 
-from common import STEPS_DIR, command, shown
+from common import STEPS_DIR, command, predictions, shown
 from common.catchup import back_up
 from common.todos import starter_text
 
 
 def starters(step_dir: Path) -> dict[Path, str]:
-    """Starter path -> generated text, for every .py file of the step's solution."""
+    """Starter path -> generated text: every .py file of the step's solution with its regions
+    replaced, and its predictions.toml (the empty template) as it is."""
     solution = step_dir / "solution"
     made = {}
     for path in sorted(solution.rglob("*.py")):
         rel = path.relative_to(solution)
         made[step_dir / "starter" / rel] = starter_text(path.read_text(encoding="utf-8"), str(rel))
+    if (template := solution / predictions.FILE).is_file():
+        made[step_dir / "starter" / predictions.FILE] = template.read_text(encoding="utf-8")
     return made
 
 

@@ -77,14 +77,16 @@ BUGS = [
         "upper-triangular mask",
         "torch.triu instead of torch.tril: each query sees the future and loses its past",
         "assert that the strict upper triangle of every A[b] is exactly zero",
-        "build the mask with torch.tril, not torch.triu",
+        "the mask keeps the wrong triangle: a query may see itself and the keys before it, the lower "
+        "triangle (lesson 5, 1.1); look at which triangle the causal mask is cut from",
         mask=triu_mask,
     ),
     Bug(
         "no mask",
         "every query attends to every key, future included",
         "perturb a later position and require earlier outputs to stay bitwise equal",
-        "set the scores of later keys to -inf before the softmax",
+        "no mask reaches the scores: the keys after each query must be blocked before the softmax; "
+        "look at where the scores meet the mask",
         mask=missing_mask,
     ),
     Bug(
@@ -92,7 +94,8 @@ BUGS = [
         "~tril keeps only the strict future; the last row has no key left: NaN from F.softmax, "
         "zeros from lab-01's stable_softmax",
         "check that A is finite, non-negative and that every row sums to 1",
-        "block where the mask is False (tril == 0), not where it is True",
+        "the polarity is flipped: True means may attend, so the scores to block are where the mask is "
+        "False; look at the condition the fill is given",
         mask=inverted_mask,
     ),
     Bug(
@@ -100,14 +103,16 @@ BUGS = [
         "tril(diagonal=-1): a token cannot see itself; row 0 is empty: NaN from F.softmax, zeros "
         "from lab-01's stable_softmax",
         "require a non-zero gradient for every j <= i, the diagonal included, and finite rows",
-        "keep the diagonal: torch.tril with its default diagonal=0",
+        "the diagonal is gone: a token may attend to itself (lesson 5, 1.1); look at how the lower "
+        "triangle is built and which diagonal it starts from",
         mask=no_diagonal_mask,
     ),
     Bug(
         "mask after softmax",
         "future weights zeroed after softmax: rows no longer sum to 1",
         "check that every row of A sums to 1",
-        "mask the scores with -inf before the softmax, not the weights after it",
+        "the mask comes too late: blocked keys get minus infinity as their score before the softmax, so "
+        "each row is a probability vector over the keys it may see; look at the order of the two",
         knobs={"after_softmax": True},
     ),
     Bug(
@@ -115,14 +120,16 @@ BUGS = [
         "equal to the right answer in exact arithmetic, but earlier rows now depend on the "
         "future through rounding of the full-row softmax",
         "compare earlier outputs with torch.equal, not allclose, after perturbing the future",
-        "mask the scores before the softmax; renormalising after it is not exact",
+        "masking the weights and renormalising is right only in exact arithmetic: the rounding of the "
+        "full-row softmax carries the future in; look at the order of mask and softmax",
         knobs={"after_softmax": True, "renormalise": True},
     ),
     Bug(
         "masked with 0 instead of -inf",
         "a zero score is an ordinary score: exp(0) gives the future real weight",
         "assert that the strict upper triangle of every A[b] is exactly zero",
-        "fill blocked scores with float('-inf'), not 0",
+        "a blocked key needs a score whose exponential is exactly 0, minus infinity; look at the value "
+        "the mask fills in",
         knobs={"fill": 0.0},
     ),
     Bug(
@@ -130,7 +137,8 @@ BUGS = [
         "scores grow like sqrt(d_k) and softmax saturates to one-hot rows; still a causal "
         "row-stochastic matrix, so no simplex or causality proof can see it",
         "compare the output with the formula softmax(q k^T / sqrt(d_k)) v computed by hand",
-        "divide the scores by sqrt(d_head) before the softmax",
+        "the scores are not scaled: the variance lemma asks for the square root of one head's width "
+        "(d_head, never d_model); look at where the scores are made",
         knobs={"scale": False},
         violates_4_2=False,
     ),
@@ -138,7 +146,8 @@ BUGS = [
         "softmax over the wrong axis",
         "softmax over queries (dim=-2): columns sum to 1, rows do not",
         "check that every row of A sums to 1",
-        "softmax over the keys, the last axis: dim=-1",
+        "the softmax normalises each column: every row, one query, must sum to 1 over its keys, the "
+        "last axis; look at the axis the softmax is given",
         knobs={"dim": -2},
     ),
 ]
@@ -147,14 +156,16 @@ PADDING_BUGS = [
         "padding OR-ed",
         "causal | padding lets a query see every real key, future ones included",
         "check weights on future keys with a padding mask in play",
-        "combine the masks with &, not |",
+        "the masks are joined so that either one is enough: a key must be allowed by both, the causal "
+        "mask and the padding; look at how the two are combined",
         padding=or_padding,
     ),
     Bug(
         "padding inverted",
         "True read as 'pad': queries attend to padding and ignore real tokens",
         "require zero weight on every padded key column",
-        "padding is True for real tokens: causal & padding[:, None, :]",
+        "the padding mask is read backwards: True marks a real token, a key to keep (lesson 5); look "
+        "at how the padding enters the combination, and that it gets a query axis",
         padding=inverted_padding,
     ),
 ]

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from common import REPO_ROOT
+from common import REPO_ROOT, predictions
 from common.docs import exact, markdown_table, within, write_block
 from common.envreport import report
 from common.figures import out_dir
@@ -388,6 +388,21 @@ def empty_row_block(rows: list[tuple[str, str]]) -> str:
     )
 
 
+def answers(masks: dict | None, ex: dict | None, waits: dict[str, str]) -> list:
+    """What this run measured for each slot of predictions.toml, from the code under test."""
+    what = {"combined_allowed": "cells the combined mask allows, third sequence"}
+    what["leaks"] = "exhibit cells with weight on a later key, as future_leak counts them"
+    measured = {}
+    if masks is not None:
+        measured["combined_allowed"] = int(masks["combined"][2].sum())  # 4 real tokens
+    if ex is not None and "buggy_count" in ex:
+        measured["leaks"] = int(ex["buggy_count"])
+    return [
+        predictions.Answer(key, text, measured.get(key), waits=f"{waits.get(key)} not written")
+        for key, text in what.items()
+    ]
+
+
 def run(
     attention: ModuleType,
     wrong_mask: ModuleType,
@@ -409,13 +424,16 @@ def run(
         d, todo = attempt(measure, attention)
         rows.append((label, d, tol)) if todo is None else skip(f"row {label!r}", todo)
     print(parity_table(rows) if rows else "(no row yet)\n")
+    waits = {}  # prediction slot -> the TODO its answer waits for
     masks, todo = attempt(mask_pictures, attention)
+    waits["combined_allowed"] = todo
     if todo:
         skip("masks.png", todo)
     elif folder:
         print(f"wrote {plots.masks(masks, folder / 'masks.png')}")
     print(f"\nExercise: right shape, wrong triangle (T = {EXERCISE_T}, seeded q, k, v)\n")
     ex, todo = attempt(exhibit, wrong_mask)
+    waits["leaks"] = todo
     if todo:
         skip("the exercise", todo)
     else:
@@ -423,12 +441,14 @@ def run(
         found, todo = attempt(diagnosis, attention, wrong_mask)
         if todo:
             print("Predict: which cells of leak.png put weight on a later key? Then write task 7.")
+            waits["leaks"] = todo
             skip("the leak diagnostic", todo)
         else:
             ex |= found
             print("\n".join(diagnosis_lines(ex)))
         if folder:
             print(f"wrote {plots.leak(ex, folder / 'leak.png')}")
+    print("", *predictions.report(STEP, answers(masks, ex, waits)), sep="\n")
     failed = [label for label, d, tol in rows if d > tol]
     ok = not skipped and not failed and exercise_passed(ex)
     if write_docs and ok:

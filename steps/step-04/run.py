@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+from common import predictions
 from common.docs import exact, last_digit, markdown_table
 from common.figures import out_dir
 from common.loader import load, load_file
@@ -288,6 +289,29 @@ def figures(results: dict, folder: Path) -> list[Path]:
     return [draw(results[name], folder / file) for name, draw, file in FIGURES if name in results]
 
 
+def answers(results: dict, waiting: dict[str, str]) -> list[predictions.Answer]:
+    """What this run measured for each slot of predictions.toml (4.2 part 4, and 4.3)."""
+
+    def answer(key, what, needs, value, shown):
+        if needs not in results:  # it waits for a TODO, or (a test's stand-ins) did not run
+            why = waiting.get(needs)
+            waits = f"{why.split('):')[0]}) not written" if why else "its experiment did not run"
+            return predictions.Answer(key, what, None, waits=waits)
+        return predictions.Answer(key, what, value(results[needs]), shown(value(results[needs])))
+
+    at_64 = lambda rows: next(r for r in rows if r["d_k"] == 64)  # noqa: E731 (table (a)'s row)
+    ratio = lambda rt: sum(r["first_vs_uniform"] for r in rt["rows"]) / len(rt["rows"])  # noqa: E731
+    default = lambda fam: next(r for r in fam["rows"] if r["setting"] == "default init")  # noqa: E731
+    return [
+        answer("raw_std", "raw scores' std at d_k = 64", "scale", lambda s: at_64(s)["raw_std"], "{:.2f}".format),
+        answer("scaled_std", "scaled scores' std", "scale", lambda s: at_64(s)["scaled_std"], "{:.2f}".format),
+        answer("raw_row_max", "mean row max, raw", "scale", lambda s: at_64(s)["max_raw"], "{:.3f}".format),
+        answer("scaled_row_max", "mean row max, scaled", "scale", lambda s: at_64(s)["max_scaled"], "{:.3f}".format),
+        answer("first_column", "first column / 1/(i+1), mean of the seeds", "real_text", ratio, "{:.2f}".format),
+        answer("family", "the default init's pattern", "family", lambda f: default(f)["pattern"], str),
+    ]  # fmt: skip
+
+
 def main(args) -> int:
     """`pixi run step-04 [--quick] [--write-docs] [--out DIR] [--repeats N]` (common.run parses them)."""
     head = load(STEP, "head", args.impl)
@@ -305,6 +329,7 @@ def main(args) -> int:
         print(timing_table(results["cost"]))
     for path in figures(results, out_dir(STEP, args.out)):
         print(f"wrote {path}")
+    print("", *predictions.report(STEP, answers(results, waiting)), "", sep="\n")
     for name, todo in waiting.items():  # one line each: the experiment and the TODO it needs
         print(f"skipped {title(name)}: {todo.split('):')[0]}) not written yet")
     if waiting:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import torch
 
+from common import predictions
 from common.docs import exact, last_digit, markdown_table
 from common.envreport import cpu_name
 from common.figures import out_dir
@@ -283,6 +284,17 @@ def figures(results: dict, folder: Path) -> list[Path]:
     ]
 
 
+def answers(results: dict, quick: bool) -> list[predictions.Answer]:
+    """What this run measured for each slot of predictions.toml (questions 2 and 3 on paper)."""
+    run = next(r for r in results["params"] if r["label"] == "this step's run")
+    loss = results["init"]["loss"]
+    tiny = " (--quick: its tiny model's)" if quick else ""
+    return [
+        predictions.Answer("parameters", "this step's run", run["counted"], f"{run['counted']:,}"),
+        predictions.Answer("loss_at_init", f"held-out loss at init{tiny}", loss, f"{loss:.3f}"),
+    ]
+
+
 def main(args) -> int:
     """`pixi run step-05 [--quick] [--write-docs] [--out DIR]` (common.run parses them)."""
     results = compute(load(STEP, "gpt", args.impl), quick=args.quick)
@@ -290,6 +302,7 @@ def main(args) -> int:
         print(f"({name})", body, sep="\n")
     for path in figures(results, out_dir(STEP, args.out)):
         print(f"wrote {path}")
+    print("", *predictions.report(STEP, answers(results, args.quick)), sep="\n")
     final = results["training"]["evals"][-1][1]
     record(args, blocks(results))
     if not args.quick and final >= THRESHOLD:

@@ -162,84 +162,96 @@ BUGS = [
         "no residual",
         "the branches replace x instead of adding to it; deep models stop training",
         "zeroed_branches_give_the_embedding_back",
-        "x = x + self.attn(self.ln1(x)), and the same for the MLP",
+        "a residual branch adds to the stream, it does not replace it (pre-LN, task 3); look at what "
+        "each line of Block.forward assigns",
         _no_residual,
     ),
     Bug(
         "post-LN",
         "LayerNorm after the sum, ln(x + attn(x)): the residual stream itself is renormalised",
         "zeroed_branches_give_the_embedding_back",
-        "normalise what a branch reads, not the stream: x + attn(ln1(x))",
+        "pre-LN normalises only the copy a branch reads; the stream itself is never normalised on the "
+        "way (task 3); look at where the LayerNorms sit in Block.forward",
         _post_ln,
     ),
     Bug(
         "positions dropped",
         "no positional embedding: a causal model sees each prefix as a bag of characters",
         "positions_matter",
-        "x = tok_emb(idx) + pos_emb(torch.arange(T))",
+        "the input is a token embedding plus a position embedding (Algorithm 10's first line, task 4); "
+        "look at how GPT.forward builds x",
         _no_positions,
     ),
     Bug(
         "target shifted by one",
         "targets shifted again in the loss: each position is scored on the id after its target",
         "loss_is_the_next_token_cross_entropy",
-        "the batches already pair idx[:, t] with the next id: compare logits[:, t] with targets[:, t]",
+        "the batches already pair each position with the id that follows it, so the loss needs no "
+        "further shift (task 4); look at what GPT.forward hands to the cross-entropy",
         _shifted_target,
     ),
     Bug(
         "one block shared",
         "nn.Sequential(*[Block(...)] * n_layer) repeats one block: n_layer - 1 blocks' weights missing",
         "parameter_count",
-        "build a new Block on every turn of the loop",
+        "one block object repeated n_layer times is one block: each layer needs its own weights; look "
+        "at how GPT.__init__ fills blocks",
         _shared_block,
     ),
     Bug(
         "MLP 2d wide",
         "the hidden layer has 2d units, not 4d: it runs, with fewer parameters than the formula",
         "parameter_count",
-        "nn.Linear(d, 4 * d) and nn.Linear(4 * d, d)",
+        "the hidden layer of the MLP is four times the width, as the parameter formula counts (task 2); "
+        "look at the sizes in FeedForward.__init__",
         _narrow_mlp,
     ),
     Bug(
         "loss summed",
         "cross-entropy summed over B * T positions: the loss at init is B * T * ln V",
         "init_loss_is_ln_V",
-        "F.cross_entropy's default reduction, the mean",
+        "the loss is the mean over the B * T positions, not their sum (task 4); look at the "
+        "reduction of the cross-entropy",
         _summed_loss,
     ),
     Bug(
         "PyTorch's default init",
         "the first loss sits well above ln V: lm_head's default weights give logits of std ~0.5",
         "init_loss_is_ln_V",
-        "initialise weights N(0, 0.02) and biases 0: self.apply(self._init_weights)",
+        "the given GPT._init_weights (N(0, 0.02), biases 0) must reach every submodule once "
+        "GPT.__init__ has built them; look at the end of GPT.__init__",
         _default_init,
     ),
     Bug(
         "blocks skipped",
         "forward goes from the embedding straight to ln_f: a bigram model that cannot learn context",
         "overfits_one_batch",
-        "x = self.blocks(x) between the embedding and ln_f",
+        "the embedding must pass through the blocks before the final LayerNorm (Algorithm 10); look at "
+        "the order of the steps in GPT.forward",
         _blocks_skipped,
     ),
     Bug(
         "attention sees the future",
         "a head whose mask keeps every key: training loss drops fast, generated text is garbage",
         "causal_by_perturbation",
-        "keep Step 4's tril mask: use Head as it is",
+        "each head must keep Step 4's causal mask; look at which Head MultiHeadAttention builds and "
+        "whether its mask is changed",
         _sees_the_future,
     ),
     Bug(
         "no crop in generate",
         "the context outgrows T_max after a few tokens and forward refuses it",
         "generate_crops_the_context",
-        "feed the model idx[:, -self.T_max:]",
+        "the model has position embeddings for T_max positions only: it may read only the last T_max "
+        "ids (task 5); look at what generate hands the model on each turn",
         _no_crop,
     ),
     Bug(
         "greedy generate",
         "argmax instead of a draw: the same text for every generator, temperature ignored",
         "generate_samples_the_softmax",
-        "torch.multinomial(probs, 1, generator=generator)",
+        "generate must draw the next id at random from the softmax, with the generator it is given, "
+        "not take the most likely one (task 5); look at how the next id is picked",
         _greedy,
     ),
 ]

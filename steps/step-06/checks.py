@@ -230,7 +230,8 @@ BUGS = [
         "y = torch.stack([data[i : i + T] for i in ix])",
         "the loss falls to ~0 within a few hundred steps, and samples repeat one character",
         "check_targets_shifted",
-        "targets are the next ids: data[i + 1 : i + 1 + T]",
+        "the target at each position is the id that follows it, so the target windows start one id "
+        "later than the inputs (task 1); look at how get_batch cuts y",
     ),
     Bug(
         "no zero_grad",
@@ -238,7 +239,8 @@ BUGS = [
         "pass",
         "the loss falls, then wobbles and climbs: every step adds all the past gradients",
         "check_zero_grad",
-        "optimizer.zero_grad(set_to_none=True) before loss.backward()",
+        "PyTorch adds each backward pass into .grad: the old gradients must be cleared before the new "
+        "backward pass (task 4); look at the start of train_step",
     ),
     Bug(
         "clipped after the step",
@@ -246,7 +248,8 @@ BUGS = [
         "pass",
         "a rare bad batch throws the loss up by a nat or more; the curve has spikes",
         "check_clipping",
-        "clip_grad_norm_ between loss.backward() and optimizer.step()",
+        "clipping must change the gradient the step uses: after the backward pass, before the step "
+        "(task 4); look at the order of the calls in train_step",
     ),
     Bug(
         "evaluated in train mode",
@@ -254,7 +257,8 @@ BUGS = [
         "pass",
         "with dropout, the validation loss is noisy and too high; the same batches give two numbers",
         "check_eval_mode",
-        "model.eval() before measuring, model.train(was_training) after",
+        "a measurement runs in eval mode and leaves the model in the mode it found (task 2); look at "
+        "what estimate_loss switches before and after its loop",
     ),
     Bug(
         "evaluated with gradients",
@@ -262,7 +266,8 @@ BUGS = [
         "if True:",
         "memory grows at every estimate; nothing else changes, so nothing else shows it",
         "check_eval_mode",
-        "measure inside torch.no_grad()",
+        "a measurement needs no autograd graph (task 2); look at whether estimate_loss turns gradient "
+        "tracking off around its forward passes",
     ),
     Bug(
         "validation batches from the training data",
@@ -270,7 +275,8 @@ BUGS = [
         "val_batches = fixed_batches(train_data, cfg, seed=cfg.seed + 1)",
         "the validation loss tracks the training loss all the way down: overfitting stays invisible",
         "check_val_from_val_split",
-        "fixed batches of val_data, the held-out end of the text",
+        "validation batches come from the held-out end of the text, never from the training split; "
+        "look at which split train() draws them from",
     ),
     Bug(
         "learning rate 10x too small",
@@ -278,7 +284,8 @@ BUGS = [
         "return cfg.min_lr * (step + 1) / cfg.warmup",
         "the loss falls ten times slower than the handout's curve, then jumps after warm-up",
         "check_lr",
-        "warm up to cfg.lr, not cfg.min_lr",
+        "the warm-up climbs to the peak learning rate, not to the floor of the cosine (task 3); look "
+        "at the value lr_at warms up to",
     ),
     Bug(
         "resume restarts the optimiser",
@@ -286,7 +293,8 @@ BUGS = [
         "pass",
         "after a resume the loss jumps up, then recovers; the resumed run ends with other weights",
         "check_resume",
-        "restore the optimiser's state_dict (Adam's moments) with the model's",
+        "a resume restores Adam's moments along with the weights; look at what the resume loads "
+        "from the checkpoint",
     ),
 ]
 

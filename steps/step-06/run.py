@@ -5,6 +5,7 @@ from pathlib import Path
 
 import torch
 
+from common import predictions
 from common.docs import exact, last_digit, markdown_table
 from common.figures import out_dir
 from common.loader import load, load_file
@@ -193,6 +194,30 @@ def quick_line(r) -> str:
     )
 
 
+def answers(train, quick: bool, hd: dict | None) -> list[predictions.Answer]:
+    """What this run measured for each slot of predictions.toml (tasks 5 and 6)."""
+    loss = experiments.initial_losses(train, quick)["loss"]
+    tiny = " (--quick: its tiny model's)" if quick else ""
+    said = [
+        predictions.Answer("loss_at_init", f"validation loss at init{tiny}", loss, f"{loss:.3f}")
+    ]
+    if hd is None:
+        why = "--skip gpt: no model trained"
+        return said + [
+            predictions.Answer(key, what, None, waits=why)
+            for key, what in (("previous_token_layers", "layers"), ("broad_heads", "broad heads"))
+        ]
+    labels = [(r["layer"], r["label"]) for r in hd["rows"]]
+    layers = ", ".join(
+        str(n) for n in sorted({n for n, label in labels if label == "previous-token"})
+    )
+    broad = sum(label == "broad" for _, label in labels)
+    return said + [
+        predictions.Answer("previous_token_layers", "layers with a previous-token head", layers or "none"),
+        predictions.Answer("broad_heads", f"broad heads of {len(labels)}{tiny}", broad),
+    ]  # fmt: skip
+
+
 def main(args) -> int:
     """`pixi run step-06 [--quick] [--seeds 0,1,2] [--skip gpt,induction] [--threads N] [--write-docs]`."""
     try:
@@ -226,7 +251,7 @@ def run(args, train, seeds: list[int], skip: set[str]) -> int:
     """The parts of the run not skipped; the exit code (1 when a target of the full run fails)."""
     out = out_dir(STEP, args.out)
     suffix = "_quick" if args.quick else ""  # --quick never overwrites the default run's figures
-    docs, failed = checked_blocks(train), []
+    docs, failed, hd = checked_blocks(train), [], None
     for body in docs.values():
         print(body)
     if "gpt" not in skip:
@@ -264,6 +289,7 @@ def run(args, train, seeds: list[int], skip: set[str]) -> int:
             plots.induction_heads(runs[0], out / f"induction_heads{suffix}.png"),
         ):
             print(f"wrote {path}")
+    print("", *predictions.report(STEP, answers(train, args.quick, hd)), sep="\n")
     if args.write_docs and not args.quick:  # a part left out keeps its recorded blocks
         record(args, docs)
     elif args.write_docs:

@@ -114,15 +114,17 @@ def smoothing_weights(T, s):
     #   The trap: the mask, as in 4.1: blocked keys get -inf before the softmax, not 0 after.
     # HINT 1: Make a (T, T) table of position differences i - j by broadcasting a column of
     #   positions against a row of them, turn it into kernel scores, mask, softmax.
-    # HINT 2: torch.arange(T, dtype=torch.float32); pos[:, None] - pos[None, :]; masked_fill
-    #   with float("-inf") where torch.tril(torch.ones(T, T)) == 0; F.softmax(..., dim=-1).
-    #   The trap: an integer arange makes the scores integers.
-    # HINT 3: pos = torch.arange(T, dtype=___); scores = -((pos[:, None] - ___) ** 2) / (2 * ___);
-    #   scores = scores.masked_fill(torch.tril(torch.ones(T, T)) == 0, ___);
+    # HINT 2: torch.arange(T, dtype=torch.float32); pos[:, None] - pos[None, :]; torch.where
+    #   keeps a score where the difference is >= 0 and puts -math.inf where a key comes after its
+    #   query; F.softmax over the keys. The trap: an integer arange makes the scores integers.
+    # HINT 3: pos = torch.arange(T, dtype=___); diff = pos[:, None] - ___;
+    #   scores = -(diff**2) / (2 * ___); scores = torch.where(diff ___ 0, scores, ___);
     #   return F.softmax(scores, dim=___)
     pos = torch.arange(T, dtype=torch.float32)  # (T,)
-    scores = -((pos[:, None] - pos[None, :]) ** 2) / (2 * s**2)  # (T, 1) - (1, T) -> (T, T)
-    scores = scores.masked_fill(torch.tril(torch.ones(T, T)) == 0, float("-inf"))  # (T, T)
+    diff = pos[:, None] - pos[None, :]  # (T, 1) - (1, T) -> (T, T): i - j
+    scores = -(diff**2) / (2 * s**2)  # (T, T) the Gaussian kernel on the distance
+    # the differences already say which keys lie in the future (j > i): the mask tril would give
+    scores = torch.where(diff >= 0, scores, -math.inf)  # (T, T)
     return F.softmax(scores, dim=-1)  # (T, T)
     # END SOLUTION
 

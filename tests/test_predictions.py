@@ -1,0 +1,146 @@
+"""Predictions: one empty file per step, made like a starter, answered by the run, never graded."""
+
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+
+import pytest
+
+from common import REPO_ROOT, STEPS_DIR, catchup, predictions
+from common.course import course
+from common.loader import load, load_file
+from common.run import runnable
+from tools import pristine
+from tools.starters import starters
+
+STEPS = [s.name for s in course() if (s.folder / "solution" / predictions.FILE).is_file()]
+NUMBER = predictions.Answer("raw_std", "raw std", 7.95, "7.95")
+CHOICE = predictions.Answer("family", "pattern", "near-uniform")
+
+
+@pytest.fixture
+def mine(tmp_path, monkeypatch):
+    """A steps folder holding one step's template and the student's file, to write into."""
+    (tmp_path / "s" / "solution").mkdir(parents=True)
+    (tmp_path / "s" / "starter").mkdir()
+    template = 'raw_std = ""  # at d_k = 64\nfamily = ""  # a pattern\n'
+    (tmp_path / "s" / "solution" / predictions.FILE).write_text(template, encoding="utf-8")
+    monkeypatch.setattr(predictions, "STEPS_DIR", tmp_path)
+    return tmp_path / "s" / "starter" / predictions.FILE
+
+
+def test_every_step_with_a_predict_then_run_prompt_has_its_slots():
+    assert STEPS == ["lab-01", "step-04", "step-05", "step-06"]
+    for step in STEPS:
+        template = tomllib.loads(predictions.path(step, "solution").read_text(encoding="utf-8"))
+        assert template and set(template.values()) == {predictions.EMPTY}, step  # all empty
+
+
+def test_each_run_answers_exactly_the_slots_of_its_template():
+    """The slots a step's run.py answers are its template's keys, in its order (no part run)."""
+    runs = {
+        step: load_file(runnable()[step], f"_test_predictions_{step.replace('-', '_')}")
+        for step in STEPS
+    }
+    made = {
+        "lab-01": runs["lab-01"].answers(None, None, {}),
+        "step-04": runs["step-04"].answers({}, {}),
+        "step-05": runs["step-05"].answers(
+            {"params": [{"label": "this step's run", "counted": 1}], "init": {"loss": 4.0}}, True
+        ),
+        "step-06": runs["step-06"].answers(load("step-06", "train", "solution"), True, None),
+    }
+    for step, answers in made.items():
+        assert [a.key for a in answers] == predictions.slots(step), step
+
+
+def test_the_generator_ships_the_empty_template_in_the_starter():
+    for step in STEPS:
+        made = starters(STEPS_DIR / step)
+        template = predictions.path(step, "solution").read_text(encoding="utf-8")
+        assert made[STEPS_DIR / step / "starter" / predictions.FILE] == template
+
+
+@pytest.mark.parametrize(
+    "value, answer, line",
+    [
+        ("", NUMBER, "no prediction written; measured 7.95"),
+        ("  ", NUMBER, "no prediction written; measured 7.95"),
+        (8, NUMBER, "you wrote 8; measured 7.95 (off by +0.05, 1%)"),
+        ("7", NUMBER, "you wrote 7; measured 7.95 (off by -0.95, 12%)"),
+        ("211,072", predictions.Answer("n", "n", 211072), "you wrote 211,072; measured 211072 (off by +0, 0%)"),
+        (8, predictions.Answer("s", "s", 7.9481, "7.95"), "you wrote 8; measured 7.95 (off by +0.05, 1%)"),
+        ("eight", NUMBER, "you wrote 'eight', which is not a number; measured 7.95"),
+        ("Near uniform", CHOICE, "you wrote Near uniform; measured near-uniform (the same answer)"),
+        ("scattered", CHOICE, "you wrote scattered; measured near-uniform (another answer)"),
+        ("", predictions.Answer("k", "k", None, waits="TODO(x) not written"), "no prediction written; not measured yet: TODO(x) not written"),
+    ],
+)  # fmt: skip
+def test_a_prediction_is_printed_beside_the_answer_and_how_far_off_it_was(value, answer, line):
+    assert predictions.compare(value, answer) == line
+
+
+def test_the_report_and_progress_read_the_students_file(mine):
+    mine.write_text('raw_std = 8\nfamily = ""\n', encoding="utf-8")
+    lines = predictions.report("s", [NUMBER, CHOICE])
+    assert lines[1:] == [
+        "  raw_std, raw std: you wrote 8; measured 7.95 (off by +0.05, 1%)",
+        "  family, pattern: no prediction written; measured near-uniform",
+        "  (your own record: nothing grades a prediction)",
+    ]
+    assert predictions.progress_note("s") == "; predictions written: 1 of 2"
+    assert predictions.progress_note("no-such-step") == ""  # a step without slots says nothing
+
+
+@pytest.mark.parametrize("text", [None, "raw_std = [unclosed\n", b"\xff\xfe raw_std = 8"])
+def test_a_missing_or_broken_file_is_one_line_and_every_slot_counts_as_empty(mine, text):
+    if isinstance(text, bytes):
+        mine.write_bytes(text)
+    elif text is not None:
+        mine.write_text(text, encoding="utf-8")
+    lines = predictions.report("s", [NUMBER, CHOICE])
+    assert ("is missing" if text is None else "is not valid TOML") in lines[1], lines
+    assert all("no prediction written" in line for line in lines[2:4]), lines
+    assert predictions.progress_note("s") == "; predictions written: 0 of 2"
+
+
+def run_starter(steps_dir, step: str, *options: str) -> str:
+    """`python -m common.run <step> --impl starter --quick` on another steps folder, in a child."""
+    env = os.environ | {"COURSE_STEPS_DIR": str(steps_dir), "COLUMNS": "100"}
+    cmd = [sys.executable, "-m", "common.run", step, "--impl", "starter", "--quick", *options]
+    cmd += ["--out", str(steps_dir.parent / "out")]
+    done = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+@pytest.mark.slow  # a catch-up and a quick run of Steps 4 and 5 in a child: about 40 s
+def test_a_caught_up_run_prints_each_prediction_beside_its_answer(tmp_path):
+    """What a student sees: Step 4 and Step 5 caught up, one slot filled, the others empty; the
+    filled predictions survive the catch-up, and a wrong one does not fail the run."""
+    steps = pristine(["lab-01", "step-04", "step-05"], tmp_path)
+    filled = {"step-04": ("family", '"scattered"'), "step-05": ("parameters", "200000")}
+    for step, (key, value) in filled.items():
+        path = steps / step / "starter" / predictions.FILE
+        text = path.read_text(encoding="utf-8")
+        path.write_text(text.replace(f'{key} = ""', f"{key} = {value}"), encoding="utf-8")
+        catchup.catch_up(steps / step)
+        assert f"{key} = {value}" in path.read_text(encoding="utf-8")
+    out4 = run_starter(steps, "step-04")
+    assert (
+        "family, the default init's pattern: you wrote scattered; measured near-uniform (another answer)"
+        in out4
+    )
+    assert "raw_std, raw scores' std at d_k = 64: no prediction written; measured " in out4
+    out5 = run_starter(steps, "step-05")
+    assert (
+        "parameters, this step's run: you wrote 200000; measured 211,072 (off by -11,072, 5%)"
+        in out5
+    )
+    assert (
+        "loss_at_init, held-out loss at init (--quick: its tiny model's): no prediction written; measured "
+        in out5
+    )
+    shutil.rmtree(tmp_path / "out", ignore_errors=True)
