@@ -15,6 +15,7 @@ from common.docs import read_block
 from common.todos import step_regions
 from tools import check_in_a_child, run_pytest
 from tools.first_check import README, first_check
+from tools.screens import screen_path
 
 
 @functools.cache
@@ -46,6 +47,10 @@ def test_first_check_fits_one_screen_and_names_what_to_write(step):
         re.M,
     )
     assert "Traceback" not in text and re.search(r"^\d+ failed", lines[-1])
+    if (recorded := screen_path(step)).is_file():  # a step just made has no recording yet
+        assert text + "\n" == recorded.read_text(encoding="utf-8"), (
+            "the screen changed: if on purpose, run python -m tools.screens --write"
+        )
     if step == "lab-01":  # the README shows it (one run serves both checks)
         expected = "```text\n$ pixi run check-lab-01\n" + text + "\n```\n"
         assert read_block(README, "first-check") == expected, (
