@@ -13,7 +13,7 @@ import textwrap
 from pathlib import Path
 
 from common import OUT_DIR, STEPS_DIR, command, shown, todos
-from common.loader import py_files, source, step_names
+from common.loader import step_names
 
 LEVELS = 3  # the HINT parts; level 4 is the reference code
 
@@ -41,10 +41,8 @@ def write_state(path: Path, state: dict[str, int]) -> None:
 
 def open_todos(step: str) -> list[str]:
     """TODO ids the starter still raises, in course order."""
-    found = set()
-    for path in py_files(STEPS_DIR / step / "starter"):  # a link to .. is not followed
-        found |= set(todos.TODO.findall(source(path)))
     regions = todos.step_regions(STEPS_DIR / step / "solution")
+    found = todos.open_todos(STEPS_DIR / step / "starter", regions)
     return [todo for todo in regions if todo in found]
 
 
@@ -59,8 +57,8 @@ def pick(step: str, regions: dict, asked: str | None) -> str | None:
 def level_text(regions: dict, todo: str, level: int) -> list[str]:
     """Level `level` (1-3: a HINT, 4: the reference lines) of every region of `todo`."""
     entry, lines = regions[todo], []
-    for function, region in zip(entry["functions"], entry["regions"], strict=True):
-        where = f"{function}: " if len(entry["regions"]) > 1 else ""
+    for function, region in zip(entry.functions, entry.regions, strict=True):
+        where = f"{function}: " if len(entry.regions) > 1 else ""
         if level <= LEVELS:
             text = region.parts.get(f"HINT {level}", "(no hint at this level)")
             lines += textwrap.wrap(where + text, 96, initial_indent="  ", subsequent_indent="    ")
@@ -103,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 1 if args.todo else 0
     level = LEVELS + 1 if args.solution else min(state.get(todo, 0) + 1, LEVELS + 1)
-    file = shown(regions[todo]["file"]).replace("/solution/", "/starter/")
+    file = shown(regions[todo].file).replace("/solution/", "/starter/")
     print(f"TODO({todo}) in {file}")
     for n in range(1, min(level, LEVELS) + 1):
         print(f"hint {n} of {LEVELS}:", *level_text(regions, todo, n), sep="\n")

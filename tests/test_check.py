@@ -1,6 +1,7 @@
 """The student's check: one screen on an untouched starter, ticks as TODOs get written."""
 
 import functools
+import json
 import re
 import shutil
 from pathlib import Path
@@ -9,9 +10,9 @@ import execnet
 import pytest
 
 from common import REPO_ROOT, STEPS_DIR
-from common.check import k_name
 from common.course import course
 from common.docs import read_block
+from common.screen import k_name
 from common.todos import step_regions
 from tools import check_in_a_child, run_pytest
 from tools.first_check import README, first_check
@@ -83,6 +84,33 @@ def test_a_written_todo_is_ticked_and_the_next_one_named(tmp_path):
     assert "[x] TODO(step-97 task 1: double): done" in out, out
     assert "[ ] TODO(step-97 task 2: halve): 2 tests wait for it" in out
     assert re.search(r"^Next: TODO\(step-97 task 2: halve\) at .*calc\.py:\d+$", out, re.M)
+
+
+def test_check_json_writes_each_todos_state_and_counts_as_the_screen_says(tmp_path):
+    """--check-json's keys and meaning are what graders read: {step: {TODO: {state, ...}}}."""
+    path = tmp_path / "check.json"
+    out = check_a_copy(tmp_path, "return x + undefined_name", ["--check-json", str(path)])
+    assert "[!] TODO(step-97 task 1: double): written; 3 of its tests fail" in out, out
+    assert json.loads(path.read_text(encoding="utf-8")) == {
+        "step-97": {
+            "step-97 task 1: double": {
+                "state": "bug",
+                "optional": False,
+                "passed": 0,
+                "failing": 3,
+                "waiting": 0,
+                "reason": "NameError: name 'undefined_name' is not defined",
+            },
+            "step-97 task 2: halve": {
+                "state": "todo",
+                "optional": False,
+                "passed": 0,
+                "failing": 0,
+                "waiting": 1,
+                "reason": "",
+            },
+        }
+    }
 
 
 def test_a_bug_is_shown_with_a_short_traceback_into_the_students_code(tmp_path):
@@ -157,7 +185,7 @@ def test_the_check_refuses_to_run_spread_over_processes(capsys):
 
 def test_when_every_todo_is_done_the_check_names_the_next_step():
     """The course order of the step.toml files: lab-01 leads to Step 4, the last step to none."""
-    from common.check import next_step
+    from common.screen import next_step
 
     assert (
         next_step("lab-01") == "step-04, A causal self-attention head: read steps/step-04/README.md"

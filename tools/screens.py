@@ -1,9 +1,11 @@
 """The check's screens, recorded in tests/screens/: `python -m tools.screens --write` records them again.
 
 Each step's untouched starter, and lab-01 caught up with one of the mistakes in BUGS written into
-its attention.py: what the check prints (in a child, as inside pixi), the run's time left out.
+its attention.py: what the check prints (in a child, as inside pixi; the run's time left out), and
+beside it (.json) what the check's model took in, so tests replay the model without a child.
 """
 
+import json
 import re
 import shutil
 import sys
@@ -134,39 +136,90 @@ def caught_up_with_a_bug(dest: Path, old: str, new: str) -> Path:
     return steps
 
 
-def bug_screen(old: str, new: str, args=()) -> tuple[str, list[str]]:
-    """(what the check prints on lab-01 with this bug, the buggy attention.py's lines)."""
+def checked(steps: Path, step: str, args=()) -> tuple[str, dict]:
+    """(what the check prints on `step` of a steps folder, as inside pixi; the model's input)."""
     from tools import check_in_a_child
 
+    record = steps.parent / "record.json"
+    pixi = {"PIXI_PROJECT_ROOT": str(REPO_ROOT)}  # as inside a pixi task
+    cmd = [str(steps / step), "--impl", "starter", f"--check-record={record}", *args]
+    done = check_in_a_child(steps, cmd, env=pixi)
+    recorded = json.loads(record.read_text(encoding="utf-8"))[step]
+    return _without_time(done.stdout.strip()) + "\n", {"step": step, **recorded}
+
+
+def untouched_screen(step: str) -> tuple[str, dict]:
+    """The check on a step's untouched starter (a pristine copy of every step)."""
+    from common.loader import step_names
+    from tools import pristine
+
+    with tempfile.TemporaryDirectory() as tmp:
+        return checked(pristine(step_names(), Path(tmp)), step)
+
+
+def bug_screen(old: str, new: str) -> tuple[str, dict, list[str]]:
+    """(the check's screen on lab-01 with this bug, the model's input, the buggy file's lines)."""
     with tempfile.TemporaryDirectory() as tmp:
         steps = caught_up_with_a_bug(Path(tmp), old, new)
-        pixi = {"PIXI_PROJECT_ROOT": str(REPO_ROOT)}  # as inside a pixi task
-        cmd = [str(steps / "lab-01"), "--impl", "starter", "-m", "not slow", *args]
-        done = check_in_a_child(steps, cmd, env=pixi)
+        screen, record = checked(steps, "lab-01", ["-m", "not slow"])
         lines = (steps / "lab-01" / BUGGY_FILE).read_text(encoding="utf-8").splitlines()
-    return _without_time(done.stdout.strip()) + "\n", lines
+    return screen, record, lines
 
 
-def screens(names: list[str] | None = None) -> dict[str, str]:
-    """name -> the screen as the check prints it now: steps by name, bugs by their BUGS name."""
+def screens(names: list[str] | None = None) -> dict[str, tuple[str, dict]]:
+    """name -> (the screen as the check prints it now, the model's input): steps by name, bugs by
+    their BUGS name."""
     from common.loader import step_names
-    from tools.first_check import first_check
 
     bugs = {b[0]: b for b in BUGS}
     names = names if names is not None else [*step_names(), *bugs]
-    return {n: bug_screen(*bugs[n][1:3])[0] if n in bugs else first_check(n) + "\n" for n in names}
+    return {n: bug_screen(*bugs[n][1:3])[:2] if n in bugs else untouched_screen(n) for n in names}
+
+
+def recording(name: str) -> tuple[str, dict]:
+    """(the recorded screen, the model's input recorded with it)."""
+    path = screen_path(name)
+    screen = path.read_text(encoding="utf-8")
+    return screen, json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
+
+
+def replayed(record: dict) -> str:
+    """The step's lines of the screen, drawn in this process from a recording's input (pytest's own
+    last line, the counts, is not the model's)."""
+    from common import STEPS_DIR
+    from common.screen import RunFacts, step_lines, symptom_tests
+    from common.status import replay, step_status
+    from common.todos import step_regions
+
+    step = record["step"]
+    results, facts = replay(record)
+    todos = step_regions(STEPS_DIR / step / "solution")
+    status = step_status(step, results, todos, facts, symptom_tests(step))
+    return "\n".join(step_lines(status, RunFacts())) + "\n"
+
+
+def dumps(record: dict) -> str:
+    """A recording as JSON, one test result (or list item) a line: a diff names what changed."""
+
+    def value(v) -> str:
+        if isinstance(v, list) and v:
+            return "[\n" + ",\n".join(json.dumps(x, separators=(",", ":")) for x in v) + "\n]"
+        return json.dumps(v, separators=(",", ":"))
+
+    return "{\n" + ",\n".join(f"{json.dumps(k)}: {value(v)}" for k, v in record.items()) + "\n}\n"
 
 
 def main(argv: list[str]) -> int:
     made = screens()
     if "--write" not in argv:
-        print("".join(f"--- {n}\n{text}" for n, text in made.items()), end="")
+        print("".join(f"--- {n}\n{screen}" for n, (screen, _) in made.items()), end="")
         return 0
     SCREENS.mkdir(exist_ok=True)
-    for name, text in made.items():
+    for name, (screen, record) in made.items():
         path = screen_path(name)
-        changed = not path.is_file() or path.read_text(encoding="utf-8") != text
-        path.write_text(text, encoding="utf-8", newline="\n")
+        changed = not path.is_file() or path.read_text(encoding="utf-8") != screen
+        path.write_text(screen, encoding="utf-8", newline="\n")
+        path.with_suffix(".json").write_text(dumps(record), encoding="utf-8", newline="\n")
         print(f"{path.relative_to(REPO_ROOT).as_posix()}: {'updated' if changed else 'unchanged'}")
     return 0
 
