@@ -172,6 +172,8 @@ def pytest_runtest_makereport(item, call):
             f"  your code replaced {changed} during this test; the check put the original back: "
             "a TODO computes its result, it does not change how the result is checked"
         ]
+        if report.longrepr is None:  # it had passed: -v prints this as the reason it fails
+            report.longrepr = report.bug[0].strip()
     if exc and exc.errisinstance(TookTooLong):
         item.session.shouldfail = "a test ran out of time"  # the others would too, one by one
         report.timeout = True
