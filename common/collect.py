@@ -219,6 +219,7 @@ class Collector:
     def step_screen(self, step: str, progress: bool) -> list[str]:
         """One step's lines: the screen, or --progress's one line."""
         status = self.statuses[step] = self.status(step)
+        hint.write_next(step, status.next)  # so the hint answers for the TODO the screen names
         if progress:
             return [progress_line(status, hint.read_state(hint.state_file(step)))]
         chosen = bool(self.config.option.keyword or self.config.option.markexpr)

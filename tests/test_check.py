@@ -2,8 +2,11 @@
 
 import functools
 import json
+import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import execnet
@@ -195,3 +198,20 @@ def test_when_every_todo_is_done_the_check_names_the_next_step():
     )
     assert next_step("step-05").startswith("step-06, ") and next_step("step-06") is None
     assert next_step("notes") is None  # a folder that is no step has no place in the course
+
+
+def test_the_hint_answers_for_the_todo_the_check_named_while_the_starter_is_unchanged(tmp_path):
+    """Issue 26: the check said Next: task 4 (written, with a bug), the hint answered for task 5."""
+    steps = tiny_copy(tmp_path, "return x + undefined_name")  # task 1 has a bug; task 2 is open
+    assert "Next: TODO(step-97 task 1: double)" in check_a_copy(tmp_path, steps=steps)
+    state = tmp_path / "out" / "hints" / "step-97.json"  # beside the check's Next (steps/../out)
+
+    def hint() -> str:
+        env = os.environ | {"COURSE_STEPS_DIR": str(steps)}
+        cmd = [sys.executable, "-m", "common.hint", "step-97", "--state", str(state)]
+        return subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True).stdout
+
+    assert hint().startswith("TODO(step-97 task 1: double) in ")
+    calc = steps / "step-97" / "starter" / "calc.py"
+    calc.write_text(calc.read_text(encoding="utf-8") + "# changed since\n", encoding="utf-8")
+    assert hint().startswith("TODO(step-97 task 2: halve) in ")  # the first open TODO again
