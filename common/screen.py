@@ -67,9 +67,16 @@ def next_step(step: str) -> str | None:
 def k_name(nodeid: str) -> str:
     """What `-k` needs to pick this one test, quoted for any shell."""
     name = nodeid.split("::")[-1]
-    if not re.fullmatch(r"[\w.-]+(\[[\w.-]+\])?", name):
-        name = name.split("[")[0]  # an id -k cannot parse: all of the function's cases
-    return f'"{name}"' if "[" in name else name  # [...] is a glob pattern to the shell
+    if re.fullmatch(r"[\w.-]+(\[[\w.-]+\])?", name):
+        return f'"{name}"' if "[" in name else name  # [...] is a glob pattern to the shell
+    # an id -k cannot parse ("[PyTorch's default init]"): the function and the id's words
+    function, _, case = name.partition("[")
+    words = [w for w in re.findall(r"[\w.-]+", case) if w not in KEYWORDS]
+    words = [w for w in words if len(w) > 1] or words  # the s of "PyTorch's" picks nothing
+    return '"' + " and ".join([function, *words]) + '"'
+
+
+KEYWORDS = ("and", "or", "not")  # words of a -k expression, not names
 
 
 def _waiting(n: int, verb: str = "wait for it") -> str:

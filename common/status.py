@@ -28,6 +28,8 @@ class Place:
 class TestResult:
     """One test's outcome, as the check's plugin collected it."""
 
+    __test__ = False  # a record, not a test class for pytest to collect
+
     nodeid: str
     outcome: str  # passed, failed or skipped
     step: str | None
@@ -161,12 +163,14 @@ def _state(todo: str, todos: dict, facts: StarterFacts, counts: dict, ran: list)
 
 
 def _show_order(status: StepStatus, nodeid: str, symptom_tests: set[str]) -> tuple:
-    """The next TODO's failures first: raised ones, then those that ran the fewest functions,
-    then those the symptom table names."""
+    """The next TODO's failures first: those that ran the student's functions themselves (not a
+    fresh copy of the module, as a curated-bug test makes), raised ones, then those that ran the
+    fewest functions, then those the symptom table names."""
     r = status.results[nodeid]
     return (
         status.blame(nodeid) != status.next,
         r.whole_run,
+        not r.ran,
         r.raised_at is None,
         len(r.ran),
         nodeid.rsplit("tests/", 1)[-1].split("[")[0] not in symptom_tests,

@@ -150,11 +150,35 @@ def test_progress_is_one_line_per_step_and_never_red(tmp_path):
     [
         ("tests/test_head.py::test_rows_sum_to_one", "test_rows_sum_to_one"),
         ("tests/test_x.py::test_figure[cost.png]", '"test_figure[cost.png]"'),
-        ("tests/test_x.py::test_case[a b]", "test_case"),  # -k cannot take a space
+        ("tests/test_x.py::test_case[a b]", '"test_case and a and b"'),  # -k cannot take a space
+        ("t.py::test_each[PyTorch's default init]", '"test_each and PyTorch and default and init"'),
     ],
 )
 def test_one_test_command_picks_exactly_that_test(nodeid, expected):
     assert k_name(nodeid) == expected
+
+
+class Collected:
+    """A pytest plugin: the ids of the tests a run selected."""
+
+    def pytest_collection_finish(self, session):
+        self.ids = [item.nodeid for item in session.items]
+
+
+def test_one_test_command_picks_one_curated_bug_case_of_twelve():
+    """Issue 26: the -k for `test_each_curated_bug_fails_the_check_that_names_it[PyTorch's default
+    init]` was the function's name, which selects all twelve cases."""
+    tests = STEPS_DIR / "step-05" / "tests" / "test_checks.py"
+    everything = Collected()
+    run_pytest([str(tests), "--collect-only", "-qq"], plugins=[everything])
+    cases = [n for n in everything.ids if "[" in n and " " in n]
+    assert len(cases) >= 2
+    for nodeid in cases:
+        chosen = Collected()
+        run_pytest(
+            [str(tests), "--collect-only", "-qq", "-k", k_name(nodeid)[1:-1]], plugins=[chosen]
+        )
+        assert chosen.ids == [nodeid], k_name(nodeid)
 
 
 class Sent:
