@@ -91,26 +91,30 @@ def _step_problem(
 ) -> str | None:
     """Why a step cannot be tested (a missing file, a file that does not import), in one line."""
     folder = STEPS_DIR / step
-    solution, mine = folder / "solution", folder / impl
+    solution, tested = folder / "solution", folder / impl
     if not py_files(solution):
         return f"{shown(solution)}/ is missing or empty: restore it (git checkout -- {shown(solution)})"
     if impl == "starter":
         catch_up = command(f"pixi run catch-up {step}", f"python -m common.catchup {step}")
         for path in py_files(solution):
-            theirs = mine / path.relative_to(solution)
+            theirs = tested / path.relative_to(solution)
             if not theirs.is_file():
-                gone = shown(theirs if mine.is_dir() else mine) + ("" if mine.is_dir() else "/")
+                gone = shown(theirs if tested.is_dir() else tested) + (
+                    "" if tested.is_dir() else "/"
+                )
                 return (
                     f"{gone} is missing: restore the untouched one (git checkout -- {gone}), "
                     f"or take the reference with {catch_up}"
                 )
-    for path in py_files(mine):
+    for path in py_files(tested):
         try:
             if controller:
                 check_syntax(path)
                 continue
-            with Watchdog(limit or float("inf"), only_in=mine):  # a loop: its line, not importlib's
-                load(step, module_name(mine, path), impl)
+            with Watchdog(
+                limit or float("inf"), only_in=tested
+            ):  # a loop: its line, not importlib's
+                load(step, module_name(tested, path), impl)
         except ImplImportError as exc:
             return str(exc)
         if judges and (changed := judges.restore()):

@@ -185,8 +185,8 @@ def _bug_lines(status: StepStatus) -> list[str]:
         error = [line for line in error if not re.match(r"  \S+:\d+ in \S+$", line)]
         message = error[-1].strip() if error else ""
         todo = status.blame(nodeid)
-        whose = "" if todo == status.next else f" (TODO({todo}))"
-        lines.append(f"{nodeid}{whose}: {message}"[:160])
+        owner = "" if todo == status.next else f" (TODO({todo}))"
+        lines.append(f"{nodeid}{owner}: {message}"[:160])
     if len(rest) > 3:
         lines.append(f"... and {len(rest) - 3} more")
     return lines

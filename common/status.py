@@ -116,10 +116,10 @@ def _wrong_functions(
     for fn in order:
         if fn[0] in open_todos:
             continue
-        own = any(r.raised_in == fn for r in failed.values()) or any(
+        wrong_alone = any(r.raised_in == fn for r in failed.values()) or any(
             fn in r.ran and r.ran <= right | {fn} for r in failed.values() if not r.whole_run
         )
-        wrong.append(fn) if own else right.add(fn)
+        wrong.append(fn) if wrong_alone else right.add(fn)
     return right, wrong
 
 
@@ -185,13 +185,17 @@ def _next_place(status: StepStatus, todos: dict, facts: StarterFacts) -> Place |
         return None
     if todo in facts.open:
         return facts.open[todo]
-    mine = sorted(
+    its_failures = sorted(
         (n for n, r in status.results.items() if r.outcome == "failed" and status.blame(n) == todo),
         key=lambda n: (status.results[n].raised_at is None, len(status.results[n].ran)),
     )
-    if mine and status.results[mine[0]].raised_at:
-        return status.results[mine[0]].raised_at
-    function = status.blamed[mine[0]] if mine and mine[0] in status.blamed else None
+    if its_failures and status.results[its_failures[0]].raised_at:
+        return status.results[its_failures[0]].raised_at
+    function = (
+        status.blamed[its_failures[0]]
+        if its_failures and its_failures[0] in status.blamed
+        else None
+    )
     function = function or (todo, todos[todo].functions[0])
     return facts.starts.get(function)
 
@@ -248,14 +252,14 @@ def step_status(
 
 def _first_test(status: StepStatus) -> str:
     """The test to run in full: the next TODO's first failure shown, else the first that waits."""
-    mine = [n for n in status.shown if status.blame(n) == status.next]
+    shown_first = [n for n in status.shown if status.blame(n) == status.next]
     waits = [
         n
         for n, r in status.results.items()
         if r.outcome == "failed" and r.stopped_at == status.next
     ]
     waits.sort(key=lambda n: status.results[n].whole_run)  # tests of the code first
-    return (mine or waits or [""])[0] if status.next else ""
+    return (shown_first or waits or [""])[0] if status.next else ""
 
 
 # --- the model's input as data: the check records it (--check-record), tests replay it ----------
