@@ -13,7 +13,9 @@ import pytest
 from common import REPO_ROOT, STEPS_DIR
 from tools.screens import BUGGY_FILE, BUGS, bug_screen, recording, replayed
 
-IN_A_CHILD = ["view after a transpose", "no scale"]  # one raises in the student's line, one not
+# one raises in the student's line, one not; neither screen shows a float that another CPU may
+# round otherwise in its last digits (the in-process cases replay those as recorded)
+IN_A_CHILD = ["view after a transpose", "no max shift"]
 
 
 @pytest.mark.parametrize("name, old, new, task, raises", BUGS, ids=[b[0] for b in BUGS])
@@ -45,6 +47,12 @@ def test_the_first_screen_names_the_todo_and_the_line_of_an_injected_bug(
 def test_the_check_in_a_child_prints_the_recorded_screen_from_the_recorded_results(name):
     old, new = next(b[1:3] for b in BUGS if b[0] == name)
     screen, record, _ = bug_screen(old, new)
-    assert (screen, record) == recording(name), (
-        "the screen changed: if on purpose, run python -m tools.screens --write"
-    )
+    recorded_screen, recorded = recording(name)
+    assert screen == recorded_screen, "if on purpose, run python -m tools.screens --write"
+    assert without_messages(record) == without_messages(recorded)  # what the collector saw
+
+
+def without_messages(record: dict) -> dict:
+    """A recording with each error's text left out (numbers in it may differ in the last digit)."""
+    results = [{**r, "error": len(r["error"])} for r in record["results"]]
+    return {**record, "results": results}
