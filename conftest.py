@@ -1,6 +1,7 @@
 """Repo-wide pytest wiring: `--impl` and its fixture, suite speed; the student's check (a one-line
 report for a starter that won't import, the one-screen summary) is the plugin common/check.py."""
 
+import argparse
 import gc
 import os
 import sys
@@ -36,6 +37,7 @@ def pytest_addoption(parser):
     parser.addoption(
         "--progress", action="store_true", help="with --impl starter: one line per step, exit 0"
     )
+    parser.addoption("--check-record", metavar="PATH", help=argparse.SUPPRESS)  # tools/screens.py
     parser.addoption(
         "--check-json", metavar="PATH", help="with --impl starter: write each TODO's state to PATH"
     )

@@ -1,4 +1,5 @@
-"""Shared helpers for every step: implementation loader, seeding, environment report, figures."""
+"""What students run and every step shares; here, the repository's paths and how a path or a
+command is shown to a student (command, shown, typed). Each module is mapped in CONTRIBUTING.md."""
 
 import os
 import re

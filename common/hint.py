@@ -7,13 +7,14 @@ The levels shown are kept per step in out/hints/<step>.json (git-ignored); `--us
 """
 
 import argparse
+import hashlib
 import json
 import sys
 import textwrap
 from pathlib import Path
 
 from common import OUT_DIR, STEPS_DIR, command, shown, todos
-from common.loader import py_files, source, step_names
+from common.loader import py_files, step_names
 
 LEVELS = 3  # the HINT parts; level 4 is the reference code
 
@@ -39,28 +40,65 @@ def write_state(path: Path, state: dict[str, int]) -> None:
     part.replace(path)
 
 
+def next_file(step: str) -> Path:
+    """Where the check keeps the TODO its screen named Next (beside the steps folder's out/)."""
+    return STEPS_DIR.parent / "out" / "hints" / f"{step}.next.json"
+
+
+def starter_print(step: str) -> str:
+    """A fingerprint of the step's starter: the check's Next holds while it is unchanged."""
+    digest = hashlib.sha256()
+    folder = STEPS_DIR / step / "starter"
+    for path in py_files(folder):
+        digest.update(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def write_next(step: str, todo: str | None) -> None:
+    """Keep the TODO the check named Next, with the starter it named it for."""
+    path = next_file(step)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        part = path.with_name(path.name + ".part")
+        data = {"next": todo, "starter": starter_print(step)}
+        part.write_text(json.dumps(data) + "\n", encoding="utf-8")
+        part.replace(path)
+    except OSError:
+        pass  # a read-only clone: the hint then follows the first open TODO
+
+
+def checks_next(step: str, path: Path | None = None) -> str | None:
+    """The TODO the check last named Next, if the starter is unchanged since (else None)."""
+    try:
+        data = json.loads((path or next_file(step)).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data.get("next") if data.get("starter") == starter_print(step) else None
+
+
 def open_todos(step: str) -> list[str]:
     """TODO ids the starter still raises, in course order."""
-    found = set()
-    for path in py_files(STEPS_DIR / step / "starter"):  # a link to .. is not followed
-        found |= set(todos.TODO.findall(source(path)))
     regions = todos.step_regions(STEPS_DIR / step / "solution")
+    found = todos.open_todos(STEPS_DIR / step / "starter", regions)
     return [todo for todo in regions if todo in found]
 
 
-def pick(step: str, regions: dict, asked: str | None) -> str | None:
-    """The TODO to help with: the one named by --todo (an id or a task number), else the first open."""
+def pick(step: str, regions: dict, asked: str | None, named: str | None = None) -> str | None:
+    """The TODO to help with: the one named by --todo (an id or a task number), else the one the
+    check named Next (while the starter is as it checked it), else the first open."""
     if asked:
         match = [t for t in regions if asked == t or todos.split_id(t)[1].split()[-1] == asked]
         return match[0] if match else None
+    if named in regions:
+        return named
     return next(iter(open_todos(step)), None)
 
 
 def level_text(regions: dict, todo: str, level: int) -> list[str]:
     """Level `level` (1-3: a HINT, 4: the reference lines) of every region of `todo`."""
     entry, lines = regions[todo], []
-    for function, region in zip(entry["functions"], entry["regions"], strict=True):
-        where = f"{function}: " if len(entry["regions"]) > 1 else ""
+    for function, region in zip(entry.functions, entry.regions, strict=True):
+        where = f"{function}: " if len(entry.regions) > 1 else ""
         if level <= LEVELS:
             text = region.parts.get(f"HINT {level}", "(no hint at this level)")
             lines += textwrap.wrap(where + text, 96, initial_indent="  ", subsequent_indent="    ")
@@ -94,7 +132,8 @@ def main(argv: list[str] | None = None) -> int:
             shown_as = "the reference lines" if used > LEVELS else f"{used} of {LEVELS} hints"
             print(f"TODO({todo}): {shown_as}")
         return 0
-    todo = pick(args.step, regions, args.todo)
+    named = checks_next(args.step, path.with_suffix(".next.json") if args.state else None)
+    todo = pick(args.step, regions, args.todo, named)
     if todo is None:
         print(
             f"no such TODO in {args.step}: {args.todo}"
@@ -103,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 1 if args.todo else 0
     level = LEVELS + 1 if args.solution else min(state.get(todo, 0) + 1, LEVELS + 1)
-    file = shown(regions[todo]["file"]).replace("/solution/", "/starter/")
+    file = shown(regions[todo].file).replace("/solution/", "/starter/")
     print(f"TODO({todo}) in {file}")
     for n in range(1, min(level, LEVELS) + 1):
         print(f"hint {n} of {LEVELS}:", *level_text(regions, todo, n), sep="\n")

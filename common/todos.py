@@ -8,9 +8,12 @@
 """
 
 import ast
+import functools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from common.loader import py_files, source
 
 TODO = re.compile(r"TODO\(([^)]*)\)")  # the id in a marker or a NotImplementedError message
 BEGIN, END, STARTER = "# BEGIN SOLUTION ", "# END SOLUTION", "# STARTER:"
@@ -154,8 +157,24 @@ def order_key(todo: str) -> list:
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", todo)]
 
 
-def step_regions(folder: Path) -> dict[str, dict]:
-    """TODO id -> module, file, the functions its regions sit in, their Regions; in course order."""
+@dataclass
+class Todo:
+    """One TODO of a step: the module and file its regions are in, and the functions they sit in."""
+
+    id: str
+    module: str
+    file: Path  # the solution file
+    functions: list[str] = field(default_factory=list)  # "" for a region outside any function
+    regions: list[Region] = field(default_factory=list)
+
+    @property
+    def shipped(self) -> list[str]:
+        """The code its starter ships (a bug to repair), stripped as the check compares it."""
+        return [line.strip() for region in self.regions for line in region.starter]
+
+
+def step_regions(folder: Path) -> dict[str, Todo]:
+    """TODO id -> its Todo (module, file, functions, Regions), in course order."""
     todos = {}
     for path in sorted(folder.rglob("*.py")):
         text = path.read_text(encoding="utf-8")
@@ -168,13 +187,77 @@ def step_regions(folder: Path) -> dict[str, dict]:
         ]
         for region in parse(text, str(path))[1]:
             inside = (q for q, fn in functions if fn.lineno <= region.line <= fn.end_lineno)
-            name = next(inside, "")  # "" for a region outside any function
-            entry = todos.setdefault(
-                region.id,
-                {"module": module_name(folder, path), "functions": [], "file": path, "regions": []},
-            )
-            entry["functions"].append(name)
-            entry["regions"].append(region)
-            if region.starter:  # code the starter ships, stripped as the check compares it
-                entry.setdefault("shipped", []).extend(line.strip() for line in region.starter)
+            todo = todos.setdefault(region.id, Todo(region.id, module_name(folder, path), path))
+            todo.functions.append(next(inside, ""))
+            todo.regions.append(region)
     return dict(sorted(todos.items(), key=lambda kv: order_key(kv[0])))
+
+
+# --- the starter a student edits: which TODOs are still open, which lines are theirs -------------
+
+
+def raised_todos(text: str) -> list[tuple[str, int, str]]:
+    """(TODO id, line, message) of each `raise NotImplementedError("TODO(...)...")` in Python source."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return []  # the loader says why in one line
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args:
+            arg = node.exc.args[0]
+            message = arg.value if isinstance(arg, ast.Constant) else ""
+            if isinstance(message, str) and (m := TODO.match(message)):
+                found.append((m[1], node.lineno, message))
+    return found
+
+
+def open_todos(starter: Path, todos: dict[str, Todo]) -> dict[str, tuple[Path, int, Region]]:
+    """TODO id -> (starter file, line, its Region) of each TODO the starter still raises; the one
+    scanner of open TODOs (the check's Next, the hint's first TODO)."""
+    found = {}
+    for path in py_files(starter):  # read as Python reads them: a BOM, a coding cookie
+        for todo, line, message in raised_todos(source(path)):
+            if todo in todos and todo not in found:
+                regions = todos[todo].regions  # the region this raise stands for
+                region = next((r for r in regions if r.message == message), regions[0])
+                found[todo] = (path, line, region)
+    return found
+
+
+def shipped_line(todo: Todo, text: str) -> int | None:
+    """The line of a TODO's shipped (buggy) code in its starter file's text; None once changed."""
+    lines = [line.strip() for line in text.splitlines()]
+    return lines.index(todo.shipped[0]) + 1 if todo.shipped and todo.shipped[0] in lines else None
+
+
+@functools.cache
+def given_lines(solution: Path) -> frozenset[str]:
+    """The lines of a solution file outside its TODO regions: code the starter gives."""
+    kept, _ = parse(solution.read_text(encoding="utf-8"), str(solution))
+    return frozenset(k.strip() for k in kept if k and k.strip() and not k.strip().startswith("#"))
+
+
+def student_line(lines: tuple[str, ...], line: int, solution: Path) -> bool:
+    """Is line `line` of a starter file (its `lines`) the student's code, not a line it gives?"""
+    if not solution.is_file() or line > len(lines):
+        return False
+    return lines[line - 1].strip() not in given_lines(solution)
+
+
+def first_student_line(lines: tuple[str, ...], solution: Path, function: str) -> int:
+    """The first line the student wrote in `function` ('Class.method') of a starter file."""
+    try:
+        node = ast.parse("\n".join(lines))
+    except (SyntaxError, ValueError):
+        return 1  # the loader has said why in one line
+    for part in function.split("."):  # "MultiHeadSelfAttention.forward": the class, then the method
+        body = getattr(node, "body", [])
+        node = next((n for n in body if getattr(n, "name", None) == part), None)
+    if node is None:
+        return 1
+    for line in range(node.body[0].lineno, node.end_lineno + 1):
+        text = lines[line - 1].strip()
+        if text and not text.startswith("#") and student_line(lines, line, solution):
+            return line
+    return node.lineno

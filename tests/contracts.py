@@ -108,7 +108,7 @@ def description_problems(step: Step) -> list[str]:
     """step.toml names the modules that hold TODOs, and a start that comes earlier in the course."""
     problems, where = [], f"{step.name}: {shown(step.folder / 'step.toml')}"
     regions = step_regions(step.folder / "solution") if not step.checkpoint else {}
-    holding = sorted({entry["module"] for entry in regions.values()})
+    holding = sorted({entry.module for entry in regions.values()})
     if sorted(step.todo_modules) != holding:
         problems.append(f"{where}: set todo_modules = {holding!r} (the modules with TODO regions)")
     if step.starts_from:
@@ -214,7 +214,7 @@ def todo_id_problems(folder: Path) -> list[str]:
     problems = []
     for todo, entry in step_regions(folder / "solution").items():
         if problem := id_problem(todo, folder.name):
-            region = entry["regions"][0]
+            region = entry.regions[0]
             problems.append(f"{folder.name}: {region.where}:{region.line}: {problem}")
     return problems
 

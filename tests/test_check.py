@@ -1,32 +1,40 @@
 """The student's check: one screen on an untouched starter, ticks as TODOs get written."""
 
 import functools
+import json
+import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import execnet
 import pytest
 
 from common import REPO_ROOT, STEPS_DIR
-from common.check import k_name
 from common.course import course
 from common.docs import read_block
+from common.screen import k_name
 from common.todos import step_regions
 from tools import check_in_a_child, run_pytest
 from tools.first_check import README, first_check
+from tools.screens import screen_path
 
 
 @functools.cache
 def shown(step: str) -> str:
-    """What the check prints on the shipped starter (a pristine copy, in a child), once per step."""
+    """What the check prints on the shipped starter: lab-01's (the README's) and a step's without a
+    recording in a child, on a pristine copy; else its recording, which the model draws byte for
+    byte from the recorded results (tests/test_screens.py)."""
+    if step != "lab-01" and (recorded := screen_path(step)).is_file():
+        return recorded.read_text(encoding="utf-8").removesuffix("\n")
     return first_check(step)
 
 
 STEPS = [s.name for s in course() if not s.checkpoint]  # from each step.toml, in course order
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("step", STEPS)
 def test_first_check_fits_one_screen_and_names_what_to_write(step):
     text = shown(step)
@@ -46,6 +54,10 @@ def test_first_check_fits_one_screen_and_names_what_to_write(step):
         re.M,
     )
     assert "Traceback" not in text and re.search(r"^\d+ failed", lines[-1])
+    if (recorded := screen_path(step)).is_file():  # a step just made has no recording yet
+        assert text + "\n" == recorded.read_text(encoding="utf-8"), (  # lab-01's, from a child
+            "the screen changed: if on purpose, run python -m tools.screens --write"
+        )
     if step == "lab-01":  # the README shows it (one run serves both checks)
         expected = "```text\n$ pixi run check-lab-01\n" + text + "\n```\n"
         assert read_block(README, "first-check") == expected, (
@@ -80,6 +92,33 @@ def test_a_written_todo_is_ticked_and_the_next_one_named(tmp_path):
     assert re.search(r"^Next: TODO\(step-97 task 2: halve\) at .*calc\.py:\d+$", out, re.M)
 
 
+def test_check_json_writes_each_todos_state_and_counts_as_the_screen_says(tmp_path):
+    """--check-json's keys and meaning are what graders read: {step: {TODO: {state, ...}}}."""
+    path = tmp_path / "check.json"
+    out = check_a_copy(tmp_path, "return x + undefined_name", ["--check-json", str(path)])
+    assert "[!] TODO(step-97 task 1: double): written; 3 of its tests fail" in out, out
+    assert json.loads(path.read_text(encoding="utf-8")) == {
+        "step-97": {
+            "step-97 task 1: double": {
+                "state": "bug",
+                "optional": False,
+                "passed": 0,
+                "failing": 3,
+                "waiting": 0,
+                "reason": "NameError: name 'undefined_name' is not defined",
+            },
+            "step-97 task 2: halve": {
+                "state": "todo",
+                "optional": False,
+                "passed": 0,
+                "failing": 0,
+                "waiting": 1,
+                "reason": "",
+            },
+        }
+    }
+
+
 def test_a_bug_is_shown_with_a_short_traceback_into_the_students_code(tmp_path):
     out = check_a_copy(tmp_path, "return x + undefined_name")
     assert "[!] TODO(step-97 task 1: double): written; 3 of its tests fail" in out, out
@@ -111,11 +150,35 @@ def test_progress_is_one_line_per_step_and_never_red(tmp_path):
     [
         ("tests/test_head.py::test_rows_sum_to_one", "test_rows_sum_to_one"),
         ("tests/test_x.py::test_figure[cost.png]", '"test_figure[cost.png]"'),
-        ("tests/test_x.py::test_case[a b]", "test_case"),  # -k cannot take a space
+        ("tests/test_x.py::test_case[a b]", '"test_case and a and b"'),  # -k cannot take a space
+        ("t.py::test_each[PyTorch's default init]", '"test_each and PyTorch and default and init"'),
     ],
 )
 def test_one_test_command_picks_exactly_that_test(nodeid, expected):
     assert k_name(nodeid) == expected
+
+
+class Collected:
+    """A pytest plugin: the ids of the tests a run selected."""
+
+    def pytest_collection_finish(self, session):
+        self.ids = [item.nodeid for item in session.items]
+
+
+def test_one_test_command_picks_one_curated_bug_case_of_twelve():
+    """Issue 26: the -k for `test_each_curated_bug_fails_the_check_that_names_it[PyTorch's default
+    init]` was the function's name, which selects all twelve cases."""
+    tests = STEPS_DIR / "step-05" / "tests" / "test_checks.py"
+    everything = Collected()
+    run_pytest([str(tests), "--collect-only", "-qq"], plugins=[everything])
+    cases = [n for n in everything.ids if "[" in n and " " in n]
+    assert len(cases) >= 2
+    for nodeid in cases:
+        chosen = Collected()
+        run_pytest(
+            [str(tests), "--collect-only", "-qq", "-k", k_name(nodeid)[1:-1]], plugins=[chosen]
+        )
+        assert chosen.ids == [nodeid], k_name(nodeid)
 
 
 class Sent:
@@ -152,10 +215,29 @@ def test_the_check_refuses_to_run_spread_over_processes(capsys):
 
 def test_when_every_todo_is_done_the_check_names_the_next_step():
     """The course order of the step.toml files: lab-01 leads to Step 4, the last step to none."""
-    from common.check import next_step
+    from common.screen import next_step
 
     assert (
         next_step("lab-01") == "step-04, A causal self-attention head: read steps/step-04/README.md"
     )
-    assert next_step("step-05").startswith("step-06, ") and next_step("step-06") is None
+    steps = [s.name for s in course() if not s.checkpoint]  # whatever step is last today
+    assert [next_step(s).split(",")[0] for s in steps[:-1]] == steps[1:]
+    assert next_step(steps[-1]) is None
     assert next_step("notes") is None  # a folder that is no step has no place in the course
+
+
+def test_the_hint_answers_for_the_todo_the_check_named_while_the_starter_is_unchanged(tmp_path):
+    """Issue 26: the check said Next: task 4 (written, with a bug), the hint answered for task 5."""
+    steps = tiny_copy(tmp_path, "return x + undefined_name")  # task 1 has a bug; task 2 is open
+    assert "Next: TODO(step-97 task 1: double)" in check_a_copy(tmp_path, steps=steps)
+    state = tmp_path / "out" / "hints" / "step-97.json"  # beside the check's Next (steps/../out)
+
+    def hint() -> str:
+        env = os.environ | {"COURSE_STEPS_DIR": str(steps)}
+        cmd = [sys.executable, "-m", "common.hint", "step-97", "--state", str(state)]
+        return subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True).stdout
+
+    assert hint().startswith("TODO(step-97 task 1: double) in ")
+    calc = steps / "step-97" / "starter" / "calc.py"
+    calc.write_text(calc.read_text(encoding="utf-8") + "# changed since\n", encoding="utf-8")
+    assert hint().startswith("TODO(step-97 task 2: halve) in ")  # the first open TODO again

@@ -5,7 +5,7 @@ with the tolerance written and explained beside it (CONTRIBUTING.md, "A step's r
 
 import pytest
 
-from common import shown
+from common import REPO_ROOT, shown
 from common.docs import disagreements, exact, last_digit, read_block, within
 from common.loader import load_file
 from common.run import runnable
@@ -51,3 +51,16 @@ def test_a_disagreement_is_one_line_each_and_words_must_match():
         "line 1: handout '| row | 4.01 | PASS |'; fresh run '| row | 4.05 | PASS |'",
         "line 2: handout '| other | 2 | PASS |'; fresh run '| other | 2 | FAIL |'",
     ]
+
+
+def test_contributings_map_of_common_names_every_module_as_its_docstring_says():
+    from tools.common_map import CONTRIBUTING, common_map
+
+    block = read_block(CONTRIBUTING, "common-map")
+    missing = [
+        p.name for p in (REPO_ROOT / "common").glob("*.py") if f"`common/{p.name}`" not in block
+    ]
+    assert not missing, (
+        f"CONTRIBUTING.md's map lacks {missing}: python -m tools.common_map --write-docs"
+    )
+    assert block == common_map(), "run python -m tools.common_map --write-docs"

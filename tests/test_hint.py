@@ -23,7 +23,7 @@ def ask(tmp_path, capsys):
 def test_four_runs_show_four_growing_levels_for_task_1(ask, monkeypatch):
     """Runs 1-3 add HINT 1, 2, 3; run 4 says the hints are used up; no run shows the code."""
     monkeypatch.setattr(hint, "open_todos", lambda step: [TASK_1])  # the untouched starter's
-    region = todos.step_regions(STEPS_DIR / "lab-01" / "solution")[TASK_1]["regions"][0]
+    region = todos.step_regions(STEPS_DIR / "lab-01" / "solution")[TASK_1].regions[0]
     runs = [ask() for _ in range(4)]
     assert len(set(runs)) == 4
     for earlier, later in zip(runs, runs[1:], strict=False):

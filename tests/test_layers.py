@@ -95,3 +95,18 @@ def test_a_step_reaches_another_step_only_through_reference():
                         f"use common.loader.reference({first.value!r}, module)"
                     )
     assert not wrong, "\n".join(wrong)
+
+
+def test_common_stays_readable_in_pieces():
+    """No file of common/ over 400 lines and no function over 60 (issue 27): a maintainer finds,
+    reads and changes one piece at a time."""
+    long = []
+    for path in sorted((REPO_ROOT / "common").glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        if (lines := len(text.splitlines())) > 400:
+            long.append(f"{_where(path)}: {lines} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                if (size := node.end_lineno - node.lineno + 1) > 60:
+                    long.append(f"{_where(path)}:{node.lineno} {node.name}: {size} lines")
+    assert not long, "\n".join(long)

@@ -176,6 +176,16 @@ def test_replacing_a_judge_inside_a_test_fails_that_test(tmp_path):
     )
 
 
+def test_a_test_failed_for_replacing_a_judge_says_why_under_v(tmp_path):
+    """Issue 26: `-v -k <test>` printed FAILED and no reason when the test passed but had replaced a
+    judge (the check fails it); the reason is now that test's report."""
+    body = "import math\n    math.isclose = lambda *a, **k: True\n    return x * 2"
+    full = check_a_copy(tmp_path, body, ["-v", "-k", "test_double and not half and not halve"])
+    assert re.search(r"test_double FAILED", full), full
+    failures = full.split("= FAILURES =")[-1]
+    assert "your code replaced math.isclose during this test" in failures, full
+
+
 @pytest.mark.slow
 def test_a_starter_that_patches_torchs_comparisons_never_ticks_a_zeros_softmax(tmp_path):
     """The issue's repro on lab-01 itself (a pristine copy): allclose, equal and assert_close."""

@@ -1,0 +1,282 @@
+"""The check's collector, a pytest plugin registered for `--impl starter`: each test's result and
+the TODO functions it ran (sys.monitoring); at the end, each step's status (common.status) shown
+as one screen (common.screen), or written as --check-json."""
+
+import functools
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from common import STEPS_DIR, hint, shown
+from common.guard import Judges, TookTooLong, Watchdog
+from common.loader import load, source
+from common.screen import RunFacts, progress_line, step_lines, symptom_tests
+from common.status import Place, StarterFacts, StepStatus, TestResult, record, step_status
+from common.todos import (
+    Todo,
+    first_student_line,
+    open_todos,
+    order_key,
+    shipped_line,
+    step_regions,
+    student_line,
+)
+
+STEPS_UNDER_TEST = pytest.StashKey[list[str]]()
+BROKEN = pytest.StashKey[dict[str, str]]()  # step -> the one line that says why it cannot run
+JUDGES = pytest.StashKey[Judges]()  # what the tests judge with, as it was before student code ran
+
+
+def code_place(code) -> tuple[str, int]:
+    """A function's code, as plain data: (file, first line)."""
+    return code.co_filename, code.co_firstlineno
+
+
+SHIPPED = "this code ships with a bug; run the exercise, then repair it"  # its Next line's text
+
+
+def _starter_of(step: str, solution_file: Path) -> Path:
+    """The starter file that stands for a solution file of the step."""
+    return STEPS_DIR / step / "starter" / solution_file.relative_to(STEPS_DIR / step / "solution")
+
+
+def _solution_of(path: Path) -> Path | None:
+    """The solution file of a starter file (None outside a step's starter)."""
+    if not path.is_relative_to(STEPS_DIR):
+        return None
+    parts = path.relative_to(STEPS_DIR).parts
+    if len(parts) < 3 or parts[1] != "starter":
+        return None
+    return STEPS_DIR / parts[0] / "solution" / Path(*parts[2:])
+
+
+@functools.cache
+def _lines(path: Path) -> tuple[str, ...]:
+    """A file's lines as Python reads them (a BOM, a coding cookie); each starter file read once."""
+    return tuple(source(path).splitlines())
+
+
+def _is_student_line(path: Path, line: int) -> bool:
+    """Is line `line` of this file a line the student wrote in a starter?"""
+    solution = _solution_of(path)
+    return solution is not None and student_line(_lines(path), line, solution)
+
+
+def starter_facts(step: str, todos: dict[str, Todo]) -> StarterFacts:
+    """What the step's starter says now: its open TODOs, where each TODO function's own code starts."""
+    found = {
+        todo: Place(shown(path), line, region.parts.get("CONTRACT", ""))
+        for todo, (path, line, region) in open_todos(STEPS_DIR / step / "starter", todos).items()
+    }
+    starts = {}
+    for todo in todos.values():
+        path = _starter_of(step, todo.file)
+        if todo.shipped and path.is_file() and (line := shipped_line(todo, source(path))):
+            found[todo.id] = Place(shown(path), line, SHIPPED)  # open while that code is unchanged
+        for function in todo.functions:
+            line = first_student_line(_lines(path), todo.file, function) if path.is_file() else 1
+            starts[(todo.id, function)] = Place(shown(path), line)
+    return StarterFacts(found, frozenset(t for t in todos if todos[t].shipped), starts)
+
+
+class Collector:
+    """`--impl starter`: each test's result and the TODO functions it ran, collected; at the end each
+    step's status (common.status) shown as one screen (common.screen), or written as --check-json."""
+
+    TOOL = 4  # a sys.monitoring tool id that coverage (1) and debuggers (0) leave free
+
+    def __init__(self, config):
+        self.config = config
+        self.results: dict[str, TestResult] = {}  # nodeid -> its result, in the order they came
+        self.codes: dict = {}  # code object of a TODO function -> (step, TODO id, function)
+        self.todo_at: dict = {}  # the same functions' (file, first line) -> (TODO id, function)
+        self.ran: set = set()  # the (TODO id, function) pairs the running test entered
+        self.uncollected: list[str] = []  # test files that could not be collected, and why
+        self.regions: dict[str, dict[str, Todo]] = {}  # step -> its TODOs, read once
+        self.renamed: dict[str, str] = {}  # TODO id -> a function of it the starter no longer has
+        self.stopped = ""  # why the run stopped early (a test out of time, -x), if it did
+        self.interrupted: tuple | None = None  # (step, TODO) that Ctrl-C stopped
+        self.current = ""  # the running test's id
+        self.statuses: dict[str, StepStatus] = {}  # step -> what the screen says (--check-json)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionstart(self, session):
+        """Quiet pytest's own report, and watch which TODO functions each test runs."""
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        self.config.option.tbstyle, self.config.option.verbose = "no", -1
+        if reporter:
+            reporter.reportchars = ""
+        broken = self.config.stash.get(BROKEN, {})
+        for step in self.config.stash.get(STEPS_UNDER_TEST, []):
+            if step not in broken:
+                self.regions[step] = step_regions(STEPS_DIR / step / "solution")
+                self._watch(step)
+        self.todo_at = {code_place(code): (todo, fn) for code, (_, todo, fn) in self.codes.items()}
+        if self.codes and sys.monitoring.get_tool(self.TOOL) is None:
+            sys.monitoring.use_tool_id(self.TOOL, "course-check")
+            sys.monitoring.register_callback(
+                self.TOOL, sys.monitoring.events.PY_START, self._on_start
+            )
+            for code in self.codes:
+                sys.monitoring.set_local_events(self.TOOL, code, sys.monitoring.events.PY_START)
+
+    def _watch(self, step: str) -> None:
+        """Find the code of each TODO function in the student's starter (or note it is gone)."""
+        for todo in self.regions[step].values():
+            module = load(step, todo.module, "starter")
+            for name in todo.functions:
+                obj = module
+                for part in name.split("."):
+                    obj = getattr(obj, part, None)
+                if code := getattr(obj, "__code__", None):
+                    self.codes[code] = (step, todo.id, name)
+                elif obj is None and name:
+                    where = shown(_starter_of(step, todo.file))
+                    self.renamed.setdefault(todo.id, f"{where} {name}")
+
+    def _on_start(self, code, offset):
+        if code in self.codes:
+            self.ran.add(self.codes[code][1:])  # (TODO id, function)
+        return sys.monitoring.DISABLE  # once per test is enough; restart_events re-arms it
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_timeout_set_timer(self, item, settings):
+        """pytest-timeout's limit, kept by a watchdog that fails the test and lets the run report.
+
+        (Its own methods either need SIGALRM, which Windows lacks, or end the whole process.)
+        """
+        item.cancel_timeout = Watchdog(settings.timeout).start().cancel
+        return True
+
+    def pytest_unconfigure(self, config):
+        if sys.monitoring.get_tool(self.TOOL) == "course-check":  # leave nothing armed behind
+            for code in self.codes:
+                sys.monitoring.set_local_events(self.TOOL, code, 0)
+            sys.monitoring.register_callback(self.TOOL, sys.monitoring.events.PY_START, None)
+            sys.monitoring.free_tool_id(self.TOOL)
+
+    def pytest_runtest_logstart(self, nodeid, location):
+        self.ran, self.current = set(), nodeid
+        sys.monitoring.restart_events()
+
+    def pytest_collectreport(self, report):
+        if report.failed:  # a test file that does not import: say which, and why
+            why = report.longreprtext.strip().splitlines()[-1]
+            self.uncollected.append(f"{report.nodeid}: {why}")
+
+    def pytest_report_teststatus(self, report, config):
+        """No progress dots: the summary says it all (setup and teardown count for nothing)."""
+        return (report.outcome if report.when == "call" or not report.passed else ""), "", ""
+
+    def _raised(self, report) -> tuple[tuple[str, str], Place] | tuple[None, None]:
+        """(TODO function, line) of the innermost line of a failure that the student wrote."""
+        frames = zip(getattr(report, "frames", []), getattr(report, "lines", []), strict=True)
+        for frame, (path, line) in reversed(list(frames)):
+            if frame in self.todo_at and _is_student_line(Path(path), line):
+                return self.todo_at[frame], Place(shown(Path(path)), line)
+        return None, None
+
+    def pytest_runtest_logreport(self, report):
+        if not (report.when == "call" or not report.passed):
+            return
+        raised_in, raised_at = self._raised(report)
+        self.results[report.nodeid] = TestResult(
+            nodeid=report.nodeid,
+            outcome=report.outcome,
+            step=getattr(report, "step", None),
+            stopped_at=getattr(report, "todo", None),
+            error=tuple(getattr(report, "bug", None) or ()),
+            ran=frozenset(self.ran),
+            raised_in=raised_in,
+            raised_at=raised_at,
+            given=getattr(report, "given", False),
+            warning=getattr(report, "warning", False),
+        )
+        if getattr(report, "timeout", False):
+            reached = max((t for t, _ in self.ran), key=order_key, default=None)
+            blamed = raised_in[0] if raised_in else reached
+            where = f"TODO({blamed})" if blamed else "it"
+            self.stopped = (
+                f"The check stopped: {report.nodeid} was still running after "
+                f"{TookTooLong.limit:g} s of CPU time, "
+                f"in {where} (a loop that never ends?); the tests after it did not run"
+            )
+
+    def results_of(self, step: str) -> dict[str, TestResult]:
+        return {n: r for n, r in self.results.items() if r.step == step}
+
+    def status(self, step: str) -> StepStatus:
+        """The model's status of one step, from the results collected and the starter as it is."""
+        todos, results = self.regions[step], self.results_of(step)
+        stopped_in = (
+            self.interrupted[1] if self.interrupted and self.interrupted[0] == step else None
+        )
+        facts = starter_facts(step, todos)
+        return step_status(step, results, todos, facts, symptom_tests(step), stopped_in)
+
+    def step_screen(self, step: str, progress: bool) -> list[str]:
+        """One step's lines: the screen, or --progress's one line."""
+        status = self.statuses[step] = self.status(step)
+        hint.write_next(step, status.next)  # so the hint answers for the TODO the screen names
+        if progress:
+            return [progress_line(status, hint.read_state(hint.state_file(step)))]
+        chosen = bool(self.config.option.keyword or self.config.option.markexpr)
+        return step_lines(status, RunFacts(self.stopped, chosen, self.renamed))
+
+    def pytest_terminal_summary(self, terminalreporter):
+        write = terminalreporter.write_line
+        for line in self.uncollected:
+            write(f"could not collect {line}")
+        progress = self.config.getoption("--progress")
+        broken = self.config.stash.get(BROKEN, {})
+        judges = self.config.stash.get(JUDGES, None)
+        if self.stopped:
+            write(self.stopped)
+        for step in self.config.stash.get(STEPS_UNDER_TEST, []):
+            if step in broken:  # one line: why it cannot run; the other steps are still reported
+                write(f"{step:<9} {broken[step]}" if progress else broken[step])
+                continue
+            if judges and step in judges.replaced:
+                write(f"{judges.replaced[step]}: the check put the originals back")
+            for line in self.step_screen(step, progress):
+                write(line)
+        for nodeid, r in self.results.items():
+            if r.step is None and r.error:
+                write(f"{nodeid}: {r.error[-1].strip()}")
+        if path := self.config.getoption("--check-record"):  # the model's input (tests/screens/)
+            data = {
+                s: record(self.results_of(s), starter_facts(s, self.regions[s]))
+                for s in self.statuses
+            }
+            Path(path).write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+        if path := self.config.getoption("--check-json"):  # what the screen says, as data (grading)
+            data = {
+                s: {t: v.as_json() for t, v in st.todos.items()} for s, st in self.statuses.items()
+            }
+            Path(path).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+
+    def pytest_sessionfinish(self, session):
+        why = session.shouldfail or session.shouldstop  # -x, --maxfail, a test out of time
+        if why and not self.stopped:
+            self.stopped = f"The run stopped early ({why}): the tests after it did not run"
+        if (
+            self.config.getoption("--progress")
+            and session.exitstatus == pytest.ExitCode.TESTS_FAILED
+        ):
+            session.exitstatus = 0  # progress is a report: failing tests are not a red check
+
+    def pytest_keyboard_interrupt(self, excinfo):
+        """Ctrl-C: say which test and which TODO were running, so Next names the right one."""
+        if self.stopped:
+            return
+        frames = [code_place(entry.frame.code.raw) for entry in excinfo.traceback]
+        inner = [self.todo_at[f][0] for f in frames if f in self.todo_at]
+        todo = inner[-1] if inner else max((t for t, _ in self.ran), key=order_key, default=None)
+        step = next((s for s, t, _ in self.codes.values() if t == todo), None)
+        self.interrupted = (step, todo) if todo else None
+        where = f" in TODO({todo})" if todo else ""
+        self.stopped = (
+            f"Interrupted (Ctrl-C) during {self.current}{where}: the tests after it did not run"
+        )

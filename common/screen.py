@@ -1,0 +1,233 @@
+"""The check's screen: the lines a StepStatus is shown as (one screen; one line with --progress)."""
+
+import re
+import textwrap
+from dataclasses import dataclass, field
+
+from common import STEPS_DIR, command, shown, typed
+from common.course import course
+from common.docs import parse_table, read_block
+from common.status import StepStatus
+from common.todos import order_key, split_id
+
+MARKS = {"done": "[x]", "bug": "[!]", "untested": "[?]"}  # the other states: [ ]
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What the screen says about the run rather than the code."""
+
+    stopped: str = ""  # why the run stopped early, if it did
+    chosen: bool = False  # -k or -m chose the tests
+    renamed: dict[str, str] = field(default_factory=dict)  # TODO -> "file name" it no longer has
+
+
+def symptom_rows(step: str) -> list[list[str]]:
+    """The rows of the step's symptom table (symptom, first test to fail, fix), if it has one."""
+    try:
+        rows = parse_table(read_block(STEPS_DIR / step / "README.md", "symptoms"))
+    except (OSError, ValueError, KeyError, IndexError):
+        return []
+    return [r for r in rows if len(r) == 3]
+
+
+def symptom_tests(step: str) -> set[str]:
+    """The tests the symptom table names (file::function, no case)."""
+    return {r[1].split("[")[0] for r in symptom_rows(step)}
+
+
+def _symptom_lines(step: str, nodeid: str) -> list[str]:
+    """The symptom table's rows whose first failing test is this one (at most two)."""
+    test = nodeid.rsplit("tests/", 1)[-1].split("[")[0]
+    rows = [r for r in symptom_rows(step) if r[1].split("[")[0] == test]
+    return [
+        line
+        for r in rows[:2]
+        for line in textwrap.wrap(
+            f"Symptom table: {r[0]}; fix: {r[2]}", 96, initial_indent="  ", subsequent_indent="    "
+        )[:3]
+    ]
+
+
+def next_step(step: str) -> str | None:
+    """The step after `step` in course order, and where its handout is (None after the last)."""
+    try:
+        steps = [s for s in course() if s.folder.parent == STEPS_DIR]
+        order = next(s.order for s in steps if s.name == step)
+    except (StopIteration, OSError, ValueError):  # a step without its step.toml: no course order
+        return None
+    later = [s for s in steps if s.order > order]
+    return (
+        f"{later[0].name}, {later[0].title}: read {shown(later[0].folder / 'README.md')}"
+        if later
+        else None
+    )
+
+
+def k_name(nodeid: str) -> str:
+    """What `-k` needs to pick this one test, quoted for any shell."""
+    name = nodeid.split("::")[-1]
+    if re.fullmatch(r"[\w.-]+(\[[\w.-]+\])?", name):
+        return f'"{name}"' if "[" in name else name  # [...] is a glob pattern to the shell
+    # an id -k cannot parse ("[PyTorch's default init]"): the function and the id's words
+    function, _, case = name.partition("[")
+    words = [w for w in re.findall(r"[\w.-]+", case) if w not in KEYWORDS]
+    words = [w for w in words if len(w) > 1] or words  # the s of "PyTorch's" picks nothing
+    return '"' + " and ".join([function, *words]) + '"'
+
+
+KEYWORDS = ("and", "or", "not")  # words of a -k expression, not names
+
+
+def _waiting(n: int, verb: str = "wait for it") -> str:
+    """'3 tests wait for it', '1 test waits for it', or what a TODO with none ahead of it says."""
+    if n == 0:
+        return "not written yet (its tests stop at an earlier TODO)"
+    first, rest = verb.split(" ", 1)
+    return f"{n} tests {verb}" if n > 1 else f"1 test {first}s {rest}"
+
+
+def _none_ran(
+    todo: str, earlier: list[str], run: RunFacts, what: str = "not written yet ({})"
+) -> str:
+    """What a TODO none of whose tests reached it says: the real reason, not a guess."""
+    if todo in run.renamed:
+        file, name = run.renamed[todo].rsplit(" ", 1)
+        return f"{file} has no {name} (renamed or deleted?): its tests call it by that name"
+    if run.stopped:
+        reason = "none of its tests ran before the run stopped"
+    elif run.chosen:
+        reason = "none of its tests were chosen by -k or -m"
+    elif earlier:
+        reason = "its tests stop at an earlier TODO"
+    else:
+        reason = "no test reached it: is a test file missing?"
+    return what.format(reason)
+
+
+def summary(status: StepStatus) -> str:
+    """'3 of 7 required TODOs done; 20 of 60 tests pass', with the optional ones and given code."""
+    todos, required = status.todos, status.required
+    done = sum(s.state == "done" for s in todos.values())
+    done_required = sum(todos[t].state == "done" for t in required)
+    return (
+        f"{done_required} of {len(required)} required TODOs done"
+        + (
+            f", {done - done_required} of {len(todos) - len(required)} optional"
+            if len(todos) > len(required)
+            else ""
+        )
+        + f"; {status.passed} of {len(status.results)} tests pass"
+        + (f" ({status.given} of them test code the starter gives)" if status.given else "")
+    )
+
+
+def progress_line(status: StepStatus, hints_used: dict[str, int]) -> str:
+    """The one line of `--progress`: the summary, the hint levels used, the next TODO's place."""
+    step, nxt, where = status.step, status.next, status.next_place
+    per_todo = [f"{split_id(t)[1]} {n}" for t, n in hints_used.items() if t in status.todos and n]
+    hints = f"; hint levels used: {', '.join(per_todo)}" if per_todo else ""
+    return f"{step:<9} {summary(status)}{hints}" + (
+        f"; next: TODO({nxt}) {where.file}:{where.line}" if nxt else ""
+    )
+
+
+def _note(status: StepStatus, todo: str, earlier: list[str], run: RunFacts) -> str:
+    """What the screen says after a TODO's mark."""
+    s, warned = status.todos[todo], status.warned[todo]
+    on_warning = f" ({warned} on a warning, which counts as one)" if warned else ""
+    if todo in run.renamed and s.state in ("todo", "untested", "waiting"):
+        return _none_ran(todo, earlier, run)
+    if s.state == "todo":
+        return _waiting(s.waiting) if s.waiting else _none_ran(todo, earlier, run)
+    if s.state == "bug":
+        return f"written; {s.failing} of its tests fail{'s' if s.failing == 1 else ''}" + on_warning
+    if s.state == "optional":
+        return "optional; " + _waiting(s.waiting, "skip until you write it")
+    if s.state == "exercise":
+        if s.failing:
+            return f"the exercise: the shipped code has a bug ({s.failing} tests fail)"
+        return _none_ran(todo, earlier, run, "the exercise: {}")
+    return {
+        "done": "done",
+        "untested": "written; none of its tests ran here",
+        "waiting": "written; its tests wait for another TODO",
+    }[s.state]
+
+
+def _todo_lines(status: StepStatus, run: RunFacts) -> list[str]:
+    """One line per TODO: its mark and its note."""
+    lines, states = [], [s.state for s in status.todos.values()]
+    for number, todo in enumerate(status.todos):
+        earlier = [s for s in states[:number] if s != "done"]
+        mark = MARKS.get(status.todos[todo].state, "[ ]")
+        lines.append(f"{mark} TODO({todo}): {_note(status, todo, earlier, run)}")
+    return lines
+
+
+def _bug_lines(status: StepStatus) -> list[str]:
+    """The failures that are bugs: the first in full, then three in one line each."""
+    if not status.shown:
+        return []
+    results, bugs = status.results, status.shown
+    many = f"{len(bugs)} failures are bugs" if len(bugs) > 1 else "1 failure is a bug"
+    lines = ["", f"{many}, not a TODO (shortened; -v shows all):"]
+    if any(results[n].warning for n in bugs):
+        lines.append(
+            "(a warning counts as a failure: the reference runs without one, and what it "
+            "says is worth fixing)"
+        )
+    first, rest = bugs[0], bugs[1:]
+    lines += [f"{first} (TODO({status.blame(first)}))", *results[first].error]
+    lines += _symptom_lines(status.step, first)
+    for nodeid in rest[:3]:
+        error = [line for line in results[nodeid].error if re.match(r"  [^ ]", line)]
+        error = [line for line in error if not re.match(r"  \S+:\d+ in \S+$", line)]
+        message = error[-1].strip() if error else ""
+        todo = status.blame(nodeid)
+        owner = "" if todo == status.next else f" (TODO({todo}))"
+        lines.append(f"{nodeid}{owner}: {message}"[:160])
+    if len(rest) > 3:
+        lines.append(f"... and {len(rest) - 3} more")
+    return lines
+
+
+def _next_lines(status: StepStatus) -> list[str]:
+    """Next: the TODO to work on, where, its contract, the one test to run, and the hint command."""
+    step, nxt, where = status.step, status.next, status.next_place
+    lines = ["", f"Next: TODO({nxt}) at {where.file}:{where.line}"]
+    lines += textwrap.wrap(where.contract or "", 96, initial_indent="  ", subsequent_indent="  ")
+    if where.contract is None:  # written but failing: its first failure is the place to start
+        lines.append(f"  {status.todos[nxt].failing} of its tests fail; the first is shown above")
+    if name := k_name(status.first_test) if status.first_test else "":
+        pixi = f"pixi run check-{step}"
+        python = f"python -m pytest {typed(STEPS_DIR / step)} --impl starter"
+        lines.append(f"One test in full: {command(pixi, python)} -v -k {name}")
+    more = command(f"pixi run hint {step}", f"python -m common.hint {step}")
+    lines.append(f"More help, one level at a time: {more}")
+    return lines
+
+
+def step_lines(status: StepStatus, run: RunFacts) -> list[str]:
+    """The summary of one step: its TODO table, its bugs and what to write next."""
+    todos, nxt = status.todos, status.next
+    lines = [f"{status.step} with your starter: {summary(status)}", ""]
+    if all(todos[t].state == "done" for t in status.required):
+        done = sum(s.state == "done" for s in todos.values())
+        lines[1:1] = [
+            "Every required TODO is done."
+            + (" The optional ones are yours to try." if nxt or len(todos) > done else ""),
+            *([f"Next step: {after}"] if (after := next_step(status.step)) else []),
+        ]
+    lines += _todo_lines(status, run)
+    lines += _bug_lines(status)
+    if status.held_back:
+        waits = sorted({t for n in status.held_back for t in status.held_back[n]}, key=order_key)
+        lines += [
+            "",
+            f"{len(status.held_back)} tests of whole runs (docs, run, experiments) are held back "
+            f"until {', '.join(f'TODO({t})' for t in waits)} pass{'es' if len(waits) == 1 else ''}",
+        ]
+    if nxt:
+        lines += _next_lines(status)
+    return lines

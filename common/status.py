@@ -1,0 +1,301 @@
+"""The check's model: a step's test results and TODO regions in, a status per TODO out.
+
+Pure: it reads no file and knows no pytest. common/check.py collects the records it takes;
+common/screen.py draws the screen from what it returns; --check-json writes its TodoStatus.
+"""
+
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+
+from common import WHOLE_RUNS
+from common.todos import Todo, optional
+
+Function = tuple[
+    str, str
+]  # (TODO id, the function of it), e.g. ("lab-01 task 6: ...", "A.forward")
+
+
+@dataclass(frozen=True)
+class Place:
+    """A line of the student's starter, as the screen shows it; with the contract of an open TODO."""
+
+    file: str
+    line: int
+    contract: str | None = None  # what to compute, for a TODO still open; None in written code
+
+
+@dataclass(frozen=True)
+class TestResult:
+    """One test's outcome, as the check's plugin collected it."""
+
+    __test__ = False  # a record, not a test class for pytest to collect
+
+    nodeid: str
+    outcome: str  # passed, failed or skipped
+    step: str | None
+    stopped_at: str | None = None  # the TODO whose NotImplementedError it reached
+    error: tuple[str, ...] = ()  # the short traceback of a failure, its last line the error
+    ran: frozenset[Function] = frozenset()  # the TODO functions it ran
+    raised_in: Function | None = None  # the TODO function whose student line raised
+    raised_at: Place | None = None  # that line
+    given: bool = False  # it tests code the starter gives (marked `given`)
+    warning: bool = False  # it failed on a warning
+
+    @property
+    def todos_ran(self) -> set[str]:
+        return {todo for todo, _ in self.ran}
+
+    @property
+    def whole_run(self) -> bool:
+        """A test of a whole run or handout (docs, run, experiments): shown and blamed last."""
+        return bool(WHOLE_RUNS.search(self.nodeid))
+
+
+@dataclass(frozen=True)
+class StarterFacts:
+    """What the starter's files say, read once: the open TODOs and where each function's own code starts."""
+
+    open: dict[str, Place]  # TODO id -> its raise (or its shipped bug) still in the starter
+    shipped: frozenset[str] = frozenset()  # TODOs that ship buggy code (open while it is unchanged)
+    starts: dict[Function, Place] = field(default_factory=dict)  # first line the student wrote
+
+
+@dataclass
+class TodoStatus:
+    """One TODO on the screen, and in --check-json (its keys are the grader's: keep them)."""
+
+    state: str  # todo, optional, exercise, bug, waiting, untested or done
+    optional: bool
+    passed: int  # tests that ran it and passed
+    failing: int  # failures that are its own
+    waiting: int  # tests that stopped at its NotImplementedError
+    reason: str  # the error of its first failure ("" when none)
+
+    def as_json(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class StepStatus:
+    """What the check says about one step."""
+
+    step: str
+    todos: dict[str, TodoStatus]
+    results: dict[str, TestResult]
+    blamed: dict[str, Function]  # nodeid of a failure -> the TODO function it is blamed on
+    held_back: dict[str, set[str]]  # nodeid of a whole-run test -> the TODOs it waits for
+    warned: Counter  # TODO -> its failures that were warnings
+    shown: list[str]  # nodeids of the failures shown as bugs, the first the one to look at
+    next: str | None  # the TODO to work on
+    next_place: Place | None
+    first_test: str  # the nodeid `-v -k` shows in full ("" when none)
+
+    def blame(self, nodeid: str) -> str | None:
+        """The TODO a result belongs to: its failure's, else the one it stopped at."""
+        where = self.blamed.get(nodeid)
+        return where[0] if where else self.results[nodeid].stopped_at
+
+    @property
+    def required(self) -> list[str]:
+        return [t for t in self.todos if not optional(t)]
+
+    @property
+    def passed(self) -> int:
+        return sum(r.outcome == "passed" for r in self.results.values())
+
+    @property
+    def given(self) -> int:
+        return sum(r.outcome == "passed" and r.given for r in self.results.values())
+
+
+def _wrong_functions(
+    failed: dict[str, TestResult], order: list[Function], open_todos: set[str]
+) -> tuple[set[Function], list[Function]]:
+    """(functions found right, functions wrong on their own), in course order."""
+    right, wrong = set(), []
+    for fn in order:
+        if fn[0] in open_todos:
+            continue
+        wrong_alone = any(r.raised_in == fn for r in failed.values()) or any(
+            fn in r.ran and r.ran <= right | {fn} for r in failed.values() if not r.whole_run
+        )
+        wrong.append(fn) if wrong_alone else right.add(fn)
+    return right, wrong
+
+
+def blame(
+    results: dict[str, TestResult], todos: dict[str, Todo], open_todos: set[str]
+) -> tuple[dict[str, Function], dict[str, set[str]]]:
+    """(each failure's TODO function, the whole-run tests held back and what they wait for).
+
+    A failure belongs to the TODO whose code raised it (the innermost line the student wrote);
+    else to the earliest function it ran that is wrong on its own. A function is wrong on its own
+    when a test fails that ran it and no function the course puts after it, except ones already
+    found right. So a bug in an earlier TODO is named, not the later TODO whose tests it breaks.
+    Tests of whole runs wait while a TODO they ran is not right.
+    """
+    failed = {n: r for n, r in results.items() if r.outcome == "failed" and not r.stopped_at}
+    order = [(t, f) for t in todos for f in dict.fromkeys(todos[t].functions)]
+    right, wrong = _wrong_functions(failed, order, open_todos)
+    blamed = {}
+    for nodeid, r in failed.items():
+        first = next((fn for fn in wrong if fn in r.ran), None)
+        latest = max(r.ran, key=order.index, default=(None, None))
+        blamed[nodeid] = r.raised_in or first or latest
+    held_back = {
+        n: {t for t, _ in r.ran - right} for n, r in failed.items() if r.whole_run and r.ran - right
+    }
+    return blamed, held_back
+
+
+def _state(todo: str, todos: dict, facts: StarterFacts, counts: dict, ran: list) -> str:
+    """A TODO's state from its counts and whether the starter still holds it open."""
+    failing, waiting = counts["failing"][todo], counts["waiting"][todo]
+    if todo in facts.open and todo in facts.shipped:
+        return "exercise"  # ships with a bug: open until its code changes
+    if todo in facts.open and not (failing and not waiting):  # else: another def of it ran
+        return "optional" if optional(todo) else "todo"
+    if failing:
+        return "bug"
+    if not any(r.outcome == "passed" for r in ran):  # none ran, or all wait
+        return "waiting" if ran else "untested"
+    return "done"  # written, and no failure is its own: tests held by another TODO are not
+
+
+def _show_order(status: StepStatus, nodeid: str, symptom_tests: set[str]) -> tuple:
+    """The next TODO's failures first: those that ran the student's functions themselves (not a
+    fresh copy of the module, as a curated-bug test makes), raised ones, then those that ran the
+    fewest functions, then those the symptom table names."""
+    r = status.results[nodeid]
+    return (
+        status.blame(nodeid) != status.next,
+        r.whole_run,
+        not r.ran,
+        r.raised_at is None,
+        len(r.ran),
+        nodeid.rsplit("tests/", 1)[-1].split("[")[0] not in symptom_tests,
+        nodeid,
+    )
+
+
+def _next_place(status: StepStatus, todos: dict, facts: StarterFacts) -> Place | None:
+    """Where to start on the next TODO: its raise; else the line that raised; else its function."""
+    todo = status.next
+    if todo is None:
+        return None
+    if todo in facts.open:
+        return facts.open[todo]
+    its_failures = sorted(
+        (n for n, r in status.results.items() if r.outcome == "failed" and status.blame(n) == todo),
+        key=lambda n: (status.results[n].raised_at is None, len(status.results[n].ran)),
+    )
+    if its_failures and status.results[its_failures[0]].raised_at:
+        return status.results[its_failures[0]].raised_at
+    function = (
+        status.blamed[its_failures[0]]
+        if its_failures and its_failures[0] in status.blamed
+        else None
+    )
+    function = function or (todo, todos[todo].functions[0])
+    return facts.starts.get(function)
+
+
+def step_status(
+    step: str,
+    results: dict[str, TestResult],
+    todos: dict[str, Todo],
+    facts: StarterFacts,
+    symptom_tests: set[str] = frozenset(),
+    interrupted: str | None = None,
+) -> StepStatus:
+    """The status of each of a step's TODOs, what failed where, and what to do next.
+
+    `interrupted` is the TODO that Ctrl-C stopped in (it counts as one failure of it).
+    """
+    blamed, held_back = blame(results, todos, set(facts.open))
+    failing, warned = Counter(), Counter()
+    for n, r in results.items():
+        if n in blamed and n not in held_back:
+            failing[blamed[n][0]] += 1
+            warned[blamed[n][0]] += r.warning
+    if interrupted:  # Ctrl-C inside it: no report came
+        failing[interrupted] += 1
+    counts = {"failing": failing, "waiting": Counter(r.stopped_at for r in results.values())}
+    status = StepStatus(step, {}, results, blamed, held_back, warned, [], None, None, "")
+    for todo in todos:
+        ran = [r for r in results.values() if todo in r.todos_ran]
+        status.todos[todo] = TodoStatus(
+            state=_state(todo, todos, facts, counts, ran),
+            optional=optional(todo),
+            passed=sum(r.outcome == "passed" for r in ran),
+            failing=failing[todo],
+            waiting=counts["waiting"][todo],
+            reason=next(
+                (
+                    r.error[-1].strip()
+                    for n, r in results.items()
+                    if status.blame(n) == todo and r.error
+                ),
+                "",
+            ),
+        )
+    states = {t: s.state for t, s in status.todos.items()}
+    status.next = next((t for t, s in states.items() if s in ("todo", "bug", "exercise")), None)
+    status.shown = sorted(
+        (n for n, r in results.items() if r.error and n not in held_back),
+        key=lambda n: _show_order(status, n, symptom_tests),
+    )
+    status.next_place = _next_place(status, todos, facts)
+    status.first_test = _first_test(status)
+    return status
+
+
+def _first_test(status: StepStatus) -> str:
+    """The test to run in full: the next TODO's first failure shown, else the first that waits."""
+    shown_first = [n for n in status.shown if status.blame(n) == status.next]
+    waits = [
+        n
+        for n, r in status.results.items()
+        if r.outcome == "failed" and r.stopped_at == status.next
+    ]
+    waits.sort(key=lambda n: status.results[n].whole_run)  # tests of the code first
+    return (shown_first or waits or [""])[0] if status.next else ""
+
+
+# --- the model's input as data: the check records it (--check-record), tests replay it ----------
+
+
+def _result_json(r: TestResult) -> dict:
+    data = asdict(r)
+    data["ran"] = sorted(map(list, r.ran))
+    return data
+
+
+def _result_from(data: dict) -> TestResult:
+    data = dict(data)
+    data["error"] = tuple(data["error"])
+    data["ran"] = frozenset(map(tuple, data["ran"]))
+    data["raised_in"] = tuple(data["raised_in"]) if data["raised_in"] else None
+    data["raised_at"] = Place(**data["raised_at"]) if data["raised_at"] else None
+    return TestResult(**data)
+
+
+def record(results: dict[str, TestResult], facts: StarterFacts) -> dict:
+    """A step's results and starter facts as JSON-ready data (tests/screens/*.json)."""
+    return {
+        "results": [_result_json(r) for r in results.values()],
+        "open": {t: asdict(p) for t, p in facts.open.items()},
+        "shipped": sorted(facts.shipped),
+        "starts": [[t, f, asdict(p)] for (t, f), p in facts.starts.items()],
+    }
+
+
+def replay(data: dict) -> tuple[dict[str, TestResult], StarterFacts]:
+    """The results and starter facts that `record` wrote."""
+    results = [_result_from(r) for r in data["results"]]
+    facts = StarterFacts(
+        {t: Place(**p) for t, p in data["open"].items()},
+        frozenset(data["shipped"]),
+        {(t, f): Place(**p) for t, f, p in data["starts"]},
+    )
+    return {r.nodeid: r for r in results}, facts

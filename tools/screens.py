@@ -1,0 +1,229 @@
+"""The check's screens, recorded in tests/screens/: `python -m tools.screens --write` records them again.
+
+Each step's untouched starter, and lab-01 caught up with one of the mistakes in BUGS written into
+its attention.py: what the check prints (in a child, as inside pixi; the run's time left out), and
+beside it (.json) what the check's model took in, so tests replay the model without a child.
+"""
+
+import json
+import re
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SCREENS = REPO_ROOT / "tests" / "screens"
+
+# (name, the reference line, the buggy line, the TODO that holds it, whether it raises there)
+BUGS = [
+    ("no max shift", "e = torch.exp(x - m)", "e = torch.exp(x)", "task 1", False),
+    (
+        "NaN on an all -inf row",
+        'm = m.masked_fill(m == float("-inf"), 0.0)',
+        "m = m + 0.0",
+        "task 1",
+        False,
+    ),
+    (
+        "no scale",
+        "scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale",
+        "scale = 1.0 if scale is None else scale",
+        "task 2",
+        False,
+    ),
+    (
+        "scale by d_model",
+        "out, weights = scaled_dot_product_attention(q, k, v, mask)  #",
+        "out, weights = scaled_dot_product_attention(q, k, v, mask, 1 / math.sqrt(self.d_model))  #",
+        "task 6",
+        False,
+    ),
+    (
+        "inverted polarity",
+        'scores = scores.masked_fill(~mask, float("-inf"))',
+        'scores = scores.masked_fill(mask, float("-inf"))',
+        "task 2",
+        False,
+    ),
+    (
+        "mask after softmax",
+        "weights = stable_softmax(scores, dim=-1)",
+        "weights = stable_softmax(q @ k.transpose(-2, -1) * scale, dim=-1)"
+        " * (1.0 if mask is None else mask)",
+        "task 2",
+        False,
+    ),
+    ("triu", "return torch.tril(torch.ones(", "return torch.triu(torch.ones(", "task 3", False),
+    (
+        "no diagonal",
+        "torch.tril(torch.ones(seq_len, seq_len))",
+        "torch.tril(torch.ones(seq_len, seq_len), diagonal=-1)",
+        "task 3",
+        False,
+    ),
+    ("| for &", "return causal & padding", "return causal | padding", "task 4", False),
+    (
+        "split without a transpose",
+        "return x.transpose(1, 2)  # (B, T, h, d_head) -> (B, h, T, d_head)",
+        "return x.reshape(B, self.n_heads, T, self.d_head)",
+        "task 6",
+        False,
+    ),
+    (
+        "view after a transpose",
+        "return x.reshape(B, T, h * d_head)",
+        "return x.view(B, T, h * d_head)",
+        "task 6",
+        True,
+    ),
+    (
+        "merge with view",
+        "x = x.transpose(1, 2)  # (B, h, T, d_head) -> (B, T, h, d_head), no longer contiguous",
+        "x = x.contiguous()",
+        "task 6",
+        False,
+    ),
+    (
+        "no head axis",
+        "mask = mask.expand(B, T, T).unsqueeze(1)",
+        "mask = mask.expand(B, T, T)",
+        "task 6",
+        False,
+    ),
+    (
+        "no out_proj",
+        "return self.out_proj(self.merge_heads(out)), weights",
+        "return self.merge_heads(out), weights",
+        "task 6",
+        False,
+    ),
+]
+BUGGY_FILE = Path("starter") / "attention.py"  # under steps/lab-01/
+
+
+def slug(name: str) -> str:
+    """A bug's name as a file name: 'NaN on an all -inf row' -> 'nan-on-an-all-inf-row'."""
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+
+
+def screen_path(name: str) -> Path:
+    """Where a screen is recorded: a step's name, or lab-01 with a bug of BUGS."""
+    return SCREENS / (
+        f"{name}.txt" if name.startswith(("lab-", "step-")) else f"lab-01-{slug(name)}.txt"
+    )
+
+
+def _without_time(text: str) -> str:
+    """The screen without the run's time, the one thing that changes from run to run."""
+    return re.sub(r" in [\d.]+s( \([\d:]+\))?$", " in ...s", text, flags=re.M)
+
+
+def caught_up_with_a_bug(dest: Path, old: str, new: str) -> Path:
+    """A pristine steps folder under `dest`: lab-01 caught up (the reference as its starter), then
+    `old` replaced by `new` in its attention.py."""
+    from tools import pristine
+
+    steps = pristine(["lab-01"], dest)
+    step = steps / "lab-01"
+    shutil.rmtree(step / "starter")
+    shutil.copytree(step / "solution", step / "starter")
+    path = step / BUGGY_FILE
+    text = path.read_text(encoding="utf-8")
+    if text.count(old) != 1:
+        raise ValueError(f"{old!r} is in attention.py {text.count(old)} times, not once")
+    path.write_text(text.replace(old, new), encoding="utf-8")
+    return steps
+
+
+def checked(steps: Path, step: str, args=()) -> tuple[str, dict]:
+    """(what the check prints on `step` of a steps folder, as inside pixi; the model's input)."""
+    from tools import check_in_a_child
+
+    record = steps.parent / "record.json"
+    pixi = {"PIXI_PROJECT_ROOT": str(REPO_ROOT)}  # as inside a pixi task
+    cmd = [str(steps / step), "--impl", "starter", f"--check-record={record}", *args]
+    done = check_in_a_child(steps, cmd, env=pixi)
+    recorded = json.loads(record.read_text(encoding="utf-8"))[step]
+    return _without_time(done.stdout.strip()) + "\n", {"step": step, **recorded}
+
+
+def untouched_screen(step: str) -> tuple[str, dict]:
+    """The check on a step's untouched starter (a pristine copy of every step)."""
+    from common.loader import step_names
+    from tools import pristine
+
+    with tempfile.TemporaryDirectory() as tmp:
+        return checked(pristine(step_names(), Path(tmp)), step)
+
+
+def bug_screen(old: str, new: str) -> tuple[str, dict, list[str]]:
+    """(the check's screen on lab-01 with this bug, the model's input, the buggy file's lines)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        steps = caught_up_with_a_bug(Path(tmp), old, new)
+        screen, record = checked(steps, "lab-01", ["-m", "not slow"])
+        lines = (steps / "lab-01" / BUGGY_FILE).read_text(encoding="utf-8").splitlines()
+    return screen, record, lines
+
+
+def screens(names: list[str] | None = None) -> dict[str, tuple[str, dict]]:
+    """name -> (the screen as the check prints it now, the model's input): steps by name, bugs by
+    their BUGS name."""
+    from common.loader import step_names
+
+    bugs = {b[0]: b for b in BUGS}
+    names = names if names is not None else [*step_names(), *bugs]
+    return {n: bug_screen(*bugs[n][1:3])[:2] if n in bugs else untouched_screen(n) for n in names}
+
+
+def recording(name: str) -> tuple[str, dict]:
+    """(the recorded screen, the model's input recorded with it)."""
+    path = screen_path(name)
+    screen = path.read_text(encoding="utf-8")
+    return screen, json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
+
+
+def replayed(record: dict) -> str:
+    """The step's lines of the screen, drawn in this process from a recording's input (pytest's own
+    last line, the counts, is not the model's)."""
+    from common import STEPS_DIR
+    from common.screen import RunFacts, step_lines, symptom_tests
+    from common.status import replay, step_status
+    from common.todos import step_regions
+
+    step = record["step"]
+    results, facts = replay(record)
+    todos = step_regions(STEPS_DIR / step / "solution")
+    status = step_status(step, results, todos, facts, symptom_tests(step))
+    return "\n".join(step_lines(status, RunFacts())) + "\n"
+
+
+def dumps(record: dict) -> str:
+    """A recording as JSON, one test result (or list item) a line: a diff names what changed."""
+
+    def value(v) -> str:
+        if isinstance(v, list) and v:
+            return "[\n" + ",\n".join(json.dumps(x, separators=(",", ":")) for x in v) + "\n]"
+        return json.dumps(v, separators=(",", ":"))
+
+    return "{\n" + ",\n".join(f"{json.dumps(k)}: {value(v)}" for k, v in record.items()) + "\n}\n"
+
+
+def main(argv: list[str]) -> int:
+    made = screens()
+    if "--write" not in argv:
+        print("".join(f"--- {n}\n{screen}" for n, (screen, _) in made.items()), end="")
+        return 0
+    SCREENS.mkdir(exist_ok=True)
+    for name, (screen, record) in made.items():
+        path = screen_path(name)
+        changed = not path.is_file() or path.read_text(encoding="utf-8") != screen
+        path.write_text(screen, encoding="utf-8", newline="\n")
+        path.with_suffix(".json").write_text(dumps(record), encoding="utf-8", newline="\n")
+        print(f"{path.relative_to(REPO_ROOT).as_posix()}: {'updated' if changed else 'unchanged'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(REPO_ROOT))
+    sys.exit(main(sys.argv[1:]))
