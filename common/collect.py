@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from common import STEPS_DIR, hint, shown
+from common import STEPS_DIR, hint, predictions, shown
 from common.guard import Judges, TookTooLong, Watchdog
 from common.loader import load, source
 from common.screen import RunFacts, progress_line, step_lines, symptom_tests
@@ -221,7 +221,8 @@ class Collector:
         status = self.statuses[step] = self.status(step)
         hint.write_next(step, status.next)  # so the hint answers for the TODO the screen names
         if progress:
-            return [progress_line(status, hint.read_state(hint.state_file(step)))]
+            used = hint.read_state(hint.state_file(step))
+            return [progress_line(status, used, predictions.progress_note(step))]
         chosen = bool(self.config.option.keyword or self.config.option.markexpr)
         return step_lines(status, RunFacts(self.stopped, chosen, self.renamed))
 

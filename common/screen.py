@@ -122,12 +122,13 @@ def summary(status: StepStatus) -> str:
     )
 
 
-def progress_line(status: StepStatus, hints_used: dict[str, int]) -> str:
-    """The one line of `--progress`: the summary, the hint levels used, the next TODO's place."""
+def progress_line(status: StepStatus, hints_used: dict[str, int], predicted: str = "") -> str:
+    """The one line of `--progress`: the summary, the hint levels used, the predictions written
+    (predictions.progress_note's words), the next TODO's place."""
     step, nxt, where = status.step, status.next, status.next_place
     per_todo = [f"{split_id(t)[1]} {n}" for t, n in hints_used.items() if t in status.todos and n]
     hints = f"; hint levels used: {', '.join(per_todo)}" if per_todo else ""
-    return f"{step:<9} {summary(status)}{hints}" + (
+    return f"{step:<9} {summary(status)}{hints}{predicted}" + (
         f"; next: TODO({nxt}) {where.file}:{where.line}" if nxt else ""
     )
 

@@ -13,10 +13,10 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from tests.test_blame import BUGS
 from tests.test_grade import caught_up_starter, shipped_starter, with_change
 from tools.autograder import main
 from tools.grade import MARKS
+from tools.screens import BUGS
 
 
 @pytest.fixture(scope="module")
