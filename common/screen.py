@@ -23,29 +23,38 @@ class RunFacts:
 
 
 def symptom_rows(step: str) -> list[list[str]]:
-    """The rows of the step's symptom table (symptom, first test to fail, fix), if it has one."""
+    """The rows of the step's symptom table as (symptom, first test to fail, fix), if it has one:
+    three columns, or four (bug, symptom, the check that fails, fix)."""
     try:
         rows = parse_table(read_block(STEPS_DIR / step / "README.md", "symptoms"))
     except (OSError, ValueError, KeyError, IndexError):
         return []
-    return [r for r in rows if len(r) == 3]
+    four = [[f"{r[0]}: {r[1]}", r[2], r[3]] for r in rows if len(r) == 4]
+    return [[r[0], r[1].strip("`"), r[2]] for r in [*(r for r in rows if len(r) == 3), *four]]
 
 
 def symptom_tests(step: str) -> set[str]:
-    """The tests the symptom table names (file::function, no case)."""
+    """The tests the symptom table names (file::function, or function; no case)."""
     return {r[1].split("[")[0] for r in symptom_rows(step)}
+
+
+def _names(row_test: str, nodeid: str) -> bool:
+    """Does a table's test (file::function or function, a [case] or none) name this test?"""
+    test = nodeid.rsplit("tests/", 1)[-1]
+    if "[" not in row_test:
+        test = test.split("[")[0]
+    return test == row_test or ("::" not in row_test and test.split("::")[-1] == row_test)
 
 
 def _symptom_lines(step: str, nodeid: str) -> list[str]:
     """The symptom table's rows whose first failing test is this one (at most two)."""
-    test = nodeid.rsplit("tests/", 1)[-1].split("[")[0]
-    rows = [r for r in symptom_rows(step) if r[1].split("[")[0] == test]
+    rows = [r for r in symptom_rows(step) if _names(r[1], nodeid)]
     return [
         line
         for r in rows[:2]
         for line in textwrap.wrap(
             f"Symptom table: {r[0]}; fix: {r[2]}", 96, initial_indent="  ", subsequent_indent="    "
-        )[:3]
+        )
     ]
 
 

@@ -173,7 +173,10 @@ def _show_order(status: StepStatus, nodeid: str, symptom_tests: set[str]) -> tup
         not r.ran,
         r.raised_at is None,
         len(r.ran),
-        nodeid.rsplit("tests/", 1)[-1].split("[")[0] not in symptom_tests,
+        not (
+            {test := nodeid.rsplit("tests/", 1)[-1].split("[")[0], test.split("::")[-1]}
+            & symptom_tests
+        ),
         nodeid,
     )
 

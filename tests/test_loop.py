@@ -107,16 +107,16 @@ def test_hint_gives_four_levels_of_the_first_todo(step, tmp_path):
 def _bug(step: str, todo: str) -> tuple[str, int, str, str] | None:
     """(solution module, line, statement, mutated statement): a one-line mutant of tools.mutate
     inside the TODO's marked lines that the step's suite kills (not EQUIVALENT), the first one."""
-    regions = step_regions(course_step(step).folder / "solution")[todo]
+    marked = step_regions(course_step(step).folder / "solution")[todo]
     found = []
-    for region in regions["regions"]:
-        lines = Path(regions["file"]).read_text(encoding="utf-8").splitlines()
+    for region in marked.regions:
+        lines = marked.file.read_text(encoding="utf-8").splitlines()
         end = next(n for n in range(region.line, len(lines)) if lines[n].strip() == END) + 1
-        for mutant in _mutants(step, regions["module"]):
+        for mutant in _mutants(step, marked.module):
             if not (region.line < mutant.line < end) or mutant.before.endswith(":"):
                 continue  # outside the TODO's lines, or a compound statement's header
             if _statement(lines[mutant.line - 1]) == mutant.before and mutant.key not in EQUIVALENT:
-                found.append((regions["module"], mutant.line, mutant.before, mutant.after))
+                found.append((marked.module, mutant.line, mutant.before, mutant.after))
     return min(found, key=lambda bug: _kind(bug[2], bug[3]), default=None)
 
 

@@ -21,3 +21,16 @@ def test_the_model_draws_the_recorded_screen(name, monkeypatch):
     assert replayed(record) == "\n".join(lines[:-1]) + "\n", (
         "the screen changed: if on purpose, run python -m tools.screens --write"
     )
+
+
+def test_a_four_column_symptom_table_names_its_rows_under_their_failure():
+    """Step 6's table (bug, symptom, the check that fails, fix) gives its row too, by the case."""
+    from common.screen import _symptom_lines
+
+    lines = _symptom_lines(
+        "step-06", "steps/step-06/tests/test_train.py::test_check[check_zero_grad]"
+    )
+    assert lines and lines[0].startswith("  Symptom table: no zero_grad: "), lines
+    assert not _symptom_lines("step-06", "steps/step-06/tests/test_train.py::test_check[check_lr]")[
+        0
+    ].startswith("  Symptom table: no zero_grad"), "a row names its own case, not every case"
