@@ -107,7 +107,7 @@ def task_problems(steps: list[Step], tasks: dict[str, dict]) -> list[str]:
 def description_problems(step: Step) -> list[str]:
     """step.toml names the modules that hold TODOs, and a start that comes earlier in the course."""
     problems, where = [], f"{step.name}: {shown(step.folder / 'step.toml')}"
-    regions = step_regions(step.folder / "solution") if not step.checkpoint else {}
+    regions = step.regions()
     holding = sorted({entry.module for entry in regions.values()})
     if sorted(step.todo_modules) != holding:
         problems.append(f"{where}: set todo_modules = {holding!r} (the modules with TODO regions)")

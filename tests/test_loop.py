@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from common.course import course, pixi_tasks
+from common.course import course, course_step, pixi_tasks
 from common.todos import END, step_regions
 from tools import clean_clone
 from tools.mutate import EQUIVALENT, mutants
@@ -107,7 +107,7 @@ def test_hint_gives_four_levels_of_the_first_todo(step, tmp_path):
 def _bug(step: str, todo: str) -> tuple[str, int, str, str] | None:
     """(solution module, line, statement, mutated statement): a one-line mutant of tools.mutate
     inside the TODO's marked lines that the step's suite kills (not EQUIVALENT), the first one."""
-    regions = step_regions(course_step(step).folder / "solution")[todo]
+    regions = course_step(step).regions()[todo]
     found = []
     for region in regions["regions"]:
         lines = Path(regions["file"]).read_text(encoding="utf-8").splitlines()
@@ -140,14 +140,8 @@ def _statement(line: str) -> str | None:
         return None
 
 
-def course_step(name: str):
-    return next(s for s in STEPS if s.name == name)
-
-
 # the required TODOs: a bug in optional work must not turn the check red (the check says so)
-BUGS = [
-    (s.name, t) for s in STEPS for t in step_regions(s.folder / "solution") if "optional" not in t
-]
+BUGS = [(s.name, t) for s in STEPS for t in s.regions() if "optional" not in t]
 
 
 @pytest.mark.slow

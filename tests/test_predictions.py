@@ -15,7 +15,7 @@ from common.run import runnable
 from tools import pristine
 from tools.starters import starters
 
-STEPS = [s.name for s in course() if (s.folder / "solution" / predictions.FILE).is_file()]
+STEPS = [s.name for s in course() if (s.solution / predictions.FILE).is_file()]
 NUMBER = predictions.Answer("raw_std", "raw std", 7.95, "7.95")
 CHOICE = predictions.Answer("family", "pattern", "near-uniform")
 

@@ -17,8 +17,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from common import REPO_ROOT, STEPS_DIR
-from common.course import course
+from common import REPO_ROOT
+from common.course import course, course_step
 from common.loader import load_fresh, override
 from tools import run_pytest
 from tools.symptoms import SUITE_ARGS
@@ -348,7 +348,7 @@ class Mutator(ast.NodeTransformer):
 
 def _tree(step: str, module: str) -> tuple[Path, ast.Module]:
     """The solution file of (step, module) and its syntax tree."""
-    path = STEPS_DIR / step / "solution" / (module.replace(".", "/") + ".py")
+    path = course_step(step).solution / (module.replace(".", "/") + ".py")
     return path, ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
 
 
@@ -382,7 +382,7 @@ def _alarm(signum, frame):
 
 def run_suite(step: str, module: str, tree: ast.Module | None, files: list[Path]) -> bool:
     """Do the step's test `files` pass with `module` replaced by `tree` (None: the solution)?"""
-    fresh = load_fresh(STEPS_DIR / step / "solution", module)
+    fresh = load_fresh(course_step(step).solution, module)
     if tree is not None:
         try:
             exec(compile(tree, fresh.__file__, "exec"), fresh.__dict__)
@@ -407,7 +407,7 @@ def run_suite(step: str, module: str, tree: ast.Module | None, files: list[Path]
 def fastest_first(step: str, module: str) -> list[Path] | None:
     """The step's test files, quickest first (so -x stops early), or None if one fails unmutated."""
     timed = []
-    for path in sorted((STEPS_DIR / step / "tests").glob("test_*.py")):
+    for path in sorted(course_step(step).tests.glob("test_*.py")):
         start = time.monotonic()
         if not run_suite(step, module, None, [path]):
             print(f"{path.relative_to(REPO_ROOT)} fails on the unmutated solution: fix that first")
@@ -427,7 +427,7 @@ def main(argv: list[str] | None = None) -> int:
     unexplained, totals = 0, []
     for step, module in targets:
         todo = [(m, tree) for m, tree in mutants(step, module) if args.only in m.key]
-        rel = (STEPS_DIR / step / "solution").relative_to(REPO_ROOT).as_posix()
+        rel = course_step(step).solution.relative_to(REPO_ROOT).as_posix()
         where = f"{rel}/{module.replace('.', '/')}.py"
         if args.list:
             for m, _ in todo:
