@@ -2,10 +2,11 @@
 
 from types import ModuleType
 
+from common.bugs import Bug
 from common.loader import reference
 
 catalogue = reference("lab-01", "broken")  # steps/lab-01/broken.py: every attention bug
-BUGS, Bug = catalogue.BUGS, catalogue.Bug
+BUGS = catalogue.BUGS
 
 __all__ = ["BUGS", "broken"]  # BUGS: the rows of the handout's symptom table, in its order
 

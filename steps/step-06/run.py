@@ -48,7 +48,7 @@ def config_block(train) -> str:
 
 def symptoms_block() -> str:
     """The classic bugs: what they look like, the check that catches each, and the fix."""
-    rows = [[b.name, b.symptom, f"`test_check[{b.check}]`", b.fix] for b in checks.BUGS]
+    rows = [[b.name, b.breaks, f"`test_check[{b.check}]`", b.fix] for b in checks.BUGS]
     return markdown_table(["Bug", "Symptom", "Check that fails", "Fix"], rows)
 
 

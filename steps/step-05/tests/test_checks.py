@@ -2,7 +2,8 @@
 
 import pytest
 
-from common.loader import load_file, load_fresh, step_dir
+from common.bugs import broken_copy
+from common.loader import load_file, step_dir
 
 HERE = step_dir("step-05")
 BUGS = load_file(HERE / "symptoms.py", "_course_symptoms_step_05").BUGS
@@ -57,7 +58,6 @@ def test_every_check_has_its_test_in_the_same_order():
 
 @pytest.mark.parametrize("bug", BUGS, ids=[b.name for b in BUGS])
 def test_each_curated_bug_fails_the_check_that_names_it(bug, impl, checks):
-    broken = load_fresh(HERE / impl, "gpt")  # a private copy of your module, patched
-    bug.inject(broken)
+    broken = broken_copy(HERE / impl, "gpt", bug)  # a private copy of your module, patched
     with pytest.raises((AssertionError, ValueError)):
         checks.CHECKS[bug.check](broken)

@@ -15,5 +15,5 @@ def test_the_check_named_in_the_symptom_table_catches_the_bug(bug, tiny):
 
 @pytest.mark.given
 def test_the_reference_passes_every_check(tiny):
-    module = checks.broken(checks.Bug("none", "model.eval()", "model.eval()", "", "", ""))
+    module = checks.broken(checks.Bug("none", "", "", old="model.eval()", new="model.eval()"))
     assert checks.first_failing(module, tiny) is None
