@@ -1,5 +1,6 @@
-"""What each step says about itself (`step.toml`), and what is derived from it: the course map,
-the pixi tasks a step needs: `python -m common.course --write-docs` rewrites the README's map."""
+"""What each step says about itself (`step.toml`) and where its files are (`Step`: its solution,
+starter, tests, regions, open TODOs), and what is derived from it: the course map, the pixi tasks a
+step needs: `python -m common.course --write-docs` rewrites the README's map."""
 
 import sys
 import tomllib
