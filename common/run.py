@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     print(report(), end="\n\n")
     print(whose(step, args.impl), end="\n\n")
     try:
-        module = load_file(scripts[step], f"_course_run_{step.replace('-', '_')}")
+        module = load_file(scripts[step])
         return module.main(args)
     except ImplImportError as exc:
         print(f"{step} stopped: {exc}")

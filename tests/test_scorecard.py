@@ -6,7 +6,7 @@ import pytest
 
 from common.loader import load, load_file, load_from, step_dir
 
-scorecard = load_file(step_dir("step-04") / "scorecard.py", "_course_step_04_scorecard")
+scorecard = load_file(step_dir("step-04") / "scorecard.py")
 grade, OWN, BUGS = scorecard.grade, scorecard.OWN, scorecard.BUGS
 
 WEAK = Path(__file__).parent / "fixtures" / "weak_proofs"

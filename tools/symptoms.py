@@ -20,7 +20,7 @@ SUITE_ARGS = ["--impl", "solution", "-x", "-qq", "--no-header", "--tb=no", "-m",
 def symptoms(step: Step) -> ModuleType:
     """The step's own module of curated bugs: BUGS, and broken(fresh module, bug)."""
     path = step.folder / step.mutation["symptoms"]
-    return load_file(path, f"_course_symptoms_{step.name.replace('-', '_')}")
+    return load_file(path)
 
 
 def targets() -> list[tuple[str, str, list]]:

@@ -14,9 +14,9 @@ from common.run import record
 STEP = "step-06"
 HERE = Path(__file__).resolve().parent
 README = HERE / "README.md"
-experiments = load_file(HERE / "experiments.py", "_course_step_06_experiments")
-plots = load_file(HERE / "plots.py", "_course_step_06_plots")
-checks = load_file(HERE / "checks.py", "_course_step_06_checks")
+experiments = load_file(HERE / "experiments.py")
+plots = load_file(HERE / "plots.py")
+checks = load_file(HERE / "checks.py")
 heads = experiments.heads
 
 # The targets, checked on every run (the README's appendix says over which seeds)
