@@ -21,7 +21,7 @@ import pytest
 from common.course import course, course_step, pixi_tasks
 from common.todos import END, step_regions
 from tools import clean_clone
-from tools.mutate import EQUIVALENT, mutants
+from tools.mutate import equivalents, mutants
 
 STEPS = [s for s in course() if not s.checkpoint]  # in course order
 
@@ -109,14 +109,16 @@ def _bug(step: str, todo: str) -> tuple[str, int, str, str] | None:
     inside the TODO's marked lines that the step's suite kills (not EQUIVALENT), the first one."""
     regions = course_step(step).regions()[todo]
     found = []
-    for region in regions["regions"]:
-        lines = Path(regions["file"]).read_text(encoding="utf-8").splitlines()
+    for region in regions.regions:
+        lines = Path(regions.file).read_text(encoding="utf-8").splitlines()
         end = next(n for n in range(region.line, len(lines)) if lines[n].strip() == END) + 1
-        for mutant in _mutants(step, regions["module"]):
+        for mutant in _mutants(step, regions.module):
             if not (region.line < mutant.line < end) or mutant.before.endswith(":"):
                 continue  # outside the TODO's lines, or a compound statement's header
-            if _statement(lines[mutant.line - 1]) == mutant.before and mutant.key not in EQUIVALENT:
-                found.append((regions["module"], mutant.line, mutant.before, mutant.after))
+            if _statement(
+                lines[mutant.line - 1]
+            ) == mutant.before and mutant.key not in equivalents(step):
+                found.append((regions.module, mutant.line, mutant.before, mutant.after))
     return min(found, key=lambda bug: _kind(bug[2], bug[3]), default=None)
 
 

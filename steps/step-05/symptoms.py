@@ -249,3 +249,25 @@ BUGS = [
         _greedy,
     ),
 ]
+
+
+# Survivors of python -m tools.mutate that no test can kill (step.toml [mutation] equivalent),
+# keyed as its Mutant.key: "<module> <function>: <before> => <after>", with the reason.
+EQUIVALENT: dict[str, str] = {
+    "gpt check_input: if idx.shape[1] > T_max: => if idx.shape[-1] > T_max:": (
+        "check_ids made idx 2-D: dim 1 is dim -1"
+    ),
+    "gpt MultiHeadAttention.__init__: _check_size(T_max, 'T_max') => pass": (
+        "the reference's Step 4 heads refuse the same T_max with the same message (the given check "
+        "is for a student's __init__ that builds no head yet)"
+    ),
+    "gpt Block.__init__: _check_size(T_max, 'T_max') => pass": (
+        "the reference's attention (its Step 4 heads) refuses the same T_max with the same message"
+    ),
+    "gpt GPT.generate: probs = F.softmax(logits, dim=-1) => probs = F.softmax(logits, dim=1)": (
+        "logits[:, -1, :] is 2-D (B, V): dim 1 is dim -1"
+    ),
+    "gpt GPT.generate: idx = torch.cat((idx, nxt), dim=1) => idx = torch.cat((idx, nxt), dim=-1)": (
+        "check_ids made idx 2-D (B, T), and nxt is (B, 1): dim -1 is dim 1"
+    ),
+}

@@ -307,3 +307,13 @@ def first_failing(train, make) -> str | None:
         except AssertionError:
             return check.__name__
     return None
+
+
+# Survivors of python -m tools.mutate that no test can kill (step.toml [mutation] equivalent),
+# keyed as its Mutant.key: "<module> <function>: <before> => <after>", with the reason.
+EQUIVALENT: dict[str, str] = {
+    "train train_step: optimizer.zero_grad(set_to_none=True) => "
+    "optimizer.zero_grad(set_to_none=False)": (
+        "zeros or None: either way the next backward starts from no gradient (None only saves memory)"
+    ),
+}
