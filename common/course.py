@@ -6,10 +6,11 @@ import sys
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 
 from common import REPO_ROOT, SOLUTIONS_DIR, STEPS_DIR, shown
 from common.docs import markdown_table, write_block
-from common.loader import step_dir, step_names
+from common.loader import load_file, step_dir, step_names
 from common.todos import Region, Todo, raised_in, step_regions
 
 PIXI_TOML = REPO_ROOT / "pixi.toml"
@@ -76,6 +77,19 @@ class Step:
     ) -> dict[str, tuple[Path, int, Region]]:
         """TODO id -> (starter file, line, Region) of each TODO the starter still raises."""
         return raised_in(self.starter, self.regions() if todos is None else todos)
+
+    def mutation_module(self, key: str) -> ModuleType | None:
+        """The step's own file that its step.toml's [mutation] `key` (symptoms, equivalent) names."""
+        return load_file(self.folder / self.mutation[key]) if key in self.mutation else None
+
+    def bugs(self) -> list:
+        """Its curated bugs (common.bugs.Bug): BUGS of its [mutation] symptoms file."""
+        return module.BUGS if (module := self.mutation_module("symptoms")) else []
+
+    def equivalents(self) -> dict[str, str]:
+        """The mutants of tools.mutate no test can kill, Mutant.key -> why: its [mutation]
+        equivalent file's EQUIVALENT."""
+        return module.EQUIVALENT if (module := self.mutation_module("equivalent")) else {}
 
 
 def describe(folder: Path) -> Step:

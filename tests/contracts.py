@@ -10,7 +10,7 @@ from types import ModuleType
 from common import REPO_ROOT, shown
 from common.course import Step, course, step_tasks, task_line
 from common.loader import ImplImportError, load_from
-from common.todos import id_problem, module_name, split_id, step_regions, todo_in
+from common.todos import id_problem, module_name, split_id, todo_in
 from tools import run_pytest, untouched  # noqa: F401 (c.untouched, for the tests)
 
 MAKE = "run pixi run make-starters (python -m tools.starters)"
@@ -212,7 +212,7 @@ def _names_a_todo(text: str, step: str) -> bool:
 def todo_id_problems(folder: Path) -> list[str]:
     """Every TODO region of the step's solution has an id that starts with the step's name."""
     problems = []
-    for todo, entry in step_regions(folder / "solution").items():
+    for todo, entry in Step(folder.name, folder).regions().items():
         if problem := id_problem(todo, folder.name):
             region = entry.regions[0]
             problems.append(f"{folder.name}: {region.where}:{region.line}: {problem}")

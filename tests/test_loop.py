@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from common.course import course, course_step, pixi_tasks
-from common.todos import END, step_regions
+from common.course import Step, course, course_step, pixi_tasks
+from common.todos import END
 from tools import clean_clone
 from tools.mutate import equivalents, mutants
 
@@ -68,7 +68,7 @@ def tables(out: str) -> list[list[str]]:
 @pytest.mark.parametrize("step", [s.name for s in STEPS])
 def test_untouched_red_then_caught_up_green_and_the_run_matches_the_reference(step, tmp_path):
     repo = clean_clone(tmp_path)
-    todos = list(step_regions(repo / "steps" / step / "solution"))
+    todos = list(Step(step, repo / "steps" / step).regions())
     required = [t for t in todos if "optional" not in t]
 
     untouched = student(repo, f"check-{step}")
@@ -94,7 +94,7 @@ def test_untouched_red_then_caught_up_green_and_the_run_matches_the_reference(st
 @pytest.mark.parametrize("step", [s.name for s in STEPS])
 def test_hint_gives_four_levels_of_the_first_todo(step, tmp_path):
     repo = clean_clone(tmp_path)
-    first = next(iter(step_regions(repo / "steps" / step / "solution")))
+    first = next(iter(Step(step, repo / "steps" / step).regions()))
     shown = [student(repo, "hint", step).stdout for _ in range(4)]
     assert all(f"TODO({first})" in out for out in shown), shown[0]
     assert len(set(shown)) == 4, "four runs, four different screens"

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from common import REPO_ROOT
 from common.course import course, course_step
-from common.loader import load_file, load_fresh, override
+from common.loader import load_fresh, override
 from tools import run_pytest
 from tools.symptoms import SUITE_ARGS
 
@@ -65,9 +65,7 @@ SYMBOL = {
 def equivalents(step: str) -> dict[str, str]:
     """The step's survivors no test can kill (Mutant.key -> why): the EQUIVALENT of the file its
     step.toml's [mutation] `equivalent` names (none without one)."""
-    layout = course_step(step)
-    file = layout.mutation.get("equivalent")
-    return load_file(layout.folder / file).EQUIVALENT if file else {}
+    return course_step(step).equivalents()
 
 
 @dataclass

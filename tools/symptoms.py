@@ -9,7 +9,7 @@ from common import STEPS_DIR, WHOLE_RUNS
 from common.bugs import broken_copy
 from common.course import Step, course, course_step
 from common.docs import markdown_table, write_block
-from common.loader import load_file, override
+from common.loader import override
 from tools import run_pytest
 
 # The same arguments for the unbroken guard and every variant, so a kill can only be the variant's.
@@ -19,17 +19,12 @@ SUITE_ARGS = ["--impl", "solution", "-x", "-qq", "--no-header", "--tb=no", "-m",
 
 def symptoms(step: Step) -> ModuleType:
     """The step's own module of curated bugs: BUGS, and broken(fresh module, bug)."""
-    path = step.folder / step.mutation["symptoms"]
-    return load_file(path)
+    return step.mutation_module("symptoms")
 
 
 def targets() -> list[tuple[str, str, list]]:
     """(step, the module its curated bugs replace, the bugs), for every step.toml with symptoms."""
-    return [
-        (s.name, s.mutation["target"], symptoms(s).BUGS)
-        for s in course()
-        if "symptoms" in s.mutation
-    ]
+    return [(s.name, s.mutation["target"], s.bugs()) for s in course() if "symptoms" in s.mutation]
 
 
 class FirstFailure:
