@@ -11,6 +11,7 @@ from datetime import datetime
 from pathlib import Path
 
 from common import SOLUTIONS_DIR, command, shown, typed
+from common.course import Step
 from common.loader import step_dir, step_names
 from common.predictions import FILE as PREDICTIONS
 
@@ -168,7 +169,7 @@ def _missing_tracked(solution: Path) -> list[str]:
 
 def check_reference(step: Path) -> None:
     """Refuse, before anything is touched, a reference solution that is missing, partial or unreadable."""
-    solution = step / "solution"
+    solution = Step(step.name, step).solution
     restore = f"restore it (git checkout -- {shown(solution)}, or a fresh download of the course)"
     if not solution.is_dir() or not source_files(solution):
         raise CatchUpError(f"{shown(solution)} is missing or empty: {restore}; nothing changed")
@@ -242,7 +243,8 @@ def catch_up(step: Path, now: datetime | None = None) -> tuple[Path | None, str]
     """Replace the starter of the step folder `step` by its solution; return (backup or None, message).
 
     Raises CatchUpError (one line) and leaves the starter as it was when anything goes wrong."""
-    starter, solution = step / "starter", step / "solution"
+    layout = Step(step.name, step)
+    starter, solution = layout.starter, layout.solution
     rel = shown(starter)
     with _Lock(step):
         if not starter.exists() and (step / OLD).is_dir():  # a run killed between its two renames

@@ -14,6 +14,7 @@ import pytest
 
 from common import REPO_ROOT, STEPS_DIR, command, shown
 from common.collect import BROKEN, JUDGES, STEPS_UNDER_TEST, Collector, code_place
+from common.course import course_step
 from common.guard import Judges, TookTooLong, Watchdog, allow_exit, refuse_exit
 from common.loader import ImplImportError, check_syntax, load, py_files, step_names
 from common.todos import module_name, optional, todo_in
@@ -90,8 +91,8 @@ def _step_problem(
     step: str, impl: str, controller: bool, judges: Judges | None, limit: float
 ) -> str | None:
     """Why a step cannot be tested (a missing file, a file that does not import), in one line."""
-    folder = STEPS_DIR / step
-    solution, tested = folder / "solution", folder / impl
+    layout = course_step(step)
+    solution, tested = layout.solution, layout.impl(impl)
     if not py_files(solution):
         return f"{shown(solution)}/ is missing or empty: restore it (git checkout -- {shown(solution)})"
     if impl == "starter":
@@ -136,9 +137,10 @@ def pytest_sessionstart(session):
     judges = None
     if impl == "starter" and not controller:
         for step in steps:  # the reference imports what the starter does (torch), unpatched
-            for path in py_files(STEPS_DIR / step / "solution"):
+            solution = course_step(step).solution
+            for path in py_files(solution):
                 try:
-                    load(step, module_name(STEPS_DIR / step / "solution", path), "solution")
+                    load(step, module_name(solution, path), "solution")
                 except ImplImportError:
                     pass  # a broken reference is the maintainers' problem: its tests say so
         config.stash[JUDGES] = judges = Judges()  # before any student code runs

@@ -10,17 +10,16 @@ from pathlib import Path
 import pytest
 
 from common import STEPS_DIR, hint, predictions, shown
+from common.course import course_step
 from common.guard import Judges, TookTooLong, Watchdog
-from common.loader import load, source
+from common.loader import is_step, load, source
 from common.screen import RunFacts, progress_line, step_lines, symptom_tests
 from common.status import Place, StarterFacts, StepStatus, TestResult, record, step_status
 from common.todos import (
     Todo,
     first_student_line,
-    open_todos,
     order_key,
     shipped_line,
-    step_regions,
     student_line,
 )
 
@@ -39,7 +38,8 @@ SHIPPED = "this code ships with a bug; run the exercise, then repair it"  # its 
 
 def _starter_of(step: str, solution_file: Path) -> Path:
     """The starter file that stands for a solution file of the step."""
-    return STEPS_DIR / step / "starter" / solution_file.relative_to(STEPS_DIR / step / "solution")
+    layout = course_step(step)
+    return layout.starter / solution_file.relative_to(layout.solution)
 
 
 def _solution_of(path: Path) -> Path | None:
@@ -47,9 +47,9 @@ def _solution_of(path: Path) -> Path | None:
     if not path.is_relative_to(STEPS_DIR):
         return None
     parts = path.relative_to(STEPS_DIR).parts
-    if len(parts) < 3 or parts[1] != "starter":
+    if len(parts) < 3 or parts[1] != "starter" or not is_step(STEPS_DIR / parts[0]):
         return None
-    return STEPS_DIR / parts[0] / "solution" / Path(*parts[2:])
+    return course_step(parts[0]).solution / Path(*parts[2:])
 
 
 @functools.cache
@@ -68,7 +68,7 @@ def starter_facts(step: str, todos: dict[str, Todo]) -> StarterFacts:
     """What the step's starter says now: its open TODOs, where each TODO function's own code starts."""
     found = {
         todo: Place(shown(path), line, region.parts.get("CONTRACT", ""))
-        for todo, (path, line, region) in open_todos(STEPS_DIR / step / "starter", todos).items()
+        for todo, (path, line, region) in course_step(step).open_todos(todos).items()
     }
     starts = {}
     for todo in todos.values():
@@ -111,7 +111,7 @@ class Collector:
         broken = self.config.stash.get(BROKEN, {})
         for step in self.config.stash.get(STEPS_UNDER_TEST, []):
             if step not in broken:
-                self.regions[step] = step_regions(STEPS_DIR / step / "solution")
+                self.regions[step] = course_step(step).regions()
                 self._watch(step)
         self.todo_at = {code_place(code): (todo, fn) for code, (_, todo, fn) in self.codes.items()}
         if self.codes and sys.monitoring.get_tool(self.TOOL) is None:

@@ -1,13 +1,17 @@
-"""What each step says about itself (`step.toml`), and what is derived from it: the course map,
-the pixi tasks a step needs: `python -m common.course --write-docs` rewrites the README's map."""
+"""What each step says about itself (`step.toml`) and where its files are (`Step`: its solution,
+starter, tests, regions, open TODOs), and what is derived from it: the course map, the pixi tasks a
+step needs: `python -m common.course --write-docs` rewrites the README's map."""
 
 import sys
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 
 from common import REPO_ROOT, SOLUTIONS_DIR, STEPS_DIR, shown
 from common.docs import markdown_table, write_block
+from common.loader import load_file, step_dir, step_names
+from common.todos import Region, Todo, raised_in, step_regions
 
 PIXI_TOML = REPO_ROOT / "pixi.toml"
 # key -> (type, needed): CONTRIBUTING.md ("A step describes itself") says what each one means
@@ -26,15 +30,17 @@ KEYS = {
 
 @dataclass(frozen=True)
 class Step:
-    """One step's (or checkpoint's) self-description."""
+    """One step (or checkpoint): its self-description, and the one owner of its folder's layout.
+
+    A step still being made (a fixture: tests/, no step.toml) has the layout and no description."""
 
     name: str
     folder: Path
-    title: str
-    topic: str
-    order: int
-    starts_from: str
-    todo_modules: list[str]
+    title: str = ""
+    topic: str = ""
+    order: int = 0
+    starts_from: str = ""
+    todo_modules: list[str] = field(default_factory=list)
     lecture_words: int | None = None
     mutation: dict = field(default_factory=dict)
     run: dict = field(default_factory=dict)  # [run.options.<name>]: type, default, min, help
@@ -43,6 +49,47 @@ class Step:
     @property
     def checkpoint(self) -> bool:
         return self.folder.parent == SOLUTIONS_DIR
+
+    @property
+    def solution(self) -> Path:
+        """The reference code: solution/ (a checkpoint's folder is its code)."""
+        return self.folder if self.checkpoint else self.folder / "solution"
+
+    @property
+    def starter(self) -> Path:
+        """The code the student edits, generated from the marked solution."""
+        return self.folder / "starter"
+
+    @property
+    def tests(self) -> Path:
+        return self.folder / "tests"
+
+    def impl(self, impl: str) -> Path:
+        """The folder of an implementation: 'solution' or 'starter'."""
+        return self.solution if impl == "solution" else self.folder / impl
+
+    def regions(self) -> dict[str, Todo]:
+        """TODO id -> its Todo, in course order, from the marked solution (none in a checkpoint)."""
+        return {} if self.checkpoint else step_regions(self.solution)
+
+    def open_todos(
+        self, todos: dict[str, Todo] | None = None
+    ) -> dict[str, tuple[Path, int, Region]]:
+        """TODO id -> (starter file, line, Region) of each TODO the starter still raises."""
+        return raised_in(self.starter, self.regions() if todos is None else todos)
+
+    def mutation_module(self, key: str) -> ModuleType | None:
+        """The step's own file that its step.toml's [mutation] `key` (symptoms, equivalent) names."""
+        return load_file(self.folder / self.mutation[key]) if key in self.mutation else None
+
+    def bugs(self) -> list:
+        """Its curated bugs (common.bugs.Bug): BUGS of its [mutation] symptoms file."""
+        return module.BUGS if (module := self.mutation_module("symptoms")) else []
+
+    def equivalents(self) -> dict[str, str]:
+        """The mutants of tools.mutate no test can kill, Mutant.key -> why: its [mutation]
+        equivalent file's EQUIVALENT."""
+        return module.EQUIVALENT if (module := self.mutation_module("equivalent")) else {}
 
 
 def describe(folder: Path) -> Step:
@@ -64,10 +111,18 @@ def describe(folder: Path) -> Step:
     return Step(folder.name, folder, **data)
 
 
+def course_step(name: str, root: Path = STEPS_DIR) -> Step:
+    """The step `name` under `root` (a ValueError lists the valid names); described when it has a
+    step.toml, else its layout alone (a step still being made)."""
+    folder = step_dir(name, root)
+    return describe(folder) if (folder / "step.toml").is_file() else Step(folder.name, folder)
+
+
 def course(steps_dir: Path = STEPS_DIR) -> list[Step]:
     """Every step and checkpoint that has a step.toml, in course order."""
-    folders = [p.parent for root in (steps_dir, SOLUTIONS_DIR) for p in root.glob("*/step.toml")]
-    return sorted((describe(f) for f in folders), key=lambda s: (s.order, s.name))
+    folders = [root / n for root in (steps_dir, SOLUTIONS_DIR) for n in step_names(root)]
+    described = (describe(f) for f in folders if (f / "step.toml").is_file())
+    return sorted(described, key=lambda s: (s.order, s.name))
 
 
 def pixi_tasks(path: Path = PIXI_TOML) -> dict[str, dict]:

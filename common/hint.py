@@ -14,6 +14,7 @@ import textwrap
 from pathlib import Path
 
 from common import OUT_DIR, STEPS_DIR, command, shown, todos
+from common.course import course_step
 from common.loader import py_files, step_names
 
 LEVELS = 3  # the HINT parts; level 4 is the reference code
@@ -48,7 +49,7 @@ def next_file(step: str) -> Path:
 def starter_print(step: str) -> str:
     """A fingerprint of the step's starter: the check's Next holds while it is unchanged."""
     digest = hashlib.sha256()
-    folder = STEPS_DIR / step / "starter"
+    folder = course_step(step).starter
     for path in py_files(folder):
         digest.update(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
@@ -76,11 +77,10 @@ def checks_next(step: str, path: Path | None = None) -> str | None:
     return data.get("next") if data.get("starter") == starter_print(step) else None
 
 
-def open_todos(step: str) -> list[str]:
-    """TODO ids the starter still raises, in course order."""
-    regions = todos.step_regions(STEPS_DIR / step / "solution")
-    found = todos.open_todos(STEPS_DIR / step / "starter", regions)
-    return [todo for todo in regions if todo in found]
+def first_open(step: str, regions: dict) -> str | None:
+    """The first TODO, in course order, that the starter still raises (None when all are written)."""
+    found = course_step(step).open_todos(regions)
+    return next((todo for todo in regions if todo in found), None)
 
 
 def pick(step: str, regions: dict, asked: str | None, named: str | None = None) -> str | None:
@@ -91,7 +91,7 @@ def pick(step: str, regions: dict, asked: str | None, named: str | None = None) 
         return match[0] if match else None
     if named in regions:
         return named
-    return next(iter(open_todos(step)), None)
+    return first_open(step, regions)
 
 
 def level_text(regions: dict, todo: str, level: int) -> list[str]:
@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.step not in (steps := step_names()):
         parser.error(f"unknown step {args.step!r}; valid steps: {', '.join(steps)}")
     path = args.state or state_file(args.step)
-    state, regions = read_state(path), todos.step_regions(STEPS_DIR / args.step / "solution")
+    state, regions = read_state(path), course_step(args.step).regions()
     again = command(f"pixi run hint {args.step}", f"python -m common.hint {args.step}")
     if args.reset:
         path.unlink(missing_ok=True)

@@ -1,5 +1,6 @@
 """Load a step's starter or solution by path, so two steps' `attention.py` never clash."""
 
+import hashlib
 import importlib
 import itertools
 import os
@@ -109,8 +110,8 @@ def load(step: str, module: str, impl: str = "solution") -> ModuleType:
         raise ValueError(f"impl must be one of {', '.join(IMPLS)}, got {impl!r}")
     if (step, module) in _overrides:
         return _overrides[(step, module)]
-    package = f"_course_{step.replace('-', '_')}_{impl}"
-    return load_from(step_dir(step) / impl, module, package)
+    folder = step_dir(step) / impl
+    return load_from(folder, module, package_name(folder))
 
 
 def reference(name: str, module: str) -> ModuleType:
@@ -121,12 +122,25 @@ def reference(name: str, module: str) -> ModuleType:
     if name in step_names():
         own = STEPS_DIR / name / f"{module}.py"  # course material of the step, not a TODO's code
         if own.is_file() and not (own.parent / "solution" / own.name).is_file():
-            return load_from(own.parent, module, f"_course_{name.replace('-', '_')}")
+            return load_from(own.parent, module, package_name(own.parent))
         return load(name, module, "solution")
     if name not in step_names(SOLUTIONS_DIR):
         known = ", ".join(step_names() + step_names(SOLUTIONS_DIR))
         raise ValueError(f"no step or checkpoint {name!r}; valid names: {known}")
-    return load_from(SOLUTIONS_DIR / name, module, f"_course_checkpoint_{name.replace('-', '_')}")
+    return load_from(SOLUTIONS_DIR / name, module, package_name(SOLUTIONS_DIR / name))
+
+
+def package_name(folder: Path, copy: int | None = None) -> str:
+    """The one name of the package a folder's files load under, made from its place:
+    steps/step-04/solution -> _course_step_04_solution, solutions/step-03 -> _course_checkpoint_step_03;
+    `copy`: a new private copy's number (_course_fresh_<n>)."""
+    if copy is not None:
+        return f"_course_fresh_{copy}"
+    folder = folder.resolve()
+    for root, prefix in ((STEPS_DIR, ""), (SOLUTIONS_DIR, "checkpoint_")):
+        if folder.is_relative_to(root) and folder != root:
+            return "_course_" + prefix + "_".join(folder.relative_to(root).parts).replace("-", "_")
+    return "_course_at_" + hashlib.sha256(str(folder).encode()).hexdigest()[:12]  # elsewhere
 
 
 def load_from(folder: Path, module: str, package: str) -> ModuleType:
@@ -135,7 +149,7 @@ def load_from(folder: Path, module: str, package: str) -> ModuleType:
     if existing is None:
         sys.modules[package] = registered = ModuleType(package)
         registered.__path__ = [str(folder)]  # a package whose modules are the files in `folder`
-    elif [str(folder)] != list(getattr(existing, "__path__", [])):
+    elif [folder.resolve()] != [Path(p).resolve() for p in getattr(existing, "__path__", [])]:
         # Reusing a name for another folder would silently hand back the other folder's code.
         raise ValueError(f"package {package!r} already loads {existing.__path__}, not {folder}")
     return _import(package, folder, module)
@@ -143,12 +157,13 @@ def load_from(folder: Path, module: str, package: str) -> ModuleType:
 
 def load_fresh(folder: Path, module: str) -> ModuleType:
     """A new, uncached copy of `module` from `folder`: patching it changes nothing else."""
-    return load_from(folder, module, f"_course_fresh_{next(_fresh_ids)}")
+    return load_from(folder, module, package_name(folder, copy=next(_fresh_ids)))
 
 
-def load_file(path: Path, name: str) -> ModuleType:
-    """Import a single file (a step's run.py, say) under a unique module name."""
-    return load_from(path.parent, path.stem, name)
+def load_file(path: Path) -> ModuleType:
+    """Import a single file (a step's run.py, say) as a module of its folder's package: whoever
+    loads it gets the same module."""
+    return load_from(path.parent, path.stem, package_name(path.parent))
 
 
 def override(step: str, module: str, replacement: ModuleType):

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from common import STEPS_DIR, shown
+from common.course import Step
 
 FILE = "predictions.toml"  # in starter/ (the student's) and solution/ (the empty template)
 EMPTY = ""  # an empty slot, as the template writes it
@@ -29,7 +30,7 @@ class Answer:
 
 def path(step: str, impl: str = "starter") -> Path:
     """The predictions file of a step: the student's (starter) or the empty template (solution)."""
-    return STEPS_DIR / step / impl / FILE
+    return Step(step, STEPS_DIR / step).impl(impl) / FILE
 
 
 def slots(step: str) -> list[str]:

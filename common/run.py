@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from common import OUT_DIR, SOLUTIONS_DIR, STEPS_DIR, command, interpreter, shown, typed
-from common.course import describe
+from common.course import Step, describe
 from common.docs import write_block
 from common.loader import IMPLS, ImplImportError, load_file, step_names
 from common.todos import optional, todo_in
@@ -103,10 +103,11 @@ def not_written(step: str, exc: NotImplementedError) -> tuple[int, str]:
 
 def whose(step: str, impl: str) -> str:
     """The run's first line: whose code it runs, so the reference's numbers are not taken for yours."""
+    layout = Step(step, STEPS_DIR / step)
     if impl == "starter":
-        return f"{step} with your starter ({shown(STEPS_DIR / step / 'starter')}/)"
+        return f"{step} with your starter ({shown(layout.starter)}/)"
     mine = command(f"pixi run {step} --impl starter", f"python -m common.run {step} --impl starter")
-    return f"{step} with the reference solution ({shown(STEPS_DIR / step / 'solution')}/); your code: {mine}"
+    return f"{step} with the reference solution ({shown(layout.solution)}/); your code: {mine}"
 
 
 def record(args: argparse.Namespace, blocks: dict[str, str]) -> None:
@@ -144,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     print(report(), end="\n\n")
     print(whose(step, args.impl), end="\n\n")
     try:
-        module = load_file(scripts[step], f"_course_run_{step.replace('-', '_')}")
+        module = load_file(scripts[step])
         return module.main(args)
     except ImplImportError as exc:
         print(f"{step} stopped: {exc}")

@@ -212,7 +212,7 @@ def raised_todos(text: str) -> list[tuple[str, int, str]]:
     return found
 
 
-def open_todos(starter: Path, todos: dict[str, Todo]) -> dict[str, tuple[Path, int, Region]]:
+def raised_in(starter: Path, todos: dict[str, Todo]) -> dict[str, tuple[Path, int, Region]]:
     """TODO id -> (starter file, line, its Region) of each TODO the starter still raises; the one
     scanner of open TODOs (the check's Next, the hint's first TODO)."""
     found = {}

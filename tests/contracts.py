@@ -10,7 +10,7 @@ from types import ModuleType
 from common import REPO_ROOT, shown
 from common.course import Step, course, step_tasks, task_line
 from common.loader import ImplImportError, load_from
-from common.todos import id_problem, module_name, split_id, step_regions, todo_in
+from common.todos import id_problem, module_name, split_id, todo_in
 from tools import run_pytest, untouched  # noqa: F401 (c.untouched, for the tests)
 
 MAKE = "run pixi run make-starters (python -m tools.starters)"
@@ -107,7 +107,7 @@ def task_problems(steps: list[Step], tasks: dict[str, dict]) -> list[str]:
 def description_problems(step: Step) -> list[str]:
     """step.toml names the modules that hold TODOs, and a start that comes earlier in the course."""
     problems, where = [], f"{step.name}: {shown(step.folder / 'step.toml')}"
-    regions = step_regions(step.folder / "solution") if not step.checkpoint else {}
+    regions = step.regions()
     holding = sorted({entry.module for entry in regions.values()})
     if sorted(step.todo_modules) != holding:
         problems.append(f"{where}: set todo_modules = {holding!r} (the modules with TODO regions)")
@@ -212,7 +212,7 @@ def _names_a_todo(text: str, step: str) -> bool:
 def todo_id_problems(folder: Path) -> list[str]:
     """Every TODO region of the step's solution has an id that starts with the step's name."""
     problems = []
-    for todo, entry in step_regions(folder / "solution").items():
+    for todo, entry in Step(folder.name, folder).regions().items():
         if problem := id_problem(todo, folder.name):
             region = entry.regions[0]
             problems.append(f"{folder.name}: {region.where}:{region.line}: {problem}")

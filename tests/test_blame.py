@@ -10,7 +10,8 @@ import re
 
 import pytest
 
-from common import REPO_ROOT, STEPS_DIR
+from common import REPO_ROOT
+from common.course import course_step
 from tools.screens import BUGGY_FILE, BUGS, bug_screen, recording, replayed
 
 # one raises in the student's line, one not; neither screen shows a float that another CPU may
@@ -24,7 +25,7 @@ def test_the_first_screen_names_the_todo_and_the_line_of_an_injected_bug(
 ):
     monkeypatch.setenv("PIXI_PROJECT_ROOT", str(REPO_ROOT))  # recorded as inside a pixi task
     out = replayed(recording(name)[1])
-    solution = (STEPS_DIR / "lab-01" / "solution" / BUGGY_FILE.name).read_text(encoding="utf-8")
+    solution = (course_step("lab-01").solution / BUGGY_FILE.name).read_text(encoding="utf-8")
     lines = solution.replace(old, new).splitlines()  # the caught-up starter, with the bug
     screen = out.strip().splitlines()
     assert len(screen) <= 40, out

@@ -13,10 +13,9 @@ import execnet
 import pytest
 
 from common import REPO_ROOT, STEPS_DIR
-from common.course import course
+from common.course import course, course_step
 from common.docs import read_block
 from common.screen import k_name
-from common.todos import step_regions
 from tools import check_in_a_child, run_pytest
 from tools.first_check import README, first_check
 from tools.screens import screen_path
@@ -41,7 +40,7 @@ def test_first_check_fits_one_screen_and_names_what_to_write(step):
     lines = text.splitlines()
     assert len(lines) <= 40, text
     todos = [line for line in lines if line.startswith("[ ] TODO(")]
-    regions = step_regions(STEPS_DIR / step / "solution")
+    regions = course_step(step).regions()
     assert len(todos) == len(regions), f"one line per TODO of {step}:\n" + "\n".join(todos)
     waiting = [t for t in todos if re.search(r": (optional; )?\d+ tests? waits? for it", t)]
     assert len(waiting) >= len(todos) / 2, "most TODOs hold tests back:\n" + "\n".join(todos)

@@ -17,7 +17,7 @@ DIFFER = "the handout's numbers differ from a fresh run of the reference"
 
 @pytest.mark.parametrize("step", sorted(RUNS))
 def test_handout_blocks_match_a_fresh_run(step):
-    run = load_file(RUNS[step], f"_course_run_{step.replace('-', '_')}")
+    run = load_file(RUNS[step])
     assert hasattr(run, "docs_blocks"), (
         f"{shown(RUNS[step])}: define docs_blocks() -> {{block name: (fresh text, tolerance)}} "
         "(return {} when the handout has no generated numbers)"

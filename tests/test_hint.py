@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from common import STEPS_DIR, hint, todos
+from common import hint
+from common.course import course_step
 
 TASK_1 = "lab-01 task 1: stable_softmax"
 
@@ -22,8 +23,8 @@ def ask(tmp_path, capsys):
 
 def test_four_runs_show_four_growing_levels_for_task_1(ask, monkeypatch):
     """Runs 1-3 add HINT 1, 2, 3; run 4 says the hints are used up; no run shows the code."""
-    monkeypatch.setattr(hint, "open_todos", lambda step: [TASK_1])  # the untouched starter's
-    region = todos.step_regions(STEPS_DIR / "lab-01" / "solution")[TASK_1].regions[0]
+    monkeypatch.setattr(hint, "first_open", lambda step, regions: TASK_1)  # the untouched starter's
+    region = course_step("lab-01").regions()[TASK_1].regions[0]
     runs = [ask() for _ in range(4)]
     assert len(set(runs)) == 4
     for earlier, later in zip(runs, runs[1:], strict=False):
@@ -38,7 +39,7 @@ def test_four_runs_show_four_growing_levels_for_task_1(ask, monkeypatch):
 
 
 def test_levels_used_are_kept_and_reported(ask, tmp_path, monkeypatch):
-    monkeypatch.setattr(hint, "open_todos", lambda step: [TASK_1])
+    monkeypatch.setattr(hint, "first_open", lambda step, regions: TASK_1)
     ask(), ask(), ask("--todo", "6")
     assert json.loads((tmp_path / "hints.json").read_text(encoding="utf-8")) == {
         TASK_1: 2,
@@ -50,9 +51,9 @@ def test_levels_used_are_kept_and_reported(ask, tmp_path, monkeypatch):
 
 
 def test_the_hint_follows_the_first_open_todo(ask, monkeypatch):
-    monkeypatch.setattr(hint, "open_todos", lambda step: ["lab-01 task 3: causal_mask"])
+    monkeypatch.setattr(hint, "first_open", lambda step, regions: "lab-01 task 3: causal_mask")
     assert ask().startswith("TODO(lab-01 task 3: causal_mask) in steps/lab-01/starter/")
-    monkeypatch.setattr(hint, "open_todos", lambda step: [])
+    monkeypatch.setattr(hint, "first_open", lambda step, regions: None)
     assert "every TODO is written" in ask()
 
 

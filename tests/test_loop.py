@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from common.course import course, pixi_tasks
+from common.course import Step, course, course_step, pixi_tasks
 from common.loader import py_files
-from common.todos import END, step_regions
+from common.todos import END
 from tools import clean_clone
-from tools.mutate import EQUIVALENT, mutants
+from tools.mutate import equivalents, mutants
 
 STEPS = [s for s in course() if not s.checkpoint]  # in course order
 
@@ -70,7 +70,7 @@ def tables(out: str) -> list[list[str]]:
 @pytest.mark.parametrize("step", [s.name for s in STEPS])
 def test_untouched_red_then_caught_up_green_and_the_run_matches_the_reference(step, tmp_path):
     repo = clean_clone(tmp_path)
-    todos = list(step_regions(repo / "steps" / step / "solution"))
+    todos = list(Step(step, repo / "steps" / step).regions())
     required = [t for t in todos if "optional" not in t]
 
     untouched = student(repo, f"check-{step}")
@@ -96,7 +96,7 @@ def test_untouched_red_then_caught_up_green_and_the_run_matches_the_reference(st
 @pytest.mark.parametrize("step", [s.name for s in STEPS])
 def test_hint_gives_four_levels_of_the_first_todo(step, tmp_path):
     repo = clean_clone(tmp_path)
-    first = next(iter(step_regions(repo / "steps" / step / "solution")))
+    first = next(iter(Step(step, repo / "steps" / step).regions()))
     shown = [student(repo, "hint", step).stdout for _ in range(4)]
     assert all(f"TODO({first})" in out for out in shown), shown[0]
     assert len(set(shown)) == 4, "four runs, four different screens"
@@ -109,16 +109,18 @@ def test_hint_gives_four_levels_of_the_first_todo(step, tmp_path):
 def _bug(step: str, todo: str) -> tuple[str, int, str, str] | None:
     """(solution module, line, statement, mutated statement): a one-line mutant of tools.mutate
     inside the TODO's marked lines that the step's suite kills (not EQUIVALENT), the first one."""
-    marked = step_regions(course_step(step).folder / "solution")[todo]
+    regions = course_step(step).regions()[todo]
     found = []
-    for region in marked.regions:
-        lines = marked.file.read_text(encoding="utf-8").splitlines()
+    for region in regions.regions:
+        lines = Path(regions.file).read_text(encoding="utf-8").splitlines()
         end = next(n for n in range(region.line, len(lines)) if lines[n].strip() == END) + 1
-        for mutant in _mutants(step, marked.module):
+        for mutant in _mutants(step, regions.module):
             if not (region.line < mutant.line < end) or mutant.before.endswith(":"):
                 continue  # outside the TODO's lines, or a compound statement's header
-            if _statement(lines[mutant.line - 1]) == mutant.before and mutant.key not in EQUIVALENT:
-                found.append((marked.module, mutant.line, mutant.before, mutant.after))
+            if _statement(
+                lines[mutant.line - 1]
+            ) == mutant.before and mutant.key not in equivalents(step):
+                found.append((regions.module, mutant.line, mutant.before, mutant.after))
     return min(found, key=lambda bug: _kind(bug[2], bug[3]), default=None)
 
 
@@ -142,14 +144,8 @@ def _statement(line: str) -> str | None:
         return None
 
 
-def course_step(name: str):
-    return next(s for s in STEPS if s.name == name)
-
-
 # the required TODOs: a bug in optional work must not turn the check red (the check says so)
-BUGS = [
-    (s.name, t) for s in STEPS for t in step_regions(s.folder / "solution") if "optional" not in t
-]
+BUGS = [(s.name, t) for s in STEPS for t in s.regions() if "optional" not in t]
 
 
 @pytest.mark.slow

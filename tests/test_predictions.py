@@ -15,7 +15,7 @@ from common.run import runnable
 from tools import pristine
 from tools.starters import starters
 
-STEPS = [s.name for s in course() if (s.folder / "solution" / predictions.FILE).is_file()]
+STEPS = [s.name for s in course() if (s.solution / predictions.FILE).is_file()]
 NUMBER = predictions.Answer("raw_std", "raw std", 7.95, "7.95")
 CHOICE = predictions.Answer("family", "pattern", "near-uniform")
 
@@ -40,10 +40,7 @@ def test_every_step_with_a_predict_then_run_prompt_has_its_slots():
 
 def test_each_run_answers_exactly_the_slots_of_its_template():
     """The slots a step's run.py answers are its template's keys, in its order (no part run)."""
-    runs = {
-        step: load_file(runnable()[step], f"_test_predictions_{step.replace('-', '_')}")
-        for step in STEPS
-    }
+    runs = {step: load_file(runnable()[step]) for step in STEPS}
     made = {
         "lab-01": runs["lab-01"].answers(None, None, {}),
         "step-04": runs["step-04"].answers({}, {}),

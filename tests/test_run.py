@@ -94,7 +94,7 @@ def test_a_todo_not_written_is_one_line_and_an_optional_one_is_no_failure(monkey
 @pytest.mark.parametrize("step", STEPS)
 def test_every_run_py_takes_the_parsed_options(step):
     """common.run calls main(args): a main(argv, impl) of the old scaffolding would crash."""
-    run = load_file(runner.runnable()[step], f"_course_run_{step.replace('-', '_')}")
+    run = load_file(runner.runnable()[step])
     assert list(inspect.signature(run.main).parameters) == ["args"], (
         f"{shown(runner.runnable()[step])}: write `def main(args) -> int` "
         "(CONTRIBUTING.md, 'A step's run')"

@@ -6,7 +6,7 @@ import pytest
 
 from common.loader import load, load_file, load_from, step_dir
 
-scorecard = load_file(step_dir("step-04") / "scorecard.py", "_course_step_04_scorecard")
+scorecard = load_file(step_dir("step-04") / "scorecard.py")
 grade, OWN, BUGS = scorecard.grade, scorecard.OWN, scorecard.BUGS
 
 WEAK = Path(__file__).parent / "fixtures" / "weak_proofs"
@@ -67,5 +67,7 @@ def test_an_empty_proof_catches_none_of_its_own_bugs(reference):
 
 def test_every_4_2_bug_belongs_to_a_proof_and_the_reference_catches_its_own(reference):
     card = grade(load("step-04", "proofs", impl="solution"), reference)
-    assert {b.name for b in BUGS if b.violates_4_2} == {n for own in OWN.values() for n in own}
+    assert {b.name for b in BUGS if b.settings["violates_4_2"]} == {
+        n for own in OWN.values() for n in own
+    }
     assert all(card.own_missed(proof) == [] for proof in OWN)

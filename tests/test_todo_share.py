@@ -24,7 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from common import STEPS_DIR, todos
+from common import todos
+from common.course import Step, course
 from common.docs import parse_table, read_block
 from tools.starters import starters
 
@@ -85,7 +86,7 @@ def shown_streams(step: Path) -> dict[str, list[list[str]]]:
 def solution_tokens(step: Path) -> dict[str, list[str]]:
     """TODO id -> the code tokens of its solution regions (their reference lines, level 4)."""
     found = defaultdict(list)
-    for path in sorted((step / "solution").rglob("*.py")):
+    for path in sorted(Step(step.name, step).solution.rglob("*.py")):
         for region in todos.parse(path.read_text(encoding="utf-8"), str(path))[1]:
             code = textwrap.dedent("\n".join(region.code))
             found[region.id] += [t.string for t in _tokens(code) if t.type not in SKIP]
@@ -120,7 +121,7 @@ def shown_share(tokens: list[str], streams: list[list[str]], run: int = RUN) -> 
 def shares() -> dict[str, tuple[float, float, int]]:
     """TODO id -> (share shown by the starter, by starter and handout, solution tokens)."""
     table = {}
-    for step in sorted(p for p in STEPS_DIR.iterdir() if (p / "solution").is_dir()):
+    for step in [s.folder for s in course() if not s.checkpoint]:
         streams, handout = shown_streams(step), handout_streams(step)
         for todo, tokens in solution_tokens(step).items():
             both = shown_share(tokens, streams[todo] + handout, HANDOUT_RUN)

@@ -42,13 +42,14 @@ def run_pytest(args: list[str], steps_dir: Path | None = None, plugins=()) -> in
 
 def untouched(folder: Path) -> bool:
     """Does the step's starter/ hold exactly the generated files (no edit, no file added)?"""
+    from common.course import Step
     from tools.starters import (  # here: `python -m tools.starters` imports tools/ first
         stale,
         starters,
     )
 
     made = starters(folder)  # .py files and predictions.toml; a student adds only .py files
-    return not stale(folder) and set(py_files(folder / "starter")) == {
+    return not stale(folder) and set(py_files(Step(folder.name, folder).starter)) == {
         p for p in made if p.suffix == ".py"
     }
 

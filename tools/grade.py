@@ -21,9 +21,9 @@ from pathlib import Path
 
 from common import REPO_ROOT, STEPS_DIR, shown
 from common.catchup import source_files
-from common.course import course, describe
+from common.course import Step, course, course_step, describe
 from common.loader import py_files, step_dir
-from common.todos import optional, parse, split_id, step_regions
+from common.todos import module_name, optional, parse, split_id
 from tools import check_command, pristine
 from tools.sandbox import Limits, ended, run_contained
 
@@ -145,10 +145,9 @@ def graded_copy(step: str, submission: Path | None, dest: Path) -> Path:
     earlier = [s.name for s in course() if s.order < here.order and s.folder.parent == STEPS_DIR]
     steps = pristine([*earlier, step], dest)
     folder = steps / step
-    mine = (STEPS_DIR / step / "starter") if submission is None else None
-    source = (
-        mine if mine is not None else _starter_root(_unpack(submission, dest), folder / "solution")
-    )
+    copy = Step(step, folder)  # the copy's layout
+    mine = here.starter if submission is None else None
+    source = mine if mine is not None else _starter_root(_unpack(submission, dest), copy.solution)
     total = 0
     for rel in sorted(source_files(source)):  # links to folders are not followed, caches skipped
         path = source / rel
@@ -157,12 +156,12 @@ def graded_copy(step: str, submission: Path | None, dest: Path) -> Path:
         total += path.stat().st_size
         if total > LIMIT:
             raise SubmissionError(f"the submission is larger than {LIMIT} bytes")
-        target = folder / "starter" / rel
+        target = copy.starter / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, target)  # over the generated file: what was not submitted stays
     kept = (here.grade or {}).get("reference_kept", [])
-    for path in py_files(folder / "solution"):
-        module = path.relative_to(folder / "solution").with_suffix("").as_posix().replace("/", ".")
+    for path in py_files(copy.solution):
+        module = module_name(copy.solution, path)
         if module not in kept:
             text = path.read_text(encoding="utf-8")
             path.write_text(hollow(text, shown(path)), encoding="utf-8", newline="\n")
@@ -171,7 +170,7 @@ def graded_copy(step: str, submission: Path | None, dest: Path) -> Path:
 
 def fingerprint(steps: Path, step: str) -> dict[str, str]:
     """sha256 of every file of the copy except the submission's own starter/ and caches."""
-    starter = steps / step / "starter"
+    starter = Step(step, steps / step).starter
     return {
         f"steps/{path.relative_to(steps).as_posix()}": hashlib.sha256(path.read_bytes()).hexdigest()
         for path in sorted(steps.rglob("*"))
@@ -194,7 +193,7 @@ def score_lines(step: str, model: dict | None, screen: str, why: str = "") -> li
     notes = {todo: note for _, todo, note in MARKS.findall(screen)}
     weight_of = weights(step)
     lines = []
-    for todo in step_regions(STEPS_DIR / step / "solution"):
+    for todo in course_step(step).regions():
         weight = 0.0 if optional(todo) else weight_of.get(split_id(todo)[1], 1.0)
         entry = (model or {}).get(step, {}).get(todo)
         if entry is None:
@@ -348,7 +347,7 @@ def class_csv(step: str, folder: Path, limits: Limits, per_test: float) -> str:
     """One CSV line per student (each folder or zip in `folder`): total, max, then each TODO."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    todos = list(step_regions(STEPS_DIR / step / "solution"))
+    todos = list(course_step(step).regions())
     writer.writerow(["student", "score", "max_score", *todos, "notes"])
     for entry in sorted(folder.iterdir()):
         if entry.name.startswith(".") or not (entry.is_dir() or entry.suffix == ".zip"):

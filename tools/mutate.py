@@ -3,7 +3,8 @@
 Each mutant changes one thing in one function of a solution file (an operator, a constant, a
 condition, a statement removed), and the step's own suite runs against it in this process, as
 tests/test_mutation.py runs the curated bugs of each step's symptoms.py. A mutant the suite passes
-survived; every survivor must be listed in EQUIVALENT with the reason no test can tell it apart.
+survived; every survivor must be listed in its step's EQUIVALENT (the file step.toml's [mutation]
+`equivalent` names) with the reason no test can tell it apart.
 """
 
 import argparse
@@ -17,8 +18,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from common import REPO_ROOT, STEPS_DIR
-from common.course import course
+from common import REPO_ROOT
+from common.course import course, course_step
 from common.loader import load_fresh, override
 from tools import run_pytest
 from tools.symptoms import SUITE_ARGS
@@ -60,87 +61,11 @@ SYMBOL = {
     ast.MatMult: "@", ast.BitAnd: "&", ast.BitOr: "|", ast.And: "and", ast.Or: "or",
 }  # fmt: skip
 
-# Survivors no test can kill, keyed as Mutant.key: "<module> <function>: <before> => <after>".
-_ZERO_ROW_MAX = "only an all -inf row's max is replaced, and exp(-inf - c) is 0 for any finite c"
-_ZERO_SUM = (
-    "only a zero sum is replaced, whose row of e is all 0: 0 / c is 0 (-0.0 == 0) for c != 0"
-)
-_SCALAR_START = (
-    "a 0-dim start broadcasts to (...,) at key 0, which always exists (T >= 1 is checked)"
-)
-EQUIVALENT: dict[str, str] = {
-    "proofs prove_causality_by_perturbation: x2[:, T_CHANGED, :] += torch.randn(B, d, "
-    "generator=generator(1)) => x2[:, T_CHANGED, :] += torch.randn(B, d, generator=generator(2))": (
-        "any other seeded perturbation of position T_CHANGED proves the same: the earlier rows stay "
-        "put and the later ones move for every draw the tests' heads see"
-    ),
-    "train train_step: optimizer.zero_grad(set_to_none=True) => "
-    "optimizer.zero_grad(set_to_none=False)": (
-        "zeros or None: either way the next backward starts from no gradient (None only saves memory)"
-    ),
-    "gpt check_input: if idx.shape[1] > T_max: => if idx.shape[-1] > T_max:": (
-        "check_ids made idx 2-D: dim 1 is dim -1"
-    ),
-    "gpt MultiHeadAttention.__init__: _check_size(T_max, 'T_max') => pass": (
-        "the reference's Step 4 heads refuse the same T_max with the same message (the given check "
-        "is for a student's __init__ that builds no head yet)"
-    ),
-    "gpt Block.__init__: _check_size(T_max, 'T_max') => pass": (
-        "the reference's attention (its Step 4 heads) refuses the same T_max with the same message"
-    ),
-    "attention combine_causal_and_padding: if causal.shape[0] != causal.shape[1]: => "
-    "if causal.shape[0] != causal.shape[-1]:": "check_rank made causal 2-D: dim 1 is dim -1",
-    "attention combine_causal_and_padding: check_mask(padding, (padding.shape[0], causal.shape[1]), "
-    "'padding') => check_mask(padding, (padding.shape[0], causal.shape[0]), 'padding')": (
-        "the line above made causal square: its dims 0 and 1 are equal"
-    ),
-    "attention combine_causal_and_padding: check_mask(padding, (padding.shape[0], causal.shape[1]), "
-    "'padding') => check_mask(padding, (padding.shape[0], causal.shape[-1]), 'padding')": (
-        "check_rank made causal 2-D: dim 1 is dim -1"
-    ),
-    "attention SelfAttention.forward: check_input(x, self) => pass": (
-        "the reference's forward calls project, which checks the same x first (the given check in "
-        "forward is for a student's forward that does not call project)"
-    ),
-    "attention check_heads: if x.shape[1] != layer.n_heads or x.shape[3] != layer.d_head: => "
-    "if x.shape[1] != layer.n_heads or x.shape[-1] != layer.d_head:": (
-        "check_rank made x 4-D: dim 3 is dim -1"
-    ),
-    "attention stable_softmax: m = m.masked_fill(m == float('-inf'), 0.0) => "
-    "m = m.masked_fill(m == float('-inf'), 1.0)": _ZERO_ROW_MAX,
-    "attention stable_softmax: m = m.masked_fill(m == float('-inf'), 0.0) => "
-    "m = m.masked_fill(m == float('-inf'), -1.0)": _ZERO_ROW_MAX,
-    "attention stable_softmax: return e / s.masked_fill(s == 0, 1.0) => "
-    "return e / s.masked_fill(s == 0, 2.0)": _ZERO_SUM,
-    "attention stable_softmax: return e / s.masked_fill(s == 0, 1.0) => "
-    "return e / s.masked_fill(s == 0, -1.0)": _ZERO_SUM,
-    "head smoothing_weights: return F.softmax(scores, dim=-1) => return F.softmax(scores, dim=1)": (
-        "scores is (T, T): dim 1 is dim -1"
-    ),
-    "head online_softmax: m = scores.new_full(scores.shape[:-1], float('-inf')) => "
-    "m = scores.new_full(scores.shape[:0], float('-inf'))": _SCALAR_START,
-    "head online_softmax: s = scores.new_zeros(scores.shape[:-1]) => "
-    "s = scores.new_zeros(scores.shape[:0])": _SCALAR_START,
-    "head Head.forward: scores = q @ k.transpose(-2, -1) => scores = q @ k.transpose(1, -1)": (
-        "check_input made x, so k, 3-D (B, T, d_head): dim 1 is dim -2"
-    ),
-    "head attention_scores: scores = q @ k.transpose(-2, -1) => "
-    "scores = q @ k.transpose(1, -1)": "k is (B, T, d_k), as documented: dim 1 is dim -2",
-    **{
-        f"exercises.wrong_mask attention_weights: T = mask.shape[-1] => T = mask.shape[{i}]": (
-            "the mask is [T, T], square and 2-D: every one of its dims is T"
-        )
-        for i in (0, 1, -2)
-    },
-    "gpt GPT.generate: probs = F.softmax(logits, dim=-1) => probs = F.softmax(logits, dim=1)": (
-        "logits[:, -1, :] is 2-D (B, V): dim 1 is dim -1"
-    ),
-    "gpt GPT.generate: idx = torch.cat((idx, nxt), dim=1) => idx = torch.cat((idx, nxt), dim=-1)": (
-        "check_ids made idx 2-D (B, T), and nxt is (B, 1): dim -1 is dim 1"
-    ),
-    "head online_attention: score = (q @ k[:, j, :, None])[..., 0] / d_k ** 0.5 => "
-    "score = (q @ k[:, j, :, None])[..., -1] / d_k ** 0.5": "that last dim has size 1: 0 is -1",
-}
+
+def equivalents(step: str) -> dict[str, str]:
+    """The step's survivors no test can kill (Mutant.key -> why): the EQUIVALENT of the file its
+    step.toml's [mutation] `equivalent` names (none without one)."""
+    return course_step(step).equivalents()
 
 
 @dataclass
@@ -348,7 +273,7 @@ class Mutator(ast.NodeTransformer):
 
 def _tree(step: str, module: str) -> tuple[Path, ast.Module]:
     """The solution file of (step, module) and its syntax tree."""
-    path = STEPS_DIR / step / "solution" / (module.replace(".", "/") + ".py")
+    path = course_step(step).solution / (module.replace(".", "/") + ".py")
     return path, ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
 
 
@@ -382,7 +307,7 @@ def _alarm(signum, frame):
 
 def run_suite(step: str, module: str, tree: ast.Module | None, files: list[Path]) -> bool:
     """Do the step's test `files` pass with `module` replaced by `tree` (None: the solution)?"""
-    fresh = load_fresh(STEPS_DIR / step / "solution", module)
+    fresh = load_fresh(course_step(step).solution, module)
     if tree is not None:
         try:
             exec(compile(tree, fresh.__file__, "exec"), fresh.__dict__)
@@ -407,7 +332,7 @@ def run_suite(step: str, module: str, tree: ast.Module | None, files: list[Path]
 def fastest_first(step: str, module: str) -> list[Path] | None:
     """The step's test files, quickest first (so -x stops early), or None if one fails unmutated."""
     timed = []
-    for path in sorted((STEPS_DIR / step / "tests").glob("test_*.py")):
+    for path in sorted(course_step(step).tests.glob("test_*.py")):
         start = time.monotonic()
         if not run_suite(step, module, None, [path]):
             print(f"{path.relative_to(REPO_ROOT)} fails on the unmutated solution: fix that first")
@@ -417,7 +342,7 @@ def fastest_first(step: str, module: str) -> list[Path] | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run every mutant of every target; print survivors; exit 1 if one is not in EQUIVALENT."""
+    """Run every mutant of every target; print survivors; exit 1 if one is not equivalent."""
     parser = argparse.ArgumentParser(prog="python -m tools.mutate", description=__doc__)
     parser.add_argument("--list", action="store_true", help="list the mutants, run nothing")
     parser.add_argument("--only", default="", help="only mutants whose key contains this text")
@@ -427,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
     unexplained, totals = 0, []
     for step, module in targets:
         todo = [(m, tree) for m, tree in mutants(step, module) if args.only in m.key]
-        rel = (STEPS_DIR / step / "solution").relative_to(REPO_ROOT).as_posix()
+        rel = course_step(step).solution.relative_to(REPO_ROOT).as_posix()
         where = f"{rel}/{module.replace('.', '/')}.py"
         if args.list:
             for m, _ in todo:
@@ -440,9 +365,9 @@ def main(argv: list[str] | None = None) -> int:
         for n, (m, tree) in enumerate(todo, start=1):
             if not run_suite(step, module, tree, files):
                 killed += 1
-            elif m.key in EQUIVALENT:
+            elif m.key in (known := equivalents(step)):
                 equivalent += 1
-                print(f"  equivalent {where}:{m.line} {m.key}\n    ({EQUIVALENT[m.key]})")
+                print(f"  equivalent {where}:{m.line} {m.key}\n    ({known[m.key]})")
             else:
                 survivors.append(m)
                 print(f"  SURVIVED {where}:{m.line} {m.key}", flush=True)

@@ -143,7 +143,7 @@ def create(name: str, title: str) -> list[str]:
     for rel, text in files.items():
         (folder / rel).parent.mkdir(parents=True, exist_ok=True)
         (folder / rel).write_text(text, encoding="utf-8", newline="\n")
-    run = load_file(folder / "run.py", f"_course_run_{name.replace('-', '_')}")
+    run = load_file(folder / "run.py")
     for block, (text, _) in run.docs_blocks().items():
         write_block(folder / "README.md", block, text)
     write_block(REPO_ROOT / "README.md", "course-map", course_map())

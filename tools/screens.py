@@ -122,12 +122,14 @@ def _without_time(text: str) -> str:
 def caught_up_with_a_bug(dest: Path, old: str, new: str) -> Path:
     """A pristine steps folder under `dest`: lab-01 caught up (the reference as its starter), then
     `old` replaced by `new` in its attention.py."""
+    from common.course import Step
     from tools import pristine
 
     steps = pristine(["lab-01"], dest)
     step = steps / "lab-01"
-    shutil.rmtree(step / "starter")
-    shutil.copytree(step / "solution", step / "starter")
+    layout = Step("lab-01", step)
+    shutil.rmtree(layout.starter)
+    shutil.copytree(layout.solution, layout.starter)
     path = step / BUGGY_FILE
     text = path.read_text(encoding="utf-8")
     if text.count(old) != 1:
@@ -186,14 +188,13 @@ def recording(name: str) -> tuple[str, dict]:
 def replayed(record: dict) -> str:
     """The step's lines of the screen, drawn in this process from a recording's input (pytest's own
     last line, the counts, is not the model's)."""
-    from common import STEPS_DIR
+    from common.course import course_step
     from common.screen import RunFacts, step_lines, symptom_tests
     from common.status import replay, step_status
-    from common.todos import step_regions
 
     step = record["step"]
     results, facts = replay(record)
-    todos = step_regions(STEPS_DIR / step / "solution")
+    todos = course_step(step).regions()
     status = step_status(step, results, todos, facts, symptom_tests(step))
     return "\n".join(step_lines(status, RunFacts())) + "\n"
 

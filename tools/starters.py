@@ -6,19 +6,22 @@ from pathlib import Path
 
 from common import STEPS_DIR, command, predictions, shown
 from common.catchup import back_up
+from common.course import Step, course_step
+from common.loader import step_names
 from common.todos import starter_text
 
 
 def starters(step_dir: Path) -> dict[Path, str]:
     """Starter path -> generated text: every .py file of the step's solution with its regions
     replaced, and its predictions.toml (the empty template) as it is."""
-    solution = step_dir / "solution"
+    layout = Step(step_dir.name, step_dir)
+    solution = layout.solution
     made = {}
     for path in sorted(solution.rglob("*.py")):
         rel = path.relative_to(solution)
-        made[step_dir / "starter" / rel] = starter_text(path.read_text(encoding="utf-8"), str(rel))
+        made[layout.starter / rel] = starter_text(path.read_text(encoding="utf-8"), str(rel))
     if (template := solution / predictions.FILE).is_file():
-        made[step_dir / "starter" / predictions.FILE] = template.read_text(encoding="utf-8")
+        made[layout.starter / predictions.FILE] = template.read_text(encoding="utf-8")
     return made
 
 
@@ -33,8 +36,9 @@ def stale(step_dir: Path) -> list[Path]:
 def write(step_dir: Path) -> list[str]:
     """Regenerate one step's starter, first copying any edited one to backups/; say what changed."""
     made, changed, said = starters(step_dir), stale(step_dir), []
-    if changed and (step_dir / "starter").is_dir():
-        said.append(f"saved the old starter in {shown(back_up(step_dir / 'starter'))}/")
+    starter = Step(step_dir.name, step_dir).starter
+    if changed and starter.is_dir():
+        said.append(f"saved the old starter in {shown(back_up(starter))}/")
     for path in changed:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(made[path], encoding="utf-8", newline="\n")
@@ -46,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     """Write (or, with --check, compare) the starter of every step."""
     parser = argparse.ArgumentParser(prog="python -m tools.starters", description=__doc__)
     parser.add_argument("--check", action="store_true", help="exit 1 if a starter is stale")
-    steps = sorted(p for p in STEPS_DIR.iterdir() if (p / "solution").is_dir())
+    steps = [STEPS_DIR / name for name in step_names() if course_step(name).solution.is_dir()]
     if parser.parse_args(argv).check:
         changed = [path for step in steps for path in stale(step)]
         make = command("pixi run make-starters", "python -m tools.starters")

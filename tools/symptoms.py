@@ -6,9 +6,10 @@ import sys
 from types import ModuleType
 
 from common import STEPS_DIR, WHOLE_RUNS
-from common.course import Step, course
+from common.bugs import broken_copy
+from common.course import Step, course, course_step
 from common.docs import markdown_table, write_block
-from common.loader import load_file, load_fresh, override
+from common.loader import override
 from tools import run_pytest
 
 # The same arguments for the unbroken guard and every variant, so a kill can only be the variant's.
@@ -18,17 +19,12 @@ SUITE_ARGS = ["--impl", "solution", "-x", "-qq", "--no-header", "--tb=no", "-m",
 
 def symptoms(step: Step) -> ModuleType:
     """The step's own module of curated bugs: BUGS, and broken(fresh module, bug)."""
-    path = step.folder / step.mutation["symptoms"]
-    return load_file(path, f"_course_symptoms_{step.name.replace('-', '_')}")
+    return step.mutation_module("symptoms")
 
 
 def targets() -> list[tuple[str, str, list]]:
     """(step, the module its curated bugs replace, the bugs), for every step.toml with symptoms."""
-    return [
-        (s.name, s.mutation["target"], symptoms(s).BUGS)
-        for s in course()
-        if "symptoms" in s.mutation
-    ]
+    return [(s.name, s.mutation["target"], s.bugs()) for s in course() if "symptoms" in s.mutation]
 
 
 class FirstFailure:
@@ -49,14 +45,14 @@ class FirstFailure:
 def first_failure(step: str, module: str, bug=None) -> FirstFailure:
     """Run `step`'s suite with `module` broken by `bug` (None: unbroken); .nodeid failed first."""
     plugin = FirstFailure()
-    args = [str(STEPS_DIR / step / "tests"), *SUITE_ARGS]
+    layout = course_step(step)
+    args = [str(layout.tests), *SUITE_ARGS]
     with contextlib.redirect_stdout(io.StringIO()):
         if bug is None:
             run_pytest(args, plugins=[plugin])
         else:
-            inject = symptoms(next(s for s in course() if s.name == step)).broken
-            fresh = load_fresh(STEPS_DIR / step / "solution", module)
-            with override(step, module, inject(fresh, bug)):
+            copy = broken_copy(layout.solution, module, bug, symptoms(layout).broken)
+            with override(step, module, copy):
                 run_pytest(args, plugins=[plugin])
     return plugin
 

@@ -1,9 +1,9 @@
 """Broken attention: each bug a handout warns about, with what it breaks. Good tests catch them all."""
 
-from dataclasses import dataclass, field
-
 import torch
 import torch.nn.functional as F
+
+from common.bugs import Bug
 
 
 # masks: boolean (T, T), or (B, T, T) with padding; True = may attend
@@ -58,22 +58,32 @@ def weights(
     return A / A.sum(dim=-1, keepdim=True) if renormalise else A  # (..., T, T)
 
 
-@dataclass(frozen=True)
-class Bug:
-    """One broken variant: what it does wrong, what that breaks, and how a proof would see it."""
-
-    name: str
-    breaks: str
-    hint: str  # what a proof should assert to catch it
-    fix: str  # what the student's code should do instead
-    mask: object = None  # replaces the causal mask builder, T -> (T, T)
-    padding: object = None  # replaces combine_causal_and_padding
-    knobs: dict = field(default_factory=dict)  # mistakes in the weights themselves
-    violates_4_2: bool = True  # does it break the simplex or causality property?
+def attention_bug(
+    name: str,
+    breaks: str,
+    hint: str,
+    fix: str,
+    *,
+    mask=None,
+    padding=None,
+    knobs: dict | None = None,
+    violates_4_2: bool = True,
+) -> Bug:
+    """One broken variant: what it breaks, what a proof should assert, the fix, and its mistakes:
+    `mask` replaces the causal mask builder (T -> (T, T)), `padding` combine_causal_and_padding,
+    `knobs` are mistakes in the weights themselves; `violates_4_2`: does it break the simplex or
+    causality property?"""
+    settings = {
+        "mask": mask,
+        "padding": padding,
+        "knobs": knobs or {},
+        "violates_4_2": violates_4_2,
+    }
+    return Bug(name, breaks, fix, hint=hint, settings=settings)
 
 
 BUGS = [
-    Bug(
+    attention_bug(
         "upper-triangular mask",
         "torch.triu instead of torch.tril: each query sees the future and loses its past",
         "assert that the strict upper triangle of every A[b] is exactly zero",
@@ -81,7 +91,7 @@ BUGS = [
         "triangle (lesson 5, 1.1); look at which triangle the causal mask is cut from",
         mask=triu_mask,
     ),
-    Bug(
+    attention_bug(
         "no mask",
         "every query attends to every key, future included",
         "perturb a later position and require earlier outputs to stay bitwise equal",
@@ -89,7 +99,7 @@ BUGS = [
         "look at where the scores meet the mask",
         mask=missing_mask,
     ),
-    Bug(
+    attention_bug(
         "inverted mask",
         "~tril keeps only the strict future; the last row has no key left: NaN from F.softmax, "
         "zeros from lab-01's stable_softmax",
@@ -98,7 +108,7 @@ BUGS = [
         "False; look at the condition the fill is given",
         mask=inverted_mask,
     ),
-    Bug(
+    attention_bug(
         "diagonal excluded",
         "tril(diagonal=-1): a token cannot see itself; row 0 is empty: NaN from F.softmax, zeros "
         "from lab-01's stable_softmax",
@@ -107,7 +117,7 @@ BUGS = [
         "triangle is built and which diagonal it starts from",
         mask=no_diagonal_mask,
     ),
-    Bug(
+    attention_bug(
         "mask after softmax",
         "future weights zeroed after softmax: rows no longer sum to 1",
         "check that every row of A sums to 1",
@@ -115,7 +125,7 @@ BUGS = [
         "each row is a probability vector over the keys it may see; look at the order of the two",
         knobs={"after_softmax": True},
     ),
-    Bug(
+    attention_bug(
         "mask after softmax, renormalised",
         "equal to the right answer in exact arithmetic, but earlier rows now depend on the "
         "future through rounding of the full-row softmax",
@@ -124,7 +134,7 @@ BUGS = [
         "full-row softmax carries the future in; look at the order of mask and softmax",
         knobs={"after_softmax": True, "renormalise": True},
     ),
-    Bug(
+    attention_bug(
         "masked with 0 instead of -inf",
         "a zero score is an ordinary score: exp(0) gives the future real weight",
         "assert that the strict upper triangle of every A[b] is exactly zero",
@@ -132,7 +142,7 @@ BUGS = [
         "the mask fills in",
         knobs={"fill": 0.0},
     ),
-    Bug(
+    attention_bug(
         "missing 1/sqrt(d_k)",
         "scores grow like sqrt(d_k) and softmax saturates to one-hot rows; still a causal "
         "row-stochastic matrix, so no simplex or causality proof can see it",
@@ -142,7 +152,7 @@ BUGS = [
         knobs={"scale": False},
         violates_4_2=False,
     ),
-    Bug(
+    attention_bug(
         "softmax over the wrong axis",
         "softmax over queries (dim=-2): columns sum to 1, rows do not",
         "check that every row of A sums to 1",
@@ -152,7 +162,7 @@ BUGS = [
     ),
 ]
 PADDING_BUGS = [
-    Bug(
+    attention_bug(
         "padding OR-ed",
         "causal | padding lets a query see every real key, future ones included",
         "check weights on future keys with a padding mask in play",
@@ -160,7 +170,7 @@ PADDING_BUGS = [
         "mask and the padding; look at how the two are combined",
         padding=or_padding,
     ),
-    Bug(
+    attention_bug(
         "padding inverted",
         "True read as 'pad': queries attend to padding and ignore real tokens",
         "require zero weight on every padded key column",
@@ -180,9 +190,11 @@ def broken_head(reference: type, bug: Bug) -> type:
                 super().forward(x)
             T = x.shape[1]
             causal = torch.ones(T, T, dtype=torch.bool).tril()  # (T, T)
-            keep = bug.mask(T) if bug.mask else causal  # (T, T) the bug's mask, if it has one
+            keep = (
+                bug.settings["mask"](T) if bug.settings["mask"] else causal
+            )  # (T, T) the bug's mask, if it has one
             q, k, v = self.query(x), self.key(x), self.value(x)  # (B, T, d_head)
-            A = weights(q, k, keep, **bug.knobs)  # (B, T, T)
+            A = weights(q, k, keep, **bug.settings["knobs"])  # (B, T, T)
             self.A = A.detach()
             return A @ v  # (B, T, T) @ (B, T, d_head) -> (B, T, d_head)
 

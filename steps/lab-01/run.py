@@ -22,7 +22,7 @@ from common.seeding import generator, randn, seed_all
 STEP = "lab-01"
 HERE = Path(__file__).resolve().parent
 README = HERE / "README.md"
-plots = load_file(HERE / "plots.py", "_course_lab_01_plots")
+plots = load_file(HERE / "plots.py")
 
 # Tolerances, float32 on CPU. The outputs compared are of size ~1, where one float32 rounding unit
 # is 2**-23 ~ 1.2e-7; a wrong scale, mask, transpose or head layout moves them by 1e-2 or more.

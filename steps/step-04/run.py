@@ -12,8 +12,8 @@ from common.todos import optional
 STEP = "step-04"
 HERE = Path(__file__).resolve().parent
 README = HERE / "README.md"
-experiments = load_file(HERE / "experiments.py", "_course_step_04_experiments")
-plots = load_file(HERE / "plots.py", "_course_step_04_plots")
+experiments = load_file(HERE / "experiments.py")
+plots = load_file(HERE / "plots.py")
 
 TIMING_TS = (256, 512, 1024, 2048)
 COST_D = COST_D_HEAD = 64

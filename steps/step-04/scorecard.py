@@ -3,10 +3,11 @@
 from dataclasses import dataclass
 from types import ModuleType
 
+from common.bugs import Bug
 from common.loader import reference
 
 catalogue = reference("lab-01", "broken")  # steps/lab-01/broken.py: every attention bug
-BUGS, Bug, broken_head = catalogue.BUGS, catalogue.Bug, catalogue.broken_head
+BUGS, broken_head = catalogue.BUGS, catalogue.broken_head
 
 # Each 4.2 proof answers for the broken heads that violate its own property; together they cover
 # every bug that breaks a 4.2 property. A proof counts as written only when it catches all of its
@@ -51,7 +52,7 @@ class Scorecard:
 
     def missed(self) -> list[Bug]:
         """Bugs that break a 4.2 property and that no proof caught."""
-        return [b for b in self.bugs if b.violates_4_2 and not self.caught(b)]
+        return [b for b in self.bugs if b.settings["violates_4_2"] and not self.caught(b)]
 
     def written(self, proof: str) -> bool:
         """Is `proof` more than its TODO?"""
@@ -92,12 +93,12 @@ class Scorecard:
                     "broken heads that violate its property"
                 )
         for bug in self.bugs:
-            if not bug.violates_4_2:
+            if not bug.settings["violates_4_2"]:
                 lines.append(f"NOT A 4.2 BUG  {bug.name}: {bug.breaks}")
             elif any(map(self.written, self.proofs)) and not self.caught(bug):
                 lines.append(f"MISSED  {bug.name}: {bug.breaks}. Hint: {bug.hint}")
-        caught = sum(self.caught(b) for b in self.bugs if b.violates_4_2)
-        total = sum(b.violates_4_2 for b in self.bugs)
+        caught = sum(self.caught(b) for b in self.bugs if b.settings["violates_4_2"])
+        total = sum(b.settings["violates_4_2"] for b in self.bugs)
         lines.append(f"score: {caught}/{total} broken heads caught that violate a 4.2 property")
         return "\n".join(lines)
 

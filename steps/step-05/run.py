@@ -17,8 +17,8 @@ from common.seeding import generator, seed_all
 STEP = "step-05"
 HERE = Path(__file__).resolve().parent
 README = HERE / "README.md"
-train = load_file(HERE / "train.py", "_course_step_05_train")
-plots = load_file(HERE / "plots.py", "_course_step_05_plots")
+train = load_file(HERE / "train.py")
+plots = load_file(HERE / "plots.py")
 
 # The run's model and training: about 40 s on one thread of a 2-core laptop CPU.
 MODEL = dict(T_max=64, d=64, h=4, n_layer=4)

@@ -4,31 +4,25 @@
 classes look each other up by name, so replacing `Block` changes the blocks GPT builds.
 """
 
-from dataclasses import dataclass
 from types import ModuleType
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from common.bugs import Bug, commit
+
 __all__ = ["BUGS", "broken"]  # BUGS: the rows of the handout's symptom table, in its order
-
-
-@dataclass(frozen=True)
-class Bug:
-    """One broken GPT: what it breaks, the check of checks.py that names it, the fix, the patch."""
-
-    name: str
-    breaks: str
-    check: str  # a key of checks.CHECKS
-    fix: str
-    inject: object  # module -> None
 
 
 def broken(fresh: ModuleType, bug: Bug) -> ModuleType:
     """Make a freshly imported copy of gpt.py commit `bug`."""
-    bug.inject(fresh)
-    return fresh
+    return commit(fresh, bug)
+
+
+def gpt_bug(name: str, breaks: str, check: str, fix: str, inject) -> Bug:
+    """A broken GPT as the table below lists it: the check of checks.py that names it, the patch."""
+    return Bug(name, breaks, fix, check=check, inject=inject)
 
 
 def _block_forward(m, forward):
@@ -158,7 +152,7 @@ def _no_crop(m):
 
 
 BUGS = [
-    Bug(
+    gpt_bug(
         "no residual",
         "the branches replace x instead of adding to it; deep models stop training",
         "zeroed_branches_give_the_embedding_back",
@@ -166,7 +160,7 @@ BUGS = [
         "each line of Block.forward assigns",
         _no_residual,
     ),
-    Bug(
+    gpt_bug(
         "post-LN",
         "LayerNorm after the sum, ln(x + attn(x)): the residual stream itself is renormalised",
         "zeroed_branches_give_the_embedding_back",
@@ -174,7 +168,7 @@ BUGS = [
         "way (task 3); look at where the LayerNorms sit in Block.forward",
         _post_ln,
     ),
-    Bug(
+    gpt_bug(
         "positions dropped",
         "no positional embedding: a causal model sees each prefix as a bag of characters",
         "positions_matter",
@@ -182,7 +176,7 @@ BUGS = [
         "look at how GPT.forward builds x",
         _no_positions,
     ),
-    Bug(
+    gpt_bug(
         "target shifted by one",
         "targets shifted again in the loss: each position is scored on the id after its target",
         "loss_is_the_next_token_cross_entropy",
@@ -190,7 +184,7 @@ BUGS = [
         "further shift (task 4); look at what GPT.forward hands to the cross-entropy",
         _shifted_target,
     ),
-    Bug(
+    gpt_bug(
         "one block shared",
         "nn.Sequential(*[Block(...)] * n_layer) repeats one block: n_layer - 1 blocks' weights missing",
         "parameter_count",
@@ -198,7 +192,7 @@ BUGS = [
         "at how GPT.__init__ fills blocks",
         _shared_block,
     ),
-    Bug(
+    gpt_bug(
         "MLP 2d wide",
         "the hidden layer has 2d units, not 4d: it runs, with fewer parameters than the formula",
         "parameter_count",
@@ -206,7 +200,7 @@ BUGS = [
         "look at the sizes in FeedForward.__init__",
         _narrow_mlp,
     ),
-    Bug(
+    gpt_bug(
         "loss summed",
         "cross-entropy summed over B * T positions: the loss at init is B * T * ln V",
         "init_loss_is_ln_V",
@@ -214,7 +208,7 @@ BUGS = [
         "reduction of the cross-entropy",
         _summed_loss,
     ),
-    Bug(
+    gpt_bug(
         "PyTorch's default init",
         "the first loss sits well above ln V: lm_head's default weights give logits of std ~0.5",
         "init_loss_is_ln_V",
@@ -222,7 +216,7 @@ BUGS = [
         "GPT.__init__ has built them; look at the end of GPT.__init__",
         _default_init,
     ),
-    Bug(
+    gpt_bug(
         "blocks skipped",
         "forward goes from the embedding straight to ln_f: a bigram model that cannot learn context",
         "overfits_one_batch",
@@ -230,7 +224,7 @@ BUGS = [
         "the order of the steps in GPT.forward",
         _blocks_skipped,
     ),
-    Bug(
+    gpt_bug(
         "attention sees the future",
         "a head whose mask keeps every key: training loss drops fast, generated text is garbage",
         "causal_by_perturbation",
@@ -238,7 +232,7 @@ BUGS = [
         "whether its mask is changed",
         _sees_the_future,
     ),
-    Bug(
+    gpt_bug(
         "no crop in generate",
         "the context outgrows T_max after a few tokens and forward refuses it",
         "generate_crops_the_context",
@@ -246,7 +240,7 @@ BUGS = [
         "ids (task 5); look at what generate hands the model on each turn",
         _no_crop,
     ),
-    Bug(
+    gpt_bug(
         "greedy generate",
         "argmax instead of a draw: the same text for every generator, temperature ignored",
         "generate_samples_the_softmax",
@@ -255,3 +249,25 @@ BUGS = [
         _greedy,
     ),
 ]
+
+
+# Survivors of python -m tools.mutate that no test can kill (step.toml [mutation] equivalent),
+# keyed as its Mutant.key: "<module> <function>: <before> => <after>", with the reason.
+EQUIVALENT: dict[str, str] = {
+    "gpt check_input: if idx.shape[1] > T_max: => if idx.shape[-1] > T_max:": (
+        "check_ids made idx 2-D: dim 1 is dim -1"
+    ),
+    "gpt MultiHeadAttention.__init__: _check_size(T_max, 'T_max') => pass": (
+        "the reference's Step 4 heads refuse the same T_max with the same message (the given check "
+        "is for a student's __init__ that builds no head yet)"
+    ),
+    "gpt Block.__init__: _check_size(T_max, 'T_max') => pass": (
+        "the reference's attention (its Step 4 heads) refuses the same T_max with the same message"
+    ),
+    "gpt GPT.generate: probs = F.softmax(logits, dim=-1) => probs = F.softmax(logits, dim=1)": (
+        "logits[:, -1, :] is 2-D (B, V): dim 1 is dim -1"
+    ),
+    "gpt GPT.generate: idx = torch.cat((idx, nxt), dim=1) => idx = torch.cat((idx, nxt), dim=-1)": (
+        "check_ids made idx 2-D (B, T), and nxt is (B, 1): dim -1 is dim 1"
+    ),
+}

@@ -6,13 +6,15 @@ and, in the tests, on broken copies of the reference (BUGS below).
 """
 
 import copy
-import sys
 import tempfile
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 
 import torch
+
+from common.bugs import Bug, broken_copy
+from common.course import Step
 
 
 def corpus(n: int = 600, V: int = 8, seed: int = 0) -> torch.Tensor:
@@ -208,23 +210,16 @@ def assert_check_passes(check, train, make) -> None:
 
 # --- the classic bugs, each one line of the reference changed -------------------------------------
 
-SOLUTION = Path(__file__).resolve().parent / "solution" / "train.py"
+SOLUTION = Step("step-06", Path(__file__).resolve().parent).solution  # its train.py has the lines
 
 
-@dataclass(frozen=True)
-class Bug:
-    """One classic bug: the reference line it changes, what a student sees, the check, the fix."""
-
-    name: str
-    old: str  # the code of a line of solution/train.py (its comment left out), exactly once in it
-    new: str  # what the bug puts there
-    symptom: str
-    check: str  # the name of the check in CHECKS that must fail
-    fix: str
+def line_bug(name: str, old: str, new: str, symptom: str, check: str, fix: str) -> Bug:
+    """A classic bug as the table below lists it: one line of solution/train.py changed."""
+    return Bug(name, symptom, fix, check=check, old=old, new=new)
 
 
 BUGS = [
-    Bug(
+    line_bug(
         "targets not shifted",
         "y = torch.stack([data[i + 1 : i + 1 + T] for i in ix])",
         "y = torch.stack([data[i : i + T] for i in ix])",
@@ -233,7 +228,7 @@ BUGS = [
         "the target at each position is the id that follows it, so the target windows start one id "
         "later than the inputs (task 1); look at how get_batch cuts y",
     ),
-    Bug(
+    line_bug(
         "no zero_grad",
         "optimizer.zero_grad(set_to_none=True)",
         "pass",
@@ -242,7 +237,7 @@ BUGS = [
         "PyTorch adds each backward pass into .grad: the old gradients must be cleared before the new "
         "backward pass (task 4); look at the start of train_step",
     ),
-    Bug(
+    line_bug(
         "clipped after the step",
         "torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)",
         "pass",
@@ -251,7 +246,7 @@ BUGS = [
         "clipping must change the gradient the step uses: after the backward pass, before the step "
         "(task 4); look at the order of the calls in train_step",
     ),
-    Bug(
+    line_bug(
         "evaluated in train mode",
         "model.eval()",
         "pass",
@@ -260,7 +255,7 @@ BUGS = [
         "a measurement runs in eval mode and leaves the model in the mode it found (task 2); look at "
         "what estimate_loss switches before and after its loop",
     ),
-    Bug(
+    line_bug(
         "evaluated with gradients",
         "with torch.no_grad():",
         "if True:",
@@ -269,7 +264,7 @@ BUGS = [
         "a measurement needs no autograd graph (task 2); look at whether estimate_loss turns gradient "
         "tracking off around its forward passes",
     ),
-    Bug(
+    line_bug(
         "validation batches from the training data",
         "val_batches = fixed_batches(val_data, cfg, seed=cfg.seed + 1)",
         "val_batches = fixed_batches(train_data, cfg, seed=cfg.seed + 1)",
@@ -278,7 +273,7 @@ BUGS = [
         "validation batches come from the held-out end of the text, never from the training split; "
         "look at which split train() draws them from",
     ),
-    Bug(
+    line_bug(
         "learning rate 10x too small",
         "return cfg.lr * (step + 1) / cfg.warmup",
         "return cfg.min_lr * (step + 1) / cfg.warmup",
@@ -287,7 +282,7 @@ BUGS = [
         "the warm-up climbs to the peak learning rate, not to the floor of the cosine (task 3); look "
         "at the value lr_at warms up to",
     ),
-    Bug(
+    line_bug(
         "resume restarts the optimiser",
         'optimizer.load_state_dict(state["optimizer"])',
         "pass",
@@ -301,20 +296,7 @@ BUGS = [
 
 def broken(bug: Bug) -> ModuleType:
     """A fresh copy of the reference training module with `bug`'s line in place of the right one."""
-    text = SOLUTION.read_text(encoding="utf-8")
-    lines = [line for line in text.splitlines() if line.split("  # ")[0].strip() == bug.old]
-    if len(lines) != 1:
-        raise ValueError(f"{bug.name}: {bug.old!r} occurs {len(lines)} times in {SOLUTION.name}")
-    indent = lines[0][: len(lines[0]) - len(lines[0].lstrip())]
-    name = f"_course_step_06_broken_{bug.check}"
-    module = ModuleType(name)
-    module.__file__ = str(SOLUTION)
-    sys.modules[name] = module  # dataclasses look their module up there
-    try:
-        exec(compile(text.replace(lines[0], indent + bug.new), str(SOLUTION), "exec"), vars(module))
-    finally:
-        del sys.modules[name]
-    return module
+    return broken_copy(SOLUTION, "train", bug)
 
 
 def first_failing(train, make) -> str | None:
@@ -325,3 +307,13 @@ def first_failing(train, make) -> str | None:
         except AssertionError:
             return check.__name__
     return None
+
+
+# Survivors of python -m tools.mutate that no test can kill (step.toml [mutation] equivalent),
+# keyed as its Mutant.key: "<module> <function>: <before> => <after>", with the reason.
+EQUIVALENT: dict[str, str] = {
+    "train train_step: optimizer.zero_grad(set_to_none=True) => "
+    "optimizer.zero_grad(set_to_none=False)": (
+        "zeros or None: either way the next backward starts from no gradient (None only saves memory)"
+    ),
+}

@@ -22,7 +22,7 @@ logging.getLogger("torch.utils.cpp_extension").addFilter(
 )
 
 HERE = Path(__file__).resolve().parent
-heads = load_file(HERE / "heads.py", "_course_step_06_heads")
+heads = load_file(HERE / "heads.py")
 STEP4_TEXT = 64  # Step 4's 4.3 pictures: the first 64 characters of the corpus
 
 
@@ -196,7 +196,7 @@ def untrained_family() -> dict:
 
 def induction_run(train, seeds=(0,), quick: bool = False) -> list[dict]:
     """The induction experiment for each seed, trained with your train_step (--quick: 200 steps)."""
-    induction = load_file(HERE / "induction.py", "_course_step_06_induction")
+    induction = load_file(HERE / "induction.py")
     torch.set_num_threads(1)  # the same digits on every run of one machine
     cfg = induction.InductionConfig(steps=200) if quick else induction.InductionConfig()
     runs = [induction.experiment(train.train_step, replace(cfg, seed=s)) for s in seeds]

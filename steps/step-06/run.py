@@ -14,9 +14,9 @@ from common.run import record
 STEP = "step-06"
 HERE = Path(__file__).resolve().parent
 README = HERE / "README.md"
-experiments = load_file(HERE / "experiments.py", "_course_step_06_experiments")
-plots = load_file(HERE / "plots.py", "_course_step_06_plots")
-checks = load_file(HERE / "checks.py", "_course_step_06_checks")
+experiments = load_file(HERE / "experiments.py")
+plots = load_file(HERE / "plots.py")
+checks = load_file(HERE / "checks.py")
 heads = experiments.heads
 
 # The issue's targets, checked on every run (the README's appendix says over which seeds)
@@ -48,7 +48,7 @@ def config_block(train) -> str:
 
 def symptoms_block() -> str:
     """The classic bugs: what they look like, the check that catches each, and the fix."""
-    rows = [[b.name, b.symptom, f"`test_check[{b.check}]`", b.fix] for b in checks.BUGS]
+    rows = [[b.name, b.breaks, f"`test_check[{b.check}]`", b.fix] for b in checks.BUGS]
     return markdown_table(["Bug", "Symptom", "Check that fails", "Fix"], rows)
 
 

@@ -15,4 +15,4 @@ def data():
 @pytest.fixture
 def run():
     """solutions/step-03/run.py, the `pixi run step-03` entry point."""
-    return load_file(SOLUTIONS_DIR / "step-03" / "run.py", "_course_run_step_03")
+    return load_file(SOLUTIONS_DIR / "step-03" / "run.py")

@@ -16,13 +16,13 @@ def head(impl):
 @pytest.fixture
 def experiments():
     """steps/step-04/experiments.py: the measurements, given a head module."""
-    return load_file(step_dir("step-04") / "experiments.py", "_course_step_04_experiments")
+    return load_file(step_dir("step-04") / "experiments.py")
 
 
 @pytest.fixture
 def run():
     """steps/step-04/run.py: tables, figures and the README's generated blocks."""
-    return load_file(step_dir("step-04") / "run.py", "_course_run_step_04")
+    return load_file(step_dir("step-04") / "run.py")
 
 
 @pytest.fixture(scope="session")

@@ -5,7 +5,7 @@ import pytest
 
 from common.loader import load, load_file, step_dir
 
-grading = load_file(step_dir("step-04") / "scorecard.py", "_course_step_04_scorecard")
+grading = load_file(step_dir("step-04") / "scorecard.py")
 GRADED = []  # the cards of the proofs graded so far in this session, for the printed scorecard
 
 

@@ -16,16 +16,16 @@ def gpt(impl):
 @pytest.fixture(scope="session")
 def checks():
     """steps/step-05/checks.py: the classic-bug checks, each given a gpt module."""
-    return load_file(HERE / "checks.py", "_course_step_05_checks")
+    return load_file(HERE / "checks.py")
 
 
 @pytest.fixture(scope="session")
 def run():
     """steps/step-05/run.py: the tables, the training run, the figures and the README blocks."""
-    return load_file(HERE / "run.py", "_course_run_step_05")
+    return load_file(HERE / "run.py")
 
 
 @pytest.fixture(scope="session")
 def train():
     """steps/step-05/train.py: batches and the training loop."""
-    return load_file(HERE / "train.py", "_course_step_05_train")
+    return load_file(HERE / "train.py")

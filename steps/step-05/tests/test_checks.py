@@ -2,10 +2,11 @@
 
 import pytest
 
-from common.loader import load_file, load_fresh, step_dir
+from common.bugs import broken_copy
+from common.loader import load_file, step_dir
 
 HERE = step_dir("step-05")
-BUGS = load_file(HERE / "symptoms.py", "_course_symptoms_step_05").BUGS
+BUGS = load_file(HERE / "symptoms.py").BUGS
 
 
 def test_parameter_count(gpt, checks):
@@ -51,13 +52,12 @@ def test_generate_crops_the_context(gpt, checks):
 @pytest.mark.given  # reads checks.py and this file only
 def test_every_check_has_its_test_in_the_same_order():
     names = [n.removeprefix("test_") for n in globals() if n.startswith("test_")]
-    checks = load_file(HERE / "checks.py", "_course_step_05_checks")
+    checks = load_file(HERE / "checks.py")
     assert [n for n in names if n in checks.CHECKS] == list(checks.CHECKS)
 
 
 @pytest.mark.parametrize("bug", BUGS, ids=[b.name for b in BUGS])
 def test_each_curated_bug_fails_the_check_that_names_it(bug, impl, checks):
-    broken = load_fresh(HERE / impl, "gpt")  # a private copy of your module, patched
-    bug.inject(broken)
+    broken = broken_copy(HERE / impl, "gpt", bug)  # a private copy of your module, patched
     with pytest.raises((AssertionError, ValueError)):
         checks.CHECKS[bug.check](broken)

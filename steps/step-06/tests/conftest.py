@@ -18,19 +18,19 @@ def train(impl):
 @pytest.fixture
 def induction():
     """steps/step-06/induction.py: the attention-only model, its data and its scores."""
-    return load_file(step_dir("step-06") / "induction.py", "_course_step_06_induction")
+    return load_file(step_dir("step-06") / "induction.py")
 
 
 @pytest.fixture
 def heads():
     """steps/step-06/heads.py: scores and labels of trained heads."""
-    return load_file(step_dir("step-06") / "heads.py", "_course_step_06_heads")
+    return load_file(step_dir("step-06") / "heads.py")
 
 
 @pytest.fixture
 def run():
     """steps/step-06/run.py: tables, figures and the README's generated blocks."""
-    return load_file(step_dir("step-06") / "run.py", "_course_run_step_06")
+    return load_file(step_dir("step-06") / "run.py")
 
 
 class Tiny(nn.Module):

@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from common.loader import load, load_fresh, step_dir
+from common.course import course_step
+from common.loader import load, load_fresh
 from common.run import options
 
-SOLUTION = step_dir("step-06") / "solution" / "train.py"
+SOLUTION = course_step("step-06").solution / "train.py"
 
 # copies of the reference's train.py stand in for the code: these pass on the untouched starter
 pytestmark = pytest.mark.given

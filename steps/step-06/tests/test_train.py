@@ -11,7 +11,7 @@ import torch
 
 from common.loader import load_file, load_fresh, step_dir
 
-checks = load_file(step_dir("step-06") / "checks.py", "_course_step_06_checks")
+checks = load_file(step_dir("step-06") / "checks.py")
 
 
 @pytest.mark.parametrize("check", checks.CHECKS, ids=[c.__name__ for c in checks.CHECKS])
