@@ -63,6 +63,20 @@ def test_training_lowers_the_validation_loss(train, tiny):
     assert len(out["losses"]["train"]) == 60
 
 
+def test_each_step_trains_at_the_rate_lr_at_gives(train, tiny, monkeypatch):
+    """train() sets the schedule's rate before every step (a mutant that dropped it passed)."""
+    cfg = checks.tiny_config(train, steps=12, eval_every=6, lr=3e-2, min_lr=3e-3, warmup=3)
+    seen, real = [], train.train_step
+
+    def recording(model, optimizer, x, y, grad_clip):
+        seen.append(optimizer.param_groups[0]["lr"])  # the rate this step is taken at
+        return real(model, optimizer, x, y, grad_clip)
+
+    monkeypatch.setattr(train, "train_step", recording)
+    train.train(tiny(0), {}, cfg, checks.corpus(800), progress=False)
+    assert seen == [train.lr_at(step, cfg) for step in range(cfg.steps)]
+
+
 @pytest.mark.given
 def test_bad_sizes_are_refused(train):
     data = torch.arange(20)
