@@ -16,14 +16,12 @@ pytest_plugins = ["common.check"]
 # pytest-xdist runs a process per core. Set before any test imports torch; children inherit it.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-import torch  # noqa: E402 (after OMP_NUM_THREADS)
-
-# The pip path's CUDA build of torch imports triton (torch._dynamo, with the first optimiser) on
-# any machine, and at exit triton's bindings print ~40 lines of "nanobind: leaked ..." under
-# pytest's summary. No test uses triton: without a GPU it is not loaded at all (None in
-# sys.modules makes `import triton` an ImportError, which torch reads as "triton not installed").
-if not torch.cuda.is_available():
-    sys.modules.setdefault("triton", None)
+# The pip path's CUDA build of torch imports triton (torch._dynamo, with the first optimiser), and
+# at exit triton's bindings print ~40 lines of "nanobind: leaked ..." under pytest's summary. No test
+# compiles a model, so triton is never loaded here: None in sys.modules makes `import triton` an
+# ImportError, which torch reads as "triton not installed". Set without importing torch, so the
+# torch-free fixture steps' child runs do not pay for torch.
+sys.modules.setdefault("triton", None)
 
 
 def pytest_addoption(parser):
