@@ -1,21 +1,28 @@
-"""The Gradescope bundle: built by one command, unpacked into an /autograder-shaped folder, its
-run_autograder grades three submissions, and each results.json validates against the format."""
+"""The Gradescope bundle: built by one command outside the repository, unpacked into an
+/autograder-shaped folder, its run_autograder grades three submissions within its wall limit, and
+each results.json validates against Gradescope's format; results.json's fields, on stand-in grades."""
 
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
 import sys
 import zipfile
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import jsonschema
 import pytest
 
+from common import REPO_ROOT
+from common.envreport import read_pins
 from tests.test_grade import caught_up_starter, shipped_starter, with_change
-from tools.autograder import main
+from tools import grade
+from tools.autograder import CPU_LOCK, PIP, WALL, main, setup_script
 from tools.grade import MARKS
+from tools.gradescope import results_json
 from tools.screens import BUGS
 
 
@@ -48,8 +55,6 @@ def autograder(tmp_path_factory) -> Path:
             path.chmod(info.external_attr >> 16 & 0o777)
     assert os.access(root / "source" / "run_autograder", os.X_OK)
     shutil.copy2(root / "source" / "run_autograder", root / "run_autograder")
-    setup = (root / "source" / "setup.sh").read_text(encoding="utf-8")
-    assert "--require-hashes -r requirements.lock" in setup and "-e ." in setup
     return root
 
 
@@ -81,10 +86,12 @@ def test_run_autograder_writes_a_valid_results_json(autograder, shipped, referen
         submission = with_change(reference, tmp_path / "sub", old, new)
     results, stdout = run_autograder(autograder, submission)
     jsonschema.validate(results, SCHEMA)
+    assert "contained" not in results["output"], results["output"]  # the sandbox: stdout only
     marks = dict((todo, mark) for mark, todo, _ in MARKS.findall(stdout))  # the check's screen
     assert [f"TODO({todo})" for todo in marks] == [t["name"] for t in results["tests"]], stdout
     for t, mark in zip(results["tests"], marks.values(), strict=True):  # [x] is full marks, only it
         assert (mark == "x") == (t["score"] == t["max_score"]), (t, stdout)
+        assert (mark == "x") == (t["status"] == "passed"), (t, stdout)
     scores = [t["score"] for t in results["tests"]]
     assert results["score"] == sum(scores)
     assert sum(t["max_score"] for t in results["tests"]) == 7
@@ -98,3 +105,170 @@ def test_run_autograder_writes_a_valid_results_json(autograder, shipped, referen
         assert task1["score"] < 1 and "bug" in task1["tags"] and task1["output"], task1
         assert all(t["score"] == 1 for t in others), results  # the TODOs it does not break
     assert stat.S_IMODE((autograder / "run_autograder").stat().st_mode) & 0o100
+
+
+def test_the_bundle_is_written_outside_the_repository_by_default(capsys):
+    """The zip holds the step's reference: never where a graded copy of the repository looks."""
+    assert main(["lab-01"]) == 0
+    said = capsys.readouterr().out
+    out = Path(re.search(r"wrote (\S+autograder-lab-01\.zip)", said)[1])
+    try:
+        assert out.is_file() and not out.resolve().is_relative_to(REPO_ROOT.resolve()), said
+        assert stat.S_IMODE(out.parent.stat().st_mode) == 0o700, oct(out.parent.stat().st_mode)
+    finally:
+        shutil.rmtree(out.parent)
+    with pytest.raises(SystemExit):
+        main(["lab-01", "--out", str(REPO_ROOT / "out" / "autograder-lab-01.zip")])
+    assert "inside the repository" in capsys.readouterr().err
+
+
+def entries(lock: str) -> dict[str, str]:
+    """A lock's entries by package name: each its `name==version` line, hashes and comments."""
+    blocks = re.split(r"\n(?=[a-z0-9])", lock)
+    return {m[1]: b for b in blocks if (m := re.match(r"([a-z0-9][a-z0-9_.-]*)==", b))}
+
+
+def test_setup_installs_the_cpu_torch_the_rest_of_the_lock_by_hash_and_a_pinned_pip(tmp_path):
+    setup = setup_script()
+    assert subprocess.run(["bash", "-n"], input=setup, text=True).returncode == 0
+    lines = setup.splitlines()
+    apt = [ln for ln in lines if "apt-get install" in ln and "python3.12" in ln]
+    assert apt and all("python3.12-venv" in ln for ln in apt), apt  # always, not only without 3.12
+    assert not any(re.search(r"pip install .*(--upgrade|-U) pip", ln) for ln in lines), setup
+    assert f"echo '{PIP}' > pip.lock" in lines and re.fullmatch(
+        r"pip==[\d.]+ --hash=sha256:[0-9a-f]{64}", PIP
+    )
+    torch = f"torch=={read_pins()['torch']} --index-url https://download.pytorch.org/whl/cpu"
+    assert any("--no-deps" in ln and ln.endswith(torch) for ln in lines), setup
+    assert (
+        f"{CPU_LOCK} > cpu.lock" in lines
+        and '"$py" -m pip install --quiet --require-hashes -r cpu.lock' in lines
+    )
+    # The filter run on the real lock: torch and the CUDA build's packages out, every other
+    # entry kept with its hashes
+    shutil.copy(REPO_ROOT / "requirements.lock", tmp_path)
+    cpu = subprocess.run(
+        CPU_LOCK, shell=True, cwd=tmp_path, capture_output=True, text=True, check=True
+    ).stdout
+    lock = entries((tmp_path / "requirements.lock").read_text("utf-8"))
+    kept = entries(cpu)
+    dropped = lock.keys() - kept.keys()
+    assert {"torch", "triton"} <= dropped and {"numpy", "sympy", "jinja2"} <= kept.keys(), dropped
+    assert all(re.match(r"(torch|triton|nvidia-|cuda-)", n) for n in dropped), dropped
+    assert all(kept[n] == lock[n] and "--hash=sha256:" in kept[n] for n in kept), cpu
+    # ...and the README's CPU-only section tells students the same filter
+    assert f"{CPU_LOCK} > .venv/cpu.lock" in (REPO_ROOT / "README.md").read_text("utf-8")
+
+
+def test_run_autograder_stops_the_submission_before_gradescopes_limit(autograder):
+    run = (autograder / "run_autograder").read_text(encoding="utf-8")
+    assert f"--wall {WALL}" in run and WALL < 600, run  # Gradescope's default limit: 600 s
+
+
+# --- results.json on stand-in grades: tools.grade's Grade and Line with the per-TODO grade's fields
+
+
+@dataclass
+class Line(grade.Line):
+    """tools.grade's Line with what the per-TODO grade adds: the TODO's own tests passed and run."""
+
+    passed: int
+    total: int
+
+
+@dataclass
+class Grade(grade.Grade):
+    """tools.grade's Grade with what the submission matching and the sandbox add."""
+
+    contained: bool = True
+    missing: list[str] = field(default_factory=list)
+    stray: list[str] = field(default_factory=list)
+
+
+SANDBOX = "contained: no network (a new network namespace); course files read-only"
+
+
+def stand_in(contained: bool = True) -> Grade:
+    """A step-04-like grade: one TODO done, one partial, one missing, an optional one not written."""
+    return Grade(
+        "step-04",
+        [
+            Line("step-04 4.2.1", "done", 1.0, 1.0, "done: 3 of 3 tests pass", 3, 3),
+            Line(
+                "step-04 4.2.2",
+                "partial",
+                0.5,
+                1.0,
+                "expected 0 above the diagonal, got 0.25",
+                2,
+                4,
+            ),
+            Line(
+                "step-04 4.2.3",
+                "not written",
+                0.0,
+                1.0,
+                "missing from the submission: heads.py",
+                0,
+                2,
+            ),
+            Line(
+                "step-04 optional 1: online_softmax",
+                "not written",
+                0.0,
+                0.0,
+                "optional, not written",
+                0,
+                0,
+            ),
+        ],
+        notes=[SANDBOX],
+        seconds=12.6,
+        contained=contained,
+        missing=["heads.py"],
+        stray=["notes.txt"],
+    )
+
+
+def test_results_json_follows_gradescopes_specification():
+    results = results_json(stand_in())
+    jsonschema.validate(results, SCHEMA)
+    assert [t["status"] for t in results["tests"]] == ["passed", "failed", "failed", "failed"]
+    optional = results["tests"][3]  # 0 of 0: Gradescope would show it passed without a status
+    assert optional["max_score"] == 0 and optional["status"] == "failed", optional
+    assert optional["tags"] == ["step-04", "not written", "optional"], optional
+    assert results["output_format"] == results["test_output_format"] == "text"
+    assert all(t["output_format"] == "text" for t in results["tests"])
+    assert results["score"] == 1.5 and results["execution_time"] == 13, results
+    assert results["extra_data"] == {
+        "step": "step-04",
+        "passed": 5,  # the counted TODOs' own tests: 3 + 2 + 0
+        "total": 9,
+        "contained": True,
+        "missing": ["heads.py"],
+        "stray": ["notes.txt"],
+    }, results["extra_data"]
+    assert results["tests"][1]["extra_data"] == {
+        "state": "partial",
+        "counted": True,
+        "passed": 2,
+        "total": 4,
+    }
+
+
+def test_the_sandbox_line_is_for_instructors_and_missing_files_for_students():
+    results = results_json(stand_in(contained=False))
+    assert SANDBOX not in json.dumps(results), results  # the grader's stdout carries it
+    assert results["extra_data"]["contained"] is False
+    assert results["output"].splitlines() == [
+        "step-04: 1.5 of 3",
+        "missing from the submission (graded as not written): heads.py",
+        "not a starter file (not graded): notes.txt",
+    ], results["output"]
+
+
+def test_tags_are_named_once():
+    g = stand_in()
+    g.lines[0].state = "step-04"  # a state that repeats the step's tag
+    tags = results_json(g)["tests"][0]["tags"]
+    assert tags == ["step-04"], tags

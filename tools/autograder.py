@@ -1,43 +1,69 @@
 """A Gradescope autograder for one step: `python -m tools.autograder lab-01` writes the zip to upload.
 
-Its root holds setup.sh (Python 3.12, the pip path from requirements.lock with its hashes, the
-course editable) and run_autograder (grades /autograder/submission on a contained copy and writes
-/autograder/results/results.json), beside the course files the grade needs.
+Its root holds setup.sh (Python 3.12, pip pinned by hash, every package of requirements.lock with
+its hash except torch, which comes as the CPU build from PyTorch's index, then the course
+editable) and run_autograder (grades /autograder/submission on a contained copy within WALL
+seconds and writes /autograder/results/results.json), beside the course files the grade needs.
+The zip holds the step's reference, so it is written outside the repository, where no graded copy
+looks.
 """
 
 import argparse
 import stat
 import sys
+import tempfile
 import zipfile
 from pathlib import Path
 
-from common import OUT_DIR, REPO_ROOT, SOLUTIONS_DIR, STEPS_DIR, shown
+from common import REPO_ROOT, SOLUTIONS_DIR, STEPS_DIR, shown
 from common.course import course, describe
+from common.envreport import read_pins
 from common.loader import step_dir
 
 # The course files the grade runs on; steps/ and solutions/ are added as the step needs them
 FILES = ["pyproject.toml", "requirements.lock", "conftest.py", "LICENSE"]
 FOLDERS = ["common", "tools"]
 SKIPPED = {"__pycache__", "starter", "backups", ".catch-up.lock", ".starter-new", ".starter-old"}
+# Seconds the grade may take: below Gradescope's default limit of 600 s (Autograder settings), so
+# the grader stops the submission and still writes a results.json that says why
+WALL = 540
+# pip itself, pinned by its hash (PyPI's pip-26.3-py3-none-any.whl): the venv's own pip is
+# whatever python3.12-venv ships, and an unpinned upgrade would take whatever PyPI has that day
+PIP = "pip==26.3 --hash=sha256:f3b60b20ffaadd4415ed7957212a38ac63fa4c5fa375bd0f4a797777940fad13"
+# The lock without torch and the packages only PyPI's CUDA build of it needs (the README's
+# "CPU-only torch" section runs this same line): every entry left keeps its hashes
+CPU_LOCK = "awk '/^[a-z]/ { skip = /^(torch|triton|nvidia-|cuda-)/ } !skip' requirements.lock"
+CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 SETUP = """#!/usr/bin/env bash
 # Gradescope runs this once, as root, in /autograder/source, when it builds the autograder image.
 set -euo pipefail
 cd "$(dirname "$0")"
-py=$(command -v python3.12 || true)
-if [ -z "$py" ]; then  # Ubuntu 24.04's Python is 3.12; on 22.04 it comes from the deadsnakes PPA
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# Always python3.12-venv too: Ubuntu 24.04 ships python3.12 without venv and ensurepip
+if ! apt-get install -y -qq python3.12 python3.12-venv; then
+  # Ubuntu 22.04: Python 3.12 comes from the deadsnakes PPA
+  apt-get install -y -qq software-properties-common
+  add-apt-repository -y ppa:deadsnakes/ppa
   apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3.12 python3.12-venv \\
-    || { apt-get install -y -qq software-properties-common && add-apt-repository -y ppa:deadsnakes/ppa \\
-         && apt-get update -qq && apt-get install -y -qq python3.12 python3.12-venv; }
-  py=$(command -v python3.12)
+  apt-get install -y -qq python3.12 python3.12-venv
 fi
-"$py" -m venv /autograder/venv
-/autograder/venv/bin/python -m pip install --quiet --upgrade pip
-# Every package from the hashed lock: pip refuses any file whose hash is not in it
-/autograder/venv/bin/python -m pip install --quiet --require-hashes -r requirements.lock
-/autograder/venv/bin/python -m pip install --quiet --no-deps --no-build-isolation -e .
-/autograder/venv/bin/python -m common.envreport
+python3.12 -m venv /autograder/venv
+py=/autograder/venv/bin/python
+echo '{pip}' > pip.lock
+"$py" -m pip install --quiet --require-hashes -r pip.lock
+# PyPI's Linux torch is the CUDA build (about 5.5 GB with its NVIDIA packages); the course needs
+# the CPU one. The lock holds only PyPI's hashes, so: every other package from the lock, each
+# file checked against its hash; then torch alone, the lock's version, from PyTorch's CPU index
+# (pinned by version, not hash), --no-deps so nothing else is fetched; pip check then shows the
+# CPU build needs nothing the lock did not install.
+{cpu_lock} > cpu.lock
+"$py" -m pip install --quiet --require-hashes -r cpu.lock
+"$py" -m pip install --quiet --no-deps torch=={torch} --index-url {cpu_index}
+"$py" -m pip install --quiet --no-deps --no-build-isolation -e .
+"$py" -m pip check
+"$py" -m common.envreport
 """
 
 RUN = """#!/usr/bin/env bash
@@ -48,10 +74,16 @@ root="${{AUTOGRADER_ROOT:-/autograder}}"
 python="${{AUTOGRADER_PYTHON:-$root/venv/bin/python}}"
 cd "$root/source"
 mkdir -p "$root/results"
-# stdout (the check's own screen, for you) is shown to instructors only: stdout_visibility hidden
+# stdout (the check's own screen, for you) is shown to instructors only: stdout_visibility hidden.
+# --wall {wall}: the submission is stopped before Gradescope's own limit, so results.json is written
 exec "$python" -m tools.grade {step} "$root/submission" --format gradescope --screen \\
-  --out "$root/results/results.json"
+  --wall {wall} --out "$root/results/results.json"
 """
+
+
+def setup_script() -> str:
+    """setup.sh, with pip's pin, the CPU lock's filter and the lock's torch version filled in."""
+    return SETUP.format(pip=PIP, cpu_lock=CPU_LOCK, torch=read_pins()["torch"], cpu_index=CPU_INDEX)
 
 
 def _add(z: zipfile.ZipFile, path: Path, name: str, mode: int = 0o644) -> None:
@@ -75,8 +107,8 @@ def bundle(step: str, out: Path) -> Path:
     needed = [s for s in course() if s.order <= here.order]  # the step and what it builds on
     out.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(out, "w") as z:
-        _add(z, SETUP, "setup.sh", 0o755)
-        _add(z, RUN.format(step=step), "run_autograder", 0o755)
+        _add(z, setup_script(), "setup.sh", 0o755)
+        _add(z, RUN.format(step=step, wall=WALL), "run_autograder", 0o755)
         for name in FILES:
             _add(z, REPO_ROOT / name, name)
         for name in FOLDERS:
@@ -95,14 +127,25 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("step")
     parser.add_argument(
-        "--out", type=Path, help="the zip to write (default out/autograder-<step>.zip)"
+        "--out",
+        type=Path,
+        help="the zip to write, outside the repository (default: a new folder in the system's "
+        "temporary folder, readable by you only)",
     )
     args = parser.parse_args(argv)
     try:
         step_dir(args.step)
     except ValueError as exc:
         parser.error(str(exc))
-    out = bundle(args.step, args.out or OUT_DIR / f"autograder-{args.step}.zip")
+    if args.out is not None and args.out.resolve().is_relative_to(REPO_ROOT.resolve()):
+        parser.error(
+            f"{args.out} is inside the repository: the zip holds the step's reference, which a "
+            "graded copy could read there; give a path outside it"
+        )
+    out = (
+        args.out or Path(tempfile.mkdtemp(prefix="llm-internals-")) / f"autograder-{args.step}.zip"
+    )
+    bundle(args.step, out)
     print(
         f"wrote {shown(out)}: upload it as the assignment's autograder (Gradescope: Configure Autograder, zip file upload)"
     )

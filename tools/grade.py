@@ -25,6 +25,7 @@ from common.course import Step, course, course_step, describe
 from common.loader import py_files, step_dir
 from common.todos import module_name, optional, parse, split_id
 from tools import check_command, pristine
+from tools.gradescope import results_json
 from tools.sandbox import Limits, ended, run_contained
 
 PER_TEST = 10.0  # CPU seconds per test: the check's own default (common/check.py TIMEOUT)
@@ -320,27 +321,8 @@ def text(g: Grade) -> str:
 
 
 def gradescope(g: Grade) -> dict:
-    """Gradescope's results.json: a test per TODO, its output the check's one-line reason."""
-    tests = [
-        {
-            "name": f"TODO({line.todo})" + ("" if line.counted else " (optional, not counted)"),
-            "number": str(number),
-            "score": line.score,
-            "max_score": line.weight,
-            "output": line.reason,
-            "visibility": "visible",
-            "tags": [g.step, line.state] + ([] if line.counted else ["optional"]),
-        }
-        for number, line in enumerate(g.lines, 1)
-    ]
-    return {
-        "score": round(g.score, 4),
-        "execution_time": round(g.seconds, 1),
-        "output": "\n".join([f"{g.step}: {_n(g.score)} of {_n(g.max_score)}", *g.notes]),
-        "visibility": "visible",
-        "stdout_visibility": "hidden",
-        "tests": tests,
-    }
+    """Gradescope's results.json: tools.gradescope.results_json."""
+    return results_json(g)
 
 
 def class_csv(step: str, folder: Path, limits: Limits, per_test: float) -> str:
