@@ -32,9 +32,9 @@ def folder(dest: Path, content: dict[str, bytes]) -> Path:
     return dest
 
 
-def zipped(dest: Path, content: dict[str, bytes]) -> Path:
-    """A zip holding `content` (path in the zip -> bytes)."""
-    with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as z:
+def zipped(dest: Path, content: dict[str, bytes], method: int = zipfile.ZIP_DEFLATED) -> Path:
+    """A zip holding `content` (path in the zip -> bytes), compressed with `method`."""
+    with zipfile.ZipFile(dest, "w", method) as z:
         for name, data in content.items():
             z.writestr(name, data)
     return dest
@@ -157,3 +157,32 @@ def test_an_unusable_submission_is_one_line(tmp_path):
     empty = folder(tmp_path / "empty", {"README.txt": b"hello"})
     with pytest.raises(SubmissionError, match=r"none of the starter's files .*: README.txt$"):
         match(empty, tmp_path / "scratch", WANTED)
+
+
+def test_a_whole_clone_uploaded_is_graded_on_its_starter_not_its_solution(tmp_path):
+    """steps/lab-01/solution/attention.py is as deep as the starter's: the starter's is taken."""
+    content = files({f"llm-internals/steps/lab-01/starter/{w}": w for w in WANTED})
+    content |= {"llm-internals/steps/lab-01/solution/attention.py": b"# the reference\n"}
+    content |= {"llm-internals/.venv/lib/attention.py": b"# not the student's\n"}
+    sub = folder(tmp_path / "sub", content)
+    m = match(sub, tmp_path / "scratch", WANTED)
+    assert_whole(m)
+    taken = "llm-internals/steps/lab-01/starter/attention.py"
+    assert m.stray == [
+        f"llm-internals/steps/lab-01/solution/attention.py (not used: {taken} was taken for attention.py)"
+    ], m
+
+
+def test_a_zip_inside_the_submission_that_cannot_be_unpacked_is_named_not_fatal(tmp_path):
+    content = files({w: w for w in WANTED}) | {"old.zip": b"PK\x03\x04 not really a zip"}
+    sub = folder(tmp_path / "sub", content)
+    m = match(sub, tmp_path / "scratch", WANTED)
+    assert_whole(m)
+    assert m.stray == ["old.zip"], m  # not a zip after all: a stray file, named
+    old = zipped(tmp_path / "old.zip", {"attention.py": b"print('old')\n"}, zipfile.ZIP_STORED)
+    data = bytearray(old.read_bytes())
+    data[data.index(b"print")] ^= 0xFF  # a damaged file inside an intact zip: its CRC fails
+    (sub / "old.zip").write_bytes(bytes(data))
+    m = match(sub, tmp_path / "scratch-2", WANTED)
+    assert_whole(m)
+    assert m.stray == ["old.zip (cannot be unpacked: Bad CRC-32 for file 'attention.py')"], m

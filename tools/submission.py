@@ -85,7 +85,12 @@ def _walk(folder: Path, prefix: PurePosixPath, dest: Path, found: _Found, depth:
     """Every file under `folder` as `prefix`/its path; zips in it unpacked in turn (up to DEPTH)."""
     for top, dirs, names in os.walk(folder):  # links to folders are not followed
         here = Path(top)
-        dirs.sort()
+        # not into __MACOSX/, .git/, .venv/ or caches: nothing there is a student's file
+        dirs[:] = sorted(d for d in dirs if not _ignored(prefix / (here / d).relative_to(folder)))
+        if depth == 0:  # an uploaded folder's files (a zip's were counted as it was unpacked)
+            found.entries += len(names)
+            if found.entries > ENTRIES:
+                raise SubmissionError(f"the submission holds more than {ENTRIES} files")
         for name in sorted(names + [d for d in dirs if (here / d).is_symlink()]):
             path = here / name
             rel = prefix / path.relative_to(folder).as_posix()
@@ -113,7 +118,7 @@ def _open_zip(
     except SubmissionError as exc:
         if path == found.upload or found.entries > ENTRIES or found.unpacked > UNPACKED:
             raise
-        found.skipped.append(f"{rel} (not unpacked: {exc})")
+        found.skipped.append(f"{rel} ({str(exc).removeprefix(f'{rel} ')})")
         return
     _walk(out, prefix, dest, found, depth)
 
@@ -141,16 +146,17 @@ def match(submission: Path, dest: Path, wanted: list[str]) -> Matched:
     found = _found(submission, dest)
     targets = [PurePosixPath(w) for w in wanted]
     # Each (wanted, submitted) pair of the same name, best first: a path that ends with the
-    # wanted path (steps/lab-01/starter/exercises/wrong_mask.py), then the shallowest
+    # wanted path (steps/lab-01/starter/exercises/wrong_mask.py), then the shallowest, then one in
+    # a starter/ folder (a whole clone uploaded holds solution/attention.py as deep)
     pairs = sorted(
-        (not _ends_with(rel, w), len(rel.parts), rel.as_posix(), w)
+        (not _ends_with(rel, w), len(rel.parts), "starter" not in rel.parts, rel.as_posix(), w)
         for w in targets
         for rel in found.files
         if rel.name == w.name
     )
     taken: dict[PurePosixPath, PurePosixPath] = {}  # wanted -> submitted
     used: dict[PurePosixPath, PurePosixPath] = {}  # submitted -> wanted
-    for _, _, name, w in pairs:
+    for *_, name, w in pairs:
         rel = PurePosixPath(name)
         if w not in taken and rel not in used:
             taken[w], used[rel] = rel, w
