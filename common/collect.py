@@ -11,7 +11,7 @@ import pytest
 
 from common import STEPS_DIR, hint, predictions, shown
 from common.course import course_step
-from common.guard import Judges, TookTooLong, Watchdog
+from common.guard import Judges, TookTooLong, Watchdog, refusal
 from common.loader import is_step, load, source
 from common.screen import RunFacts, progress_line, step_lines, symptom_tests
 from common.status import Place, StarterFacts, StepStatus, TestResult, record, step_status
@@ -157,6 +157,10 @@ class Collector:
             sys.monitoring.register_callback(self.TOOL, sys.monitoring.events.PY_START, None)
             sys.monitoring.free_tool_id(self.TOOL)
 
+    def pytest_collection_modifyitems(self, items):
+        """The TODO a test's `todo` marker names (an instructor's held-out test), for --check-json."""
+        self.marked = {i.nodeid: m.args[0] for i in items if (m := i.get_closest_marker("todo"))}
+
     def pytest_runtest_logstart(self, nodeid, location):
         self.ran, self.current = set(), nodeid
         sys.monitoring.restart_events()
@@ -253,10 +257,25 @@ class Collector:
             }
             Path(path).write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
         if path := self.config.getoption("--check-json"):  # what the screen says, as data (grading)
-            data = {
-                s: {t: v.as_json() for t, v in st.todos.items()} for s, st in self.statuses.items()
-            }
+            data = {s: self.as_json(s, st) for s, st in self.statuses.items()}
             Path(path).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+
+    def as_json(self, step: str, status: StepStatus) -> dict:
+        """--check-json's record of one step: each TODO's state, and each test's outcome, the TODOs
+        it ran and, for a failure, its last line and whether a guard refused the code."""
+        tests = {
+            nodeid: {
+                "outcome": r.outcome,
+                "ran": sorted(r.todos_ran, key=order_key),
+                "error": r.error[-1].strip() if r.error else "",
+                "refused": refusal(r.error) if r.outcome == "failed" else None,
+                "marked": getattr(self, "marked", {}).get(nodeid),
+                "given": r.given,
+            }
+            for nodeid, r in self.results_of(step).items()
+        }
+        todos = {t: v.as_json() for t, v in status.todos.items()}
+        return {"todos": todos, "tests": tests, "stopped": self.stopped}
 
     def pytest_sessionfinish(self, session):
         why = session.shouldfail or session.shouldstop  # -x, --maxfail, a test out of time

@@ -72,6 +72,27 @@ class Judges:
         )
 
 
+# A failure that is one of these is a refusal, not a wrong result: the code was stopped (a loop,
+# os._exit, a replaced judge, memory, the network, a read-only file), so no share of it is earned.
+REFUSALS = {
+    "TookTooLong": "a loop that never ends? it was stopped at the time limit",
+    "EndsPython": "it called os._exit, which would end the check",
+    "during this test; the check put the original back": "it replaced a function the tests judge with",
+    "MemoryError": "it ran out of memory",
+    "can't allocate memory": "it ran out of memory",
+    "Read-only file system": "it wrote to a file it may not change",
+    "Permission denied": "it wrote to a file it may not change",
+    "gaierror": "it used the network, which grading has none of",
+    "Network is unreachable": "it used the network, which grading has none of",
+}
+
+
+def refusal(error: tuple[str, ...] | list[str]) -> str | None:
+    """Why a failure's short traceback is a guard's refusal (one phrase), or None for a wrong result."""
+    text = "\n".join(error)
+    return next((why for key, why in REFUSALS.items() if key in text), None)
+
+
 _exit = os._exit
 
 

@@ -92,12 +92,19 @@ def test_a_written_todo_is_ticked_and_the_next_one_named(tmp_path):
 
 
 def test_check_json_writes_each_todos_state_and_counts_as_the_screen_says(tmp_path):
-    """--check-json's keys and meaning are what graders read: {step: {TODO: {state, ...}}}."""
+    """--check-json's keys and meaning are what graders read: {step: {todos: {TODO: {state, ...}},
+    tests: {nodeid: {outcome, ran, error, refused}}, stopped}}."""
     path = tmp_path / "check.json"
     out = check_a_copy(tmp_path, "return x + undefined_name", ["--check-json", str(path)])
     assert "[!] TODO(step-97 task 1: double): written; 3 of its tests fail" in out, out
-    assert json.loads(path.read_text(encoding="utf-8")) == {
-        "step-97": {
+    data = json.loads(path.read_text(encoding="utf-8"))["step-97"]
+    failed = [t for t in data["tests"].values() if t["outcome"] == "failed"]
+    mine = [t for t in failed if "step-97 task 1: double" in t["ran"] and "NameError" in t["error"]]
+    assert len(mine) == 3, data  # the three the screen counts
+    assert failed[0]["error"] == "NameError: name 'undefined_name' is not defined", failed
+    assert failed[0]["refused"] is None and data["stopped"] == "", data
+    assert {"todos": data["todos"]} == {
+        "todos": {
             "step-97 task 1: double": {
                 "state": "bug",
                 "optional": False,

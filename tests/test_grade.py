@@ -1,14 +1,21 @@
-"""tools.grade: the grade is the check's own screen as scores, TODO by TODO (hostile code:
-tests/test_grade_hostile.py; the autograder bundle: tests/test_autograder.py)."""
+"""tools.grade: each TODO graded on its own tests, in a copy where every other TODO is the
+reference's (hostile code: tests/test_grade_hostile.py; the bundle: tests/test_autograder.py).
+
+One worker grades every submission here in turn, as `--class` does: the reference's run and the
+copies two submissions share are run once."""
 
 import json
+import zipfile
 from pathlib import Path
 
 import pytest
 
 from common.catchup import catch_up
+from common.course import course_step
 from tools import pristine
-from tools.grade import MARKS, Grade, grade, gradescope, main, text
+from tools.grade import Grade, grade, gradescope, main, text
+from tools.grading import Worker, stubbed
+from tools.sandbox import Limits
 from tools.screens import BUGS
 
 STEP = "lab-01"
@@ -27,17 +34,19 @@ def caught_up_starter(dest: Path) -> Path:
     return step / "starter"
 
 
-@pytest.fixture(scope="module")
-def reference(tmp_path_factory) -> Path:
-    return caught_up_starter(tmp_path_factory.mktemp("caught-up"))
+def copy_files(starter: Path, dest: Path, flat: bool = False) -> Path:
+    """The starter's files under `dest` (flat: every file at the top, as a drag-and-drop upload)."""
+    for path in starter.rglob("*"):
+        if path.is_file() and "__pycache__" not in path.parts:
+            target = dest / (path.name if flat else path.relative_to(starter))
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(path.read_bytes())
+    return dest
 
 
 def with_change(starter: Path, dest: Path, old: str, new: str) -> Path:
     """A copy of `starter` with `old` replaced once by `new` in attention.py (a submission)."""
-    for path in starter.rglob("*.py"):
-        target = dest / path.relative_to(starter)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(path.read_bytes())
+    copy_files(starter, dest)
     attention = dest / "attention.py"
     code = attention.read_text(encoding="utf-8")
     assert code.count(old) == 1, old
@@ -45,54 +54,124 @@ def with_change(starter: Path, dest: Path, old: str, new: str) -> Path:
     return dest
 
 
-def marks(g: Grade) -> dict[str, str]:
-    """TODO id -> its mark on the check's screen of the same run (x, !, ?, or a space)."""
-    return {todo: mark for mark, todo, _ in MARKS.findall(g.screen)}
+def returning_none(dest: Path) -> Path:
+    """A submission whose every TODO is `return None` (stubs that run, and earn nothing)."""
+    solution = course_step(STEP).solution
+    for path in solution.rglob("*.py"):
+        target = dest / path.relative_to(solution)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(stubbed(path.read_text(encoding="utf-8"), str(path)), encoding="utf-8")
+    return dest
 
 
-def assert_matches_the_screen(g: Grade) -> None:
-    """Every TODO the screen marks [x] earns its full weight, and no other does."""
-    screen = marks(g)
-    assert list(screen) == [line.todo for line in g.lines], g.screen
-    for line in g.lines:
-        assert (screen[line.todo] == "x") == (line.state == "done"), (line, g.screen)
-        if line.counted:
-            assert (line.score == line.weight) == (screen[line.todo] == "x"), (line, g.screen)
+FIRST_BUG = list({b[3]: b for b in reversed(BUGS)}.values())[::-1]  # the first per TODO
+TASKS = [f"task {n}" for n in range(1, 8)]
 
 
-FIRST_BUG = list({b[3]: b for b in reversed(BUGS)}.values())[::-1]  # test_blame's first per TODO
+def zipped(folder: Path, dest: Path, inside: str) -> Path:
+    """`folder`'s files in a zip under the folder `inside`/, with a __MACOSX twin, as macOS zips."""
+    with zipfile.ZipFile(dest, "w") as z:
+        for path in folder.rglob("*"):
+            if path.is_file():
+                z.write(path, f"{inside}/{path.relative_to(folder).as_posix()}")
+                z.writestr(f"__MACOSX/{inside}/._{path.name}", b"\x00\x05")
+    return dest
 
 
-@pytest.mark.slow  # one contained check of lab-01 per bug, about 4 s each
-@pytest.mark.parametrize("bug", FIRST_BUG[1:], ids=[b[0] for b in FIRST_BUG[1:]])
-def test_the_grade_matches_the_checks_screen_todo_by_todo(reference, tmp_path, bug):
-    """The untouched starter, the reference and the first bug are graded the same way by the
-    autograder's test (tests/test_autograder.py), which compares its screen too."""
-    _, old, new, task, _ = bug
-    g = grade(STEP, with_change(reference, tmp_path / "sub", old, new), per_test=PER_TEST)
-    assert_matches_the_screen(g)
-    bad = [line for line in g.lines if line.score < line.weight]
-    assert [line.todo.split(":")[0] for line in bad] == [f"{STEP} {task}"], text(g)
-    assert bad[0].state == "bug" and bad[0].reason, text(g)
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory) -> dict[str, Grade]:
+    """Every case of this file, graded by one worker: name -> Grade."""
+    tmp = tmp_path_factory.mktemp("class")
+    reference = caught_up_starter(tmp / "caught-up")
+    cases = {
+        "untouched": shipped_starter(tmp / "shipped"),
+        "reference": reference,
+        "none": returning_none(tmp / "none"),
+        "flat": copy_files(reference, tmp / "flat", flat=True),
+        "nested": zipped(reference, tmp / "nested.zip", "alice/steps/lab-01/starter"),
+        "missing": copy_files(reference, tmp / "missing"),
+    }
+    (cases["missing"] / "exercises" / "wrong_mask.py").unlink()
+    for _, old, new, task, _ in FIRST_BUG:
+        cases[task] = with_change(reference, tmp / task.replace(" ", "-"), old, new)
+    with Worker(STEP, Limits(), PER_TEST) as worker:
+        return {
+            name: grade(STEP, path, per_test=PER_TEST, worker=worker, screen=name == "reference")
+            for name, path in cases.items()
+        }
+
+
+def scores(g: Grade) -> dict[str, float]:
+    """'task 1' -> its score."""
+    return {line.todo.split(":")[0].removeprefix(f"{STEP} "): line.score for line in g.lines}
+
+
+@pytest.mark.slow  # the module's class: a worker, the reference once, a copy per TODO that differs
+def test_the_untouched_starter_and_stubs_that_return_none_earn_nothing(graded):
+    for case in ("untouched", "none"):
+        g = graded[case]
+        assert g.score == 0 and g.max_score == 7, text(g)
+    assert all(line.state == "not written" for line in graded["untouched"].lines)
+    for line in graded["none"].lines:  # written, run on its own tests, and every one fails
+        assert line.state in ("failed", "refused") and line.passed == 0 < line.total, text(
+            graded["none"]
+        )
+
+
+@pytest.mark.slow
+def test_the_reference_scores_full_and_its_screen_has_no_false_failure(graded):
+    g = graded["reference"]
+    assert g.score == 7 and all(line.state == "done" for line in g.lines), text(g)
+    assert "Every required TODO is done." in g.screen and " failed" not in g.screen, g.screen
+    assert "holds no reference solution" not in g.screen, g.screen
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task", TASKS)
+def test_a_bug_costs_only_the_todo_it_is_in(graded, task):
+    g = graded[task]
+    assert scores(g) == {t: (scores(g)[task] if t == task else 1.0) for t in TASKS}, text(g)
+    assert scores(g)[task] < 1, text(g)
+    line = next(line for line in g.lines if f" {task}:" in line.todo)
+    assert line.reason.startswith(f"{line.passed} of its {line.total} tests pass; first failure: ")
+    assert "assert False" not in line.reason, line.reason
+
+
+@pytest.mark.slow
+def test_uploads_without_their_folder_or_zipped_in_a_folder_score_full(graded):
+    for case in ("flat", "nested"):
+        g = graded[case]
+        assert g.score == 7 and g.missing == [], text(g)
+    assert g.stray == [], g.stray  # macOS's __MACOSX twins are not the student's files
+
+
+@pytest.mark.slow
+def test_a_missing_file_costs_its_todo_only_and_is_named(graded):
+    g = graded["missing"]
+    assert scores(g) == {t: 0.0 if t == "task 7" else 1.0 for t in TASKS}, text(g)
+    assert g.missing == ["exercises/wrong_mask.py"], g.missing
+    assert "the submission has no exercises/wrong_mask.py" in g.lines[-1].reason
+    assert "missing from the submission: exercises/wrong_mask.py" in text(g)
 
 
 def test_gradescope_results_and_the_class_csv_say_why_a_submission_could_not_be_graded(
     tmp_path, capsys
 ):
-    """No run needed: a zip without the starter's files and an empty folder score 0, each with
-    its one line, in results.json and in the class's CSV."""
+    """A zip without the starter's files and a file that is no zip score 0, each with its one
+    line, in results.json and in the class's CSV (with a reason column per TODO)."""
     (tmp_path / "class" / "empty").mkdir(parents=True)
     (tmp_path / "class" / "notes.zip").write_bytes(b"not a zip")
     assert main([STEP, "--class", str(tmp_path / "class")]) == 0
     rows = capsys.readouterr().out.splitlines()
-    assert rows[0].startswith("student,score,max_score,lab-01 task 1: stable_softmax,"), rows
+    header = rows[0].split(",")
+    assert header[:4] == ["student", "score", "max_score", "lab-01 task 1: stable_softmax"], rows
+    assert "lab-01 task 1: stable_softmax reason" in header and "contained" in header, header
     assert rows[1].startswith("empty,0,7,0,") and "none of the starter's files" in rows[1], rows
     assert rows[2].startswith("notes,0,7,0,") and "neither a folder nor a zip" in rows[2], rows
+    assert (tmp_path / "class-feedback" / "empty.txt").is_file()
     out = tmp_path / "results.json"
-    assert (
-        main([STEP, str(tmp_path / "class" / "empty"), "--format", "gradescope", "--out", str(out)])
-        == 0
-    )
+    args = [STEP, str(tmp_path / "class" / "empty"), "--format", "gradescope", "--out", str(out)]
+    assert main(args) == 0
     results = json.loads(out.read_text(encoding="utf-8"))
     assert results["score"] == 0 and len(results["tests"]) == 7
     assert all("none of the starter's files" in t["output"] for t in results["tests"])

@@ -1,48 +1,42 @@
-"""Grade a step's starter from the check's own TODO states: `python -m tools.grade lab-01 [SUBMISSION]`.
+"""Grade a step's TODOs, each on its own tests: `python -m tools.grade lab-01 [SUBMISSION]`.
 
-A TODO the check marks [x] earns its weight; any other earns its tests' share passed (none while it
-is not written). The submission (a folder or zip of the step's starter files; default: your
-starter) is graded on a copy, in a contained child process; nothing of yours is changed.
+A TODO's score is the share of its own tests that pass in a copy where every other TODO is the
+reference's, so a bug costs only the TODO it is in and a stub earns nothing. The submission (a
+folder or zip of the step's starter files, however nested; default: your starter) runs contained
+(tools/sandbox.py); nothing of yours is changed.
 """
 
 import argparse
 import csv
-import hashlib
 import io
 import json
-import re
-import shutil
+import os
 import sys
 import tempfile
 import time
-import zipfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from common import REPO_ROOT, STEPS_DIR, shown
-from common.catchup import source_files
-from common.course import Step, course, course_step, describe
-from common.loader import py_files, step_dir
-from common.todos import module_name, optional, parse, split_id
-from tools import check_command, pristine
+from common import REPO_ROOT, shown
+from common.course import course_step, describe
+from common.loader import step_dir
+from common.todos import optional, split_id
 from tools.gradescope import results_json
-from tools.sandbox import Limits, ended, run_contained
-
-PER_TEST = 10.0  # CPU seconds per test: the check's own default (common/check.py TIMEOUT)
-MARKS = re.compile(r"^\[(.)\] TODO\(([^)]*)\): (.*)$", re.M)  # a TODO's line on the check's screen
-# Failures that are a guard's refusal, not a wrong result: the TODO earns 0, not the share of tests
-# its code did not reach (a loop, os._exit, a replaced judge, memory, network, a course file, the
-# reference). The check's JSON has no field for it yet, so its one-line reason is read.
-REFUSALS = re.compile(
-    r"TookTooLong|EndsPython|replaced \S+ during this test|Read-only file system|"
-    r"can't allocate memory|MemoryError|gaierror|Network is unreachable|"
-    r"the graded copy holds no reference"
+from tools.grading import (
+    Owners,
+    Worker,
+    not_written,
+    own_outcome,
+    reference_files,
+    starter_files,
+    variant,
 )
-LIMIT = 1_000_000  # bytes: a submission larger than this is refused (a starter is a few kB)
+from tools.sandbox import UNCONTAINED, Limits, mode
+from tools.submission import SubmissionError, match
 
-
-class SubmissionError(ValueError):
-    """A submission that cannot be graded (no starter file in it, a bad zip): one line."""
+PER_TEST = 10.0  # CPU seconds per test: the check's own default
+_OWNERS: dict[tuple[str, str], Owners] = {}  # (step, held-out folder) -> owners, once per process
 
 
 @dataclass
@@ -50,10 +44,12 @@ class Line:
     """One TODO's score."""
 
     todo: str
-    state: str  # the check's state: done, bug, todo, waiting, untested, optional, exercise
+    state: str  # done, partial, failed, not written, not run, refused
     score: float
     weight: float  # 0 for optional work: shown, not counted
     reason: str
+    passed: int = 0  # its own tests passed
+    total: int = 0  # its own tests run
 
     @property
     def counted(self) -> bool:
@@ -66,9 +62,12 @@ class Grade:
 
     step: str
     lines: list[Line]
-    notes: list[str] = field(default_factory=list)  # the run's own lines (a stop, containment)
+    notes: list[str] = field(default_factory=list)  # for the instructor: containment, stops
     seconds: float = 0.0
     screen: str = ""  # the check's own screen, as the student would see it
+    contained: bool = True
+    missing: list[str] = field(default_factory=list)  # starter files the submission lacks
+    stray: list[str] = field(default_factory=list)  # files it holds that are not starter files
 
     @property
     def score(self) -> float:
@@ -79,138 +78,34 @@ class Grade:
         return sum(line.weight for line in self.lines if line.counted)
 
 
-# --- the graded copy --------------------------------------------------------------------------
+def grade_settings(step: str) -> tuple[dict[str, float], set[str]]:
+    """step.toml's [grade]: weights per task ('task 2' = 2; 1 when not named) and the tasks
+    graded all-or-nothing."""
+    spec = describe(step_dir(step)).grade or {}
+    weights = {k: float(v) for k, v in spec.get("weights", {}).items()}
+    return weights, set(spec.get("all_or_nothing", []))
 
 
-REFUSED = "the graded copy holds no reference solution of this step: grade your own code"
+def _score(todo: str, passed: int, total: int, why: str, refused: str | None) -> Line:
+    """A written TODO's line from its own tests' outcome."""
+    weights, whole = grade_settings(split_id(todo)[0])
+    weight = 0.0 if optional(todo) else weights.get(split_id(todo)[1], 1.0)
+    if refused:
+        return Line(todo, "refused", 0.0, weight, f"0: {refused} ({why})", passed, total)
+    if total == 0:
+        return Line(todo, "not run", 0.0, weight, why or "none of its tests ran", passed, total)
+    share = passed / total
+    if split_id(todo)[1] in whole and share < 1:
+        share = 0.0
+    state = "done" if passed == total else "failed" if passed == 0 else "partial"
+    reason = f"{passed} of its {total} tests pass" + (f"; first failure: {why}" if why else "")
+    return Line(todo, state, round(weight * share, 4), weight, reason, passed, total)
 
 
-def hollow(text: str, where: str) -> str:
-    """A marked solution file without its reference code: each region raises REFUSED (a shipped
-    bug keeps its STARTER code); the markers stay, so the check still reads the regions."""
-    kept, regions = parse(text, where)
-    made, out = iter(regions), []
-    for line in kept:
-        if line is not None:
-            out.append(line)
-            continue
-        region = next(made)
-        i = region.indent
-        out.append(f"{i}# BEGIN SOLUTION TODO({region.id})")
-        out += [f"{i}# STARTER: {s[len(i) :]}" for s in region.starter]
-        out += region.starter or [f'{i}raise RuntimeError("{REFUSED}")']
-        out.append(f"{i}# END SOLUTION")
-    return "\n".join(out) + "\n"
-
-
-def _starter_root(root: Path, solution: Path) -> Path:
-    """The folder in an unpacked submission that holds the starter's files (attention.py, ...)."""
-    wanted = [p.relative_to(solution) for p in py_files(solution)]
-    candidates = [root, root / "starter"]
-    while True:  # a zip often holds one folder: look inside it
-        entries = [p for p in root.iterdir() if p.name not in ("__MACOSX", ".DS_Store")]
-        if len(entries) != 1 or not entries[0].is_dir():
-            break
-        root = entries[0]
-        candidates += [root, root / "starter"]
-    candidates += [c / "steps" / solution.parent.name / "starter" for c in list(candidates)]
-    for folder in candidates:
-        if folder.is_dir() and any((folder / rel).is_file() for rel in wanted):
-            return folder
-    names = ", ".join(r.as_posix() for r in wanted)
-    raise SubmissionError(f"the submission holds none of the starter's files ({names})")
-
-
-def _unpack(submission: Path, dest: Path) -> Path:
-    """A folder with the submission's files: the folder itself, or the zip unpacked safely."""
-    if submission.is_dir():
-        return submission
-    if not zipfile.is_zipfile(submission):
-        raise SubmissionError(f"{submission} is neither a folder nor a zip file")
-    out = dest / "unzipped"
-    with zipfile.ZipFile(submission) as z:
-        if sum(i.file_size for i in z.infolist()) > 20 * LIMIT:
-            raise SubmissionError(f"{submission.name} unpacks to more than {20 * LIMIT} bytes")
-        for info in z.infolist():
-            target = (out / info.filename).resolve()
-            if not target.is_relative_to(out.resolve()):  # ../ in a name: never outside `out`
-                raise SubmissionError(f"{submission.name} holds a path outside it: {info.filename}")
-        z.extractall(out)
-    return out
-
-
-def graded_copy(step: str, submission: Path | None, dest: Path) -> Path:
-    """The steps folder the check runs on: the step and those before it as shipped, the
-    submission in its starter/, and the step's reference code taken out of its solution/."""
-    here = describe(step_dir(step))
-    earlier = [s.name for s in course() if s.order < here.order and s.folder.parent == STEPS_DIR]
-    steps = pristine([*earlier, step], dest)
-    folder = steps / step
-    copy = Step(step, folder)  # the copy's layout
-    mine = here.starter if submission is None else None
-    source = mine if mine is not None else _starter_root(_unpack(submission, dest), copy.solution)
-    total = 0
-    for rel in sorted(source_files(source)):  # links to folders are not followed, caches skipped
-        path = source / rel
-        if not path.is_file() or path.is_symlink():
-            continue
-        total += path.stat().st_size
-        if total > LIMIT:
-            raise SubmissionError(f"the submission is larger than {LIMIT} bytes")
-        target = copy.starter / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(path, target)  # over the generated file: what was not submitted stays
-    kept = (here.grade or {}).get("reference_kept", [])
-    for path in py_files(copy.solution):
-        module = module_name(copy.solution, path)
-        if module not in kept:
-            text = path.read_text(encoding="utf-8")
-            path.write_text(hollow(text, shown(path)), encoding="utf-8", newline="\n")
-    return steps
-
-
-def fingerprint(steps: Path, step: str) -> dict[str, str]:
-    """sha256 of every file of the copy except the submission's own starter/ and caches."""
-    starter = Step(step, steps / step).starter
-    return {
-        f"steps/{path.relative_to(steps).as_posix()}": hashlib.sha256(path.read_bytes()).hexdigest()
-        for path in sorted(steps.rglob("*"))
-        if path.is_file() and not path.is_relative_to(starter) and "__pycache__" not in path.parts
-    }
-
-
-# --- grading ----------------------------------------------------------------------------------
-
-
-def weights(step: str) -> dict[str, float]:
-    """step.toml's [grade] weights: task -> weight ('task 2' = 2); 1 for any TODO not named."""
-    return {
-        k: float(v) for k, v in (describe(step_dir(step)).grade or {}).get("weights", {}).items()
-    }
-
-
-def score_lines(step: str, model: dict | None, screen: str, why: str = "") -> list[Line]:
-    """A Line per TODO, from the check's JSON model (None: the check did not report; `why`)."""
-    notes = {todo: note for _, todo, note in MARKS.findall(screen)}
-    weight_of = weights(step)
-    lines = []
-    for todo in course_step(step).regions():
-        weight = 0.0 if optional(todo) else weight_of.get(split_id(todo)[1], 1.0)
-        entry = (model or {}).get(step, {}).get(todo)
-        if entry is None:
-            lines.append(Line(todo, "not run", 0.0, weight, why or "the check did not report it"))
-            continue
-        state = entry["state"]
-        ran = entry["passed"] + entry["failing"] + entry["waiting"]
-        if state == "done":
-            share = 1.0
-        elif state in ("todo", "optional", "exercise") or REFUSALS.search(entry["reason"]):
-            share = 0.0  # not written yet, or refused by a guard: nothing to share
-        else:
-            share = entry["passed"] / ran if ran else 0.0
-        reason = entry["reason"] or notes.get(todo, state)
-        lines.append(Line(todo, state, round(weight * share, 4), weight, reason))
-    return lines
+def _zero(todo: str, state: str, reason: str) -> Line:
+    weights, _ = grade_settings(split_id(todo)[0])
+    weight = 0.0 if optional(todo) else weights.get(split_id(todo)[1], 1.0)
+    return Line(todo, state, 0.0, weight, reason)
 
 
 def grade(
@@ -218,86 +113,84 @@ def grade(
     submission: Path | None = None,
     limits: Limits | None = None,
     per_test: float = PER_TEST,
+    heldout: Path | None = None,
+    worker: Worker | None = None,
+    screen: bool = True,
 ) -> Grade:
-    """Grade one submission of `step` (None: the student's own starter) on a contained copy."""
-    limits = limits or Limits()
-    start = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="course-grade-") as tmp:
-        tmp = Path(tmp)
+    """Grade one submission of `step` (None: the student's own starter), contained; `worker`: a
+    running worker of this step to reuse (a class), else one is started and stopped here."""
+    if worker is None:
+        with Worker(step, limits or Limits(), per_test, heldout) as own:
+            return grade(step, submission, limits, per_test, heldout, own, screen)
+    started, m, layout = time.monotonic(), mode(), course_step(step)
+    todos, notes = layout.regions(), [m.said]
+    worker.begin()
+    with tempfile.TemporaryDirectory(prefix="course-submission-") as tmp:
+        files, submitted = starter_files(step), set()
         try:
-            steps = graded_copy(step, submission, tmp)
+            found = match(submission or layout.starter, Path(tmp) / "unpacked", sorted(files))
         except (SubmissionError, OSError) as exc:
-            why = str(exc)
-            return Grade(step, score_lines(step, None, "", why), [why], time.monotonic() - start)
-        before = fingerprint(steps, step)
-        report = tmp / "check.json"
-        args = [str(steps / step), "--impl", "starter", "--check-json", str(report)]
-        cmd, env = check_command(steps, [*args, f"--timeout={per_test:g}"])
-        env.pop("PIXI_PROJECT_ROOT", None)  # the screen's commands are the student's, not ours
-        protect = [REPO_ROOT] + ([submission] if submission and submission.is_dir() else [])
-        protect = [p.resolve() for p in protect if not tmp.resolve().is_relative_to(p.resolve())]
-        outcome = run_contained(
-            cmd,
-            env=env,
-            cwd=tmp,
-            protect=[*protect, steps.resolve()],
-            hide=[
-                (REPO_ROOT / step_rel).resolve() for step_rel in (f"steps/{step}/solution", ".git")
-            ],
-            writable=[(steps / step / "starter").resolve()],
-            limits=limits,
-        )
-        notes = [f"contained: {'; '.join(outcome.contained)}", *outcome.missing]
-        if kept := (describe(step_dir(step)).grade or {}).get("reference_kept"):
-            notes.append(
-                f"the graded copy keeps {step}'s reference {', '.join(kept)} (its tests judge with "
-                "them), so the submission's code can reach it too"
+            lines = [_zero(t, "not run", str(exc)) for t in todos]
+            return Grade(
+                step, lines, [*notes, str(exc)], time.monotonic() - started, "", m.contained
             )
-        after = fingerprint(steps, step)
-        changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
-        model = None
-        if report.is_file():
-            try:
-                model = json.loads(report.read_text(encoding="utf-8"))
-            except ValueError:
-                model = None
-        screen = outcome.stdout
-        stopped = [
-            ln
-            for ln in screen.splitlines()
-            if ln.startswith(("The check stopped", "The run stopped"))
-        ]
-        notes += stopped
-        if changed:
-            why = f"the submission's code changed {changed[0]} (a course file, not your starter): every TODO scores 0"
-            lines = [
-                Line(t.todo, t.state, 0.0, t.weight, why) for t in score_lines(step, model, screen)
-            ]
-            notes.append(why)
-        elif model is None:
-            why = _why_no_report(outcome, limits)
-            lines = score_lines(step, None, screen, why)
-            notes.append(why)
+        for rel, path in found.files.items():
+            files[rel] = path.read_bytes().decode("utf-8", errors="replace")
+            submitted.add(rel)
+    lines, shown_screen = _grade_in(worker, step, todos, files, submitted, heldout, screen)
+    if not m.contained:  # said on every line, so no score leaves without it
+        for line in lines:
+            line.reason = f"[uncontained] {line.reason}"
+    if worker.proc is not None and worker.proc.poll() is not None:
+        notes.append(
+            f"the submission's code stopped the grade's worker (exit {worker.proc.returncode})"
+        )
+    found.missing = [rel for rel in found.missing if rel.endswith(".py")]  # predictions: optional
+    if found.missing:
+        notes.append(f"missing from the submission: {', '.join(found.missing)}")
+    if found.stray:
+        notes.append(f"not starter files (ignored): {', '.join(found.stray)}")
+    return Grade(
+        step, lines, notes, time.monotonic() - started, shown_screen, m.contained,
+        list(found.missing), list(found.stray),
+    )  # fmt: skip
+
+
+def _grade_in(worker, step, todos, files, submitted, heldout, screen) -> tuple[list[Line], str]:
+    """The reference's run (once per process), the student's check, then one copy per TODO."""
+    reference = reference_files(step)
+    key = (step, str(heldout or ""))
+    if key not in _OWNERS:
+        _OWNERS[key] = Owners.read(worker, todos)
+    owners = _OWNERS[key]
+    deselect = [a for n in owners.broken for a in ("--deselect", n)]
+    check = worker.run("check", files, [f"steps/{step}/tests"], deselect) if screen else None
+    lines = []
+    for todo in todos.values():
+        rel = todo.module.replace(".", "/") + ".py"
+        own = owners.tests.get(todo.id, [])
+        if why := not_written(todo, files, submitted, rel):
+            lines.append(_zero(todo.id, "not written", why))
+        elif not own:
+            lines.append(
+                _zero(todo.id, "not run", "no test of its own (ask the course's maintainers)")
+            )
         else:
-            lines = score_lines(step, model, screen)
-    return Grade(step, lines, notes, time.monotonic() - start, screen + outcome.stderr[-2000:])
+            run = worker.run(todo.id, variant(files, reference, todos, todo.id), own)
+            if run.report is None:
+                why = "the grade's time ran out" if run.timed_out else _ended(run)
+                lines.append(_zero(todo.id, "not run", why))
+                continue
+            lines.append(_score(todo.id, *own_outcome(run, own)))
+    return lines, check.screen if check else ""
 
 
-def _why_no_report(outcome, limits: Limits) -> str:
-    """The check's own one line when it refused to run (a starter that does not import), else how it ended."""
-    said = [
-        ln.removeprefix("ERROR: ").strip()
-        for ln in outcome.stderr.splitlines()
-        if ln.startswith("ERROR: ")
-    ]
-    if (
-        said
-        and outcome.returncode is not None
-        and outcome.returncode < 128
-        and outcome.returncode >= 0
-    ):
-        return said[0]
-    return ended(outcome, limits)
+def _ended(run) -> str:
+    """Why a copy wrote no report, in one line."""
+    last = [ln for ln in run.screen.strip().splitlines() if ln.strip()][-1:] or ["no output"]
+    code = run.returncode
+    how = "was killed" if code is not None and code < 0 else f"ended with code {code}"
+    return f"its copy {how} before the check could report: {last[0][:160]}"
 
 
 # --- output -----------------------------------------------------------------------------------
@@ -309,44 +202,66 @@ def _n(x: float) -> str:
 
 
 def text(g: Grade) -> str:
-    """The table: one line per TODO (score, max, state, reason), then the total."""
+    """The table: one line per TODO (score, state, reason), then the total and the notes."""
     width = max(len(line.todo) for line in g.lines) + 6
-    rows = [f"{'TODO':<{width}} {'score':>7}  state     reason"]
+    rows = [f"{'TODO':<{width}} {'score':>8}  {'state':<11} reason"]
     for line in g.lines:
         score = f"{_n(line.score)}/{_n(line.weight)}" if line.counted else "optional"
         reason = line.reason if len(line.reason) <= 110 else line.reason[:107] + "..."
-        rows.append(f"{f'TODO({line.todo})':<{width}} {score:>7}  {line.state:<9} {reason}")
-    rows.append(f"{'total':<{width}} {_n(g.score) + '/' + _n(g.max_score):>7}")
-    return "\n".join([f"{g.step}: {_n(g.score)} of {_n(g.max_score)}", *rows, *g.notes])
+        rows.append(f"{f'TODO({line.todo})':<{width}} {score:>8}  {line.state:<11} {reason}")
+    rows.append(f"{'total':<{width}} {_n(g.score) + '/' + _n(g.max_score):>8}")
+    flag = "" if g.contained else f" ({UNCONTAINED})"
+    return "\n".join([f"{g.step}: {_n(g.score)} of {_n(g.max_score)}{flag}", *rows, *g.notes])
 
 
 def gradescope(g: Grade) -> dict:
-    """Gradescope's results.json: tools.gradescope.results_json."""
+    """Gradescope's results.json (tools/gradescope.py)."""
     return results_json(g)
 
 
-def class_csv(step: str, folder: Path, limits: Limits, per_test: float) -> str:
-    """One CSV line per student (each folder or zip in `folder`): total, max, then each TODO."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
+def feedback(g: Grade) -> str:
+    """A student's feedback file: the grade table, then the check's screen as they would see it."""
+    table = text(Grade(g.step, g.lines, [n for n in g.notes if not n.startswith("contained")]))
+    return f"{table}\n\nThe check's screen on your submission:\n{g.screen}"
+
+
+def _submissions(folder: Path) -> list[Path]:
+    return [
+        e for e in sorted(folder.iterdir())
+        if not e.name.startswith((".", "__MACOSX")) and (e.is_dir() or e.suffix == ".zip")
+    ]  # fmt: skip
+
+
+def class_csv(step: str, folder: Path, limits: Limits, per_test: float, jobs: int = 1,
+              heldout: Path | None = None, out: Path | None = None) -> str:  # fmt: skip
+    """One CSV line per student: total, max, each TODO's score and reason, containment, files."""
     todos = list(course_step(step).regions())
-    writer.writerow(["student", "score", "max_score", *todos, "notes"])
-    for entry in sorted(folder.iterdir()):
-        if entry.name.startswith(".") or not (entry.is_dir() or entry.suffix == ".zip"):
-            continue
-        g = grade(step, entry, limits, per_test)
-        cells = [_n(line.score) for line in g.lines]
-        writer.writerow(
-            [
-                entry.stem,
-                _n(g.score),
-                _n(g.max_score),
-                *cells,
-                " | ".join(n for n in g.notes if not n.startswith("contained: ")),
-            ]
-        )
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    header = ["student", "score", "max_score", *todos, *(f"{t} reason" for t in todos)]
+    writer.writerow([*header, "contained", "missing files", "stray files", "notes"])
+    entries = _submissions(folder)
+    chunks = [entries[i :: max(1, jobs)] for i in range(max(1, jobs))]
+
+    def grade_chunk(chunk: list[Path]) -> list[tuple[Path, Grade]]:
+        with Worker(step, limits, per_test, heldout) as worker:  # one per job, reused in turn
+            return [(e, grade(step, e, limits, per_test, heldout, worker)) for e in chunk]
+
+    with ThreadPoolExecutor(max_workers=len(chunks)) as pool:
+        graded = dict(pair for done in pool.map(grade_chunk, chunks) for pair in done)
+    for entry in entries:
+        g = graded[entry]
+        name = entry.stem if entry.suffix == ".zip" else entry.name
+        writer.writerow([
+            name, _n(g.score), _n(g.max_score),
+            *(_n(line.score) for line in g.lines), *(line.reason for line in g.lines),
+            "yes" if g.contained else "no (uncontained)", " ".join(g.missing),
+            " ".join(g.stray), " | ".join(n for n in g.notes if not n.startswith("contained")),
+        ])  # fmt: skip
+        if out:
+            (out / f"{name}.txt").write_text(feedback(g) + "\n", encoding="utf-8")
         print(f"graded {entry.name}: {_n(g.score)}/{_n(g.max_score)}", file=sys.stderr)
-    return out.getvalue()
+    return buffer.getvalue()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -359,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--format", choices=["text", "gradescope"], default="text")
     parser.add_argument(
-        "--out", type=Path, help="gradescope: where results.json goes (default ./results.json)"
+        "--out", type=Path, help="gradescope: results.json (default ./results.json)"
     )
     parser.add_argument(
         "--class",
@@ -368,28 +283,62 @@ def main(argv: list[str] | None = None) -> int:
         metavar="DIR",
         help="a folder of submissions: one CSV line each",
     )
+    parser.add_argument(
+        "--feedback",
+        type=Path,
+        metavar="DIR",
+        help="with --class: a feedback file per student (default DIR/../feedback)",
+    )
+    parser.add_argument(
+        "--jobs", type=int, default=1, help="with --class: submissions graded at once"
+    )
+    parser.add_argument(
+        "--tests",
+        type=Path,
+        metavar="DIR",
+        help="held-out test files (test_*.py, each test marked @pytest.mark.todo('task N'))",
+    )
+    parser.add_argument(
+        "--allow-uncontained",
+        action="store_true",
+        help="with --class: grade even where nothing contains the code",
+    )
     parser.add_argument("--timeout", type=float, default=PER_TEST, help="CPU seconds per test")
     parser.add_argument("--screen", action="store_true", help="also print the check's screen")
     parser.add_argument("--wall", type=int, default=Limits.wall, help="seconds per submission")
-    args = parser.parse_args(argv)
+    args = parser.parse_args(argv)  # fmt: skip
     try:
         step_dir(args.step)
     except ValueError as exc:
         parser.error(str(exc))
+    if args.tests is not None and not args.tests.is_dir():
+        parser.error(f"--tests needs a folder of test files, got {args.tests}")
     limits = Limits(wall=args.wall)
     if args.klass:
         if not args.klass.is_dir():
             parser.error(f"--class needs a folder of submissions, got {args.klass}")
-        sys.stdout.write(class_csv(args.step, args.klass, limits, args.timeout))
+        if not mode().contained and not args.allow_uncontained:
+            parser.error(f"{mode().said}; add --allow-uncontained to grade a class anyway")
+        feedback_dir = args.feedback or args.klass.parent / f"{args.klass.name}-feedback"
+        feedback_dir.mkdir(parents=True, exist_ok=True)
+        sys.stdout.write(
+            class_csv(
+                args.step, args.klass, limits, args.timeout, args.jobs, args.tests, feedback_dir
+            )
+        )
+        print(f"feedback files: {shown(feedback_dir)}", file=sys.stderr)
         return 0
     if args.submission is not None and not args.submission.exists():
         parser.error(f"no submission at {args.submission}")
-    g = grade(args.step, args.submission, limits, args.timeout)
+    g = grade(args.step, args.submission, limits, args.timeout, args.tests)
     if args.format == "gradescope":
         out = args.out or Path("results.json")
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(gradescope(g), indent=2) + "\n", encoding="utf-8")
+        tmp = out.with_name(out.name + ".part")
+        tmp.write_text(json.dumps(gradescope(g), indent=2) + "\n", encoding="utf-8")
+        os.replace(tmp, out)
         print(f"wrote {out}: {_n(g.score)} of {_n(g.max_score)}")
+        print(text(g))  # stdout: the instructor's view (Gradescope shows it to instructors only)
     else:
         print(text(g))
     if args.screen:
@@ -399,3 +348,5 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+_ = REPO_ROOT

@@ -1,185 +1,248 @@
-"""Run a command that executes student code, contained: CPU-time and memory limits, no network,
-the instructor's folders read-only, and a wall-clock limit; say which of these this OS gave."""
+"""Where a grade runs student code, and what that code can see.
 
-import functools
+Three ways, the best this machine allows (COURSE_GRADE_SANDBOX=bwrap|user|none picks one):
+- bwrap (Linux with bubblewrap and user namespaces): the code sees the interpreter and its packages
+  read-only, the course's graded base read-only, a private empty /tmp and home, no network, and
+  nothing else of the machine; its processes live in a PID namespace that dies with the grade.
+- user (root without namespaces: a container that forbids unshare, as Gradescope's most likely
+  does): the code runs as an unprivileged user who cannot read the repository or write the results,
+  and every process of that user is killed before a result is written.
+- none (anywhere else): no containment; every line of the grade says so.
+"""
+
 import os
-import shlex
+import pwd
 import shutil
 import signal
 import subprocess
 import sys
-from dataclasses import dataclass, field
+import time
+from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
+
+from common import REPO_ROOT
 
 try:
     import resource  # POSIX only: Windows has no setrlimit
 except ImportError:  # pragma: no cover - Windows
     resource = None
 
+WORKER = Path(__file__).with_name("gradeworker.py")
+INSIDE = Path("/course")  # where the base is seen from inside bwrap
+UNCONTAINED = "uncontained: the submission's code ran with your user's rights"
+
 
 @dataclass
 class Limits:
-    """What a graded child may use."""
+    """What a graded submission may use."""
 
-    cpu: int = 300  # CPU seconds for the whole check (each test has its own, smaller, limit)
-    memory: int = 6 * 2**30  # bytes of address space (torch alone maps about 1.5 GB)
-    wall: int = 600  # seconds before the child and everything it started is killed
-
-
-@dataclass
-class Outcome:
-    """A contained run: its exit, its output, and what contained it."""
-
-    returncode: int | None  # None: killed at the wall-clock limit
-    stdout: str
-    stderr: str
-    contained: list[str] = field(default_factory=list)  # one phrase per measure, for the output
-    missing: list[str] = field(default_factory=list)  # what this OS could not give, and why
-    cpu: float = 0.0  # CPU seconds the child and its children used (0 where unknown)
+    cpu: int = 300  # CPU seconds for one copy's run (each test has its own, smaller, limit)
+    memory: int = 6 * 2**30  # bytes of address space per copy (torch alone maps about 1.5 GB)
+    wall: int = 600  # seconds for the whole grade of one submission, every copy included
 
 
-def _children_cpu() -> float:
-    """CPU seconds of this process's finished children (unshare passes on no signal: this does)."""
-    if resource is None:
-        return 0.0
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+@dataclass(frozen=True)
+class Mode:
+    """How this machine contains a grade: its name and one line an instructor reads."""
+
+    name: str  # bwrap, user or none
+    said: str
+
+    @property
+    def contained(self) -> bool:
+        return self.name != "none"
 
 
-def _limit(limits: Limits) -> None:
-    """In the child, before exec: the CPU-time and memory limits (the kernel enforces them)."""
-    resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu, limits.cpu + 5))  # SIGXCPU, then SIGKILL
-    resource.setrlimit(resource.RLIMIT_AS, (limits.memory, limits.memory))  # malloc fails past it
+def _bwrap_args(base: Path) -> list[str]:
+    """bubblewrap's view: system libraries, the interpreter, the base read-only; /tmp and home private."""
+    args = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+    args += ["--ro-bind", "/usr", "/usr"]
+    for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64"):
+        if os.path.islink(top):
+            args += ["--symlink", os.readlink(top), top]
+        elif os.path.isdir(top):
+            args += ["--ro-bind", top, top]
+    for etc in ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives"):
+        args += ["--ro-bind-try", etc, etc]
+    for prefix in sorted(
+        {sys.base_prefix, sys.prefix, str(Path(sys.executable).resolve().parents[1])}
+    ):
+        args += ["--ro-bind", prefix, prefix]
+    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", "/tmp/home"]
+    args += ["--ro-bind", str(base), str(INSIDE), "--chdir", "/tmp", "--clearenv"]
+    env = {"HOME": "/tmp/home", "TMPDIR": "/tmp", "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+    env |= {"COURSE_GRADE_PIDNS": "1", "COURSE_GRADE_KILL": "all", "COURSE_GRADE_WIPE": "1"}
+    for key, value in (_common_env() | env).items():
+        args += ["--setenv", key, value]
+    return args
 
 
-def _namespace_prefix(
-    protect: list[Path], writable: list[Path], hide: list[Path] = (), empty: Path | None = None
-) -> list[str]:
-    """unshare's command line: new user, network, mount and PID namespaces; `protect` read-only
-    in the new mount namespace, `hide` covered by the empty folder `empty`, and the `writable`
-    folders inside them rw again."""
-    steps = []
-    for path in protect:
-        p = shlex.quote(str(path))
-        steps += [f"mount --rbind {p} {p}", f"mount -o remount,bind,ro {p}"]
-    for path in hide:
-        steps += [f"mount --bind {shlex.quote(str(empty))} {shlex.quote(str(path))}"]
-    for path in writable:
-        p = shlex.quote(str(path))
-        steps += [f"mount --bind {p} {p}"]
-    script = " && ".join([*steps, 'exec "$@"'])
-    return [
-        *("unshare", "--user", "--map-root-user", "--net", "--mount"),
-        *("--pid", "--fork", "--kill-child"),  # what the child starts dies with it
-        *("sh", "-c", script, "sh"),
-    ]
+def _common_env() -> dict[str, str]:
+    """What every copy's run needs, whatever contains it."""
+    return {
+        "OMP_NUM_THREADS": "1",
+        "COLUMNS": "100",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONHASHSEED": "0",
+        "MPLBACKEND": "Agg",
+    }
 
 
-@functools.cache
-def _namespaces_work() -> str:
-    """'' when unshare can make the namespaces here, else why not (one line)."""
+@cache
+def mode() -> Mode:
+    """The best containment this machine gives (or the one COURSE_GRADE_SANDBOX asks for)."""
+    forced = os.environ.get("COURSE_GRADE_SANDBOX", "")
+    if forced not in ("", "bwrap", "user", "none"):
+        raise ValueError(f"COURSE_GRADE_SANDBOX must be bwrap, user or none, got {forced!r}")
+    why = _bwrap_problem() if forced in ("", "bwrap") else f"COURSE_GRADE_SANDBOX={forced}"
+    if not why:
+        return Mode(
+            "bwrap",
+            "contained: bubblewrap (no network; only the interpreter, the course "
+            "and a private /tmp and home are visible; a PID namespace ends with the grade)",
+        )
+    if forced == "bwrap":
+        raise RuntimeError(f"COURSE_GRADE_SANDBOX=bwrap, but {why}")
+    if forced in ("", "user") and _is_root():
+        return Mode(
+            "user",
+            f"contained: as the unprivileged user nobody ({why}): it cannot read "
+            "the repository or write the results; its processes are killed after each copy",
+        )
+    return Mode("none", f"{UNCONTAINED} ({why}; run the grade as root, or install bubblewrap)")
+
+
+def _is_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def _bwrap_problem() -> str:
+    """'' when bubblewrap works here, else why not (one line)."""
     if not sys.platform.startswith("linux"):
-        return f"no network namespace on {sys.platform} (Linux only)"
-    if not shutil.which("unshare"):
-        return "no network namespace: unshare (util-linux) is not installed"
-    probe = Path(__file__).resolve().parent
+        return f"no bubblewrap on {sys.platform}"
+    if not shutil.which("bwrap"):
+        return "bubblewrap is not installed (apt-get install bubblewrap)"
     try:
         done = subprocess.run(
-            [*_namespace_prefix([probe], []), "true"], capture_output=True, text=True, timeout=30
-        )
+            [*_bwrap_args(WORKER.parent), sys.executable, "-c", "pass"],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
     except (OSError, subprocess.SubprocessError) as exc:
-        return f"no network namespace: unshare failed ({exc})"
-    if done.returncode != 0:
-        why = (done.stderr.strip().splitlines() or ["no message"])[-1]
-        return f"no network namespace: unshare could not make one here ({why})"
+        return f"bubblewrap failed ({exc})"
+    if done.returncode:
+        return f"bubblewrap cannot make a sandbox here ({(done.stderr.strip() or 'no message')[-160:]})"
     return ""
 
 
-def run_contained(
-    cmd: list[str],
-    *,
-    env: dict,
-    cwd: Path,
-    protect: list[Path],
-    writable: list[Path],
-    hide: list[Path] = (),
-    limits: Limits,
-) -> Outcome:
-    """Run `cmd` with the limits this OS offers; never raises for what the child does.
+def _nobody() -> tuple[int, int]:
+    entry = pwd.getpwnam("nobody")
+    return entry.pw_uid, entry.pw_gid
 
-    protect: folders the child can read, not write; hide: folders it cannot even read (the step's
-    reference solution, git's objects), covered by an empty folder made in `cwd`."""
-    contained, missing = [], []
-    prefix = []
-    if not (why := _namespaces_work()):
-        empty = cwd / "empty"
-        empty.mkdir(exist_ok=True)
-        hidden = [p for p in hide if p.is_dir()]
-        prefix = _namespace_prefix([p for p in protect if p.is_dir()], writable, hidden, empty)
-        contained += ["no network (a new network namespace)", "course files read-only"]
-        if hidden:
-            contained.append("the repository's copy of the step's reference hidden")
-    else:
-        missing.append(
-            f"{why}: the graded code can reach the network, and read and write the course's files "
-            "(the grade still scores 0 any change to the graded copy's course files)"
-        )
+
+def _as_user(uid: int, gid: int) -> None:
+    """In the child before exec (user mode): drop to the unprivileged user."""
+    os.setgroups([])
+    os.setgid(gid)
+    os.setuid(uid)
+
+
+def _limits(limits: Limits) -> None:
+    """In the child before exec: the memory limit (the worker sets each copy's CPU limit)."""
     if resource is not None:
-        contained.append(f"{limits.cpu} s of CPU time and {limits.memory / 2**30:g} GB of memory")
-        preexec = functools.partial(_limit, limits)
+        resource.setrlimit(resource.RLIMIT_AS, (limits.memory, limits.memory))
+
+
+def start(base: Path, work: Path, limits: Limits, log: Path) -> subprocess.Popen:
+    """The grade's worker (tools/gradeworker.py), started in this machine's containment.
+
+    base: the graded base (read-only to the worker); work: an empty folder it may write (user and
+    none modes: bwrap gives it a private /tmp); log: where its own stderr goes (never a pipe)."""
+    m = mode()
+    shutil.copy2(WORKER, base / ".grader-worker.py")
+    env = os.environ | _common_env()
+    env.pop("COURSE_STEPS_DIR", None)
+    env.pop("PIXI_PROJECT_ROOT", None)  # the screen's commands are the student's, not ours
+    preexec = None
+    if m.name == "bwrap":
+        cmd = [*_bwrap_args(base), sys.executable, str(INSIDE / ".grader-worker.py")]
+        cmd += [str(INSIDE), "/tmp/w"]
     else:
-        missing.append(
-            "no CPU-time or memory limit on this OS (Python's resource module is POSIX only): "
-            "the per-test time limit and the wall-clock limit still apply"
-        )
-        preexec = None
-    contained.append(f"killed after {limits.wall} s")
-    posix = os.name == "posix"
-    cpu = _children_cpu()
+        cmd = [sys.executable, str(base / ".grader-worker.py"), str(base), str(work)]
+        env |= {"TMPDIR": str(work / "tmp"), "HOME": str(work / "home")}
+        for sub in ("tmp", "home"):
+            (work / sub).mkdir(parents=True, exist_ok=True)
+    if m.name == "user":
+        uid, gid = _nobody()
+        _close(REPO_ROOT)
+        for path in [work, *work.rglob("*")]:
+            os.chown(path, uid, gid)
+        env |= {"COURSE_GRADE_KILL": "all", "COURSE_GRADE_WIPE": "1"}
+
+        def preexec():  # noqa: F811 - the child's: drop rights, then limit memory
+            _limits(limits)
+            _as_user(uid, gid)
+
+    elif resource is not None:
+        preexec = lambda: _limits(limits)  # noqa: E731
+    with log.open("wb") as err:
+        return subprocess.Popen(
+            cmd, env=env, cwd=work, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
+            preexec_fn=preexec, start_new_session=os.name == "posix",
+        )  # fmt: skip
+
+
+def _close(repository: Path) -> None:
+    """User mode: the repository (it holds every reference) readable by its owner only."""
+    st = repository.stat()
+    if st.st_mode & 0o077:
+        repository.chmod(st.st_mode & 0o700)
+
+
+def stop(worker: subprocess.Popen) -> None:
+    """End the worker and everything it started; never waits for good."""
+    if worker.poll() is None and os.name == "posix":
+        try:
+            os.killpg(worker.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    elif worker.poll() is None:  # pragma: no cover - Windows
+        worker.kill()
     try:
-        child = subprocess.Popen(
-            [*prefix, *cmd],
-            env=env,
-            cwd=cwd,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            stdin=subprocess.DEVNULL,
-            text=True,
-            errors="replace",
-            preexec_fn=preexec,
-            start_new_session=posix,  # its own process group: a timeout kills all it started
-        )
-    except OSError as exc:
-        return Outcome(1, "", f"could not start the check: {exc}", contained, missing)
-    try:
-        out, err = child.communicate(timeout=limits.wall)
-        code = child.returncode
+        worker.wait(timeout=10)
     except subprocess.TimeoutExpired:
-        if posix:
-            os.killpg(child.pid, signal.SIGKILL)
-        else:  # pragma: no cover - Windows
-            child.kill()
-        out, err = child.communicate()
-        code = None
-    return Outcome(code, out, err, contained, missing, _children_cpu() - cpu)
+        pass
+    for pipe in (worker.stdin, worker.stdout):
+        try:
+            if pipe:
+                pipe.close()
+        except OSError:
+            pass
+    if mode().name == "user":
+        kill_user(_nobody()[0])
 
 
-def ended(outcome: Outcome, limits: Limits) -> str:
-    """Why a child ended without its report, in one line a student can read."""
-    if outcome.returncode is None:
-        return f"the check was still running after {limits.wall} s and was stopped"
-    code = outcome.returncode
-    if resource is not None and outcome.cpu >= limits.cpu - 1:
-        return f"the check was stopped: it used its {limits.cpu} s of CPU time (a loop in C code?)"
-    signals = {
-        getattr(signal, "SIGXCPU", -1): f"it used its {limits.cpu} s of CPU time",
-        signal.SIGKILL: "it was killed (out of memory, or past its CPU time)",
-        signal.SIGSEGV: "it crashed (segmentation fault)",
-    }
-    if code < 0 or code >= 128:  # killed by a signal (sh and unshare report 128 + N)
-        number = -code if code < 0 else code - 128
-        return f"the check ended: {signals.get(number, f'signal {number}')}"
-    last = (outcome.stderr.strip().splitlines() or [""])[-1][:160]
-    return f"the check ended with exit code {code} before it could report" + (
-        f": {last}" if last else ""
-    )
+def kill_user(uid: int) -> int:
+    """Kill every process of `uid` (user mode, before a result is written); how many there were."""
+    killed = 0
+    for _ in range(20):
+        pids = [
+            int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and _owner(p) == uid
+        ]
+        if not pids:
+            break
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+            except (ProcessLookupError, PermissionError):
+                pass
+        time.sleep(0.05)
+    return killed
+
+
+def _owner(proc: Path) -> int | None:
+    try:
+        return proc.stat().st_uid
+    except OSError:
+        return None

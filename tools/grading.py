@@ -1,0 +1,343 @@
+"""The grade's engine: each TODO scored on its own tests, in a copy where every other TODO is the
+reference's, all inside the sandbox (tools/sandbox.py) through one worker (tools/gradeworker.py).
+
+Which tests are a TODO's own is read off the reference, run first in the same worker: a test
+belongs to the TODO its `todo` marker names, else to the last TODO (in course order) it runs.
+Tests that run no TODO test code the starter gives, and count for none; tests that fail on the
+reference in the graded copy (a run that needs the reference) count for none and are not shown.
+"""
+
+import hashlib
+import json
+import shutil
+import struct
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from common import REPO_ROOT, SOLUTIONS_DIR, STEPS_DIR, shown
+from common.course import course, course_step, describe
+from common.loader import py_files, step_dir
+from common.todos import Todo, module_name, order_key, parse, raised_todos, split_id
+from tools import pristine
+from tools.sandbox import Limits, start, stop
+from tools.variants import read_tree, variant
+
+REFUSED = "the graded copy holds no reference solution of this step: grade your own code"
+COURSE_FILES = ["common", "conftest.py", "pyproject.toml"]  # what every copy runs the tests with
+
+
+# --- the graded base: the course as shipped, without this step's reference ----------------------
+
+
+def hollow(text: str, where: str) -> str:
+    """A marked solution file without its reference code: each region raises REFUSED (a shipped
+    bug keeps its STARTER code); the markers stay, so the check still reads the regions."""
+    kept, regions = parse(text, where)
+    made, out = iter(regions), []
+    for line in kept:
+        if line is not None:
+            out.append(line)
+            continue
+        region = next(made)
+        i = region.indent
+        out.append(f"{i}# BEGIN SOLUTION TODO({region.id})")
+        out += [f"{i}# STARTER: {s[len(i) :]}" for s in region.starter]
+        out += region.starter or [f'{i}raise RuntimeError("{REFUSED}")']
+        out.append(f"{i}# END SOLUTION")
+    return "\n".join(out) + "\n"
+
+
+def build_base(step: str, dest: Path, heldout: Path | None = None) -> Path:
+    """A small repository under `dest`: the course's code, the earlier steps as shipped, this step
+    with its reference taken out of solution/ (but the modules its [grade] keeps), and an
+    instructor's held-out test files in its tests/ as test_heldout_<name>.py."""
+    root = dest / "base"
+    root.mkdir(parents=True)
+    for name in COURSE_FILES:
+        src = REPO_ROOT / name
+        if src.is_dir():
+            shutil.copytree(src, root / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(src, root / name)
+    if SOLUTIONS_DIR.is_dir():
+        shutil.copytree(
+            SOLUTIONS_DIR, root / "solutions", ignore=shutil.ignore_patterns("__pycache__")
+        )
+    here = describe(step_dir(step))
+    earlier = [s.name for s in course() if s.order < here.order and s.folder.parent == STEPS_DIR]
+    pristine([*earlier, step], root)
+    solution = root / "steps" / step / "solution"
+    kept = (here.grade or {}).get("reference_kept", [])
+    for path in py_files(solution):
+        if module_name(solution, path) not in kept:
+            text = path.read_text(encoding="utf-8")
+            path.write_text(hollow(text, shown(path)), encoding="utf-8", newline="\n")
+    for test in sorted(heldout.glob("*.py")) if heldout else []:
+        shutil.copy2(
+            test,
+            root / "steps" / step / "tests" / f"test_heldout_{test.stem.removeprefix('test_')}.py",
+        )
+    return root
+
+
+# --- talking to the worker ------------------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    """One copy's run, as the worker reported it."""
+
+    name: str
+    report: dict | None  # the check's --check-json for the step (None: it wrote none)
+    screen: str
+    returncode: int | None
+    timed_out: bool = False
+
+    def tests(self) -> dict[str, dict]:
+        return (self.report or {}).get("tests", {})
+
+
+class Worker:
+    """The sandboxed worker of one step: send it a copy's starter files and pytest arguments, get
+    its Run. One worker serves many submissions in turn (no copy sees another: the worker empties
+    what a copy wrote and kills what it left); it is started again if a submission stopped it."""
+
+    def __init__(self, step: str, limits: Limits, per_test: float, heldout: Path | None = None):
+        self.step, self.limits, self.per_test, self.heldout = step, limits, per_test, heldout
+        self.tmp = Path(tempfile.mkdtemp(prefix="course-grade-"))
+        self.base = build_base(step, self.tmp, heldout)
+        self.log = self.tmp / "worker.log"
+        self.proc = None
+        self.done: dict[str, Run] = {}  # a copy's key -> its run
+        self.begin()
+
+    def begin(self) -> None:
+        """A new submission: a fresh time budget (the process starts with the first copy)."""
+        self.deadline = time.monotonic() + self.limits.wall
+
+    def _ensure(self) -> None:
+        """A running worker: started on first use, and again if a submission stopped it."""
+        if self.proc is not None and self.proc.poll() is None:
+            return
+        if self.proc is not None:
+            stop(self.proc)
+        work = self.tmp / f"work-{time.monotonic_ns()}"
+        work.mkdir()
+        _open_to_worker(self.tmp, self.base)
+        self.proc = start(self.base, work, self.limits, self.log)
+
+    def run(self, name: str, files: dict[str, str], tests: list[str], extra=()) -> Run:
+        """Run `tests` (paths or node ids) on a copy whose starter is `files`; a copy this worker
+        already ran with the same bytes and tests is not run again (its result cannot differ)."""
+        key = hashlib.sha256(
+            json.dumps([sorted(files.items()), tests, list(extra)]).encode()
+        ).hexdigest()
+        if key in self.done:
+            return self.done[key]
+        run = self._run(name, files, tests, extra)
+        if run.report is not None and not run.timed_out:
+            self.done[key] = run
+        return run
+
+    def _run(self, name: str, files: dict[str, str], tests: list[str], extra=()) -> Run:
+        left = self.deadline - time.monotonic()
+        if left < 5:
+            return Run(name, None, "", None, timed_out=True)
+        self._ensure()
+        blobs = [(rel, text.encode("utf-8")) for rel, text in sorted(files.items())]
+        args = [*tests, "--impl", "starter", "--check-json", ".grade/check.json", "-q"]
+        args += [f"--timeout={self.per_test:g}", "-p", "pytest_timeout", "-p", "no:cacheprovider"]
+        args += ["--rootdir=.", *extra]
+        header = {"name": name, "step": self.step, "args": args, "wall": left}
+        header |= {"cpu": self.limits.cpu, "memory": self.limits.memory}
+        header["files"] = [[rel, len(b)] for rel, b in blobs]
+        try:
+            self._send(header, [b for _, b in blobs])
+            answer = self._receive()
+        except (OSError, EOFError, ValueError):
+            return Run(name, None, self._log_tail(), None)
+        report, screen = answer["blobs"]
+        try:
+            data = json.loads(report.decode("utf-8")).get(self.step) if report else None
+        except (ValueError, AttributeError):
+            data = None  # what came back is not the check's JSON
+        text = screen.decode("utf-8", errors="replace")
+        return Run(name, data, text, answer["returncode"], answer["timed_out"])
+
+    def _send(self, header: dict, blobs: list[bytes]) -> None:
+        data = json.dumps(header).encode("utf-8")
+        self.proc.stdin.write(struct.pack(">I", len(data)) + data + b"".join(blobs))
+        self.proc.stdin.flush()
+
+    def _receive(self) -> dict:
+        (n,) = struct.unpack(">I", self._exact(4))
+        header = json.loads(self._exact(n).decode("utf-8"))
+        header["blobs"] = [self._exact(size) for size in header["sizes"]]
+        return header
+
+    def _exact(self, n: int) -> bytes:
+        data = b""
+        while len(data) < n:
+            chunk = self.proc.stdout.read(n - len(data))
+            if not chunk:
+                raise EOFError("the worker ended")
+            data += chunk
+        return data
+
+    def _log_tail(self) -> str:
+        try:
+            return self.log.read_text(encoding="utf-8", errors="replace")[-2000:]
+        except OSError:
+            return ""
+
+    def close(self) -> None:
+        """End the worker and everything it started, and remove its folders."""
+        if self.proc is None:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            return
+        try:
+            self._send({"end": True}, [])
+            self.proc.stdin.close()
+            self.proc.wait(timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            pass  # stopped below
+        stop(self.proc)
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def __enter__(self) -> "Worker":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _open_to_worker(tmp: Path, base: Path) -> None:
+    """The base readable and the grader's folder passable by the worker (user mode runs it as
+    another user); nothing in either is secret: the base holds no reference of this step."""
+    tmp.chmod(0o711)
+    for path in [base, *base.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+
+
+# --- which tests are each TODO's own ----------------------------------------------------------------
+
+
+@dataclass
+class Owners:
+    """Read off the reference's run: each TODO's own tests, and the tests that cannot pass in a
+    graded copy (they fail on the reference there)."""
+
+    tests: dict[str, list[str]] = field(default_factory=dict)  # TODO id -> its tests' node ids
+    broken: list[str] = field(default_factory=list)  # fail on the reference: counted for none
+    given: int = 0  # tests of code the starter gives: counted for none
+
+    @classmethod
+    def read(cls, worker: "Worker", todos: dict[str, Todo]) -> "Owners":
+        """Run the reference, then every TODO as a stub that returns None: a test that passes on
+        the stubs tests nothing a student writes, so it is no TODO's own."""
+        step = worker.step
+        owners = cls.from_run(
+            worker.run("reference", reference_files(step), [f"steps/{step}/tests"]), todos
+        )
+        stubs = {rel: stubbed(text, rel) for rel, text in reference_files(step).items()}
+        run = worker.run("stubs", stubs, [n for tests in owners.tests.values() for n in tests])
+        idle = {n for n, t in run.tests().items() if t["outcome"] == "passed"}
+        owners.tests = {
+            todo: [n for n in tests if n not in idle] for todo, tests in owners.tests.items()
+        }
+        owners.given += len(idle)
+        return owners
+
+    @classmethod
+    def from_run(cls, run: Run, todos: dict[str, Todo]) -> "Owners":
+        if run.report is None:
+            raise RuntimeError(
+                f"the reference did not run in the graded copy:\n{run.screen[-1500:]}"
+            )
+        owners = cls({todo: [] for todo in todos})
+        for nodeid, t in run.tests().items():
+            if t["outcome"] != "passed":
+                owners.broken.append(nodeid)
+            elif t.get("given") and not t.get("marked"):
+                owners.given += 1  # code the starter gives: it earns no TODO anything
+            elif todo := _marked(t.get("marked"), todos) or max(
+                t["ran"], key=order_key, default=None
+            ):
+                owners.tests.setdefault(todo, []).append(nodeid)
+            else:
+                owners.given += 1
+        return owners
+
+
+def stubbed(text: str, where: str) -> str:
+    """A solution file with every TODO region's code replaced by `return None`."""
+    if not where.endswith(".py"):
+        return text
+    kept, regions = parse(text, where)
+    made = iter(regions)
+    return "\n".join(k if k is not None else f"{next(made).indent}return None" for k in kept) + "\n"
+
+
+def _marked(marker: str | None, todos: dict[str, Todo]) -> str | None:
+    """The TODO a `todo` marker names ('task 3', or a whole id), or None."""
+    if not marker:
+        return None
+    return next((t for t in todos if marker in (t, split_id(t)[1])), None)
+
+
+# --- one submission's lines ------------------------------------------------------------------------
+
+
+def not_written(todo: Todo, files: dict[str, str], submitted: set[str], rel: str) -> str | None:
+    """Why a TODO is not written yet (its file missing, its raise or its shipped code still there)."""
+    if rel not in submitted:
+        return f"not written: the submission has no {rel}"
+    text = files[rel]
+    if any(found == todo.id for found, _, _ in raised_todos(text)):
+        return "not written yet (it still raises NotImplementedError)"
+    shipped = todo.shipped
+    if shipped and all(line.strip() in {t.strip() for t in text.splitlines()} for line in shipped):
+        return "not written yet (the code it ships with is unchanged)"
+    return None
+
+
+def starter_files(step: str) -> dict[str, str]:
+    """The starter as generated from the solution (its .py files and predictions.toml): what
+    stands for a file the submission lacks."""
+    from tools.starters import starters
+
+    folder = step_dir(step)
+    layout = course_step(step)
+    return {p.relative_to(layout.starter).as_posix(): text for p, text in starters(folder).items()}
+
+
+def reference_files(step: str) -> dict[str, str]:
+    return read_tree(course_step(step).solution)
+
+
+def own_outcome(run: Run, own: list[str]) -> tuple[int, int, str, str | None]:
+    """(passed, total, the first failure's reason, the guard's refusal if any) of a TODO's tests."""
+    tests = run.tests()
+    passed = sum(1 for n in own if tests.get(n, {}).get("outcome") == "passed")
+    failures = [(n, tests[n]) for n in own if n in tests and tests[n]["outcome"] != "passed"]
+    refused = next((t["refused"] for _, t in failures if t.get("refused")), None)
+    if failures:
+        nodeid, first = failures[0]
+        why = f"{nodeid.split('::')[-1]}: {first['error'] or first['outcome']}"
+    elif missing := [n for n in own if n not in tests]:
+        why = f"{len(missing)} of its tests did not report" + (
+            f" ({(run.report or {}).get('stopped') or 'the copy ended early'})"
+        )
+    else:
+        why = ""
+    return passed, len(own), why, refused
+
+
+def order(todos: dict[str, Todo]) -> list[str]:
+    return sorted(todos, key=order_key)
+
+
+__all__ = ["Worker", "Owners", "Run", "build_base", "variant", "own_outcome", "not_written"]

@@ -1,0 +1,115 @@
+"""The per-TODO copies a grade runs: the student's module with every other TODO's functions swapped
+for the reference's, so a bug is charged once, to the TODO it is in, and the student's helpers stay.
+
+Pure text work (ast, no import): nothing here runs the student's code.
+"""
+
+import ast
+from pathlib import Path
+
+from common.todos import Todo
+
+
+def _defs(tree: ast.Module) -> dict[str, ast.AST]:
+    """'name' or 'Class.method' -> its def node, and 'Class' -> the class node (module level only)."""
+    found = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            found[node.name] = node
+        elif isinstance(node, ast.ClassDef):
+            found[node.name] = node
+            for inner in node.body:
+                if isinstance(inner, ast.FunctionDef | ast.AsyncFunctionDef):
+                    found[f"{node.name}.{inner.name}"] = inner
+    return found
+
+
+def _span(node: ast.AST) -> tuple[int, int]:
+    """(first, last) line of a def, decorators included, 1-based."""
+    first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+    return first, node.end_lineno
+
+
+def _reindent(lines: list[str], old: int, new: int) -> list[str]:
+    """Lines of a def moved from column `old` to column `new` (a class body indented otherwise)."""
+    if old == new:
+        return lines
+    return [" " * new + line[old:] if line[:old].isspace() else line for line in lines]
+
+
+def swap(student: str, reference: str, functions: list[str]) -> str:
+    """The student's source with each of `functions` ('f' or 'Class.m') taken from the reference.
+
+    A function the student deleted is added back (at the end of its class, or of the module); a
+    class the student deleted comes back whole. Raises SyntaxError when either does not parse.
+    """
+    mine, theirs = ast.parse(student), ast.parse(reference)
+    ref_lines, out = reference.splitlines(), student.splitlines()
+    have, ref = _defs(mine), _defs(theirs)
+    edits: list[tuple[int, int, list[str]]] = []  # (first, last) lines of `out` -> new lines
+    appended: list[str] = []
+    for name in functions:
+        if name not in ref:
+            continue  # not a def of the reference (a region outside any function): left as is
+        first, last = _span(ref[name])
+        body = ref_lines[first - 1 : last]
+        if name in have:
+            at, end = _span(have[name])
+            body = _reindent(body, ref[name].col_offset, have[name].col_offset)
+            edits.append((at, end, body))
+        elif "." in name and (cls := have.get(name.split(".")[0])) is not None:
+            indent = cls.body[0].col_offset if cls.body else 4
+            body = _reindent(body, ref[name].col_offset, indent)
+            edits.append((cls.end_lineno + 1, cls.end_lineno, body))
+        elif "." in name:  # the whole class is gone: the reference's class, once
+            cls_first, cls_last = _span(ref[name.split(".")[0]])
+            block = ref_lines[cls_first - 1 : cls_last]
+            if block not in [appended[i : i + len(block)] for i in range(len(appended))]:
+                appended += ["", "", *block]
+        else:
+            appended += ["", "", *body]
+    for at, end, body in sorted(
+        edits, key=lambda e: e[0], reverse=True
+    ):  # bottom up: lines stay put
+        out[at - 1 : end] = body
+    return "\n".join(out + appended) + "\n"
+
+
+def variant(
+    starter: dict[str, str], solution: dict[str, str], todos: dict[str, Todo], mine: str
+) -> dict[str, str]:
+    """The starter files (relative path -> text) with every TODO but `mine` the reference's.
+
+    A file that does not parse keeps the student's text when it holds `mine` (its tests then fail
+    to import: the TODO's own fault), else becomes the reference's (the other TODOs are not
+    charged for it)."""
+    by_file: dict[str, list[str]] = {}
+    for todo in todos.values():
+        if todo.id != mine:
+            by_file.setdefault(_rel(todo, solution), []).extend(todo.functions)
+    holds_mine = {_rel(todos[mine], solution)} if mine in todos else set()
+    out = dict(starter)
+    for rel, functions in by_file.items():
+        text = starter.get(rel)
+        if text is None:  # the submission lacks the file: the generated starter stands for it
+            continue
+        try:
+            out[rel] = swap(text, solution[rel], functions)
+        except SyntaxError:
+            out[rel] = text if rel in holds_mine else solution[rel]
+    return out
+
+
+def _rel(todo: Todo, solution: dict[str, str]) -> str:
+    """The starter-relative path of a TODO's file ('exercises/wrong_mask.py')."""
+    wanted = todo.module.replace(".", "/") + ".py"
+    return next(rel for rel in solution if rel == wanted)
+
+
+def read_tree(folder: Path) -> dict[str, str]:
+    """Every .py file under `folder`: relative posix path -> text."""
+    return {
+        p.relative_to(folder).as_posix(): p.read_text(encoding="utf-8", errors="replace")
+        for p in sorted(folder.rglob("*.py"))
+        if "__pycache__" not in p.parts and p.is_file() and not p.is_symlink()
+    }
