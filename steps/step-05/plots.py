@@ -2,6 +2,8 @@
 
 import math
 
+from matplotlib.ticker import MaxNLocator
+
 from common.figures import plt, save
 
 SMOOTH = 10  # steps in the training curve's running mean
@@ -9,7 +11,7 @@ SMOOTH = 10  # steps in the training curve's running mean
 
 def loss_curve(result, path):
     """Training loss per step, its running mean, the held-out loss; ln V, counting baselines, 2.5."""
-    fig, ax = plt.subplots(figsize=(7, 4), layout="constrained")
+    fig, ax = plt.subplots(figsize=(9, 4), layout="constrained")
     curve = result["curve"]
     steps = range(1, len(curve) + 1)
     ax.plot(steps, curve, color="tab:blue", alpha=0.3, lw=1, label="training batch")
@@ -29,10 +31,12 @@ def loss_curve(result, path):
             result["threshold"], color="tab:red", ls="--", label=f"the bar: {result['threshold']}"
         )
     ax.set_xlabel("training step (AdamW, batch of B sequences of T characters)")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # --quick's few steps: no 2.5 ticks
     ax.set_ylabel("cross-entropy loss (nats per character)")
     quick = ", --quick" if result.get("quick") else ""
     ax.set_title(f"Training the Step 5 GPT ({result['params']:,} parameters{quick}) on Shakespeare")
-    ax.legend(fontsize=8)
+    # beside the axes, not on them: inside, it covered the bigram line of the short --quick curve
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
     return save(fig, path)
 
 

@@ -9,7 +9,7 @@ import torch
 from common import predictions
 from common.docs import exact, last_digit, markdown_table
 from common.envreport import cpu_name
-from common.figures import out_dir
+from common.figures import figure_path, out_dir
 from common.loader import load, load_file, reference
 from common.run import record
 from common.seeding import generator, seed_all
@@ -276,11 +276,11 @@ def docs_blocks() -> dict[str, tuple[str, object]]:
     }
 
 
-def figures(results: dict, folder: Path) -> list[Path]:
-    """The loss curve and the parameter shares."""
+def figures(results: dict, folder: Path, quick: bool) -> list[Path]:
+    """The loss curve and the parameter shares (`_quick.png` for --quick)."""
     return [
-        plots.loss_curve(results["training"], folder / "loss_curve.png"),
-        plots.parameters(results["params"], folder / "parameters.png"),
+        plots.loss_curve(results["training"], figure_path(folder, "loss_curve", quick)),
+        plots.parameters(results["params"], figure_path(folder, "parameters", quick)),
     ]
 
 
@@ -300,7 +300,7 @@ def main(args) -> int:
     results = compute(load(STEP, "gpt", args.impl), quick=args.quick)
     for name, body in blocks(results).items():
         print(f"({name})", body, sep="\n")
-    for path in figures(results, out_dir(STEP, args.out)):
+    for path in figures(results, out_dir(STEP, args.out), args.quick):
         print(f"wrote {path}")
     print("", *predictions.report(STEP, answers(results, args.quick)), sep="\n")
     final = results["training"]["evals"][-1][1]

@@ -181,9 +181,11 @@ def induction_heads(result, path: Path, b: int | None = None) -> Path:
         else:
             rows = torch.arange(1, T)
             ax.plot(rows - 1, rows, "r+", ms=4, label="key = query - 1")
-        ax.axhspan(s + L - 0.5, s + 2 * L - 0.5, color="C1", alpha=0.08)
+        repeat = f"shaded: the repeat, queries {s + L} to {s + 2 * L - 1}"
+        ax.axhspan(s + L - 0.5, s + 2 * L - 0.5, color="C1", alpha=0.08, label=repeat)
         ax.set_xlim(-0.5, T - 0.5)
         ax.set_ylim(T - 0.5, -0.5)
-        ax.legend(loc="lower left", fontsize=7)
+        # under the heatmap, not on it: inside, it covered the last rows, where the stripes end
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), fontsize=7, ncols=2)
     fig.colorbar(image, ax=axes[2:], fraction=0.046, label=f"weight, colour ~ A^{GAMMA:g}")
     return save(fig, path)

@@ -1,5 +1,6 @@
 """Step 6: train the Step 5 GPT with your loop, read its heads, and find an induction circuit."""
 
+import functools
 import math
 from pathlib import Path
 
@@ -7,7 +8,7 @@ import torch
 
 from common import predictions
 from common.docs import exact, last_digit, markdown_table
-from common.figures import out_dir
+from common.figures import figure_path, out_dir
 from common.loader import load, load_file
 from common.run import record
 
@@ -250,7 +251,7 @@ def main(args) -> int:
 def run(args, train, seeds: list[int], skip: set[str]) -> int:
     """The parts of the run not skipped; the exit code (1 when a target of the full run fails)."""
     out = out_dir(STEP, args.out)
-    suffix = "_quick" if args.quick else ""  # --quick never overwrites the default run's figures
+    figure = functools.partial(figure_path, out, quick=args.quick)  # --quick: its own files
     docs, failed, hd = checked_blocks(train), [], None
     for body in docs.values():
         print(body)
@@ -268,9 +269,9 @@ def run(args, train, seeds: list[int], skip: set[str]) -> int:
         print(docs["heads"])
         both = dict(heads=hd, family=experiments.untrained_family())
         for path in (
-            plots.loss_curve(r, out / f"loss_curve{suffix}.png"),
-            plots.heads_beside_family(both, out / f"trained_heads{suffix}.png"),
-            plots.head_zoom(both, out / f"head_zoom{suffix}.png"),
+            plots.loss_curve(r, figure("loss_curve")),
+            plots.heads_beside_family(both, figure("trained_heads")),
+            plots.head_zoom(both, figure("head_zoom")),
         ):
             print(f"wrote {path}")
     if "induction" not in skip:
@@ -285,8 +286,8 @@ def run(args, train, seeds: list[int], skip: set[str]) -> int:
                 print(f"seed {r['cfg'].seed}: {'PASS' if ok else 'FAIL'} {text}")
                 failed += [] if ok else [f"seed {r['cfg'].seed}: {text}"]
         for path in (
-            plots.induction_phase(runs[0], out / f"induction_phase{suffix}.png"),
-            plots.induction_heads(runs[0], out / f"induction_heads{suffix}.png"),
+            plots.induction_phase(runs[0], figure("induction_phase")),
+            plots.induction_heads(runs[0], figure("induction_heads")),
         ):
             print(f"wrote {path}")
     print("", *predictions.report(STEP, answers(train, args.quick, hd)), sep="\n")

@@ -63,8 +63,9 @@ def test_a_quick_run_claims_no_bar(quick, run):
 def test_quick_run_writes_its_figures_and_exits_0(quick, run, impl, tmp_path, capsys):
     # `quick` first: a TODO not written fails here with its NotImplementedError, not main's 1
     assert run.main(options("step-05", ["--quick", "--out", str(tmp_path), "--impl", impl])) == 0
-    for name in ("loss_curve.png", "parameters.png"):
-        assert (tmp_path / "step-05" / name).stat().st_size > 10_000, name
+    for name in ("loss_curve", "parameters"):  # --quick never overwrites the full run's figures
+        assert (tmp_path / "step-05" / f"{name}_quick.png").stat().st_size > 10_000, name
+        assert not (tmp_path / "step-05" / f"{name}.png").exists(), f"--quick wrote {name}.png"
     assert "(training)" in capsys.readouterr().out
 
 
