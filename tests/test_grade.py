@@ -5,6 +5,10 @@ One worker grades every submission here in turn, as `--class` does: the referenc
 copies two submissions share are run once."""
 
 import json
+import os
+import shutil
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -44,13 +48,13 @@ def copy_files(starter: Path, dest: Path, flat: bool = False) -> Path:
     return dest
 
 
-def with_change(starter: Path, dest: Path, old: str, new: str) -> Path:
-    """A copy of `starter` with `old` replaced once by `new` in attention.py (a submission)."""
+def with_change(starter: Path, dest: Path, old: str, new: str, file: str = "attention.py") -> Path:
+    """A copy of `starter` with `old` replaced once by `new` in `file` (a submission)."""
     copy_files(starter, dest)
-    attention = dest / "attention.py"
-    code = attention.read_text(encoding="utf-8")
+    target = dest / file
+    code = target.read_text(encoding="utf-8")
     assert code.count(old) == 1, old
-    attention.write_text(code.replace(old, new), encoding="utf-8")
+    target.write_text(code.replace(old, new), encoding="utf-8")
     return dest
 
 
@@ -64,7 +68,10 @@ def returning_none(dest: Path) -> Path:
     return dest
 
 
-FIRST_BUG = list({b[3]: b for b in reversed(BUGS)}.values())[::-1]  # the first per TODO
+# One bug per TODO: the handout's first curated bug where it has one, else a one-line slip
+FIRST_BUG = {b[3]: ("attention.py", b[1], b[2]) for b in reversed(BUGS)}
+FIRST_BUG["task 5"] = ("attention.py", "k = self.key(x)  #", "k = self.query(x)  #")
+FIRST_BUG["task 7"] = ("exercises/wrong_mask.py", "leaked = above[above != 0]  #", "leaked = above  #")
 TASKS = [f"task {n}" for n in range(1, 8)]
 
 
@@ -92,8 +99,8 @@ def graded(tmp_path_factory) -> dict[str, Grade]:
         "missing": copy_files(reference, tmp / "missing"),
     }
     (cases["missing"] / "exercises" / "wrong_mask.py").unlink()
-    for _, old, new, task, _ in FIRST_BUG:
-        cases[task] = with_change(reference, tmp / task.replace(" ", "-"), old, new)
+    for task, (file, old, new) in FIRST_BUG.items():
+        cases[task] = with_change(reference, tmp / task.replace(" ", "-"), old, new, file)
     with Worker(STEP, Limits(), PER_TEST) as worker:
         return {
             name: grade(STEP, path, per_test=PER_TEST, worker=worker, screen=name == "reference")
@@ -161,7 +168,7 @@ def test_gradescope_results_and_the_class_csv_say_why_a_submission_could_not_be_
     line, in results.json and in the class's CSV (with a reason column per TODO)."""
     (tmp_path / "class" / "empty").mkdir(parents=True)
     (tmp_path / "class" / "notes.zip").write_bytes(b"not a zip")
-    assert main([STEP, "--class", str(tmp_path / "class")]) == 0
+    assert main([STEP, "--class", str(tmp_path / "class"), "--jobs", "2"]) == 0
     rows = capsys.readouterr().out.splitlines()
     header = rows[0].split(",")
     assert header[:4] == ["student", "score", "max_score", "lab-01 task 1: stable_softmax"], rows
@@ -176,3 +183,59 @@ def test_gradescope_results_and_the_class_csv_say_why_a_submission_could_not_be_
     assert results["score"] == 0 and len(results["tests"]) == 7
     assert all("none of the starter's files" in t["output"] for t in results["tests"])
     assert gradescope(grade(STEP, tmp_path / "class" / "empty"))["tests"][0]["max_score"] == 1
+
+
+TINY = Path(__file__).parent / "fixtures" / "tiny_step" / "steps"
+STEP_TOML = 'title = "Tiny"\ntopic = "two TODOs"\norder = 1\nstarts_from = ""\n'
+STEP_TOML += 'todo_modules = ["calc"]\nlecture_words = 100\n'
+HELD_OUT = """import pytest
+
+from common.loader import load
+
+
+@pytest.mark.todo("task 1")
+def test_double_of_a_negative(impl):
+    assert load("step-97", "calc", impl).double(-4) == -8
+"""
+
+
+def grade_tiny(tmp: Path, *args: str, grade_toml: str = "") -> str:
+    """`python -m tools.grade step-97` on the tiny fixture step (torch-free), in a child: a
+    submission whose double() is wrong for negative numbers only."""
+    steps = shutil.copytree(TINY, tmp / "steps", dirs_exist_ok=True)
+    (steps / "step-97" / "step.toml").write_text(STEP_TOML + grade_toml, encoding="utf-8")
+    (tmp / "sub").mkdir(exist_ok=True)
+    (tmp / "sub" / "calc.py").write_text(
+        "def double(x):\n    return x + x if x > 0 else 0\n\n\ndef halve(x):\n    return x // 2\n",
+        encoding="utf-8",
+    )
+    env = os.environ | {"COURSE_STEPS_DIR": str(steps)}
+    cmd = [sys.executable, "-m", "tools.grade", "step-97", str(tmp / "sub"), *args]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+@pytest.mark.slow  # two grades of the tiny step, each a worker's start
+def test_held_out_tests_count_for_the_todo_their_marker_names_and_all_or_nothing_holds(tmp_path):
+    (tmp_path / "held").mkdir()
+    (tmp_path / "held" / "test_negatives.py").write_text(HELD_OUT, encoding="utf-8")
+    shipped_only = grade_tiny(tmp_path)
+    assert (
+        "TODO(step-97 task 1: double)      1/1  done        2 of its 2 tests pass" in shipped_only
+    )
+    held = grade_tiny(tmp_path, "--tests", str(tmp_path / "held"))
+    assert (
+        "0.67/1  partial     2 of its 3 tests pass; first failure: test_double_of_a_negative"
+        in held
+    )
+    assert "TODO(step-97 task 2: halve)       1/1  done" in held, held  # counted for task 1 only
+    whole = grade_tiny(
+        tmp_path,
+        "--tests",
+        str(tmp_path / "held"),
+        grade_toml='\n[grade]\nall_or_nothing = ["task 1"]\n',
+    )
+    assert "TODO(step-97 task 1: double)      0/1  partial     2 of its 3 tests pass" in whole, (
+        whole
+    )

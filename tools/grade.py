@@ -36,7 +36,6 @@ from tools.sandbox import UNCONTAINED, Limits, mode
 from tools.submission import SubmissionError, match
 
 PER_TEST = 10.0  # CPU seconds per test: the check's own default
-_OWNERS: dict[tuple[str, str], Owners] = {}  # (step, held-out folder) -> owners, once per process
 
 
 @dataclass
@@ -159,10 +158,7 @@ def grade(
 def _grade_in(worker, step, todos, files, submitted, heldout, screen) -> tuple[list[Line], str]:
     """The reference's run (once per process), the student's check, then one copy per TODO."""
     reference = reference_files(step)
-    key = (step, str(heldout or ""))
-    if key not in _OWNERS:
-        _OWNERS[key] = Owners.read(worker, todos)
-    owners = _OWNERS[key]
+    owners = Owners.cached(worker, todos)
     deselect = [a for n in owners.broken for a in ("--deselect", n)]
     check = worker.run("check", files, [f"steps/{step}/tests"], deselect) if screen else None
     lines = []
@@ -303,6 +299,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="with --class: grade even where nothing contains the code",
     )
+    parser.add_argument(
+        "--prepare",
+        action="store_true",
+        help="only read which tests are each TODO's own, into out/ (the autograder's setup.sh)",
+    )
     parser.add_argument("--timeout", type=float, default=PER_TEST, help="CPU seconds per test")
     parser.add_argument("--screen", action="store_true", help="also print the check's screen")
     parser.add_argument("--wall", type=int, default=Limits.wall, help="seconds per submission")
@@ -314,6 +315,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.tests is not None and not args.tests.is_dir():
         parser.error(f"--tests needs a folder of test files, got {args.tests}")
     limits = Limits(wall=args.wall)
+    if args.prepare:
+        with Worker(args.step, limits, args.timeout, args.tests) as worker:
+            owners = Owners.cached(worker, course_step(args.step).regions())
+        print(
+            f"{args.step}: {sum(map(len, owners.tests.values()))} tests graded, {owners.given} of given code"
+        )
+        return 0
     if args.klass:
         if not args.klass.is_dir():
             parser.error(f"--class needs a folder of submissions, got {args.klass}")

@@ -9,15 +9,16 @@ reference in the graded copy (a run that needs the reference) count for none and
 
 import hashlib
 import json
+import os
 import shutil
 import struct
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from common import REPO_ROOT, SOLUTIONS_DIR, STEPS_DIR, shown
+from common import OUT_DIR, REPO_ROOT, SOLUTIONS_DIR, STEPS_DIR, shown
 from common.course import course, course_step, describe
 from common.loader import py_files, step_dir
 from common.todos import Todo, module_name, order_key, parse, raised_todos, split_id
@@ -109,6 +110,7 @@ class Worker:
         self.step, self.limits, self.per_test, self.heldout = step, limits, per_test, heldout
         self.tmp = Path(tempfile.mkdtemp(prefix="course-grade-"))
         self.base = build_base(step, self.tmp, heldout)
+        self.fingerprint = fingerprint(self.base)
         self.log = self.tmp / "worker.log"
         self.proc = None
         self.done: dict[str, Run] = {}  # a copy's key -> its run
@@ -214,6 +216,16 @@ class Worker:
         self.close()
 
 
+def fingerprint(folder: Path) -> str:
+    """sha256 over every file of a folder, its relative path and bytes: what a run depends on."""
+    digest = hashlib.sha256()
+    for path in sorted(
+        p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts
+    ):
+        digest.update(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
 def _open_to_worker(tmp: Path, base: Path) -> None:
     """The base readable and the grader's folder passable by the worker (user mode runs it as
     another user); nothing in either is secret: the base holds no reference of this step."""
@@ -235,20 +247,33 @@ class Owners:
     given: int = 0  # tests of code the starter gives: counted for none
 
     @classmethod
+    def cached(cls, worker: "Worker", todos: dict[str, Todo]) -> "Owners":
+        """The owners of this exact base (its files' hash): read once, then kept in out/ (the
+        autograder's setup.sh reads them into its image), which no graded copy can see."""
+        path = OUT_DIR / "grade-owners" / f"{worker.step}-{worker.fingerprint[:16]}.json"
+        if path.is_file():
+            return cls(**json.loads(path.read_text(encoding="utf-8")))
+        owners = cls.read(worker, todos)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        part = path.with_name(f"{path.name}.{os.getpid()}.part")
+        part.write_text(json.dumps(asdict(owners), indent=1) + "\n", encoding="utf-8")
+        os.replace(part, path)  # never half-written, whoever else writes it at the same time
+        return owners
+
+    @classmethod
     def read(cls, worker: "Worker", todos: dict[str, Todo]) -> "Owners":
-        """Run the reference, then every TODO as a stub that returns None: a test that passes on
-        the stubs tests nothing a student writes, so it is no TODO's own."""
+        """Run the reference, then each TODO as a stub that returns None beside the reference's
+        other TODOs: a test that still passes tests nothing a student writes: no TODO's own."""
         step = worker.step
-        owners = cls.from_run(
-            worker.run("reference", reference_files(step), [f"steps/{step}/tests"]), todos
-        )
-        stubs = {rel: stubbed(text, rel) for rel, text in reference_files(step).items()}
-        run = worker.run("stubs", stubs, [n for tests in owners.tests.values() for n in tests])
-        idle = {n for n, t in run.tests().items() if t["outcome"] == "passed"}
-        owners.tests = {
-            todo: [n for n in tests if n not in idle] for todo, tests in owners.tests.items()
-        }
-        owners.given += len(idle)
+        reference = reference_files(step)
+        owners = cls.from_run(worker.run("reference", reference, [f"steps/{step}/tests"]), todos)
+        stubs = {rel: stubbed(text, rel) for rel, text in reference.items()}
+        for todo, tests in owners.tests.items():
+            if tests:
+                run = worker.run(f"stub {todo}", variant(stubs, reference, todos, todo), tests)
+                idle = {n for n, t in run.tests().items() if t["outcome"] == "passed"}
+                owners.tests[todo] = [n for n in tests if n not in idle]
+                owners.given += len(idle)
         return owners
 
     @classmethod
