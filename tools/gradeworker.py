@@ -75,6 +75,7 @@ def _child(copy: Path, header: dict, private: list[int]) -> None:
     try:
         for fd in private:
             os.close(fd)
+        _dumpable(True)
         os.setsid()  # its own group: the worker kills what it starts
         fd = os.open(copy / OUT / "screen.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         null = os.open(os.devnull, os.O_RDONLY)
@@ -206,11 +207,22 @@ def _warm() -> None:
     torch.manual_seed(0)  # initialises torch's default generator before the fork
 
 
+def _dumpable(on: bool) -> None:
+    """Linux: whether processes of the same user may trace this one or read its memory. The worker
+    is not (a copy's child must not reach into it); each child is again (pytest reads /proc/self)."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(4, int(on), 0, 0, 0)  # PR_SET_DUMPABLE
+
+
 def main() -> int:
     sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).parent]
     base, work = Path(sys.argv[1]), Path(sys.argv[2])
     sys.modules.setdefault("triton", None)  # as conftest.py: the CUDA build's triton stays out
     _warm()
+    _dumpable(False)
 
     raw = open(os.dup(0), "rb", buffering=0)  # noqa: SIM115 - the grader's frames
     out = open(os.dup(1), "wb")  # noqa: SIM115 - the answers

@@ -105,11 +105,13 @@ def mode() -> Mode:
     if forced == "bwrap":
         raise RuntimeError(f"COURSE_GRADE_SANDBOX=bwrap, but {why}")
     if forced in ("", "user") and _is_root():
-        return Mode(
-            "user",
-            f"contained: as the unprivileged user nobody ({why}): it cannot read "
-            "the repository or write the results; its processes are killed after each copy",
-        )
+        if not (problem := _nobody_problem()):
+            return Mode("user", f"contained: as the unprivileged user nobody ({why}): it cannot "
+                        "read the repository's references or write the results; its processes "
+                        "are killed after each copy")  # fmt: skip
+        if forced == "user":
+            raise RuntimeError(f"COURSE_GRADE_SANDBOX=user, but {problem}")
+        why = f"{why}; {problem}"
     return Mode("none", f"{UNCONTAINED} ({why}; run the grade as root, or install bubblewrap)")
 
 
@@ -132,6 +134,23 @@ def _bwrap_problem() -> str:
         return f"bubblewrap failed ({exc})"
     if done.returncode:
         return f"bubblewrap cannot make a sandbox here ({(done.stderr.strip() or 'no message')[-160:]})"
+    return ""
+
+
+def _nobody_problem() -> str:
+    """'' when the user nobody can run this Python, else why not (one line)."""
+    try:
+        uid, gid = _nobody()
+        done = subprocess.run(
+            [sys.executable, "-c", "pass"], capture_output=True, timeout=60,
+            preexec_fn=lambda: _as_user(uid, gid),
+        )  # fmt: skip
+    except (KeyError, OSError, subprocess.SubprocessError) as exc:
+        return f"the user nobody cannot run {sys.executable} ({exc})"
+    if done.returncode:
+        return (
+            f"the user nobody cannot run {sys.executable} (a folder above it is closed to others)"
+        )
     return ""
 
 
@@ -193,10 +212,13 @@ def start(base: Path, work: Path, limits: Limits, log: Path) -> subprocess.Popen
 
 
 def _close(repository: Path) -> None:
-    """User mode: the repository (it holds every reference) readable by its owner only."""
-    st = repository.stat()
-    if st.st_mode & 0o077:
-        repository.chmod(st.st_mode & 0o700)
+    """User mode: what in the repository holds a reference (each step's solution/, out/ with its
+    autograder zips and caches, .git) readable by its owner only; the rest, the interpreter
+    perhaps among it, stays as it is."""
+    secret = [*repository.glob("steps/*/solution"), repository / "out", repository / ".git"]
+    for path in secret:
+        if path.is_dir() and (st := path.stat()).st_mode & 0o077:
+            path.chmod(st.st_mode & 0o700)
 
 
 def stop(worker: subprocess.Popen) -> None:
