@@ -16,11 +16,13 @@ import pytest
 
 from common.catchup import catch_up
 from common.course import course_step
+from common.todos import raised_todos
 from tools import pristine
 from tools.grade import Grade, grade, gradescope, main, text
 from tools.grading import Worker, stubbed
 from tools.sandbox import Limits
 from tools.screens import BUGS
+from tools.variants import read_tree, variant
 
 STEP = "lab-01"
 PER_TEST = 2.0  # CPU seconds per test: the reference's slowest lab-01 test needs far less
@@ -243,3 +245,23 @@ def test_held_out_tests_count_for_the_todo_their_marker_names_and_all_or_nothing
     assert "TODO(step-97 task 1: double)      0/1  partial     2 of its 3 tests pass" in whole, (
         whole
     )
+
+
+def test_a_copy_swaps_every_other_todo_for_the_reference_and_keeps_the_students_helpers():
+    """tools.variants, no run: the copy for task 3 keeps the student's causal_mask and helper,
+    takes every other TODO from the reference, and a syntax slip in another TODO's function is
+    mended there (charged to that TODO only)."""
+    layout = course_step(STEP)
+    reference, todos = read_tree(layout.solution), layout.regions()
+    mine = read_tree(layout.starter)  # every TODO still raises NotImplementedError
+    mine["attention.py"] += "\n\ndef my_helper():\n    return 41\n"
+    first_raise = "    raise NotImplementedError("  # task 1's, the first in the file
+    mine["attention.py"] = mine["attention.py"].replace(
+        first_raise, "    x = (((\n" + first_raise, 1
+    )
+    task3 = next(t for t in todos if " task 3:" in t)
+    copy = variant(mine, reference, todos, task3)
+    raised = [todo for todo, _, _ in raised_todos(copy["attention.py"])]
+    assert raised == [task3], raised  # only task 3 is the student's (still a stub here)
+    assert "def my_helper():" in copy["attention.py"] and "x = (((" not in copy["attention.py"]
+    assert raised_todos(copy["exercises/wrong_mask.py"]) == []  # task 7: the reference's

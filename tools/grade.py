@@ -174,19 +174,26 @@ def _grade_in(worker, step, todos, files, submitted, heldout, screen) -> tuple[l
         else:
             run = worker.run(todo.id, variant(files, reference, todos, todo.id), own)
             if run.report is None:
-                why = "the grade's time ran out" if run.timed_out else _ended(run)
-                lines.append(_zero(todo.id, "not run", why))
+                lines.append(_zero(todo.id, *_ended(run)))
                 continue
             lines.append(_score(todo.id, *own_outcome(run, own)))
     return lines, check.screen if check else ""
 
 
-def _ended(run) -> str:
-    """Why a copy wrote no report, in one line."""
+def _ended(run) -> tuple[str, str]:
+    """(state, reason) of a copy that wrote no report: its code does not import (the check's own
+    one line, a failure of the TODO), the grade's time ran out, or how the copy ended."""
+    if run.timed_out:
+        return "not run", "the grade's time ran out before this TODO's copy ran"
+    said = [
+        ln.removeprefix("ERROR: ") for ln in run.screen.splitlines() if " does not import" in ln
+    ]
+    if said:
+        return "failed", said[0][:200]
     last = [ln for ln in run.screen.strip().splitlines() if ln.strip()][-1:] or ["no output"]
     code = run.returncode
     how = "was killed" if code is not None and code < 0 else f"ended with code {code}"
-    return f"its copy {how} before the check could report: {last[0][:160]}"
+    return "not run", f"its copy {how} before the check could report: {last[0][:160]}"
 
 
 # --- output -----------------------------------------------------------------------------------
