@@ -63,6 +63,9 @@ MASK_TESTS = ("test_causal_mask_is_the_lower_triangle",)
 PADDING_TESTS = ("test_combine_is_causal_and_padding",)
 # at T = 1 both triangles, and no mask, are the one cell kept: a failure there is another mask's bug
 ONE_CELL = ("test_causal_mask_is_the_lower_triangle[1]",)
+# a padded key keeps weight 0 when the mask comes late or the softmax takes the wrong axis; a
+# failure there is a bug of the fill (its value, or its polarity)
+PADDED_KEYS = ("test_padded_keys_get_zero_weight",)
 # lab-01's and Step 4's tests that each row of A sums to 1 over past keys: a bug that keeps that
 # leaves them passing (a failure there is another bug: the mask's place, the softmax's axis)
 ROW_TESTS = ("test_weights_above_the_diagonal_are_exactly_zero", "test_rows_are_in_the_simplex")
@@ -140,6 +143,7 @@ BUGS = [
         "the mask comes too late: blocked keys get minus infinity as their score before the softmax, so "
         "each row is a probability vector over the keys it may see; look at the order of the two",
         knobs={"after_softmax": True},
+        passes=(*PADDED_KEYS, "test_unmasked_matches_sdpa"),  # no mask: nothing comes too late
     ),
     attention_bug(
         "mask after softmax, renormalised",
@@ -158,6 +162,11 @@ BUGS = [
         "a blocked key needs a score whose exponential is exactly 0, minus infinity; look at the value "
         "the mask fills in",
         knobs={"fill": 0.0},
+        # its rows still sum to 1, and its small leak lets task 7's diagnostic see a missing mask
+        passes=(
+            "test_the_shipped_mask_passes_shape_and_row_sum_checks",
+            "test_diagnostic_catches_a_missing_mask",
+        ),
     ),
     attention_bug(
         "missing 1/sqrt(d_k)",
@@ -177,6 +186,8 @@ BUGS = [
         "the softmax normalises each column: every row, one query, must sum to 1 over its keys, the "
         "last axis; look at the axis the softmax is given",
         knobs={"dim": -2},
+        # a mask applied after the softmax fails it; the wrong axis leaves it passing
+        passes=(*PADDED_KEYS, "test_changing_a_padding_token_changes_no_output_row"),
     ),
 ]
 PADDING_BUGS = [
