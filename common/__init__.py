@@ -42,6 +42,14 @@ def _inside(path: Path) -> bool:
     return path.is_relative_to(REPO_ROOT) and Path.cwd().resolve().is_relative_to(REPO_ROOT)
 
 
+def counted(n: int, noun: str, verb: str = "") -> str:
+    """'1 part waits for it', '3 parts wait for it': a count whose noun and verb agree with it."""
+    first, _, rest = verb.partition(" ")
+    if n == 1:
+        return " ".join(w for w in ("1", noun, first and f"{first}s", rest) if w)
+    return " ".join(w for w in (str(n), f"{noun}s", first, rest) if w)
+
+
 def shown(path: Path) -> str:
     """`path` relative to the repo when it is inside it; under a steps folder elsewhere, steps/..."""
     if path.is_relative_to(REPO_ROOT):

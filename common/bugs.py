@@ -1,6 +1,7 @@
 """A step's curated bugs, one protocol for every step: a `Bug` says what it breaks and the fix, and
 `broken_copy` builds a fresh copy of the reference module that commits it."""
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +23,25 @@ class Bug:
     old: str = ""  # or: a line of the reference (its comment left out), exactly once in it ...
     new: str = ""  # ... and what the bug puts there
     settings: dict = field(default_factory=dict)  # what the step's own `broken` reads (lab-01's)
+    # How the check recognises it, beyond its test failing: words its failure says, and tests the
+    # bug leaves passing (a failure of one is another bug); the table's "Recognised by" column.
+    says: str = ""
+    passes: tuple[str, ...] = ()
+
+
+NO_MORE = "its test failing"  # the "Recognised by" cell of a bug its failing test alone recognises
+
+
+def recognised_by(bug: Bug) -> str:
+    """The symptom table's "Recognised by" cell: what the failure says, the tests still passing."""
+    said = [f'the failure saying "{bug.says}"'] if bug.says else []
+    return "; ".join(said + [f"{test} passing" for test in bug.passes]) or NO_MORE
+
+
+def recognition(cell: str) -> tuple[str, tuple[str, ...]]:
+    """(what the failure says, the tests that must pass) read back from a "Recognised by" cell."""
+    said = re.search(r'the failure saying "([^"]*)"', cell)
+    return (said[1] if said else ""), tuple(re.findall(r"([\w:.\[\]-]+) passing", cell))
 
 
 def replace_line(text: str, bug: Bug, where: str) -> str:

@@ -195,7 +195,7 @@ def pytest_runtest_makereport(item, call):
                 f"optional TODO({todo}) not written",
             )
     elif exc and report.failed:
-        report.bug = _short_traceback(exc)
+        report.bug = short_traceback(exc)
         # (file, first line) of each frame, not code objects: xdist sends reports between processes
         report.frames = [code_place(entry.frame.code.raw) for entry in exc.traceback]
         report.lines = [(str(entry.path), entry.lineno + 1) for entry in exc.traceback]
@@ -209,7 +209,7 @@ def _step_of(path: Path) -> str | None:
     return path.relative_to(STEPS_DIR).parts[0] if path.is_relative_to(STEPS_DIR) else None
 
 
-def _short_traceback(exc) -> list[str]:
+def short_traceback(exc) -> list[str]:
     """The course's frames of a failure (file:line, function, source line) and the error."""
     lines = []
     for entry in exc.traceback:

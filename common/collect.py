@@ -78,7 +78,8 @@ def starter_facts(step: str, todos: dict[str, Todo]) -> StarterFacts:
         for function in todo.functions:
             line = first_student_line(_lines(path), todo.file, function) if path.is_file() else 1
             starts[(todo.id, function)] = Place(shown(path), line)
-    return StarterFacts(found, frozenset(t for t in todos if todos[t].shipped), starts)
+    shipped = frozenset(t for t in todos if todos[t].shipped)
+    return StarterFacts(found, shipped, starts, predictions.unpredicted(step, list(todos)))
 
 
 class Collector:

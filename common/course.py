@@ -25,6 +25,7 @@ KEYS = {
     "mutation": (dict, False),
     "run": (dict, False),
     "grade": (dict, False),
+    "predictions": (dict, False),
 }
 
 
@@ -45,6 +46,7 @@ class Step:
     mutation: dict = field(default_factory=dict)
     run: dict = field(default_factory=dict)  # [run.options.<name>]: type, default, min, help
     grade: dict = field(default_factory=dict)  # [grade]: weights per task, reference_kept modules
+    predictions: dict = field(default_factory=dict)  # [predictions]: task -> slots to fill first
 
     @property
     def checkpoint(self) -> bool:

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from common import STEPS_DIR, shown
-from common.course import Step
+from common.course import Step, course_step
+from common.todos import split_id
 
 FILE = "predictions.toml"  # in starter/ (the student's) and solution/ (the empty template)
 EMPTY = ""  # an empty slot, as the template writes it
@@ -109,6 +110,17 @@ def report(step: str, answers: list[Answer]) -> list[str]:
     lines += [f"  {a.key}, {a.what}: {compare(mine.get(a.key, EMPTY), a)}" for a in answers]
     lines.append("  (your own record: nothing grades a prediction)")
     return lines
+
+
+def unpredicted(step: str, todos: list[str]) -> dict[str, tuple[str, ...]]:
+    """TODO id -> the slots its step.toml [predictions] asks for before it that are still empty
+    in the student's file (a TODO with none, or all written, is left out)."""
+    asked, (mine, _) = course_step(step).predictions, read(step)
+    empty = {
+        t: [s for s in asked.get(split_id(t)[1], []) if not written(mine.get(s, EMPTY))]
+        for t in todos
+    }
+    return {t: tuple(slots) for t, slots in empty.items() if slots}
 
 
 def progress_note(step: str) -> str:

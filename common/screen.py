@@ -2,9 +2,11 @@
 
 import re
 import textwrap
+from collections import Counter
 from dataclasses import dataclass, field
 
-from common import STEPS_DIR, command, shown, typed
+from common import STEPS_DIR, command, counted, predictions, shown, typed
+from common.bugs import recognition
 from common.course import course
 from common.docs import parse_table, read_block
 from common.status import StepStatus
@@ -22,20 +24,51 @@ class RunFacts:
     renamed: dict[str, str] = field(default_factory=dict)  # TODO -> "file name" it no longer has
 
 
-def symptom_rows(step: str) -> list[list[str]]:
-    """The rows of the step's symptom table as (symptom, first test to fail, fix), if it has one:
-    three columns, or four (bug, symptom, the check that fails, fix)."""
+@dataclass(frozen=True)
+class Symptom:
+    """One row of a step's symptom table, as the check reads it."""
+
+    symptom: str  # what the student sees
+    test: str  # the test that fails first (file::function or function, with its [case] or not)
+    fix: str
+    says: str = ""  # what the failure must say for the row to be this bug's ("": any failure)
+    passes: tuple[str, ...] = ()  # tests the bug leaves passing: a failure of one is another bug
+
+
+def symptom_rows(step: str) -> list[Symptom]:
+    """The rows of the step's symptom table, if it has one: four columns (symptom, first test to
+    fail, recognised by, fix), or five (bug, symptom, the check that fails, recognised by, fix)."""
     try:
         rows = parse_table(read_block(STEPS_DIR / step / "README.md", "symptoms"))
     except (OSError, ValueError, KeyError, IndexError):
         return []
-    four = [[f"{r[0]}: {r[1]}", r[2], r[3]] for r in rows if len(r) == 4]
-    return [[r[0], r[1].strip("`"), r[2]] for r in [*(r for r in rows if len(r) == 3), *four]]
+    rows = [[c.replace("\\|", "|") for c in r] for r in rows]  # a Markdown escape, not the screen's
+    rows = [[f"{r[0]}: {r[1]}", *r[2:]] if len(r) == 5 else r for r in rows]
+    return [Symptom(r[0], r[1].strip("`"), r[3], *recognition(r[2])) for r in rows if len(r) == 4]
 
 
 def symptom_tests(step: str) -> set[str]:
     """The tests the symptom table names (file::function, or function; no case)."""
-    return {r[1].split("[")[0] for r in symptom_rows(step)}
+    return {r.test.split("[")[0] for r in symptom_rows(step)}
+
+
+def _fails(row_test: str, failures: dict[str, str]) -> list[str]:
+    """The errors of the failures that a table's test names."""
+    return [error for nodeid, error in failures.items() if _names(row_test, nodeid)]
+
+
+def recognised(rows: list[Symptom], failures: dict[str, str]) -> list[Symptom]:
+    """The rows whose bug these failures (nodeid -> its error) are: the row's test fails saying
+    what the row says, and no test the bug leaves passing fails. None after a test out of time:
+    a loop that never ends is no row's bug."""
+    if any("TookTooLong" in error for error in failures.values()):
+        return []
+    return [
+        r
+        for r in rows
+        if any(r.says in error for error in _fails(r.test, failures))
+        and not any(_fails(test, failures) for test in r.passes)
+    ]
 
 
 def _names(row_test: str, nodeid: str) -> bool:
@@ -46,16 +79,26 @@ def _names(row_test: str, nodeid: str) -> bool:
     return test == row_test or ("::" not in row_test and test.split("::")[-1] == row_test)
 
 
-def _symptom_lines(step: str, nodeid: str) -> list[str]:
-    """The symptom table's rows whose first failing test is this one (at most two)."""
-    rows = [r for r in symptom_rows(step) if _names(r[1], nodeid)]
-    return [
-        line
-        for r in rows[:2]
-        for line in textwrap.wrap(
-            f"Symptom table: {r[0]}; fix: {r[2]}", 96, initial_indent="  ", subsequent_indent="    "
-        )
-    ]
+def _wrapped(text: str, first: str) -> list[str]:
+    """A row's text in lines of the screen's width, the first after `first`."""
+    return textwrap.wrap(text, 96, initial_indent=first, subsequent_indent="    ")
+
+
+SHOWN_ROWS = 3  # rows a failure shared by several bugs lists; the handout's table has them all
+
+
+def symptom_lines(step: str, failures: dict[str, str]) -> list[str]:
+    """The symptom table's rows these failures (nodeid -> error) are recognised as: one row, or
+    "one of these" and the rows that share the failure; nothing when no row is recognised."""
+    rows = recognised(symptom_rows(step), failures)
+    if len(rows) == 1:
+        return _wrapped(f"Symptom table: {rows[0].symptom}; fix: {rows[0].fix}", "  ")
+    lines = [f"  Symptom table, one of these {len(rows)} bugs:"] if rows else []
+    for r in rows[:SHOWN_ROWS]:
+        lines += _wrapped(f"{r.symptom}; fix: {r.fix}", "  - ")
+    if len(rows) > SHOWN_ROWS:
+        lines.append(f"  - and {len(rows) - SHOWN_ROWS} more: the handout's symptom table")
+    return lines
 
 
 def next_step(step: str) -> str | None:
@@ -92,8 +135,7 @@ def _waiting(n: int, verb: str = "wait for it") -> str:
     """'3 tests wait for it', '1 test waits for it', or what a TODO with none ahead of it says."""
     if n == 0:
         return "not written yet (its tests stop at an earlier TODO)"
-    first, rest = verb.split(" ", 1)
-    return f"{n} tests {verb}" if n > 1 else f"1 test {first}s {rest}"
+    return counted(n, "test", verb)
 
 
 def _none_ran(
@@ -175,27 +217,47 @@ def _todo_lines(status: StepStatus, run: RunFacts) -> list[str]:
     return lines
 
 
+NO_TODO = "in no TODO's code"  # a failure blamed on no TODO: it ran none of the student's functions
+
+
+def _owner(todo: str | None) -> str:
+    """Whose failure it is, as the screen says it: 'TODO(<id>)', or that it is no TODO's."""
+    return f"TODO({todo})" if todo else NO_TODO
+
+
+def _whose(status: StepStatus) -> str:
+    """': 2 of TODO(a), 1 in no TODO's code' when the failures shown are not all one TODO's, so the
+    count agrees with each TODO's own line."""
+    owners = Counter(status.blame(n) for n in status.shown)
+    if len(owners) < 2:
+        return ""
+    return ": " + ", ".join(
+        f"{n} {'of ' if todo else ''}{_owner(todo)}" for todo, n in owners.most_common()
+    )
+
+
 def _bug_lines(status: StepStatus) -> list[str]:
     """The failures that are bugs: the first in full, then three in one line each."""
     if not status.shown:
         return []
     results, bugs = status.results, status.shown
     many = f"{len(bugs)} failures are bugs" if len(bugs) > 1 else "1 failure is a bug"
-    lines = ["", f"{many}, not a TODO (shortened; -v shows all):"]
+    lines = ["", f"{many}, not a TODO{_whose(status)} (shortened; -v shows all):"]
     if any(results[n].warning for n in bugs):
         lines.append(
             "(a warning counts as a failure: the reference runs without one, and what it "
             "says is worth fixing)"
         )
     first, rest = bugs[0], bugs[1:]
-    lines += [f"{first} (TODO({status.blame(first)}))", *results[first].error]
-    lines += _symptom_lines(status.step, first)
+    lines += [f"{first} ({_owner(status.blame(first))})", *results[first].error]
+    failures = {n: "\n".join(results[n].error) for n in bugs}
+    lines += symptom_lines(status.step, failures)
     for nodeid in rest[:3]:
         error = [line for line in results[nodeid].error if re.match(r"  [^ ]", line)]
         error = [line for line in error if not re.match(r"  \S+:\d+ in \S+$", line)]
         message = error[-1].strip() if error else ""
         todo = status.blame(nodeid)
-        owner = "" if todo == status.next else f" (TODO({todo}))"
+        owner = "" if todo == status.next and todo else f" ({_owner(todo)})"
         lines.append(f"{nodeid}{owner}: {message}"[:160])
     if len(rest) > 3:
         lines.append(f"... and {len(rest) - 3} more")
@@ -213,6 +275,9 @@ def _next_lines(status: StepStatus) -> list[str]:
         pixi = f"pixi run check-{step}"
         python = f"python -m pytest {typed(STEPS_DIR / step)} --impl starter"
         lines.append(f"One test in full: {command(pixi, python)} -v -k {name}")
+    if status.unpredicted:  # the handout asks for them before this TODO's run
+        slots = ", ".join(status.unpredicted)
+        lines.append(f"Predict first, in {shown(predictions.path(step))}: {slots} (still empty)")
     more = command(f"pixi run hint {step}", f"python -m common.hint {step}")
     lines.append(f"More help, one level at a time: {more}")
     return lines
@@ -233,10 +298,12 @@ def step_lines(status: StepStatus, run: RunFacts) -> list[str]:
     lines += _bug_lines(status)
     if status.held_back:
         waits = sorted({t for n in status.held_back for t in status.held_back[n]}, key=order_key)
+        held = len(status.held_back)
+        tests = "1 test of a whole run" if held == 1 else f"{held} tests of whole runs"
         lines += [
             "",
-            f"{len(status.held_back)} tests of whole runs (docs, run, experiments) are held back "
-            f"until {', '.join(f'TODO({t})' for t in waits)} pass{'es' if len(waits) == 1 else ''}",
+            f"{tests} (docs, run, experiments) {'is' if held == 1 else 'are'} held back until "
+            f"{', '.join(f'TODO({t})' for t in waits)} pass{'es' if len(waits) == 1 else ''}",
         ]
     if nxt:
         lines += _next_lines(status)

@@ -58,6 +58,7 @@ class StarterFacts:
     open: dict[str, Place]  # TODO id -> its raise (or its shipped bug) still in the starter
     shipped: frozenset[str] = frozenset()  # TODOs that ship buggy code (open while it is unchanged)
     starts: dict[Function, Place] = field(default_factory=dict)  # first line the student wrote
+    unpredicted: dict[str, tuple[str, ...]] = field(default_factory=dict)  # TODO -> empty slots
 
 
 @dataclass
@@ -89,6 +90,7 @@ class StepStatus:
     next: str | None  # the TODO to work on
     next_place: Place | None
     first_test: str  # the nodeid `-v -k` shows in full ("" when none)
+    unpredicted: tuple[str, ...] = ()  # the prediction slots of the next TODO still empty
 
     def blame(self, nodeid: str) -> str | None:
         """The TODO a result belongs to: its failure's, else the one it stopped at."""
@@ -250,6 +252,7 @@ def step_status(
     )
     status.next_place = _next_place(status, todos, facts)
     status.first_test = _first_test(status)
+    status.unpredicted = facts.unpredicted.get(status.next, ())
     return status
 
 
@@ -290,6 +293,7 @@ def record(results: dict[str, TestResult], facts: StarterFacts) -> dict:
         "open": {t: asdict(p) for t, p in facts.open.items()},
         "shipped": sorted(facts.shipped),
         "starts": [[t, f, asdict(p)] for (t, f), p in facts.starts.items()],
+        "unpredicted": {t: list(slots) for t, slots in facts.unpredicted.items()},
     }
 
 
@@ -300,5 +304,6 @@ def replay(data: dict) -> tuple[dict[str, TestResult], StarterFacts]:
         {t: Place(**p) for t, p in data["open"].items()},
         frozenset(data["shipped"]),
         {(t, f): Place(**p) for t, f, p in data["starts"]},
+        {t: tuple(slots) for t, slots in data.get("unpredicted", {}).items()},
     )
     return {r.nodeid: r for r in results}, facts

@@ -16,7 +16,7 @@ from common import REPO_ROOT, STEPS_DIR
 from common.course import course, course_step
 from common.docs import read_block
 from common.screen import k_name
-from tools import check_in_a_child, run_pytest
+from tools import check_in_a_child, pristine, run_pytest
 from tools.first_check import README, first_check
 from tools.screens import screen_path
 
@@ -247,3 +247,17 @@ def test_the_hint_answers_for_the_todo_the_check_named_while_the_starter_is_unch
     calc = steps / "step-97" / "starter" / "calc.py"
     calc.write_text(calc.read_text(encoding="utf-8") + "# changed since\n", encoding="utf-8")
     assert hint().startswith("TODO(step-97 task 2: halve) in ")  # the first open TODO again
+
+
+def test_progress_prints_no_scorecard_above_its_line(tmp_path):
+    """Issue 33: Step 4's written proofs printed their 20-line scorecard above --progress's line."""
+    steps = pristine(["lab-01", "step-04"], tmp_path)  # Step 4 reaches lab-01's broken heads
+    step = steps / "step-04"
+    shutil.rmtree(step / "starter")
+    shutil.copytree(step / "solution", step / "starter")  # caught up: the proofs are written
+    done = check_in_a_child(steps, [str(step), "--progress", "-k", "proof"])
+    lines = [line for line in done.stdout.splitlines() if line.strip()]
+    assert lines and lines[0].startswith("step-04 "), (
+        f"expected --progress's line for step-04 first, got:\n{done.stdout}{done.stderr}"
+    )
+    assert len(lines) == 2, f"expected that line and pytest's counts alone, got:\n{done.stdout}"

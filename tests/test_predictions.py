@@ -12,6 +12,7 @@ from common import REPO_ROOT, STEPS_DIR, catchup, predictions
 from common.course import course
 from common.loader import load, load_file
 from common.run import runnable
+from common.todos import split_id
 from tools import pristine
 from tools.starters import starters
 
@@ -141,3 +142,39 @@ def test_a_caught_up_run_prints_each_prediction_beside_its_answer(tmp_path):
         in out5
     )
     shutil.rmtree(tmp_path / "out", ignore_errors=True)
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_the_slots_asked_before_a_todo_are_slots_of_that_todos_step(step):
+    """step.toml [predictions]: each task names a TODO of the step, each slot one of its template."""
+    layout = next(s for s in course() if s.name == step)
+    tasks = {split_id(todo)[1] for todo in layout.regions()}
+    for task, slots in layout.predictions.items():
+        assert task in tasks, (
+            f"steps/{step}/step.toml [predictions]: expected a task of {tasks}, got {task!r}"
+        )
+        unknown = set(slots) - set(predictions.slots(step))
+        assert not unknown, f"steps/{step}/step.toml [predictions] {task!r}: no such slot {unknown}"
+
+
+def test_the_next_todo_names_its_empty_slots_once(monkeypatch):
+    """The check's Next names the slots of its TODO still empty: one line, only when there is one."""
+    from common.screen import _next_lines
+    from common.status import Place, StepStatus
+
+    status = StepStatus("lab-01", {}, {}, {}, {}, None, [], "lab-01 task 3: causal_mask", None, "")
+    status.todos = {status.next: predictions_todo_status()}
+    status.next_place = Place("steps/lab-01/starter/attention.py", 1, "a contract")
+    assert not any(line.startswith("Predict first") for line in _next_lines(status))
+    status.unpredicted = ("combined_allowed",)
+    said = [line for line in _next_lines(status) if line.startswith("Predict first")]
+    assert said == [
+        "Predict first, in steps/lab-01/starter/predictions.toml: combined_allowed (still empty)"
+    ], f"expected one line naming the empty slot, got {said}"
+
+
+def predictions_todo_status():
+    """A TODO still to write, as the screen's Next reads it."""
+    from common.status import TodoStatus
+
+    return TodoStatus("todo", False, 0, 0, 1, "")

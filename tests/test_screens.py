@@ -23,14 +23,27 @@ def test_the_model_draws_the_recorded_screen(name, monkeypatch):
     )
 
 
-def test_a_four_column_symptom_table_names_its_rows_under_their_failure():
-    """Step 6's table (bug, symptom, the check that fails, fix) gives its row too, by the case."""
-    from common.screen import _symptom_lines
+def test_a_five_column_symptom_table_names_its_rows_under_their_failure():
+    """Step 6's table (bug, symptom, the check that fails, recognised by, fix) gives its row too, by
+    the case and the words of its failure."""
+    from common.screen import symptom_lines
 
-    lines = _symptom_lines(
-        "step-06", "steps/step-06/tests/test_train.py::test_check[check_zero_grad]"
-    )
+    case = "steps/step-06/tests/test_train.py::test_check[{}]"
+    said = "  AssertionError: weight.grad is not this batch's gradient: old gradients accumulated"
+    lines = symptom_lines("step-06", {case.format("check_zero_grad"): said})
     assert lines and lines[0].startswith("  Symptom table: no zero_grad: "), lines
-    assert not _symptom_lines("step-06", "steps/step-06/tests/test_train.py::test_check[check_lr]")[
-        0
-    ].startswith("  Symptom table: no zero_grad"), "a row names its own case, not every case"
+    assert symptom_lines("step-06", {case.format("check_lr"): said}) == [], (
+        "a row names its own case, not every case"
+    )
+
+
+def test_softmax_over_the_wrong_axis_shows_no_foreign_row():
+    """Issue 33: lab-01 with the softmax over dim=-2 (the scale right) showed the missing scale's
+    row, in Step 4's words."""
+    screen, _ = recording("softmax over the wrong axis")
+    rows = [
+        line for line in screen.splitlines() if "Symptom table" in line or line.startswith("  - ")
+    ]
+    assert not any("scaled" in line or "d_k" in line for line in rows), (
+        f"expected no row of the missing scale, got:\n{screen}"
+    )

@@ -24,3 +24,23 @@ def test_a_curated_bug_case_is_shown_after_the_students_own_failures():
     status = step_status("s", results, TODOS, facts)
     assert status.next == "s task 2" and status.shown == [own.nodeid, copy.nodeid]
     assert status.first_test == own.nodeid
+
+
+def test_a_failure_of_no_todo_is_named_so_and_counted_apart():
+    """Issue 33: a failure no TODO's code ran read 'TODO(None)', and '3 failures are bugs' stood
+    beside its TODO's '2 of its tests fail'."""
+    from common.screen import RunFacts, step_lines
+
+    error = ("  AssertionError: the tests' tiny GPT",)
+    mine = {"outcome": "failed", "step": "s", "error": error, "ran": frozenset({FORWARD})}
+    results = {
+        n: TestResult(n, **mine) for n in ("tests/test_gpt.py::test_a", "tests/test_gpt.py::test_b")
+    }
+    results["tests/test_gpt.py::test_rows"] = TestResult(
+        "tests/test_gpt.py::test_rows", "failed", "s", error=error
+    )
+    facts = StarterFacts({}, frozenset(), {(t, "GPT.forward"): LINE for t in TODOS})
+    screen = "\n".join(step_lines(step_status("s", results, TODOS, facts), RunFacts()))
+    assert "TODO(None)" not in screen, f"expected no TODO(None), got:\n{screen}"
+    expected = "3 failures are bugs, not a TODO: 2 of TODO(s task 2), 1 in no TODO's code"
+    assert expected in screen, f"expected {expected!r}, got:\n{screen}"

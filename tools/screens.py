@@ -54,6 +54,13 @@ BUGS = [
         "task 2",
         False,
     ),
+    (
+        "softmax over the wrong axis",
+        "weights = stable_softmax(scores, dim=-1)",
+        "weights = stable_softmax(scores, dim=-2)",
+        "task 2",
+        False,
+    ),
     ("triu", "return torch.tril(torch.ones(", "return torch.triu(torch.ones(", "task 3", False),
     (
         "no diagonal",

@@ -5,8 +5,10 @@ import io
 import sys
 from types import ModuleType
 
+import pytest
+
 from common import STEPS_DIR, WHOLE_RUNS
-from common.bugs import broken_copy
+from common.bugs import broken_copy, recognised_by
 from common.course import Step, course, course_step
 from common.docs import markdown_table, write_block
 from common.loader import override
@@ -57,14 +59,49 @@ def first_failure(step: str, module: str, bug=None) -> FirstFailure:
     return plugin
 
 
+class Failures:
+    """A pytest plugin: each failure's short traceback, as the check shows it (nodeid -> text)."""
+
+    def __init__(self):
+        self.errors: dict[str, str] = {}
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        # here: common.check is the conftest's plugin, which pytest must import first to rewrite it
+        from common.check import short_traceback
+
+        report = yield
+        if report.failed and call.excinfo is not None:
+            self.errors[report.nodeid] = "\n".join(short_traceback(call.excinfo))
+        return report
+
+
+def failures(step: str, module: str, copy: ModuleType, tests: list[str]) -> dict[str, str]:
+    """The failures of `step`'s tests named in `tests` (functions) with `module` replaced by `copy`:
+    nodeid -> the short traceback the check would show."""
+    plugin = Failures()
+    every = [a for a in SUITE_ARGS if a != "-x"]  # every failure: a row may need a test to pass
+    args = [str(course_step(step).tests), *every, "-k", " or ".join(sorted(set(tests)))]
+    with contextlib.redirect_stdout(io.StringIO()), override(step, module, copy):
+        run_pytest(args, plugins=[plugin])
+    return plugin.errors
+
+
 def table(step: str) -> str:
-    """The handout's table: what each bug does, the test that catches it first, and the fix."""
+    """The handout's table: what each bug does, the test that catches it first, what else the
+    check recognises it by, and the fix."""
     _, module, bugs = next(t for t in targets() if t[0] == step)
     cell = lambda text: text.replace("|", "\\|")  # noqa: E731 (a pipe would end the cell)
     rows = [
-        [cell(b.breaks), f"`{first_failure(step, module, b).nodeid}`", cell(b.fix)] for b in bugs
+        [
+            cell(b.breaks),
+            f"`{first_failure(step, module, b).nodeid}`",
+            cell(recognised_by(b)),
+            cell(b.fix),
+        ]
+        for b in bugs
     ]
-    return markdown_table(["Symptom", "First test to fail", "Fix"], rows)
+    return markdown_table(["Symptom", "First test to fail", "Recognised by", "Fix"], rows)
 
 
 if __name__ == "__main__":

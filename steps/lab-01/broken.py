@@ -58,6 +58,19 @@ def weights(
     return A / A.sum(dim=-1, keepdim=True) if renormalise else A  # (..., T, T)
 
 
+# lab-01's tests of the masks alone: a bug elsewhere leaves them passing (Step 4 has none)
+MASK_TESTS = ("test_causal_mask_is_the_lower_triangle",)
+PADDING_TESTS = ("test_combine_is_causal_and_padding",)
+# at T = 1 both triangles, and no mask, are the one cell kept: a failure there is another mask's bug
+ONE_CELL = ("test_causal_mask_is_the_lower_triangle[1]",)
+# a padded key keeps weight 0 when the mask comes late or the softmax takes the wrong axis; a
+# failure there is a bug of the fill (its value, or its polarity)
+PADDED_KEYS = ("test_padded_keys_get_zero_weight",)
+# lab-01's and Step 4's tests that each row of A sums to 1 over past keys: a bug that keeps that
+# leaves them passing (a failure there is another bug: the mask's place, the softmax's axis)
+ROW_TESTS = ("test_weights_above_the_diagonal_are_exactly_zero", "test_rows_are_in_the_simplex")
+
+
 def attention_bug(
     name: str,
     breaks: str,
@@ -68,18 +81,22 @@ def attention_bug(
     padding=None,
     knobs: dict | None = None,
     violates_4_2: bool = True,
+    passes: tuple[str, ...] = (),
 ) -> Bug:
     """One broken variant: what it breaks, what a proof should assert, the fix, and its mistakes:
     `mask` replaces the causal mask builder (T -> (T, T)), `padding` combine_causal_and_padding,
     `knobs` are mistakes in the weights themselves; `violates_4_2`: does it break the simplex or
-    causality property?"""
+    causality property? `passes`: the tests (lab-01's and Step 4's) it leaves passing, besides
+    those of the masks made before its mistake (the causal mask, then the padding): a failure
+    there is that mask's bug, not this one."""
+    upstream = () if mask else MASK_TESTS if padding else MASK_TESTS + PADDING_TESTS  # mask first
     settings = {
         "mask": mask,
         "padding": padding,
         "knobs": knobs or {},
         "violates_4_2": violates_4_2,
     }
-    return Bug(name, breaks, fix, hint=hint, settings=settings)
+    return Bug(name, breaks, fix, hint=hint, settings=settings, passes=upstream + passes)
 
 
 BUGS = [
@@ -90,6 +107,7 @@ BUGS = [
         "the mask keeps the wrong triangle: a query may see itself and the keys before it, the lower "
         "triangle (lesson 5, 1.1); look at which triangle the causal mask is cut from",
         mask=triu_mask,
+        passes=ONE_CELL,
     ),
     attention_bug(
         "no mask",
@@ -98,6 +116,7 @@ BUGS = [
         "no mask reaches the scores: the keys after each query must be blocked before the softmax; "
         "look at where the scores meet the mask",
         mask=missing_mask,
+        passes=ONE_CELL,
     ),
     attention_bug(
         "inverted mask",
@@ -124,6 +143,7 @@ BUGS = [
         "the mask comes too late: blocked keys get minus infinity as their score before the softmax, so "
         "each row is a probability vector over the keys it may see; look at the order of the two",
         knobs={"after_softmax": True},
+        passes=(*PADDED_KEYS, "test_unmasked_matches_sdpa"),  # no mask: nothing comes too late
     ),
     attention_bug(
         "mask after softmax, renormalised",
@@ -133,6 +153,7 @@ BUGS = [
         "masking the weights and renormalising is right only in exact arithmetic: the rounding of the "
         "full-row softmax carries the future in; look at the order of mask and softmax",
         knobs={"after_softmax": True, "renormalise": True},
+        passes=ROW_TESTS,
     ),
     attention_bug(
         "masked with 0 instead of -inf",
@@ -141,16 +162,22 @@ BUGS = [
         "a blocked key needs a score whose exponential is exactly 0, minus infinity; look at the value "
         "the mask fills in",
         knobs={"fill": 0.0},
+        # its rows still sum to 1, and its small leak lets task 7's diagnostic see a missing mask
+        passes=(
+            "test_the_shipped_mask_passes_shape_and_row_sum_checks",
+            "test_diagnostic_catches_a_missing_mask",
+        ),
     ),
     attention_bug(
         "missing 1/sqrt(d_k)",
-        "scores grow like sqrt(d_k) and softmax saturates to one-hot rows; still a causal "
-        "row-stochastic matrix, so no simplex or causality proof can see it",
+        "the scores grow with the head's width and the softmax saturates to one-hot rows; each row "
+        "still sums to 1 and sees no later key, so only a comparison with the formula shows it",
         "compare the output with the formula softmax(q k^T / sqrt(d_k)) v computed by hand",
-        "the scores are not scaled: the variance lemma asks for the square root of one head's width "
+        "the scores are not scaled: they are divided by the square root of one head's width "
         "(d_head, never d_model); look at where the scores are made",
         knobs={"scale": False},
         violates_4_2=False,
+        passes=ROW_TESTS,
     ),
     attention_bug(
         "softmax over the wrong axis",
@@ -159,6 +186,8 @@ BUGS = [
         "the softmax normalises each column: every row, one query, must sum to 1 over its keys, the "
         "last axis; look at the axis the softmax is given",
         knobs={"dim": -2},
+        # a mask applied after the softmax fails it; the wrong axis leaves it passing
+        passes=(*PADDED_KEYS, "test_changing_a_padding_token_changes_no_output_row"),
     ),
 ]
 PADDING_BUGS = [

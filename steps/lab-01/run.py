@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from common import REPO_ROOT, predictions
+from common import REPO_ROOT, counted, predictions
 from common.docs import exact, markdown_table, within, write_block
 from common.envreport import report
 from common.figures import out_dir
@@ -468,7 +468,7 @@ def run(
     if ex is not None and not skipped and not exercise_passed(ex):
         print(f"\nFAIL: the exercise: {exercise_problem(ex)}")
     if skipped:
-        print(f"\n{len(skipped)} parts wait for TODOs (listed above); the rest ran")
+        print(f"\n{counted(len(skipped), 'part', 'wait for TODOs')} (listed above); the rest ran")
     return 0 if ok else 1
 
 

@@ -20,9 +20,10 @@ def broken(fresh: ModuleType, bug: Bug) -> ModuleType:
     return commit(fresh, bug)
 
 
-def gpt_bug(name: str, breaks: str, check: str, fix: str, inject) -> Bug:
-    """A broken GPT as the table below lists it: the check of checks.py that names it, the patch."""
-    return Bug(name, breaks, fix, check=check, inject=inject)
+def gpt_bug(name: str, breaks: str, check: str, fix: str, inject, passes=()) -> Bug:
+    """A broken GPT as the table below lists it: the check of checks.py that names it, the patch;
+    `passes`, tests it leaves passing that another bug failing its check too would fail."""
+    return Bug(name, breaks, fix, check=check, inject=inject, passes=passes)
 
 
 def _block_forward(m, forward):
@@ -159,6 +160,7 @@ BUGS = [
         "a residual branch adds to the stream, it does not replace it (pre-LN, task 3); look at what "
         "each line of Block.forward assigns",
         _no_residual,
+        passes=("test_positions_matter",),
     ),
     gpt_bug(
         "post-LN",
@@ -167,6 +169,7 @@ BUGS = [
         "pre-LN normalises only the copy a branch reads; the stream itself is never normalised on the "
         "way (task 3); look at where the LayerNorms sit in Block.forward",
         _post_ln,
+        passes=("test_positions_matter",),
     ),
     gpt_bug(
         "positions dropped",
@@ -183,6 +186,7 @@ BUGS = [
         "the batches already pair each position with the id that follows it, so the loss needs no "
         "further shift (task 4); look at what GPT.forward hands to the cross-entropy",
         _shifted_target,
+        passes=("test_init_loss_is_ln_V",),
     ),
     gpt_bug(
         "one block shared",
@@ -223,6 +227,7 @@ BUGS = [
         "the embedding must pass through the blocks before the final LayerNorm (Algorithm 10); look at "
         "the order of the steps in GPT.forward",
         _blocks_skipped,
+        passes=("test_init_loss_is_ln_V",),
     ),
     gpt_bug(
         "attention sees the future",
@@ -231,6 +236,7 @@ BUGS = [
         "each head must keep Step 4's causal mask; look at which Head MultiHeadAttention builds and "
         "whether its mask is changed",
         _sees_the_future,
+        passes=("test_overfits_one_batch",),
     ),
     gpt_bug(
         "no crop in generate",
@@ -239,6 +245,7 @@ BUGS = [
         "the model has position embeddings for T_max positions only: it may read only the last T_max "
         "ids (task 5); look at what generate hands the model on each turn",
         _no_crop,
+        passes=("test_generate_samples_the_softmax",),
     ),
     gpt_bug(
         "greedy generate",

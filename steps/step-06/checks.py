@@ -120,6 +120,9 @@ def check_val_from_val_split(train, make):
     assert trained and max(trained) <= 3, "a training step saw the held-out text (ids 4-7)"
 
 
+FLOOR = "it climbs to min_lr, the floor of the cosine"  # what the warm-up bug's failure says
+
+
 def check_lr(train, make=None):
     """Task 3: the schedule peaks at cfg.lr and reaches cfg.min_lr at step = steps (a learning rate off by 10x)."""
     cfg = train.TrainConfig(steps=1000, warmup=100, lr=3e-3, min_lr=3e-4)
@@ -127,7 +130,11 @@ def check_lr(train, make=None):
     assert abs(max(lrs) - cfg.lr) < 1e-12, (
         f"the peak learning rate is {off(max(lrs), cfg.lr)} lr = {cfg.lr}"
     )
-    assert abs(train.lr_at(cfg.warmup - 1, cfg) - cfg.lr) < 1e-12, "warm-up ends at exactly lr"
+    end = train.lr_at(cfg.warmup - 1, cfg)
+    assert abs(end - cfg.lr) < 1e-12, (
+        f"warm-up ends at lr_at(warmup - 1) = {off(end, cfg.lr)} lr = {cfg.lr}"
+        + (f": {FLOOR}, not to lr" if abs(end - cfg.min_lr) < 1e-12 else "")
+    )
     assert abs(train.lr_at(cfg.warmup, cfg) - cfg.lr) < 1e-12, "the cosine starts at lr"
     assert abs(lrs[-1] - cfg.min_lr) < 1e-12, (
         f"lr_at(steps) is {off(lrs[-1], cfg.min_lr)} min_lr = {cfg.min_lr}: the cosine ends there"
@@ -213,9 +220,12 @@ def assert_check_passes(check, train, make) -> None:
 SOLUTION = Step("step-06", Path(__file__).resolve().parent).solution  # its train.py has the lines
 
 
-def line_bug(name: str, old: str, new: str, symptom: str, check: str, fix: str) -> Bug:
-    """A classic bug as the table below lists it: one line of solution/train.py changed."""
-    return Bug(name, symptom, fix, check=check, old=old, new=new)
+def line_bug(
+    name: str, old: str, new: str, symptom: str, check: str, fix: str, says: str = ""
+) -> Bug:
+    """A classic bug as the table below lists it: one line of solution/train.py changed; `says`,
+    what its check's failure says (other failures of that check are other bugs)."""
+    return Bug(name, symptom, fix, check=check, old=old, new=new, says=says)
 
 
 BUGS = [
@@ -227,6 +237,7 @@ BUGS = [
         "check_targets_shifted",
         "the target at each position is the id that follows it, so the target windows start one id "
         "later than the inputs (task 1); look at how get_batch cuts y",
+        "targets not shifted",
     ),
     line_bug(
         "no zero_grad",
@@ -236,6 +247,7 @@ BUGS = [
         "check_zero_grad",
         "PyTorch adds each backward pass into .grad: the old gradients must be cleared before the new "
         "backward pass (task 4); look at the start of train_step",
+        "old gradients accumulated",
     ),
     line_bug(
         "clipped after the step",
@@ -245,6 +257,7 @@ BUGS = [
         "check_clipping",
         "clipping must change the gradient the step uses: after the backward pass, before the step "
         "(task 4); look at the order of the calls in train_step",
+        "clip_grad_norm_ between backward() and step()",
     ),
     line_bug(
         "evaluated in train mode",
@@ -254,6 +267,7 @@ BUGS = [
         "check_eval_mode",
         "a measurement runs in eval mode and leaves the model in the mode it found (task 2); look at "
         "what estimate_loss switches before and after its loop",
+        "ran the model in train mode",
     ),
     line_bug(
         "evaluated with gradients",
@@ -263,6 +277,7 @@ BUGS = [
         "check_eval_mode",
         "a measurement needs no autograd graph (task 2); look at whether estimate_loss turns gradient "
         "tracking off around its forward passes",
+        "built a graph",
     ),
     line_bug(
         "validation batches from the training data",
@@ -272,6 +287,7 @@ BUGS = [
         "check_val_from_val_split",
         "validation batches come from the held-out end of the text, never from the training split; "
         "look at which split train() draws them from",
+        "the validation estimate saw training text",
     ),
     line_bug(
         "learning rate 10x too small",
@@ -281,6 +297,7 @@ BUGS = [
         "check_lr",
         "the warm-up climbs to the peak learning rate, not to the floor of the cosine (task 3); look "
         "at the value lr_at warms up to",
+        FLOOR,
     ),
     line_bug(
         "resume restarts the optimiser",
@@ -290,6 +307,7 @@ BUGS = [
         "check_resume",
         "a resume restores Adam's moments along with the weights; look at what the resume loads "
         "from the checkpoint",
+        "differs after resuming",
     ),
 ]
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import torch
 
 from common import predictions
+from common.bugs import recognised_by
 from common.docs import exact, last_digit, markdown_table
 from common.figures import figure_path, out_dir
 from common.loader import load, load_file
@@ -49,8 +50,10 @@ def config_block(train) -> str:
 
 def symptoms_block() -> str:
     """The classic bugs: what they look like, the check that catches each, and the fix."""
-    rows = [[b.name, b.breaks, f"`test_check[{b.check}]`", b.fix] for b in checks.BUGS]
-    return markdown_table(["Bug", "Symptom", "Check that fails", "Fix"], rows)
+    rows = [
+        [b.name, b.breaks, f"`test_check[{b.check}]`", recognised_by(b), b.fix] for b in checks.BUGS
+    ]
+    return markdown_table(["Bug", "Symptom", "Check that fails", "Recognised by", "Fix"], rows)
 
 
 def labels_block() -> str:

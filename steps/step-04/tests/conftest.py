@@ -32,6 +32,9 @@ def leave_scorecard(request):
 
 
 def pytest_terminal_summary(terminalreporter, config):
-    """After the tests: the proofs' scorecard against every broken head, once they are written."""
+    """After the tests: the proofs' scorecard against every broken head, once they are written.
+    Not under --progress, whose one line a step is all it prints."""
+    if config.getoption("--progress", False):
+        return
     if card := config.stash.get(SCORECARD, None):
         terminalreporter.write_line(card)

@@ -1,0 +1,115 @@
+"""Issue 33: a symptom row is shown only when the failure is that bug. Each curated bug of every
+step, injected, is recognised as its own row (or "one of these" with the rows that share its
+failing test), and bugs no row describes are recognised as none."""
+
+import pytest
+
+from common.bugs import Bug, broken_copy
+from common.course import course_step
+from common.loader import load_file
+from common.screen import Symptom, recognised, symptom_lines, symptom_rows
+from tools.symptoms import failures, symptoms, targets
+
+CHECKS = load_file(course_step("step-06").folder / "checks.py")  # Step 6's bugs and its checks
+CASES = [(step, module, bug) for step, module, bugs in targets() for bug in bugs]
+CASES += [("step-06", "train", bug) for bug in CHECKS.BUGS]
+
+
+def named_tests(rows: list[Symptom]) -> list[str]:
+    """The test functions the rows name, as `-k` takes them: each row's test and those it needs
+    to pass."""
+    return [test.split("::")[-1].split("[")[0] for r in rows for test in (r.test, *r.passes)]
+
+
+def injected(step: str, module: str, bug: Bug) -> dict[str, str]:
+    """The failures of the tests a step's symptom table names, with `bug` in a copy of `module`."""
+    layout = course_step(step)
+    if step == "step-06":
+        copy = CHECKS.broken(bug)
+    else:
+        copy = broken_copy(layout.solution, module, bug, symptoms(layout).broken)
+    return failures(step, module, copy, named_tests(symptom_rows(step)))
+
+
+def own_row(step: str, bug: Bug) -> Symptom:
+    """The table's row of a curated bug (Step 6's symptom starts with the bug's name)."""
+    rows = [r for r in symptom_rows(step) if r.symptom.endswith(bug.breaks.replace("\\|", "|"))]
+    assert len(rows) == 1, (
+        f"expected one row of steps/{step}/README.md for {bug.name!r}, got {rows}"
+    )
+    return rows[0]
+
+
+def function(test: str) -> str:
+    """A table's test without its case: the test function the row's failure comes from."""
+    return test.split("[")[0]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("step", "module", "bug"), CASES, ids=[f"{s}-{b.name}" for s, _, b in CASES]
+)
+def test_each_curated_bug_is_recognised_as_its_own_row(step, module, bug):
+    found = injected(step, module, bug)
+    assert found, f"{step} with {bug.name!r} failed none of the tests its symptom table names"
+    shown = recognised(symptom_rows(step), found)
+    mine = own_row(step, bug)
+    assert mine in shown, (
+        f"{step} with {bug.name!r}: expected its row {mine.symptom!r} among the rows recognised, "
+        f"got {[r.symptom for r in shown]} from the failures {sorted(found)}"
+    )
+    foreign = [r.symptom for r in shown if function(r.test) != function(mine.test)]
+    assert not foreign, (
+        f"{step} with {bug.name!r}: expected only rows that share its failing test "
+        f"{mine.test}, got also {foreign}"
+    )
+
+
+def test_warm_up_one_step_short_is_no_row_of_the_table():
+    """Issue 33: `cfg.lr * step / cfg.warmup` showed 'learning rate 10x too small'."""
+    short = Bug(
+        "warm-up one step short",
+        "",
+        "",
+        old="return cfg.lr * (step + 1) / cfg.warmup",
+        new="return cfg.lr * step / cfg.warmup",
+    )
+    found = injected("step-06", "train", short)
+    assert any("check_lr" in n for n in found), f"expected check_lr to fail, got {sorted(found)}"
+    shown = [r.symptom for r in recognised(symptom_rows("step-06"), found)]
+    assert shown == [], f"expected no row for a warm-up one step short, got {shown}"
+
+
+def test_no_row_follows_a_test_out_of_time():
+    """Issue 33: a loop in estimate_loss was followed by the rows of check_eval_mode."""
+    timed_out = "\n".join(
+        [
+            "  steps/step-06/starter/train.py:60 in estimate_loss",
+            "      while True:",
+            "  TookTooLong: 10 s of CPU time",
+        ]
+    )
+    case = "steps/step-06/tests/test_train.py::test_check[check_eval_mode]"
+    assert symptom_lines("step-06", {case: timed_out}) == []
+
+
+def test_a_failure_that_says_another_thing_is_not_the_row():
+    """check_eval_mode fails for both estimate bugs; each row is recognised by its own words."""
+    case = "steps/step-06/tests/test_train.py::test_check[check_eval_mode]"
+    graph = "  AssertionError: estimate_loss built a graph: torch.no_grad()"
+    shown = [r.symptom for r in recognised(symptom_rows("step-06"), {case: graph})]
+    assert len(shown) == 1 and shown[0].startswith("evaluated with gradients"), (
+        f"expected the row 'evaluated with gradients' alone, got {shown}"
+    )
+
+
+def test_several_rows_are_one_of_these():
+    """Bugs that share a failure are listed as 'one of these', the count first."""
+    lines = symptom_lines(
+        "step-05",
+        {"steps/step-05/tests/test_checks.py::test_parameter_count": "  AssertionError: count"},
+    )
+    assert lines[0] == "  Symptom table, one of these 2 bugs:", (
+        f"expected the two parameter_count rows as one of these, got {lines}"
+    )
+    assert sum(line.startswith("  - ") for line in lines) == 2, lines
