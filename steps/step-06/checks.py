@@ -86,7 +86,7 @@ def check_clipping(train, make):
 
 
 def check_eval_mode(train, make):
-    """Task 2: the estimate runs in eval mode without gradients, and leaves train mode on."""
+    """Task 2: the estimate runs in eval mode without gradients, and leaves the mode it found."""
     model = make(0, p=0.5)
     model.train()
     batches = [batch(1), batch(2)]
@@ -96,7 +96,10 @@ def check_eval_mode(train, make):
         "estimate_loss ran the model in train mode: call model.eval() first (dropout stays on)"
     )
     assert all(not seen[1] for seen in model.seen), "estimate_loss built a graph: torch.no_grad()"
-    assert model.training, "estimate_loss left the model in eval mode: restore train mode after"
+    assert model.training, (
+        "the model's mode after estimate_loss: expected train mode (it was in train mode "
+        "before), got eval mode: put it back in the mode it was in"
+    )
     assert isinstance(first, float) and first == train.estimate_loss(model, batches), (
         "the same batches must give the same float: dropout on, or randomness in the estimate?"
     )
@@ -104,7 +107,14 @@ def check_eval_mode(train, make):
     with torch.no_grad():
         expected = sum(model(x, y)[1].item() for x, y in batches) / len(batches)
     assert abs(first - expected) < 1e-6, (
-        f"the mean loss over the batches is {expected}, got {first}"
+        f"estimate_loss: expected the mean loss over the batches, {expected:.6g}, got {first:.6g} "
+        "(tolerance 1e-06)"
+    )
+    model.eval()  # a caller measuring a model it had put in eval mode expects eval mode back
+    train.estimate_loss(model, batches)
+    assert not model.training, (
+        "the model's mode after estimate_loss: expected eval mode (it was in eval mode before), "
+        "got train mode: put it back in the mode it was in, not always in train mode"
     )
 
 

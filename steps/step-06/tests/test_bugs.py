@@ -17,3 +17,13 @@ def test_the_check_named_in_the_symptom_table_catches_the_bug(bug, tiny):
 def test_the_reference_passes_every_check(tiny):
     module = checks.broken(checks.Bug("none", "", "", old="model.eval()", new="model.eval()"))
     assert checks.first_failing(module, tiny) is None
+
+
+@pytest.mark.given
+def test_an_estimate_that_always_ends_in_train_mode_fails_the_eval_mode_check(tiny):
+    """Task 2's contract: back to the mode it was in, so a model measured in eval mode stays there."""
+    always_train = checks.Bug(
+        "always train()", "", "", old="model.train(was_training)", new="model.train()"
+    )
+    with pytest.raises(AssertionError, match="expected eval mode .*got train mode"):
+        checks.check_eval_mode(checks.broken(always_train), tiny)
