@@ -137,20 +137,34 @@ def check_lr(train, make=None):
     assert abs(max(lrs) - cfg.lr) < 1e-12, (
         f"the peak learning rate is {off(max(lrs), cfg.lr)} lr = {cfg.lr}"
     )
-    assert abs(train.lr_at(cfg.warmup - 1, cfg) - cfg.lr) < 1e-12, "warm-up ends at exactly lr"
-    assert abs(train.lr_at(cfg.warmup, cfg) - cfg.lr) < 1e-12, "the cosine starts at lr"
+    last = train.lr_at(cfg.warmup - 1, cfg)
+    assert abs(last - cfg.lr) < 1e-12, (
+        f"lr_at(warmup - 1), the last warm-up step, is {off(last, cfg.lr)} lr = {cfg.lr}: "
+        "warm-up ends at exactly lr"
+    )
+    start = train.lr_at(cfg.warmup, cfg)
+    assert abs(start - cfg.lr) < 1e-12, (
+        f"lr_at(warmup) is {off(start, cfg.lr)} lr = {cfg.lr}: the cosine starts at lr"
+    )
     assert abs(lrs[-1] - cfg.min_lr) < 1e-12, (
         f"lr_at(steps) is {off(lrs[-1], cfg.min_lr)} min_lr = {cfg.min_lr}: the cosine ends there"
     )
-    assert 0 < lrs[0] < cfg.lr / 10 + 1e-12, "warm-up starts small, above 0: lr * 1 / warmup"
+    assert 0 < lrs[0] < cfg.lr / 10 + 1e-12, (
+        f"lr_at(0) is {lrs[0]:.6g}; expected above 0 and at most lr / 10 = {cfg.lr / 10:g}: "
+        "warm-up starts small, lr * 1 / warmup"
+    )
     mid = train.lr_at(cfg.warmup + (cfg.steps - cfg.warmup) // 2, cfg)
-    assert abs(mid - (cfg.lr + cfg.min_lr) / 2) < 1e-9, "halfway down the cosine: the mean of both"
-    assert all(
-        a <= b + 1e-15 for a, b in zip(lrs[: cfg.warmup], lrs[1 : cfg.warmup + 1], strict=True)
+    half = (cfg.lr + cfg.min_lr) / 2
+    assert abs(mid - half) < 1e-9, (
+        f"halfway down the cosine the rate is {off(mid, half)} the mean of lr and min_lr, {half:g}"
     )
-    assert all(
-        a >= b - 1e-15 for a, b in zip(lrs[cfg.warmup : -1], lrs[cfg.warmup + 1 :], strict=True)
-    )
+    for s in range(cfg.steps):  # up during warm-up, then down
+        rising = s < cfg.warmup
+        step = lrs[s + 1] - lrs[s]
+        assert step >= -1e-15 if rising else step <= 1e-15, (
+            f"lr_at({s + 1}) - lr_at({s}) is {step:.3g}: expected "
+            + ("no fall during warm-up" if rising else "no rise along the cosine")
+        )
 
 
 def check_first_step_size(train, make):
