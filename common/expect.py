@@ -5,6 +5,11 @@ from collections.abc import Sequence
 
 import torch
 
+# The checks: a test that calls one asserts something (tests/contracts.py counts them)
+__all__ = [
+    "at_least", "at_most", "between", "close", "differs", "equal", "fail", "finite", "members", "shape",
+]  # fmt: skip
+
 
 def show(value) -> str:
     """A value as a failure message shows it: floats to 4 significant digits, tensors briefly."""
