@@ -526,5 +526,6 @@ def test_prompts_given_as_lists_are_told_how_to_make_a_batch(gpt):
 @pytest.mark.given
 def test_the_parameter_formula_by_hand(gpt):
     # 2 V d + T_max d + n_layer (12 d^2 + 9 d) + 2 d at V=62, T_max=64, d=64, n_layer=4
-    assert gpt.n_params(62, 64, 64, 4) == 7936 + 4096 + 4 * 49728 + 128 == 211072
-    assert gpt.n_params(1, 1, 1, 1) == 2 + 1 + 21 + 2
+    expect.equal("7936 + 4096 + 4 * 49728 + 128", 7936 + 4096 + 4 * 49728 + 128, 211072)
+    expect.equal("n_params(62, 64, 64, 4)", gpt.n_params(62, 64, 64, 4), 211072)
+    expect.equal("n_params(1, 1, 1, 1)", gpt.n_params(1, 1, 1, 1), 2 + 1 + 21 + 2)
