@@ -107,7 +107,7 @@ def test_pattern_metrics_name_textbook_matrices(experiments):
 def test_each_setting_gives_its_pattern_for_every_seed(head, experiments):
     result = experiments.family(head)
     names = {r["setting"]: r["pattern"] for r in result["rows"]}
-    assert names == {
+    expected = {
         "default init": "near-uniform",
         "W_Q, W_K x3": "scattered",
         "W_K = W_Q": "diagonal-hugging",
@@ -116,12 +116,21 @@ def test_each_setting_gives_its_pattern_for_every_seed(head, experiments):
         "positions x4": "scattered",
         "shared offset x4, W x2": "column-collapse",
     }
-    assert all(r["same"] == result["seeds"] == 5 for r in result["rows"])
+    expect.equal("the settings", list(names), list(expected))
+    for setting, pattern in expected.items():
+        expect.equal(f"the pattern of '{setting}'", names[setting], pattern)
+    expect.equal("the seeds", result["seeds"], 5)
+    for r in result["rows"]:
+        expect.equal(f"the seeds of '{r['setting']}' with seed 0's pattern", r["same"], 5)
     rows = {r["setting"]: r for r in result["rows"]}
     # the README: a temperature sharpens the rows but leaves every row's largest weight in place
-    assert rows["W_Q, W_K x3"]["diagonal_rows"] == rows["default init"]["diagonal_rows"]
-    assert rows["W_Q, W_K x3"]["evenness"] < rows["default init"]["evenness"] - 0.5
-    assert rows["W_K = W_Q, x3"]["evenness"] < rows["W_K = W_Q"]["evenness"]
+    sharp, plain = rows["W_Q, W_K x3"], rows["default init"]
+    expect.equal("W_Q, W_K x3's diagonal rows", sharp["diagonal_rows"], plain["diagonal_rows"])
+    expect.at_least(
+        "evenness, default init - W_Q, W_K x3", plain["evenness"] - sharp["evenness"], 0.5
+    )
+    tied = rows["W_K = W_Q"]["evenness"] - rows["W_K = W_Q, x3"]["evenness"]
+    expect.between("evenness, W_K = W_Q - W_K = W_Q, x3", tied, 0, math.inf)
     for r in result["rows"]:  # every picture is a causal attention matrix
         above = torch.triu(r["A"], diagonal=1)
         expect.equal(f"{r['setting']}: A above the diagonal", above, torch.zeros_like(above))
