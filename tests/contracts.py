@@ -1,6 +1,7 @@
 """The course's contracts, as functions returning problems; tests/ runs them on every step and a broken fixture."""
 
 import ast
+import functools
 import inspect
 import re
 import xml.etree.ElementTree as ET
@@ -163,6 +164,16 @@ def _own_nodes(func: ast.AST):
         todo.extend(ast.iter_child_nodes(node))
 
 
+@functools.cache
+def _expect_checks() -> frozenset[str]:
+    """The checks common/expect.py lists in __all__, read without importing it (and torch)."""
+    tree = ast.parse((REPO_ROOT / "common" / "expect.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "__all__":
+            return frozenset(ast.literal_eval(node.value))
+    raise ValueError("common/expect.py has no __all__ listing its checks")
+
+
 def _asserts(func: ast.AST) -> bool:
     """Does this test assert something (a non-constant assert, pytest.raises/warns, assert_*())?"""
     for node in _own_nodes(func):
@@ -173,6 +184,9 @@ def _asserts(func: ast.AST) -> bool:
             name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
             if name in ("raises", "warns", "fail") or name.startswith("assert"):
                 return True
+            if isinstance(f, ast.Attribute) and getattr(f.value, "id", "") == "expect":
+                if name in _expect_checks():  # common.expect's checks raise AssertionError
+                    return True
     return False
 
 

@@ -46,16 +46,18 @@ class FirstFailure:
 
 def first_failure(step: str, module: str, bug=None) -> FirstFailure:
     """Run `step`'s suite with `module` broken by `bug` (None: unbroken); .nodeid failed first."""
-    plugin = FirstFailure()
     layout = course_step(step)
-    args = [str(layout.tests), *SUITE_ARGS]
-    with contextlib.redirect_stdout(io.StringIO()):
-        if bug is None:
-            run_pytest(args, plugins=[plugin])
-        else:
-            copy = broken_copy(layout.solution, module, bug, symptoms(layout).broken)
-            with override(step, module, copy):
-                run_pytest(args, plugins=[plugin])
+    copy = (
+        None if bug is None else broken_copy(layout.solution, module, bug, symptoms(layout).broken)
+    )
+    return run_with(step, module, copy, FirstFailure(), [str(layout.tests), *SUITE_ARGS])
+
+
+def run_with(step: str, module: str, copy: ModuleType | None, plugin, args: list[str]):
+    """Run pytest quietly with `args`, `step`'s `module` replaced by `copy` (None: as it is)."""
+    replaced = contextlib.nullcontext() if copy is None else override(step, module, copy)
+    with contextlib.redirect_stdout(io.StringIO()), replaced:
+        run_pytest(args, plugins=[plugin])
     return plugin
 
 

@@ -7,6 +7,7 @@ import math
 
 import torch
 
+from common import expect
 from common.seeding import generator, seed_all
 
 TINY = dict(V=16, T_max=8, d=32, h=4, n_layer=2)  # small enough that every check takes < 1 s
@@ -153,7 +154,8 @@ def assert_generate_crops_the_context(gpt):
     T_max = TINY["T_max"]
     idx = random_ids(2, T_max - 2, TINY["V"], seed=1)  # (2, 6): grows past T_max while sampling
     out = model.generate(idx, 6, generator=generator(5))
-    assert out.shape == (2, T_max + 4) and torch.equal(out[:, : T_max - 2], idx)
+    expect.shape("generate(idx of (2, T_max - 2), 6)", out, (2, T_max + 4))
+    expect.equal("its first T_max - 2 columns", out[:, : T_max - 2], idx, "the prompt")
     g, again = generator(5), idx
     with torch.no_grad():
         for _ in range(6):  # the loop written out: crop, last position, softmax, one draw

@@ -86,7 +86,7 @@ def check_clipping(train, make):
 
 
 def check_eval_mode(train, make):
-    """Task 2: the estimate runs in eval mode without gradients, and leaves train mode on."""
+    """Task 2: the estimate runs in eval mode without gradients, and leaves the mode it found."""
     model = make(0, p=0.5)
     model.train()
     batches = [batch(1), batch(2)]
@@ -96,7 +96,10 @@ def check_eval_mode(train, make):
         "estimate_loss ran the model in train mode: call model.eval() first (dropout stays on)"
     )
     assert all(not seen[1] for seen in model.seen), "estimate_loss built a graph: torch.no_grad()"
-    assert model.training, "estimate_loss left the model in eval mode: restore train mode after"
+    assert model.training, (
+        "the model's mode after estimate_loss: expected train mode (it was in train mode "
+        "before), got eval mode: put it back in the mode it was in"
+    )
     assert isinstance(first, float) and first == train.estimate_loss(model, batches), (
         "the same batches must give the same float: dropout on, or randomness in the estimate?"
     )
@@ -104,7 +107,14 @@ def check_eval_mode(train, make):
     with torch.no_grad():
         expected = sum(model(x, y)[1].item() for x, y in batches) / len(batches)
     assert abs(first - expected) < 1e-6, (
-        f"the mean loss over the batches is {expected}, got {first}"
+        f"estimate_loss: expected the mean loss over the batches, {expected:.6g}, got {first:.6g} "
+        "(tolerance 1e-06)"
+    )
+    model.eval()  # a caller measuring a model it had put in eval mode expects eval mode back
+    train.estimate_loss(model, batches)
+    assert not model.training, (
+        "the model's mode after estimate_loss: expected eval mode (it was in eval mode before), "
+        "got train mode: put it back in the mode it was in, not always in train mode"
     )
 
 
@@ -130,24 +140,35 @@ def check_lr(train, make=None):
     assert abs(max(lrs) - cfg.lr) < 1e-12, (
         f"the peak learning rate is {off(max(lrs), cfg.lr)} lr = {cfg.lr}"
     )
-    end = train.lr_at(cfg.warmup - 1, cfg)
-    assert abs(end - cfg.lr) < 1e-12, (
-        f"warm-up ends at lr_at(warmup - 1) = {off(end, cfg.lr)} lr = {cfg.lr}"
-        + (f": {FLOOR}, not to lr" if abs(end - cfg.min_lr) < 1e-12 else "")
+    last = train.lr_at(cfg.warmup - 1, cfg)
+    assert abs(last - cfg.lr) < 1e-12, (
+        f"lr_at(warmup - 1), the last warm-up step, is {off(last, cfg.lr)} lr = {cfg.lr}: "
+        "warm-up ends at exactly lr"
+        + (f": {FLOOR}, not to lr" if abs(last - cfg.min_lr) < 1e-12 else "")
     )
-    assert abs(train.lr_at(cfg.warmup, cfg) - cfg.lr) < 1e-12, "the cosine starts at lr"
+    start = train.lr_at(cfg.warmup, cfg)
+    assert abs(start - cfg.lr) < 1e-12, (
+        f"lr_at(warmup) is {off(start, cfg.lr)} lr = {cfg.lr}: the cosine starts at lr"
+    )
     assert abs(lrs[-1] - cfg.min_lr) < 1e-12, (
         f"lr_at(steps) is {off(lrs[-1], cfg.min_lr)} min_lr = {cfg.min_lr}: the cosine ends there"
     )
-    assert 0 < lrs[0] < cfg.lr / 10 + 1e-12, "warm-up starts small, above 0: lr * 1 / warmup"
+    assert 0 < lrs[0] < cfg.lr / 10 + 1e-12, (
+        f"lr_at(0) is {lrs[0]:.6g}; expected above 0 and at most lr / 10 = {cfg.lr / 10:g}: "
+        "warm-up starts small, lr * 1 / warmup"
+    )
     mid = train.lr_at(cfg.warmup + (cfg.steps - cfg.warmup) // 2, cfg)
-    assert abs(mid - (cfg.lr + cfg.min_lr) / 2) < 1e-9, "halfway down the cosine: the mean of both"
-    assert all(
-        a <= b + 1e-15 for a, b in zip(lrs[: cfg.warmup], lrs[1 : cfg.warmup + 1], strict=True)
+    half = (cfg.lr + cfg.min_lr) / 2
+    assert abs(mid - half) < 1e-9, (
+        f"halfway down the cosine the rate is {off(mid, half)} the mean of lr and min_lr, {half:g}"
     )
-    assert all(
-        a >= b - 1e-15 for a, b in zip(lrs[cfg.warmup : -1], lrs[cfg.warmup + 1 :], strict=True)
-    )
+    for s in range(cfg.steps):  # up during warm-up, then down
+        rising = s < cfg.warmup
+        step = lrs[s + 1] - lrs[s]
+        assert step >= -1e-15 if rising else step <= 1e-15, (
+            f"lr_at({s + 1}) - lr_at({s}) is {step:.3g}: expected "
+            + ("no fall during warm-up" if rising else "no rise along the cosine")
+        )
 
 
 def check_first_step_size(train, make):

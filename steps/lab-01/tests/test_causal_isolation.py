@@ -3,6 +3,7 @@
 import pytest
 import torch
 
+from common import expect
 from common.seeding import randn, seed_all
 
 
@@ -21,8 +22,8 @@ def right_padding(lengths: list[int], T: int) -> torch.Tensor:
 def test_causal_mask_is_the_lower_triangle(attention, T):
     """causal_mask(T) is bool [T, T] with True exactly where key j <= query t."""
     mask = attention.causal_mask(T)
-    assert mask.dtype == torch.bool
-    assert torch.equal(mask, lower_triangle(T))
+    expect.equal("causal_mask(T).dtype", mask.dtype, torch.bool)
+    expect.equal("causal_mask(T)", mask, lower_triangle(T), "True where key j <= query t")
 
 
 @pytest.mark.given
@@ -38,7 +39,8 @@ def test_weights_above_the_diagonal_are_exactly_zero(attention, T, seed):
     """With the causal mask every weight on a later key is exactly 0, and each row sums to 1."""
     q, k, v = (randn(2, T, 8, seed=seed + i) for i in range(3))  # each (B, T, d_head)
     _, weights = attention.scaled_dot_product_attention(q, k, v, attention.causal_mask(T))
-    assert torch.equal(weights[..., ~lower_triangle(T)], torch.zeros(2, T * (T - 1) // 2))
+    later = weights * ~lower_triangle(T)  # (B, T, T): only the weights on later keys
+    expect.equal("a weight on a later key", later, torch.zeros(2, T, T), "it must be exactly 0")
     # 1e-6: a float32 sum of <= 9 probabilities, a few rounding units of 2**-23.
     torch.testing.assert_close(weights.sum(-1), torch.ones(2, T), rtol=0, atol=1e-6)
 
@@ -54,8 +56,9 @@ def test_changing_a_future_key_or_value_leaves_earlier_outputs_identical(attenti
     mask = attention.causal_mask(T)
     out, _ = attention.scaled_dot_product_attention(q, k, v, mask)
     out2, _ = attention.scaled_dot_product_attention(q, k2, v2, mask)
-    assert torch.equal(out2[:, :s], out[:, :s])  # bitwise: a masked key contributes exact zeros
-    assert not torch.equal(out2[:, s], out[:, s])  # the change was real
+    # bitwise: a masked key contributes exact zeros
+    expect.equal(f"outputs before position {s} once {tensor}[{s}] changed", out2[:, :s], out[:, :s])
+    expect.differs(f"output {s} once {tensor}[{s}] changed", out2[:, s], out[:, s])  # it was real
 
 
 @pytest.mark.parametrize("module", ["SelfAttention", "MultiHeadSelfAttention"])
@@ -72,19 +75,20 @@ def test_modules_with_a_causal_mask_isolate_earlier_tokens(attention, module):
     mask = attention.causal_mask(6)
     out, _ = layer(x, mask)
     out2, _ = layer(x2, mask)
-    assert torch.equal(out2[:, :3], out[:, :3])
-    assert not torch.equal(out2[:, 3], out[:, 3])
+    expect.equal(
+        "outputs 0-2 once token 3 changed", out2[:, :3], out[:, :3], "a later token leaked"
+    )
+    expect.differs("output 3 once token 3 changed", out2[:, 3], out[:, 3])
 
 
 def test_combine_is_causal_and_padding(attention):
     """combine_causal_and_padding gives [B, T, T] with True iff j <= i AND key j is real."""
     T, padding = 5, right_padding([5, 3], 5)  # (B, T)
     combined = attention.combine_causal_and_padding(attention.causal_mask(T), padding)
-    assert combined.shape == (2, T, T) and combined.dtype == torch.bool
-    for b in range(2):
-        for i in range(T):
-            for j in range(T):
-                assert combined[b, i, j] == (j <= i and bool(padding[b, j]))
+    expect.shape("the combined mask", combined, (2, T, T))
+    expect.equal("the combined mask's dtype", combined.dtype, torch.bool)
+    expected = lower_triangle(T)[None] & padding[:, None, :]  # (1, T, T) & (B, 1, T) -> (B, T, T)
+    expect.equal("combined[b, i, j]", combined, expected, "True iff j <= i AND key j is real")
 
 
 @pytest.mark.given
@@ -140,7 +144,9 @@ def test_padded_keys_get_zero_weight(attention):
     mask = attention.combine_causal_and_padding(attention.causal_mask(T), padding)
     _, weights = attention.scaled_dot_product_attention(q, k, v, mask)
     for b, n in enumerate(lengths):
-        assert torch.equal(weights[b, :, n:], torch.zeros(T, T - n))
+        expect.equal(
+            f"weights[{b}] on the padding keys {n}..", weights[b, :, n:], torch.zeros(T, T - n)
+        )
 
 
 def test_padded_queries_still_attend_to_real_past_keys(attention):
@@ -151,7 +157,12 @@ def test_padded_queries_still_attend_to_real_past_keys(attention):
     mask = attention.combine_causal_and_padding(attention.causal_mask(T), padding)
     _, weights = attention.scaled_dot_product_attention(q, k, v, mask)
     padded_rows = weights[0, n:]  # (T - n, T)
-    assert (padded_rows[:, :n] > 0).all()
+    if not (padded_rows[:, :n] > 0).all():
+        expect.fail(
+            "the weights of the padding queries on the real keys",
+            "all > 0 (AND, not OR: a padding query still sees the real past)",
+            f"min {padded_rows[:, :n].min().item():.4g}",
+        )
     # 1e-6: a float32 sum of 3 probabilities, a few rounding units of 2**-23.
     torch.testing.assert_close(padded_rows.sum(-1), torch.ones(T - n), rtol=0, atol=1e-6)
 
@@ -166,7 +177,7 @@ def test_changing_a_padding_token_changes_no_output_row(attention):
     mask = attention.combine_causal_and_padding(attention.causal_mask(T), padding)
     out, _ = attention.scaled_dot_product_attention(q, k, v, mask)
     out2, _ = attention.scaled_dot_product_attention(q, k2, v2, mask)
-    assert torch.equal(out2, out)
+    expect.equal("the outputs once a padding key and value changed", out2, out)
 
 
 @pytest.mark.parametrize("where", ["function", "MultiHeadSelfAttention"])
@@ -182,9 +193,13 @@ def test_fully_masked_row_is_zero_not_nan(attention, where):
     else:
         seed_all(0)
         out, weights = attention.MultiHeadSelfAttention(8, 2)(randn(1, T, 8, seed=0), mask)
-    assert not torch.isnan(out).any() and not torch.isnan(weights).any()
-    assert torch.equal(weights[:, :, 0], torch.zeros_like(weights[:, :, 0]))
-    assert torch.equal(out[:, 0], torch.zeros_like(out[:, 0]))
+    expect.equal("NaN in the output", bool(torch.isnan(out).any()), False)
+    expect.equal("NaN in the weights", bool(torch.isnan(weights).any()), False)
+    row = weights[:, :, 0]  # (B, h, T): query 0's row, every key of it masked
+    expect.equal("the weights of query 0, which sees no real key", row, torch.zeros_like(row))
+    expect.equal(
+        "the output at query 0, which sees no real key", out[:, 0], torch.zeros_like(out[:, 0])
+    )
     # 1e-6: the other rows are ordinary distributions (float32 sums of <= 5 terms).
     rows = weights[:, :, 1:].sum(-1)
     torch.testing.assert_close(rows, torch.ones_like(rows), rtol=0, atol=1e-6)

@@ -2,14 +2,17 @@
 
 (That the handout's blocks are what a fresh run prints is tests/test_docs.py's job, for every step.)"""
 
+from common import expect
+
 
 def test_readme_lecture_leak_reproduces_the_lecture_and_this_lab(attention, wrong_mask, runner):
     """The lecture's 0.740962 comes back from its draw of q, k, v; this lab's draw gives its own."""
     rows = runner.lecture_leak(attention, wrong_mask)
     (_, _, lecture), (_, count, ours) = rows
-    assert round(lecture, 6) == runner.LECTURE_LEAK
+    expect.equal("the lecture's leak, to 6 places", round(lecture, 6), runner.LECTURE_LEAK)
     exercise = runner.exercise(attention, wrong_mask)  # the lab's own figure, as printed
-    assert (count, ours) == (exercise["buggy_count"], exercise["buggy_largest"])
+    expect.equal("this lab's leak count", count, exercise["buggy_count"], "the exercise's")
+    expect.equal("this lab's largest leak", ours, exercise["buggy_largest"], "the exercise's")
 
 
 def test_readme_lecture_parity_is_rounding_noise_both_ways(attention, runner):
@@ -22,4 +25,7 @@ def test_readme_lecture_parity_is_rounding_noise_both_ways(attention, runner):
         _,
         largest,
     ) in fresh:  # the lecture's figure is a few units too, like ours
-        assert float(lecture) / runner.ULP <= 4 and largest / runner.ULP <= 4, label
+        expect.at_most(
+            f"{label}: the lecture's difference in rounding units", float(lecture) / runner.ULP, 4
+        )
+        expect.at_most(f"{label}: this lab's largest, in rounding units", largest / runner.ULP, 4)

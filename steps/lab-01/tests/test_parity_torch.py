@@ -4,6 +4,7 @@ import pytest
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+from common import expect
 from common.seeding import randn, seed_all
 
 # Thresholds live in run.py next to their reasons (the handout's table uses the same ones):
@@ -18,21 +19,24 @@ SHAPE_IDS = ["B1-T1", "B2-T8", "B2-h4-T6"]
 @pytest.mark.parametrize("shape", SHAPES, ids=SHAPE_IDS)
 def test_unmasked_matches_sdpa(attention, runner, shape, seed):
     """No mask: our output equals F.scaled_dot_product_attention's within SINGLE_HEAD_TOL."""
-    assert runner.diff_single_head(attention, shape, seed) <= runner.SINGLE_HEAD_TOL
+    diff = runner.diff_single_head(attention, shape, seed)
+    expect.at_most("max |yours - SDPA|", diff, runner.SINGLE_HEAD_TOL)
 
 
 @pytest.mark.parametrize("seed", [0, 1])
 @pytest.mark.parametrize("shape", SHAPES, ids=SHAPE_IDS)
 def test_causal_mask_matches_sdpa_is_causal(attention, runner, shape, seed):
     """causal_mask(T) gives the same output as SDPA's own is_causal=True."""
-    assert runner.diff_causal(attention, shape, seed) <= runner.SINGLE_HEAD_TOL
+    diff = runner.diff_causal(attention, shape, seed)
+    expect.at_most("max |yours - SDPA is_causal|", diff, runner.SINGLE_HEAD_TOL)
 
 
 @pytest.mark.parametrize("seed", [0, 1])
 @pytest.mark.parametrize("shape", SHAPES, ids=SHAPE_IDS)
 def test_boolean_padding_mask_matches_sdpa_attn_mask(attention, runner, shape, seed):
     """The same boolean key-padding mask means the same thing to both (True = may attend)."""
-    assert runner.diff_padding(attention, shape, seed) <= runner.SINGLE_HEAD_TOL
+    diff = runner.diff_padding(attention, shape, seed)
+    expect.at_most("max |yours - SDPA attn_mask|", diff, runner.SINGLE_HEAD_TOL)
 
 
 def test_explicit_scale_matches_sdpa_scale(attention, runner):
@@ -41,7 +45,9 @@ def test_explicit_scale_matches_sdpa_scale(attention, runner):
     ours, _ = attention.scaled_dot_product_attention(q, k, v, scale=0.9)
     with sdpa_kernel(backends=[SDPBackend.MATH]):
         expected = torch.nn.functional.scaled_dot_product_attention(q, k, v, scale=0.9)
-    assert runner.max_abs_diff(ours, expected) <= runner.SINGLE_HEAD_TOL
+    expect.close(
+        "your output with scale=0.9, against SDPA's", ours, expected, runner.SINGLE_HEAD_TOL
+    )
 
 
 def test_self_attention_is_sdpa_of_its_projections(attention, runner):
@@ -55,7 +61,7 @@ def test_self_attention_is_sdpa_of_its_projections(attention, runner):
         v = x @ head.value.weight.T  # (B, T, d) @ (d, d_head) -> (B, T, d_head)
         out, _ = head(x, attention.causal_mask(6))
     expected = runner.reference_sdpa(q, k, v, is_causal=True)
-    assert runner.max_abs_diff(out, expected) <= runner.SINGLE_HEAD_TOL
+    expect.close("SelfAttention's output, against SDPA's", out, expected, runner.SINGLE_HEAD_TOL)
 
 
 @pytest.mark.parametrize("causal", [False, True], ids=["no-mask", "causal"])
@@ -63,7 +69,7 @@ def test_self_attention_is_sdpa_of_its_projections(attention, runner):
 def test_multi_head_matches_nn_multihead_attention(attention, runner, d_model, n_heads, causal):
     """Weights copied from nn.MultiheadAttention: same output within MULTI_HEAD_TOL."""
     diff = runner.diff_multi_head(attention, 2, 7, d_model, n_heads, seed=3, causal=causal)
-    assert diff <= runner.MULTI_HEAD_TOL
+    expect.at_most("max |yours - nn.MultiheadAttention|", diff, runner.MULTI_HEAD_TOL)
 
 
 def test_multi_head_weights_match_per_head(attention, runner):
@@ -75,8 +81,10 @@ def test_multi_head_weights_match_per_head(attention, runner):
         _, weights = ours(x, mask)  # (B, h, T, T)
         # nn.MultiheadAttention's boolean mask is the opposite: True = may NOT attend.
         _, expected = ref(x, x, x, attn_mask=~mask, average_attn_weights=False)  # (B, h, T, T)
-    assert weights.shape == expected.shape == (2, 4, 6, 6)
-    assert runner.max_abs_diff(weights, expected) <= runner.MULTI_HEAD_TOL
+    expect.shape("your weights", weights, (2, 4, 6, 6))
+    expect.close(
+        "your weights, against nn.MultiheadAttention's", weights, expected, runner.MULTI_HEAD_TOL
+    )
 
 
 # B == h: a [B, T, T] mask given no head axis still broadcasts against the [B, h, T, T] scores,
@@ -93,7 +101,9 @@ def test_multi_head_padding_matches_key_padding_mask(attention, runner, B):
             expected, _ = ref(
                 x, x, x, attn_mask=~causal, key_padding_mask=~padding, need_weights=False
             )
-    assert runner.max_abs_diff(out, expected) <= runner.MULTI_HEAD_TOL
+    expect.close(
+        "your output, against nn.MultiheadAttention's", out, expected, runner.MULTI_HEAD_TOL
+    )
 
 
 def test_value_width_may_differ_from_d_head(attention, runner):
@@ -101,5 +111,7 @@ def test_value_width_may_differ_from_d_head(attention, runner):
     q, k = randn(2, 5, 8, seed=0), randn(2, 5, 8, seed=1)  # (B, T, d_head)
     v = randn(2, 5, 3, seed=2)  # (B, T, d_v) with d_v != d_head
     ours, _ = attention.scaled_dot_product_attention(q, k, v)  # (B, T, d_v)
-    assert ours.shape == (2, 5, 3)
-    assert runner.max_abs_diff(ours, runner.reference_sdpa(q, k, v)) <= runner.SINGLE_HEAD_TOL
+    expect.shape("your output", ours, (2, 5, 3))
+    expect.close(
+        "your output, against SDPA's", ours, runner.reference_sdpa(q, k, v), runner.SINGLE_HEAD_TOL
+    )

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from common import counted
+from common import counted, expect
 from common.loader import load_fresh
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -13,9 +13,13 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 def test_run_passes_on_the_attention_under_test(attention, wrong_mask, runner, capsys, tmp_path):
     runner.parity_rows(attention), runner.exercise(attention, wrong_mask)  # every TODO written
-    assert runner.run(attention, wrong_mask, False, tmp_path, draw=False) == 0
+    code = runner.run(attention, wrong_mask, False, tmp_path, draw=False)
     out = capsys.readouterr().out
-    assert "FAIL" not in out and out.count("PASS") == 6  # five table rows and the repaired mask
+    expect.equal(
+        "the run's exit code", code, 0, f"every figure within its threshold; it printed\n{out}"
+    )
+    # five table rows and the repaired mask
+    expect.equal("the run's PASS and FAIL counts", (out.count("PASS"), out.count("FAIL")), (6, 0))
 
 
 def test_run_fails_when_a_figure_is_over_its_threshold(
@@ -49,19 +53,22 @@ def test_run_writes_the_mask_and_leak_figures(attention, wrong_mask, runner, cap
 def test_mask_figure_shows_causal_and_padding_combined_with_and(attention, runner):
     masks = runner.mask_pictures(attention)
     B, T = runner.MASK_BATCH
-    assert torch.equal(masks["causal"], torch.tril(torch.ones(T, T, dtype=torch.bool)))
-    assert masks["padding"].sum(dim=-1).tolist() == [T - b for b in range(B)]  # 6, 5, 4 real
+    lower = torch.tril(torch.ones(T, T, dtype=torch.bool))
+    expect.equal("the figure's causal mask", masks["causal"], lower)
+    real = masks["padding"].sum(dim=-1).tolist()  # 6, 5, 4 real
+    expect.equal("the figure's real tokens per sequence", real, [T - b for b in range(B)])
     expected = masks["causal"] & masks["padding"][:, None, :]  # (B, T, T)
-    assert torch.equal(masks["combined"], expected)
+    expect.equal("the figure's combined mask", masks["combined"], expected, "causal AND padding")
 
 
 def test_leak_figure_data_is_the_exercise_printout(attention, wrong_mask, runner):
     ex = runner.exercise(attention, wrong_mask)
     future = torch.ones(ex["T"], ex["T"], dtype=torch.bool).triu(diagonal=1)  # (T, T) j > i
     leaked = ex["buggy_weights"][future]  # the cells the figure outlines in red
-    assert (leaked != 0).sum().item() == ex["buggy_count"] == 6
-    assert leaked.max().item() == ex["buggy_largest"]
-    assert ex["causal_count"] == 0
+    expect.equal("the exercise's buggy_count", ex["buggy_count"], 6, "T * (T - 1) / 2 at T = 4")
+    expect.equal("the figure's leaked cells", (leaked != 0).sum().item(), ex["buggy_count"])
+    expect.equal("the figure's largest leak", leaked.max().item(), ex["buggy_largest"])
+    expect.equal("the exercise's causal_count", ex["causal_count"], 0)
 
 
 def todo(task: str):

@@ -8,6 +8,7 @@ import re
 import pytest
 import torch
 
+from common import expect
 from common.seeding import randn, seed_all
 
 
@@ -26,8 +27,8 @@ def test_sdpa_output_and_weight_shapes(attention, q_shape, kv_shape):
     """Output is [..., T_q, d_v] and weights are [..., T_q, T_k], whatever the leading dims."""
     q, k, v = randn(*q_shape, seed=0), randn(*kv_shape, seed=1), randn(*kv_shape, seed=2)
     out, weights = attention.scaled_dot_product_attention(q, k, v)
-    assert out.shape == q_shape
-    assert weights.shape == (*q_shape[:-1], kv_shape[-2])
+    expect.shape("the output", out, q_shape, "[..., T_q, d_v]")
+    expect.shape("the weights", weights, (*q_shape[:-1], kv_shape[-2]), "[..., T_q, T_k]")
 
 
 @pytest.mark.parametrize("T", [5, 1])
@@ -38,10 +39,11 @@ def test_self_attention_shapes(attention, d_model, d_head, T):
     head = attention.SelfAttention(d_model, d_head)
     x = randn(2, T, d_model, seed=0)  # (B, T, d)
     q, k, v = head.project(x)
-    assert q.shape == k.shape == v.shape == (2, T, d_head)
+    for name, projected in zip("qkv", (q, k, v), strict=True):
+        expect.shape(f"project(x)'s {name}", projected, (2, T, d_head), "[B, T, d_head]")
     out, weights = head(x)
-    assert weights.shape == (2, T, T)
-    assert out.shape == (2, T, d_head)
+    expect.shape("the weights", weights, (2, T, T), "[B, T, T]")
+    expect.shape("the output", out, (2, T, d_head), "[B, T, d_head]")
 
 
 @pytest.mark.parametrize("T", [5, 1])
@@ -51,10 +53,11 @@ def test_multi_head_shapes(attention, d_model, n_heads, T):
     seed_all(0)
     mha = attention.MultiHeadSelfAttention(d_model, n_heads)
     x = randn(2, T, d_model, seed=0)  # (B, T, d)
-    assert mha.split_heads(x).shape == (2, n_heads, T, d_model // n_heads)
+    heads = mha.split_heads(x)
+    expect.shape("split_heads(x)", heads, (2, n_heads, T, d_model // n_heads), "[B, h, T, d_head]")
     out, weights = mha(x)
-    assert weights.shape == (2, n_heads, T, T)
-    assert out.shape == (2, T, d_model)
+    expect.shape("the weights", weights, (2, n_heads, T, T), "[B, h, T, T]")
+    expect.shape("the output", out, (2, T, d_model), "[B, T, d_model]")
 
 
 def test_split_then_merge_heads_is_identity(attention):
@@ -62,7 +65,7 @@ def test_split_then_merge_heads_is_identity(attention):
     seed_all(0)
     mha = attention.MultiHeadSelfAttention(12, 3)
     x = randn(2, 5, 12, seed=0)  # (B, T, d)
-    assert torch.equal(mha.merge_heads(mha.split_heads(x)), x)
+    expect.equal("merge_heads(split_heads(x))", mha.merge_heads(mha.split_heads(x)), x, "x itself")
 
 
 def test_head_i_owns_columns_i_times_d_head(attention):
@@ -72,7 +75,9 @@ def test_head_i_owns_columns_i_times_d_head(attention):
     x = randn(2, 5, 12, seed=0)  # (B, T, d)
     heads = mha.split_heads(x)  # (B, h, T, d_head)
     for i in range(3):
-        assert torch.equal(heads[:, i], x[..., 4 * i : 4 * (i + 1)])
+        expect.equal(
+            f"head {i}", heads[:, i], x[..., 4 * i : 4 * (i + 1)], f"x's columns {4 * i}.."
+        )
 
 
 @pytest.mark.parametrize(
@@ -87,8 +92,8 @@ def test_broadcast_mask_equals_expanded_mask(attention, mask_shape):
     mask[..., 0] = True  # every query keeps at least one key
     out, weights = attention.scaled_dot_product_attention(q, k, v, mask)
     full_out, full_weights = attention.scaled_dot_product_attention(q, k, v, mask.expand(2, 5, 5))
-    assert torch.equal(out, full_out)
-    assert torch.equal(weights, full_weights)
+    expect.equal("the output", out, full_out, "the same as with the mask expanded")
+    expect.equal("the weights", weights, full_weights, "the same as with the mask expanded")
 
 
 @pytest.mark.given
@@ -164,8 +169,9 @@ def test_zero_width_q_k_raise(attention):
 def test_n_heads_must_divide_d_model(attention, d_model, n_heads):
     """n_heads heads of width d_model // n_heads are built; a d_model they do not divide is refused."""
     fits = attention.MultiHeadSelfAttention(4 * n_heads, n_heads)
-    assert (fits.n_heads, fits.d_head) == (n_heads, 4)
-    assert fits.in_proj.weight.shape == (3 * 4 * n_heads, 4 * n_heads)
+    expect.equal("n_heads", fits.n_heads, n_heads)
+    expect.equal("d_head", fits.d_head, 4)
+    expect.shape("in_proj.weight", fits.in_proj.weight, (3 * 4 * n_heads, 4 * n_heads))
     with pytest.raises(ValueError, match=f"divisible.*d_model={d_model}.*n_heads={n_heads}"):
         attention.MultiHeadSelfAttention(d_model, n_heads)
 
@@ -281,7 +287,9 @@ def test_input_of_another_dtype_than_the_weights_raises(attention, module, x_dty
 def test_float64_input_to_a_float64_module_is_accepted(attention, module):
     """The dtype check compares with the weights, not with float32: float64 throughout works."""
     out, weights = layer(attention, module).double()(randn(2, 5, 8, seed=0, dtype=torch.float64))
-    assert out.dtype == weights.dtype == torch.float64
+    expect.equal(
+        "the output's and the weights' dtypes", (out.dtype, weights.dtype), (torch.float64,) * 2
+    )
 
 
 @pytest.mark.given
@@ -328,7 +336,9 @@ def test_same_float64_q_k_v_are_accepted(attention):
     """One shared floating-point dtype other than float32 is fine: the output keeps it."""
     q, k, v = (randn(2, 5, 4, seed=i, dtype=torch.float64) for i in range(3))
     out, weights = attention.scaled_dot_product_attention(q, k, v)
-    assert out.dtype == weights.dtype == torch.float64
+    expect.equal(
+        "the output's and the weights' dtypes", (out.dtype, weights.dtype), (torch.float64,) * 2
+    )
 
 
 @pytest.mark.given
@@ -359,8 +369,10 @@ def test_integer_module_input_raises(attention, module):
 )
 def test_self_attention_sizes_must_be_positive_ints(attention, d_model, d_head, bad):
     """A zero, negative or non-int d_model or d_head: ValueError naming it and the value got."""
-    assert attention.SelfAttention(8, 4).query.weight.shape == (4, 8)  # valid sizes are built
-    assert attention.SelfAttention(8).d_head == 8  # d_head defaults to d_model
+    expect.shape(
+        "SelfAttention(8, 4).query.weight", attention.SelfAttention(8, 4).query.weight, (4, 8)
+    )
+    expect.equal("SelfAttention(8).d_head", attention.SelfAttention(8).d_head, 8, "d_model's")
     value = d_model if bad == "d_model" else d_head
     with pytest.raises(
         ValueError, match=rf"{bad} must be a positive int, got {re.escape(repr(value))}"
@@ -381,7 +393,9 @@ def test_self_attention_sizes_must_be_positive_ints(attention, d_model, d_head, 
 )
 def test_multi_head_sizes_must_be_positive_ints(attention, d_model, n_heads, bad):
     """A zero, negative or non-int d_model or n_heads: ValueError naming it and the value got."""
-    assert attention.MultiHeadSelfAttention(8, 2).d_head == 4  # valid sizes are built
+    expect.equal(
+        "MultiHeadSelfAttention(8, 2).d_head", attention.MultiHeadSelfAttention(8, 2).d_head, 4
+    )
     value = d_model if bad == "d_model" else n_heads
     with pytest.raises(
         ValueError, match=rf"{bad} must be a positive int, got {re.escape(repr(value))}"

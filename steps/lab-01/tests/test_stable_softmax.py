@@ -3,6 +3,7 @@
 import pytest
 import torch
 
+from common import expect
 from common.seeding import randn
 
 NEG_INF = float("-inf")
@@ -21,7 +22,10 @@ def test_matches_torch_softmax(attention, runner, seed, dim):
 def test_default_dim_is_the_last(attention):
     """Without dim=, the softmax runs over the last dim (of a 3-D input, where 1 and -1 differ)."""
     x = randn(2, 3, 4, seed=0)  # (2, 3, 4)
-    assert torch.equal(attention.stable_softmax(x), attention.stable_softmax(x, dim=-1))
+    default = attention.stable_softmax(x)
+    expect.equal(
+        "stable_softmax(x)", default, attention.stable_softmax(x, dim=-1), "dim=-1's result"
+    )
 
 
 def test_large_logits_stay_finite(attention, runner):
@@ -29,7 +33,7 @@ def test_large_logits_stay_finite(attention, runner):
     x = torch.tensor([1000.0, 1001.0, 999.0, 1002.0])
     assert torch.isinf(torch.exp(x)).all()  # why the naive formula fails
     p = attention.stable_softmax(x, dim=-1)
-    assert torch.isfinite(p).all()
+    expect.finite("stable_softmax of logits near 1000", p)
     # Softmax ignores a constant shift, so these equal the probabilities of [1, 2, 0, 3].
     expected = torch.softmax(torch.tensor([1.0, 2.0, 0.0, 3.0]), dim=-1)
     torch.testing.assert_close(p, expected, rtol=0, atol=runner.SOFTMAX_TOL)
@@ -55,7 +59,7 @@ def test_large_logits_beside_blocked_ones_match_torch_softmax(attention, runner)
         ]
     )  # (3, 4)
     p = attention.stable_softmax(x, dim=-1)
-    assert torch.isfinite(p).all()
+    expect.finite("stable_softmax of logits near 1000 beside -inf", p)
     torch.testing.assert_close(p, torch.softmax(x, dim=-1), rtol=0, atol=runner.SOFTMAX_TOL)
 
 
@@ -63,8 +67,8 @@ def test_all_neg_inf_row_gives_zeros_not_nan(attention, runner):
     """A row with every entry -inf (a query that may attend nowhere) gives zeros; others are normal."""
     x = torch.tensor([[NEG_INF, NEG_INF, NEG_INF], [0.0, 1.0, 2.0]])  # (2, 3)
     p = attention.stable_softmax(x, dim=-1)
-    assert not torch.isnan(p).any()
-    assert torch.equal(p[0], torch.zeros(3))
+    expect.finite("stable_softmax with an all -inf row", p)
+    expect.equal("the all -inf row's probabilities", p[0], torch.zeros(3))
     torch.testing.assert_close(p[1], torch.softmax(x[1], dim=-1), rtol=0, atol=runner.SOFTMAX_TOL)
 
 
@@ -72,7 +76,7 @@ def test_neg_inf_entries_get_exactly_zero(attention):
     """A -inf entry (a blocked key) gets probability exactly 0, and the rest still sum to 1."""
     x = torch.tensor([[0.5, NEG_INF, 2.0, NEG_INF]])  # (1, 4)
     p = attention.stable_softmax(x, dim=-1)
-    assert p[0, 1] == 0 and p[0, 3] == 0
+    expect.equal("the probabilities of the -inf entries 1 and 3", p[0, [1, 3]], torch.zeros(2))
     # 1e-6: a float32 sum of 2 probabilities, a few rounding units of 2**-23.
     torch.testing.assert_close(p.sum(dim=-1), torch.ones(1), rtol=0, atol=1e-6)
 
@@ -81,6 +85,6 @@ def test_neg_inf_entries_get_exactly_zero(attention):
 def test_rows_sum_to_one(attention, shape):
     """Every row of a softmax is a probability distribution: non-negative, summing to 1."""
     p = attention.stable_softmax(randn(*shape, seed=0), dim=-1)
-    assert (p >= 0).all()
+    expect.at_least("stable_softmax's probabilities", p, 0.0)
     # 1e-6: float32 sum of <= 7 terms of size <= 1, a few rounding units of 2**-23.
     torch.testing.assert_close(p.sum(dim=-1), torch.ones(shape[:-1]), rtol=0, atol=1e-6)

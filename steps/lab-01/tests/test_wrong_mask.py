@@ -3,12 +3,14 @@
 import pytest
 import torch
 
+from common import expect
 from common.loader import reference
 from common.seeding import randn
 
 catalogue = reference("lab-01", "broken")  # steps/lab-01/broken.py: the handouts' broken masks
 
 T = 4  # the exercise's sequence length: T * (T - 1) / 2 = 6 weights sit above the diagonal
+LEAK = ("count", "largest")  # the members of future_leak's result
 
 
 # The exercise's own tests come first: the exhibit buggy_causal_mask (given code, the transpose of
@@ -20,8 +22,9 @@ def test_your_diagnostic_catches_the_exhibit(wrong_mask):
     """future_leak on the exhibit's weights finds all 6 future weights; the assertion names it."""
     weights = wrong_mask.attention_weights(wrong_mask.buggy_causal_mask(T))  # (1, T, T)
     count, largest = wrong_mask.future_leak(weights)
-    assert isinstance(count, int) and isinstance(largest, float)
-    assert count == T * (T - 1) // 2 and 0 < largest < 1
+    expect.equal("future_leak's types", (type(count), type(largest)), (int, float))
+    expect.equal("future_leak's count", count, T * (T - 1) // 2, "every weight above the diagonal")
+    expect.between("future_leak's largest", largest, 0, 1)
     with pytest.raises(AssertionError, match=r"buggy_causal_mask: 6 future-token weights"):
         wrong_mask.assert_no_future_leak(weights, "buggy_causal_mask")
 
@@ -29,24 +32,28 @@ def test_your_diagnostic_catches_the_exhibit(wrong_mask):
 def test_your_diagnostic_passes_the_causal_mask_which_matches_sdpa(attention, wrong_mask, runner):
     """causal_mask leaks nothing, and attention under it is PyTorch's is_causal=True."""
     mask = attention.causal_mask(T)
-    assert wrong_mask.future_leak(wrong_mask.attention_weights(mask)) == (0, 0.0)
+    leak = wrong_mask.future_leak(wrong_mask.attention_weights(mask))
+    expect.members("future_leak under causal_mask", leak, (0, 0.0), LEAK)
     q, k, v = (randn(2, T, 8, seed=i) for i in range(3))  # each (B, T, d_head)
     ours, _ = attention.scaled_dot_product_attention(q, k, v, mask)
     expected = runner.reference_sdpa(q, k, v, is_causal=True)
-    assert runner.max_abs_diff(ours, expected) <= runner.SINGLE_HEAD_TOL
+    expect.close("your output, against SDPA is_causal's", ours, expected, runner.SINGLE_HEAD_TOL)
 
 
 def test_the_diagonal_is_not_the_future(wrong_mask):
     """Weight on the diagonal (a token attending to itself) is no leak: identity weights give 0."""
-    assert wrong_mask.future_leak(torch.eye(T)[None]) == (0, 0.0)
+    leak = wrong_mask.future_leak(torch.eye(T)[None])
+    expect.members("future_leak of identity weights", leak, (0, 0.0), LEAK)
 
 
 def test_the_shipped_mask_passes_shape_and_row_sum_checks(wrong_mask):
     """The exhibit has the right shape and dtype, and its weights still sum to 1 per row."""
     mask = wrong_mask.buggy_causal_mask(T)
-    assert torch.equal(mask, catalogue.triu_mask(T))  # the transpose of the lower triangle is triu
+    # the transpose of the lower triangle is triu
+    expect.equal("buggy_causal_mask(T)", mask, catalogue.triu_mask(T))
     weights = wrong_mask.attention_weights(mask)
-    assert mask.shape == (T, T) and mask.dtype == torch.bool and weights.shape == (1, T, T)
+    expect.equal("the mask's dtype", mask.dtype, torch.bool)
+    expect.shape("attention_weights(mask)", weights, (1, T, T))
     # 1e-6: a float32 sum of <= 4 probabilities, a few rounding units of 2**-23.
     torch.testing.assert_close(weights.sum(-1), torch.ones(1, T), rtol=0, atol=1e-6)
 
@@ -64,8 +71,8 @@ def test_the_shipped_mask_leaks_every_pair_above_the_diagonal(wrong_mask, seq_le
     count, largest = wrong_mask.future_leak(
         wrong_mask.attention_weights(catalogue.triu_mask(seq_len))
     )
-    assert count == seq_len * (seq_len - 1) // 2
-    assert 0 < largest < 1
+    expect.equal("future_leak's count", count, seq_len * (seq_len - 1) // 2, "every pair above")
+    expect.between("future_leak's largest", largest, 0, 1)
 
 
 def test_diagnostic_catches_a_missing_mask(wrong_mask):
@@ -78,7 +85,7 @@ def test_diagnostic_catches_a_missing_mask(wrong_mask):
 def test_diagnostic_catches_an_inverted_mask(wrong_mask):
     """The negated causal mask: queries see only later keys (the last query's row is all zero)."""
     weights = wrong_mask.attention_weights(catalogue.inverted_mask(T))
-    assert not torch.isnan(weights).any()
+    expect.equal("NaN in the weights", bool(torch.isnan(weights).any()), False)
     with pytest.raises(AssertionError, match="inverted mask: 6 future-token weights"):
         wrong_mask.assert_no_future_leak(weights, "inverted mask")
 
@@ -102,7 +109,9 @@ def test_diagnostic_passes_and_combined_padding(attention, wrong_mask):
     q, k, v = (randn(2, T, 8, seed=i) for i in range(3))  # each (B, T, d_head)
     mask = attention.combine_causal_and_padding(causal, padding)
     _, weights = attention.scaled_dot_product_attention(q, k, v, mask)
-    assert wrong_mask.future_leak(weights) == (0, 0.0)
+    expect.members(
+        "future_leak under the AND mask", wrong_mask.future_leak(weights), (0, 0.0), LEAK
+    )
     wrong_mask.assert_no_future_leak(weights, "AND-combined padding")
 
 
@@ -111,7 +120,8 @@ def test_diagnostic_counts_even_a_tiny_leak(attention, wrong_mask):
     weights = wrong_mask.attention_weights(attention.causal_mask(T)).clone()  # (1, T, T)
     weights[0, 0, T - 1] = 1e-6  # query 0 peeks at the last key
     count, largest = wrong_mask.future_leak(weights)
-    assert count == 1 and largest == pytest.approx(1e-6)
+    expect.equal("future_leak's count of one weight of 1e-6", count, 1)
+    expect.close("future_leak's largest", largest, 1e-6, 1e-12)
     with pytest.raises(AssertionError, match="tiny: 1 future-token weights"):
         wrong_mask.assert_no_future_leak(weights, "tiny")
 
@@ -119,5 +129,6 @@ def test_diagnostic_counts_even_a_tiny_leak(attention, wrong_mask):
 def test_future_leak_reads_a_single_t_by_t_matrix_too(attention, wrong_mask):
     """future_leak takes weights with or without a batch axis: [T, T] counts the same leaks."""
     weights = wrong_mask.attention_weights(catalogue.triu_mask(T))  # (1, T, T)
-    assert wrong_mask.future_leak(weights[0]) == wrong_mask.future_leak(weights)
-    assert wrong_mask.future_leak(weights[0])[0] == T * (T - 1) // 2
+    leak = wrong_mask.future_leak(weights[0])
+    expect.members("future_leak of [T, T] weights", leak, wrong_mask.future_leak(weights), LEAK)
+    expect.equal("future_leak of [T, T] weights' count", leak[0], T * (T - 1) // 2)

@@ -8,6 +8,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
+from common import expect
 from common.figures import out_dir
 from common.loader import reference
 from common.seeding import randn
@@ -26,46 +27,61 @@ def test_scale_check_follows_the_variance_lemma(head, experiments):
     for row in experiments.scale_check(head):
         # 4096 scores per width: the sample std is within about 2% of the true one, so 15% is
         # far outside chance and still catches a missing (or doubled) sqrt(d_k).
-        assert abs(row["raw_std"] / math.sqrt(row["d_k"]) - 1) < 0.15, row["d_k"]
-        assert abs(row["scaled_std"] - 1) < 0.15, row["d_k"]
+        d_k = row["d_k"]
+        expect.close(
+            f"raw std / sqrt(d_k) at d_k = {d_k}", row["raw_std"] / math.sqrt(d_k), 1, 0.15
+        )
+        expect.close(f"scaled std at d_k = {d_k}", row["scaled_std"], 1, 0.15)
 
 
 def test_unscaled_rows_saturate_as_d_k_grows(head, experiments):
     rows = experiments.scale_check(head)
     raw = [r["max_raw"] for r in rows]
-    assert raw == sorted(raw) and raw[-1] > raw[0] + 0.1, raw
+    expect.equal("the raw mean row max by d_k", raw, sorted(raw), "growing with d_k")
+    expect.at_least("its growth from the first d_k to the last", raw[-1] - raw[0], 0.1)
     # at d_k = 256 raw scores have std 16, so the top two of 8 are typically several units
     # apart and e^(-gap) is tiny: most rows are one-hot to two decimals (measured about 60%)
-    assert rows[-1]["saturated_raw"] > 0.5
+    expect.at_least(
+        f"the share of one-hot raw rows at d_k = {rows[-1]['d_k']}", rows[-1]["saturated_raw"], 0.5
+    )
     # scaled rows are softmaxes of 8 N(0, 1) scores whatever d_k is; a weight above 0.99 needs
     # a gap of about ln(99 * 7) = 6.5 standard deviations, which does not happen in 512 rows
-    assert all(r["saturated_scaled"] == 0 for r in rows)
+    saturated = [r["saturated_scaled"] for r in rows]
+    expect.equal("the share of one-hot scaled rows by d_k", saturated, [0] * len(rows))
     # the handout's "max weight, raw = 1.000" already at d_k = 16: some row is one-hot to 3 decimals
-    assert all(r["largest_raw"] > 0.9995 for r in rows), [r["largest_raw"] for r in rows]
-    assert all(r["largest_scaled"] < 0.99 for r in rows)
+    expect.at_least(
+        "the smallest largest raw weight over d_k", min(r["largest_raw"] for r in rows), 0.9995
+    )
+    expect.at_most(
+        "the largest scaled weight over d_k", max(r["largest_scaled"] for r in rows), 0.99
+    )
     scaled = [r["max_scaled"] for r in rows]
-    assert max(scaled) - min(scaled) < 0.03, scaled
+    expect.at_most(
+        "the spread of the scaled mean row max over d_k", max(scaled) - min(scaled), 0.03
+    )
 
 
 def test_real_text_heatmaps_are_causal_rows_of_probabilities(head, experiments):
     result = experiments.real_text(head)
-    assert result["text"] == reference("step-03", "data").load_text()[:64]
+    expect.equal("the text", result["text"], reference("step-03", "data").load_text()[:64])
     A = result["A"]  # (5, 64, 64)
-    assert A.shape == (5, 64, 64)
-    assert torch.equal(torch.triu(A, diagonal=1), torch.zeros_like(A))
+    expect.shape("the heatmaps", A, (5, 64, 64))
+    expect.equal("A above the diagonal", torch.triu(A, diagonal=1), torch.zeros_like(A))
     tol = 64 * torch.finfo(torch.float32).eps  # rounding grows with the 64 terms of a row
-    assert torch.allclose(A.sum(dim=-1), torch.ones(5, 64), rtol=0, atol=tol)
-    assert (A >= 0).all()
+    expect.close("the row sums of A", A.sum(dim=-1), torch.ones(5, 64), tol)
+    expect.at_least("the weights", A, 0.0)
     for a in range(5):
         for b in range(a):
-            assert (A[a] - A[b]).abs().max() > 0.01, f"seeds {a} and {b} give the same picture"
+            moved = (A[a] - A[b]).abs().max().item()
+            expect.at_least(f"max |A of seed {a} - A of seed {b}|", moved, 0.01, "two pictures")
 
 
 def test_untrained_heads_on_text_are_close_to_uniform(head, experiments):
     result = experiments.real_text(head)
     # the README's reading of table (b): default initialisation gives small scores
-    assert all(0.8 < r["evenness"] < 1 for r in result["rows"])
-    assert abs(result["uniform"] - sum(1 / n for n in range(1, 65)) / 64) < 1e-12
+    for r in result["rows"]:
+        expect.between(f"evenness of seed {r['seed']}", r["evenness"], 0.8, 1)
+    expect.close("uniform", result["uniform"], sum(1 / n for n in range(1, 65)) / 64, 1e-12)
 
 
 @pytest.mark.given  # pattern_metrics and pattern_name are given code: no TODO on the path
@@ -91,7 +107,7 @@ def test_pattern_metrics_name_textbook_matrices(experiments):
 def test_each_setting_gives_its_pattern_for_every_seed(head, experiments):
     result = experiments.family(head)
     names = {r["setting"]: r["pattern"] for r in result["rows"]}
-    assert names == {
+    expected = {
         "default init": "near-uniform",
         "W_Q, W_K x3": "scattered",
         "W_K = W_Q": "diagonal-hugging",
@@ -100,14 +116,24 @@ def test_each_setting_gives_its_pattern_for_every_seed(head, experiments):
         "positions x4": "scattered",
         "shared offset x4, W x2": "column-collapse",
     }
-    assert all(r["same"] == result["seeds"] == 5 for r in result["rows"])
+    expect.equal("the settings", list(names), list(expected))
+    for setting, pattern in expected.items():
+        expect.equal(f"the pattern of '{setting}'", names[setting], pattern)
+    expect.equal("the seeds", result["seeds"], 5)
+    for r in result["rows"]:
+        expect.equal(f"the seeds of '{r['setting']}' with seed 0's pattern", r["same"], 5)
     rows = {r["setting"]: r for r in result["rows"]}
     # the README: a temperature sharpens the rows but leaves every row's largest weight in place
-    assert rows["W_Q, W_K x3"]["diagonal_rows"] == rows["default init"]["diagonal_rows"]
-    assert rows["W_Q, W_K x3"]["evenness"] < rows["default init"]["evenness"] - 0.5
-    assert rows["W_K = W_Q, x3"]["evenness"] < rows["W_K = W_Q"]["evenness"]
+    sharp, plain = rows["W_Q, W_K x3"], rows["default init"]
+    expect.equal("W_Q, W_K x3's diagonal rows", sharp["diagonal_rows"], plain["diagonal_rows"])
+    expect.at_least(
+        "evenness, default init - W_Q, W_K x3", plain["evenness"] - sharp["evenness"], 0.5
+    )
+    tied = rows["W_K = W_Q"]["evenness"] - rows["W_K = W_Q, x3"]["evenness"]
+    expect.between("evenness, W_K = W_Q - W_K = W_Q, x3", tied, 0, math.inf)
     for r in result["rows"]:  # every picture is a causal attention matrix
-        assert torch.equal(torch.triu(r["A"], diagonal=1), torch.zeros_like(r["A"]))
+        above = torch.triu(r["A"], diagonal=1)
+        expect.equal(f"{r['setting']}: A above the diagonal", above, torch.zeros_like(above))
 
 
 def test_tied_head_leans_next_on_an_earlier_copy_of_the_same_character(head, experiments):
@@ -115,14 +141,17 @@ def test_tied_head_leans_next_on_an_earlier_copy_of_the_same_character(head, exp
     text = experiments.text_ids()[0]
     A = experiments.text_attention(head, 0, tied=True)  # (T, T)
     for i, j in ((7, 1), (8, 4)):  # (query, earlier key), both the same character
-        assert text[i] == text[j]
-        assert A[i, :i].argmax().item() == j, (i, text[i])  # the largest weight off the diagonal
+        expect.equal(f"the characters {i} and {j}", text[i], text[j])
+        # the largest weight off the diagonal
+        expect.equal(f"the key query {i} weighs most before itself", A[i, :i].argmax().item(), j)
 
 
 def test_first_column_gets_a_uniform_share_on_average(head, experiments):
     # the README's answer to "why is the first column heavy?": short rows, not extra weight
     for row in experiments.real_text(head)["rows"]:
-        assert 0.8 < row["first_vs_uniform"] < 1.25, row
+        expect.between(
+            f"seed {row['seed']}: first column / uniform", row["first_vs_uniform"], 0.8, 1.25
+        )
 
 
 @pytest.mark.given  # the appendix measures with the given attention_scores only
@@ -150,19 +179,21 @@ def test_lecture_mask_low_end_is_one_sequences_smallest_row(head, experiments):
 def test_smoothing_weights_are_a_causal_gaussian_kernel(head):
     s = 1.5
     W = head.smoothing_weights(6, s)  # (6, 6)
-    assert W.shape == (6, 6)
-    assert torch.equal(torch.triu(W, diagonal=1), torch.zeros_like(W))
+    expect.shape("smoothing_weights(6, 1.5)", W, (6, 6))
+    expect.equal("W above the diagonal", torch.triu(W, diagonal=1), torch.zeros_like(W))
     # a row adds at most 6 float32 weights in [0, 1], each off by about half a rounding unit
     # (eps / 2) from the exp and the division, plus one rounding per addition: 6 * eps bounds it
     tol = 6 * torch.finfo(torch.float32).eps  # 7.2e-7
-    assert torch.allclose(W.sum(dim=-1), torch.ones(6), rtol=0, atol=tol)
+    expect.close("the row sums of W", W.sum(dim=-1), torch.ones(6), tol)
     for i in range(6):
         for j in range(i + 1):
             kernel = math.exp(-((i - j) ** 2) / (2 * s**2))
             # relative: the kernel runs from 1 down to 4e-3; a float32 exp and a division each
             # keep about 1e-7 relative accuracy, so 1e-5 is loose for rounding, tight for a bug
-            assert math.isclose(W[i, j] / W[i, i], kernel, rel_tol=1e-5), (i, j)
-    assert torch.allclose(head.smoothing_weights(5, 0.05), torch.eye(5), rtol=0, atol=FLOAT32_TOL)
+            ratio = (W[i, j] / W[i, i]).item()
+            expect.close(f"W[{i}, {j}] / W[{i}, {i}]", ratio, kernel, 1e-5 * kernel, "the kernel")
+    narrow = head.smoothing_weights(5, 0.05)
+    expect.close("smoothing_weights(5, 0.05)", narrow, torch.eye(5), FLOAT32_TOL)
 
 
 def test_wider_kernels_average_more_and_lag_more(head, experiments):
@@ -180,14 +211,16 @@ def test_mask_after_softmax_is_caught_by_the_simplex_proof(head, experiments):
     result = experiments.mask_order(head)
     tol = 8 * torch.finfo(torch.float32).eps  # a sum of 8 float32 weights, as in test_head.py
     lo, hi = result["good"]
-    assert abs(lo - 1) < tol and abs(hi - 1) < tol
+    expect.close("the smallest row sum", lo, 1, tol)
+    expect.close("the largest row sum", hi, 1, tol)
     lo, hi = result["bad"]
-    assert 0 < lo < 0.2, lo
-    assert abs(hi - 1) < tol, "the last row sees every key, so nothing is masked away"
+    expect.between("the smallest row sum, mask after softmax", lo, 0, 0.2)
+    why = "the last row sees every key, so nothing is masked away"
+    expect.close("the largest row sum, mask after softmax", hi, 1, tol, why)
     # row i keeps the weight that fell on i + 1 of the 8 keys; the scores of an untrained head
     # are small, so that share is close to (i + 1) / 8 (measured within 0.04 over 4 batches)
     for i, kept in enumerate(result["bad_by_row"]):
-        assert abs(kept - (i + 1) / 8) < 0.1, (i, kept)
+        expect.close(f"the weight row {i} keeps", kept, (i + 1) / 8, 0.1)
     assert result["failed_good"] == [], "a reference proof fails on the head under test"
     assert "prove_simplex" in result["failed_bad"]
     # the table names real proofs, and for each a real test of the same property
@@ -201,16 +234,19 @@ def test_mask_after_softmax_is_caught_by_the_simplex_proof(head, experiments):
 def test_permutation_equivariance_and_where_it_breaks(head, experiments):
     diffs = experiments.equivariance(head)
     *equivariant, broken = diffs.values()
-    assert all(d < ROUNDING for d in equivariant), diffs
-    assert broken > 0.1, diffs  # positions attached to token slots: an O(1) difference
+    for name, d in zip(diffs, equivariant, strict=False):
+        expect.at_most(f"{name}: max |difference|", d, ROUNDING)
+    # positions attached to token slots: an O(1) difference
+    expect.at_least(f"{list(diffs)[-1]}: max |difference|", broken, 0.1)
 
 
 def test_the_causal_head_sees_each_prefix_as_a_bag_of_tokens(head, experiments):
     """Mask kept, no positions: reordering changes the outputs by O(1), not only their order,
     yet the last output ignores any shuffle of the positions before it; positions break that."""
     reordered, bag, positions = experiments.causal_order(head).values()
-    assert reordered > 0.1 and positions > 0.01, (reordered, positions)
-    assert bag < ROUNDING, bag
+    expect.at_least("the outputs' change when reordered", reordered, 0.1)
+    expect.at_least("the last output's change when shuffled, with positions", positions, 0.01)
+    expect.at_most("the last output's change when its prefix is shuffled", bag, ROUNDING)
 
 
 def test_online_softmax_matches_softmax(head):
@@ -220,15 +256,15 @@ def test_online_softmax_matches_softmax(head):
     for s in (scores, masked, scores + 1000, scores[0, 0]):
         # + 1000: exp would overflow float32 without the running max
         online = head.online_softmax(s)
-        assert not online.isnan().any()
-        assert torch.allclose(online, torch.softmax(s, dim=-1), rtol=0, atol=FLOAT32_TOL)
+        expect.close("online_softmax", online, torch.softmax(s, dim=-1), FLOAT32_TOL)
 
 
 def test_online_attention_matches_the_head(head, experiments):
     result = experiments.online_check(head)
     for name, diff in result["diffs"].items():
-        assert diff < FLOAT32_TOL, name
-    assert result["naive_nan"] == 1.0  # exp(1000) = inf, and inf / inf = nan
+        expect.at_most(f"{name}: max |difference|", diff, FLOAT32_TOL)
+    # exp(1000) = inf, and inf / inf = nan
+    expect.equal("the share of NaN in the naive softmax", result["naive_nan"], 1.0)
 
 
 def test_cost_counts_and_times_without_checking_speed(head, experiments):

@@ -10,6 +10,7 @@ import re
 import pytest
 import torch
 
+from common import expect
 from common.seeding import randn, seed_all
 
 B, T, D, D_HEAD = 4, 8, 32, 16  # the 4.2 setting: x of shape (4, 8, 32), Head(32, 16, T_max=8)
@@ -32,33 +33,38 @@ def make(head, seed=0, T_max=T):
 def test_shapes_parameters_and_stashed_attention(head):
     h, x = make(head)
     out = h(x)
-    assert out.shape == (B, T, D_HEAD)
-    assert h.A.shape == (B, T, T)
-    assert not h.A.requires_grad, "keep A.detach() in self.A"
-    assert sorted(name for name, _ in h.named_parameters()) == [
-        "key.weight",
-        "query.weight",
-        "value.weight",
-    ]
-    assert "tril" in dict(h.named_buffers())  # a buffer: saved and moved, never trained
+    expect.shape("the output", out, (B, T, D_HEAD), "(B, T, d_head)")
+    expect.shape("self.A", h.A, (B, T, T), "(B, T, T)")
+    expect.equal("self.A.requires_grad", h.A.requires_grad, False, "keep A.detach() in self.A")
+    names = sorted(name for name, _ in h.named_parameters())
+    expect.equal("the head's parameters", names, ["key.weight", "query.weight", "value.weight"])
+    buffers = sorted(dict(h.named_buffers()))  # a buffer: saved and moved, never trained
+    expect.equal(
+        "'tril' among the head's buffers", "tril" in buffers, True, f"its buffers are {buffers}"
+    )
 
 
 def test_rows_are_in_the_simplex(head):
     h, x = make(head)
     h(x)
     A = h.A
-    assert (A >= 0).all(), "negative (or nan) attention weights"
-    assert torch.allclose(A.sum(dim=-1), torch.ones(B, T), rtol=0, atol=ROW_SUM_TOL), (
-        f"row sums range over {A.sum(dim=-1).min():.4f}..{A.sum(dim=-1).max():.4f}, not 1"
+    expect.at_least("the attention weights", A, 0.0, "negative (or nan) attention weights")
+    expect.close("the row sums of A", A.sum(dim=-1), torch.ones(B, T), ROW_SUM_TOL)
+    expect.equal(
+        "A above the diagonal",
+        torch.triu(A, diagonal=1),
+        torch.zeros_like(A),
+        "weight on future keys",
     )
-    assert torch.equal(torch.triu(A, diagonal=1), torch.zeros_like(A)), "weight on future keys"
 
 
 def test_first_position_sees_only_itself(head):
     h, x = make(head)
     out = h(x)
-    assert torch.equal(h.A[:, 0, 0], torch.ones(B))  # a single key gets all of the weight
-    assert torch.allclose(out[:, 0], h.value(x)[:, 0], rtol=0, atol=FLOAT32_TOL)
+    expect.equal("A[:, 0, 0]", h.A[:, 0, 0], torch.ones(B), "a single key gets all of the weight")
+    expect.close(
+        "the output at position 0", out[:, 0], h.value(x)[:, 0], FLOAT32_TOL, "its own value"
+    )
 
 
 def test_output_stays_in_the_convex_hull_of_the_values(head):
@@ -68,7 +74,8 @@ def test_output_stays_in_the_convex_hull_of_the_values(head):
     for i in range(T):
         # a convex combination of v_0..v_i lies inside their bounding box, coordinate by coordinate
         low, high = v[:, : i + 1].amin(dim=1), v[:, : i + 1].amax(dim=1)  # (B, d_head)
-        assert (out[:, i] >= low - FLOAT32_TOL).all() and (out[:, i] <= high + FLOAT32_TOL).all()
+        expect.at_least(f"out[:, {i}] - min(v[:, :{i + 1}])", out[:, i] - low, -FLOAT32_TOL)
+        expect.at_most(f"out[:, {i}] - max(v[:, :{i + 1}])", out[:, i] - high, FLOAT32_TOL)
 
 
 def test_causality_by_perturbation(head):
@@ -77,10 +84,16 @@ def test_causality_by_perturbation(head):
     x2 = x.clone()
     x2[:, 5, :] = randn(B, D, seed=7)  # an arbitrary change at position 5
     out2 = h(x2)
-    assert torch.equal(out[:, :5], out2[:, :5]), "positions 0-4 must not see position 5 at all"
+    why = "positions 0-4 must not see position 5 at all"
+    expect.equal("outputs 0-4 once x[:, 5] changed", out2[:, :5], out[:, :5], why)
     for i in range(5, T):
         moved = (out[:, i] - out2[:, i]).abs().max()  # O(1), not rounding: measured 0.3 to 0.5
-        assert moved > FLOAT32_TOL, f"position {i} should see position 5"
+        expect.at_least(
+            f"max |change| of output {i}",
+            moved.item(),
+            FLOAT32_TOL,
+            f"position {i} should see position 5",
+        )
 
 
 def test_causality_by_gradient(head):
@@ -89,19 +102,35 @@ def test_causality_by_gradient(head):
     out = h(x)
     out[0, 3].sum().backward()  # d(sum of the d_head outputs at batch 0, position 3) / dx
     g = x.grad  # (B, T, d)
-    assert torch.equal(g[0, 4:], torch.zeros_like(g[0, 4:])), "out[0, 3] depends on x[0, j > 3]"
-    assert (g[0, :4].abs().sum(dim=-1) > 0).all(), "out[0, 3] should depend on x[0, 0..3]"
-    assert torch.equal(g[1:], torch.zeros_like(g[1:])), "batch elements must not mix"
+    expect.equal(
+        "d out[0, 3] / d x[0, 4:]",
+        g[0, 4:],
+        torch.zeros_like(g[0, 4:]),
+        "out[0, 3] depends on x[0, j > 3]",
+    )
+    reach = g[0, :4].abs().sum(dim=-1)  # (4,) how much out[0, 3] depends on each earlier x
+    expect.between(
+        "the smallest sum |d out[0, 3] / d x[0, j]|, j <= 3",
+        reach.min().item(),
+        0,
+        math.inf,
+        "out[0, 3] should depend on x[0, 0..3]",
+    )
+    expect.equal(
+        "d out[0, 3] / d x[1:]", g[1:], torch.zeros_like(g[1:]), "batch elements must not mix"
+    )
 
 
 def test_a_shorter_sequence_gives_the_same_prefix(head):
     h, x = make(head)
     out = h(x)
     short = h(x[:, :5])  # T = 5 < T_max = 8
-    assert short.shape == (B, 5, D_HEAD)
-    assert h.A.shape == (B, 5, 5)
+    expect.shape("the output of a 5-token x", short, (B, 5, D_HEAD))
+    expect.shape("self.A of a 5-token x", h.A, (B, 5, 5))
     # causality again: the first 5 outputs cannot depend on whether positions 5-7 exist
-    assert torch.allclose(short, out[:, :5], rtol=0, atol=FLOAT32_TOL)
+    expect.close(
+        "the output of x[:, :5]", short, out[:, :5], FLOAT32_TOL, "the first 5 outputs of x"
+    )
 
 
 def test_attention_matches_the_formula(head):
@@ -112,8 +141,8 @@ def test_attention_matches_the_formula(head):
         scores = torch.einsum("bid,bjd->bij", q, k) / math.sqrt(D_HEAD)
         future = torch.ones(T, T, dtype=torch.bool).triu(diagonal=1)
         A = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
-    assert torch.allclose(h.A, A, rtol=0, atol=FLOAT32_TOL)
-    assert torch.allclose(out, A @ v, rtol=0, atol=FLOAT32_TOL)
+    expect.close("self.A", h.A, A, FLOAT32_TOL, "softmax(mask(q k^T / sqrt(d_head)))")
+    expect.close("the output", out, A @ v, FLOAT32_TOL, "A @ v")
 
 
 def test_scores_are_divided_by_sqrt_d_head(head):
@@ -161,10 +190,12 @@ def test_attention_scores_with_and_without_the_scaling(head):
     raw = head.attention_scores(q, k, scale=False)
     # |q.k| reaches about 6 here, where one float32 rounding unit is 4.8e-7, and the two sides
     # may add their 16 products in different orders: 1e-5 leaves room for about 20 units.
-    assert torch.allclose(raw, torch.einsum("bid,bjd->bij", q, k), rtol=0, atol=1e-5)
+    expect.close("attention_scores(scale=False)", raw, torch.einsum("bid,bjd->bij", q, k), 1e-5)
     scaled = head.attention_scores(q, k)
     # dividing by 4 = sqrt(16) is exact in float32, so only a differently rounded product differs
-    assert torch.allclose(scaled, raw / 4, rtol=0, atol=FLOAT32_TOL)
+    expect.close(
+        "attention_scores(q, k)", scaled, raw / 4, FLOAT32_TOL, "the raw scores / sqrt(16)"
+    )
 
 
 def test_score_stats_measures_the_spread_and_the_saturation(head):
@@ -174,10 +205,13 @@ def test_score_stats_measures_the_spread_and_the_saturation(head):
     expected = [raw.std(), (raw / 8).std()]
     expected += [torch.softmax(s, dim=-1).max(dim=-1).values.mean() for s in (raw, raw / 8)]
     stats = head.score_stats(q, k)
-    assert len(stats) == 4 and all(isinstance(s, float) for s in stats)
+    labels = ("raw std", "scaled std", "raw mean row max", "scaled mean row max")
+    expect.equal("score_stats' types", [type(s) for s in stats], [float] * len(labels))
     # a std of about 8 (or 1) and a mean of 64 maxima: 1e-4 is far below a wrong axis or scale
-    assert all(abs(s - e.item()) < 1e-4 for s, e in zip(stats, expected, strict=True)), stats
-    assert stats[2] > 0.8 > 0.5 > stats[3]  # unscaled rows near one-hot, scaled ones not
+    expect.members("score_stats", stats, [e.item() for e in expected], labels, atol=1e-4)
+    # unscaled rows near one-hot, scaled ones not
+    expect.at_least("score_stats' raw mean row max", stats[2], 0.8, "near one-hot")
+    expect.at_most("score_stats' scaled mean row max", stats[3], 0.5, "far from one-hot")
 
 
 @pytest.mark.given
@@ -215,16 +249,17 @@ def test_an_empty_sequence_is_refused(head):
 )
 def test_bad_sizes_are_refused_when_the_head_is_built(head, sizes, message):
     h = head.Head(D, D_HEAD, T_max=T)  # valid sizes are built, down to 1
-    assert h.tril.shape == (T, T) and h.query.weight.shape == (D_HEAD, D)
-    assert h.A is None  # no attention matrix before the first forward
-    assert head.Head(1, 1, T_max=1).tril.shape == (1, 1)
+    expect.shape("tril", h.tril, (T, T))
+    expect.shape("query.weight", h.query.weight, (D_HEAD, D))
+    expect.equal("A before the first forward", h.A, None)
+    expect.shape("Head(1, 1, T_max=1).tril", head.Head(1, 1, T_max=1).tril, (1, 1))
     with pytest.raises(ValueError, match=message):
         head.Head(*sizes)
 
 
 def test_smoothing_weights_of_one_position_is_one(head):
     """T = 1: the only position attends to itself with weight 1, whatever the bandwidth."""
-    assert torch.equal(head.smoothing_weights(1, 0.5), torch.ones(1, 1))
+    expect.equal("smoothing_weights(1, 0.5)", head.smoothing_weights(1, 0.5), torch.ones(1, 1))
 
 
 @pytest.mark.given
@@ -254,8 +289,11 @@ def test_online_softmax_of_very_negative_or_single_scores(head):
     scores = 3 * randn(4, 8, seed=3) - 1000  # (4, 8)
     assert (scores.exp() == 0).all()  # why the running max must start at -inf, not at 0
     online = head.online_softmax(scores)
-    assert torch.allclose(online, torch.softmax(scores, dim=-1), rtol=0, atol=FLOAT32_TOL)
-    assert torch.equal(head.online_softmax(randn(3, 1, seed=4)), torch.ones(3, 1))
+    expect.close(
+        "online_softmax of scores near -1000", online, torch.softmax(scores, dim=-1), FLOAT32_TOL
+    )
+    one = head.online_softmax(randn(3, 1, seed=4))
+    expect.equal("online_softmax of one key", one, torch.ones(3, 1))
 
 
 def test_online_attention_with_very_negative_scores_averages_the_past(head):
@@ -265,7 +303,7 @@ def test_online_attention_with_very_negative_scores_averages_the_past(head):
     v = randn(2, 5, 3, seed=5)  # (B, T, d_v)
     prefix_mean = v.cumsum(dim=1) / torch.arange(1, 6)[None, :, None]  # (B, T, d_v)
     out = head.online_attention(q, k, v)  # (B, T, d_v)
-    assert torch.allclose(out, prefix_mean, rtol=0, atol=FLOAT32_TOL)
+    expect.close("online_attention", out, prefix_mean, FLOAT32_TOL, "the mean of v over keys 0..i")
 
 
 @pytest.mark.given

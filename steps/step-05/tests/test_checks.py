@@ -53,7 +53,10 @@ def test_generate_crops_the_context(gpt, checks):
 def test_every_check_has_its_test_in_the_same_order():
     names = [n.removeprefix("test_") for n in globals() if n.startswith("test_")]
     checks = load_file(HERE / "checks.py")
-    assert [n for n in names if n in checks.CHECKS] == list(checks.CHECKS)
+    ordered = [n for n in names if n in checks.CHECKS]
+    assert ordered == list(checks.CHECKS), (
+        f"the tests of the checks in this file's order: expected {list(checks.CHECKS)}, got {ordered}"
+    )
 
 
 @pytest.mark.parametrize("bug", BUGS, ids=[b.name for b in BUGS])

@@ -9,6 +9,7 @@ import pytest
 import torch
 import torch.nn as nn
 
+from common import expect
 from common.loader import reference
 from common.seeding import generator, randn, seed_all
 
@@ -42,13 +43,17 @@ def ids(shape, seed=1, high=V):
 
 def test_multi_head_attention_holds_h_step_4_heads_and_a_projection(gpt):
     m = mha(gpt)
-    assert isinstance(m.heads, nn.ModuleList) and len(m.heads) == H
-    for head in m.heads:
-        assert (head.d, head.d_head, head.T_max) == (D, D // H, T)
-    assert len({id(head) for head in m.heads}) == H, "h different heads, not one repeated"
-    assert m.proj.weight.shape == (D, D) and m.proj.bias is None
-    assert sum(p.numel() for p in m.parameters()) == 4 * D * D
-    assert m(x_of()).shape == (B, T, D)
+    expect.equal("heads is an nn.ModuleList", isinstance(m.heads, nn.ModuleList), True)
+    expect.equal("len(heads)", len(m.heads), H)
+    for i, head in enumerate(m.heads):
+        got = (head.d, head.d_head, head.T_max)
+        expect.equal(f"head {i}'s (d, d_head, T_max)", got, (D, D // H, T))
+    distinct = len({id(head) for head in m.heads})
+    expect.equal("distinct heads", distinct, H, "h different heads, not one repeated")
+    expect.shape("proj.weight", m.proj.weight, (D, D))
+    expect.equal("proj.bias", m.proj.bias, None)
+    expect.equal("parameters", sum(p.numel() for p in m.parameters()), 4 * D * D, "4 d^2")
+    expect.shape("the output", m(x_of()), (B, T, D))
 
 
 def test_output_is_the_projection_of_the_concatenated_heads(gpt):
@@ -57,7 +62,7 @@ def test_output_is_the_projection_of_the_concatenated_heads(gpt):
     with torch.no_grad():
         parts = [head(x) for head in m.heads]  # h x (B, T, d_head)
         want = torch.cat(parts, dim=-1) @ m.proj.weight.T  # (B, T, d)
-        assert torch.allclose(m(x), want, rtol=0, atol=FLOAT32_TOL)
+        expect.close("the output", m(x), want, FLOAT32_TOL, "proj of the concatenated heads")
 
 
 def test_matches_lab_01_multi_head_attention_with_copied_weights(gpt):
@@ -73,7 +78,7 @@ def test_matches_lab_01_multi_head_attention_with_copied_weights(gpt):
         x = x_of()
         want, _ = theirs(x, lab.causal_mask(T))
         got = ours(x)
-    assert torch.allclose(got, want, rtol=0, atol=CHAINED_TOL), (got - want).abs().max()
+    expect.close("the output", got, want, CHAINED_TOL, "lab-01's MultiHeadSelfAttention's")
 
 
 def test_multi_head_attention_is_causal(gpt):
@@ -83,8 +88,10 @@ def test_multi_head_attention_is_causal(gpt):
     x2[:, 5] = randn(B, D, seed=7)
     with torch.no_grad():
         out, out2 = m(x), m(x2)
-    assert torch.equal(out[:, :5], out2[:, :5]), "positions 0-4 must not see position 5"
-    assert ((out[:, 5:] - out2[:, 5:]).abs().amax(dim=-1) > FLOAT32_TOL).all()
+    why = "positions 0-4 must not see position 5"
+    expect.equal("outputs 0-4 once x[:, 5] changed", out2[:, :5], out[:, :5], why)
+    moved = (out[:, 5:] - out2[:, 5:]).abs().amax(dim=-1)  # (B, T - 5)
+    expect.at_least("max |change| of outputs 5..", moved.min().item(), FLOAT32_TOL, "they see it")
 
 
 @pytest.mark.given
@@ -140,9 +147,12 @@ def test_bad_widths_of_the_mlp_are_refused(gpt):
 def test_feedforward_widens_fourfold_with_biases(gpt):
     seed_all(0)
     mlp = gpt.FeedForward(D)
-    assert mlp.fc.weight.shape == (4 * D, D) and mlp.fc.bias.shape == (4 * D,)
-    assert mlp.proj.weight.shape == (D, 4 * D) and mlp.proj.bias.shape == (D,)
-    assert sum(p.numel() for p in mlp.parameters()) == 8 * D * D + 5 * D
+    expect.shape("fc.weight", mlp.fc.weight, (4 * D, D))
+    expect.shape("fc.bias", mlp.fc.bias, (4 * D,))
+    expect.shape("proj.weight", mlp.proj.weight, (D, 4 * D))
+    expect.shape("proj.bias", mlp.proj.bias, (D,))
+    total = sum(p.numel() for p in mlp.parameters())
+    expect.equal("parameters", total, 8 * D * D + 5 * D, "8 d^2 + 5 d")
 
 
 def test_feedforward_is_proj_of_exact_gelu_of_fc(gpt):
@@ -153,9 +163,10 @@ def test_feedforward_is_proj_of_exact_gelu_of_fc(gpt):
         u = x @ mlp.fc.weight.T + mlp.fc.bias  # (B, T, 4d)
         gelu = u * 0.5 * (1 + torch.erf(u / math.sqrt(2)))  # u * Phi(u), Phi the normal CDF
         want = gelu @ mlp.proj.weight.T + mlp.proj.bias  # (B, T, d)
-        assert torch.allclose(mlp(x), want, rtol=0, atol=FLOAT32_TOL)
+        expect.close("the MLP's output", mlp(x), want, FLOAT32_TOL, "proj(GELU(fc(x)))")
         relu = u.clamp(min=0) @ mlp.proj.weight.T + mlp.proj.bias
-        assert (relu - want).abs().max() > 1e-3, "this input tells GELU from ReLU"
+        gap = (relu - want).abs().max().item()
+        expect.at_least("max |ReLU's - GELU's|", gap, 1e-3, "this input tells GELU from ReLU")
 
 
 def test_feedforward_acts_on_each_position_alone(gpt):
@@ -165,7 +176,8 @@ def test_feedforward_acts_on_each_position_alone(gpt):
     with torch.no_grad():
         whole = mlp(x)
         for t in range(T):
-            assert torch.allclose(mlp(x[:, t : t + 1]), whole[:, t : t + 1], rtol=0, atol=1e-6)
+            alone = mlp(x[:, t : t + 1])
+            expect.close(f"the MLP of position {t} alone", alone, whole[:, t : t + 1], 1e-6)
 
 
 # --- task 3: the block -----------------------------------------------------------------------
@@ -178,11 +190,16 @@ def block(gpt, seed=0):
 
 def test_block_holds_two_layernorms_attention_and_mlp(gpt):
     b = block(gpt)
-    assert isinstance(b.ln1, nn.LayerNorm) and isinstance(b.ln2, nn.LayerNorm)
-    assert b.ln1 is not b.ln2 and b.ln1.normalized_shape == b.ln2.normalized_shape == (D,)
-    assert isinstance(b.attn, gpt.MultiHeadAttention) and len(b.attn.heads) == H
-    assert isinstance(b.mlp, gpt.FeedForward)
-    assert [name for name, _ in b.named_children()] == ["ln1", "attn", "ln2", "mlp"]
+    children = [name for name, _ in b.named_children()]
+    expect.equal("the block's children", children, ["ln1", "attn", "ln2", "mlp"])
+    norms = [isinstance(child, nn.LayerNorm) for child in (b.ln1, b.ln2)]
+    expect.equal("ln1 and ln2 are nn.LayerNorms", norms, [True, True])
+    expect.equal("ln1 is ln2", b.ln1 is b.ln2, False, "two LayerNorms")
+    shapes = (b.ln1.normalized_shape, b.ln2.normalized_shape)
+    expect.equal("the normalized shapes", shapes, ((D,), (D,)))
+    expect.equal("attn is a MultiHeadAttention", isinstance(b.attn, gpt.MultiHeadAttention), True)
+    expect.equal("attn's heads", len(b.attn.heads), H)
+    expect.equal("mlp is a FeedForward", isinstance(b.mlp, gpt.FeedForward), True)
 
 
 def test_block_is_pre_layernorm_residual(gpt):
@@ -194,18 +211,19 @@ def test_block_is_pre_layernorm_residual(gpt):
         x = x_of()
         h = x + b.attn(b.ln1(x))
         want = h + b.mlp(b.ln2(h))
-        assert torch.allclose(b(x), want, rtol=0, atol=FLOAT32_TOL)
+        expect.close("the block's output", b(x), want, FLOAT32_TOL, "pre-LN residual")
 
 
 def test_block_with_zeroed_branches_is_the_identity(gpt):
     b = block(gpt)
     x = x_of()
     with torch.no_grad():
-        assert (b(x) - x).abs().max() > 1e-3  # the branches do something before they are zeroed
+        # the branches do something before they are zeroed
+        expect.at_least("max |block(x) - x|", (b(x) - x).abs().max().item(), 1e-3)
         b.attn.proj.weight.zero_()
         b.mlp.proj.weight.zero_()
         b.mlp.proj.bias.zero_()
-        assert torch.equal(b(x), x), "x + 0 must be x bit for bit"
+        expect.equal("the block's output, branches zeroed", b(x), x, "x + 0 must be x bit for bit")
 
 
 # --- task 4: the GPT -------------------------------------------------------------------------
@@ -218,31 +236,38 @@ def model(gpt, seed=0, **sizes):
 
 def test_gpt_holds_embeddings_blocks_final_norm_and_head(gpt):
     m = model(gpt, n_layer=3)
-    assert m.tok_emb.weight.shape == (V, D) and m.pos_emb.weight.shape == (T, D)
-    assert isinstance(m.blocks, nn.Sequential) and len(m.blocks) == 3
-    assert all(isinstance(b, gpt.Block) for b in m.blocks)
-    assert len({id(b) for b in m.blocks}) == 3, "n_layer different blocks"
-    assert isinstance(m.ln_f, nn.LayerNorm) and m.ln_f.normalized_shape == (D,)
-    assert m.lm_head.weight.shape == (V, D) and m.lm_head.bias is None
-    assert (m.V, m.T_max, m.d, m.h, m.n_layer) == (V, T, D, H, 3)
+    expect.shape("tok_emb.weight", m.tok_emb.weight, (V, D))
+    expect.shape("pos_emb.weight", m.pos_emb.weight, (T, D))
+    expect.equal("blocks is an nn.Sequential", isinstance(m.blocks, nn.Sequential), True)
+    expect.equal("blocks that are a Block", sum(isinstance(b, gpt.Block) for b in m.blocks), 3)
+    expect.equal("distinct blocks", len({id(b) for b in m.blocks}), 3, "n_layer different blocks")
+    expect.equal("ln_f is an nn.LayerNorm", isinstance(m.ln_f, nn.LayerNorm), True)
+    expect.equal("ln_f.normalized_shape", m.ln_f.normalized_shape, (D,))
+    expect.shape("lm_head.weight", m.lm_head.weight, (V, D))
+    expect.equal("lm_head.bias", m.lm_head.bias, None)
+    sizes = (m.V, m.T_max, m.d, m.h, m.n_layer)
+    expect.equal("(V, T_max, d, h, n_layer)", sizes, (V, T, D, H, 3))
 
 
 def test_weights_start_small_biases_zero_and_layernorms_at_identity(gpt):
     m = model(gpt, d=64, n_layer=2)
     for name, p in m.named_parameters():
         if "ln" in name:  # LayerNorm: gain 1, bias 0
-            assert torch.equal(p, torch.ones_like(p) if name.endswith("weight") else 0 * p), name
+            want = torch.ones_like(p) if name.endswith("weight") else torch.zeros_like(p)
+            expect.equal(name, p.detach(), want, "a LayerNorm starts at the identity")
         elif name.endswith("bias"):
-            assert torch.equal(p, torch.zeros_like(p)), name
+            expect.equal(name, p.detach(), torch.zeros_like(p), "biases start at 0")
         else:  # N(0, 0.02): thousands of draws give a std within a few percent
-            assert abs(p.std().item() - 0.02) < 0.004 and abs(p.mean().item()) < 0.005, name
+            expect.close(f"{name}'s std", p.std().item(), 0.02, 0.004, "N(0, 0.02)")
+            expect.close(f"{name}'s mean", p.mean().item(), 0.0, 0.005, "N(0, 0.02)")
 
 
 def test_forward_gives_logits_and_no_loss_without_targets(gpt):
     m = model(gpt)
     logits, loss = m(ids((B, T)))
-    assert logits.shape == (B, T, V) and logits.dtype == torch.float32
-    assert loss is None
+    expect.shape("the logits", logits, (B, T, V))
+    expect.equal("the logits' dtype", logits.dtype, torch.float32)
+    expect.equal("the loss without targets", loss, None)
 
 
 def test_logits_follow_algorithm_10(gpt):
@@ -254,7 +279,7 @@ def test_logits_follow_algorithm_10(gpt):
             x = b(x)
         want = m.ln_f(x) @ m.lm_head.weight.T  # (B, T, V)
         logits, _ = m(idx)
-    assert torch.allclose(logits, want, rtol=0, atol=FLOAT32_TOL)
+    expect.close("the logits", logits, want, FLOAT32_TOL, "algorithm 10's")
 
 
 def test_a_shorter_sequence_gives_the_same_prefix(gpt):
@@ -263,25 +288,30 @@ def test_a_shorter_sequence_gives_the_same_prefix(gpt):
     with torch.no_grad():
         full, _ = m(idx)
         short, _ = m(idx[:, :5])
-    assert short.shape == (B, 5, V)
-    assert torch.allclose(short, full[:, :5], rtol=0, atol=FLOAT32_TOL)
+    expect.shape("the logits of a 5-token idx", short, (B, 5, V))
+    expect.close(
+        "the logits of idx[:, :5]", short, full[:, :5], FLOAT32_TOL, "the first 5 of idx's"
+    )
 
 
 def test_loss_is_a_number_with_a_gradient_for_every_parameter(gpt):
     m = model(gpt)
     idx = ids((B, T + 1))
     _, loss = m(idx[:, :-1], idx[:, 1:])  # targets a slice: not contiguous
-    assert loss.dim() == 0 and loss.dtype == torch.float32
+    expect.equal("the loss's dims", loss.dim(), 0, "a single number")
+    expect.equal("the loss's dtype", loss.dtype, torch.float32)
     loss.backward()
     for name, p in m.named_parameters():
-        assert p.grad is not None and p.grad.abs().sum() > 0, f"no gradient reaches {name}"
+        reach = 0.0 if p.grad is None else p.grad.abs().sum().item()
+        expect.between(f"sum |{name}.grad|", reach, 0, math.inf, f"no gradient reaches {name}")
 
 
 def test_int32_ids_give_the_same_logits_as_int64(gpt):
     m = model(gpt)
     idx = ids((B, T))
     with torch.no_grad():
-        assert torch.equal(m(idx)[0], m(idx.to(torch.int32))[0])
+        int32 = m(idx.to(torch.int32))[0]
+        expect.equal("the logits of int32 ids", int32, m(idx)[0], "those of the same int64 ids")
 
 
 def test_forward_and_generate_refuse_bad_input(gpt):
@@ -307,11 +337,13 @@ def test_generate_appends_tokens_to_the_prompt(gpt):
     m = model(gpt)
     idx = ids((3, 2))
     out = m.generate(idx, 5, generator=generator(0))
-    assert out.shape == (3, 7) and out.dtype == torch.int64
-    assert torch.equal(out[:, :2], idx)
-    assert ((0 <= out) & (out < V)).all()
-    assert torch.equal(m.generate(idx, 0), idx)
-    assert not out.requires_grad
+    expect.shape("generate(idx of (3, 2), 5)", out, (3, 7))
+    expect.equal("its dtype", out.dtype, torch.int64)
+    expect.equal("its first 2 columns", out[:, :2], idx, "the prompt")
+    expect.at_least("its ids", out, 0)
+    expect.at_most("its ids", out, V - 1)
+    expect.equal("generate(idx, 0)", m.generate(idx, 0), idx, "the prompt itself")
+    expect.equal("its requires_grad", out.requires_grad, False)
 
 
 def test_generate_is_deterministic_for_a_generator(gpt):
@@ -320,8 +352,8 @@ def test_generate_is_deterministic_for_a_generator(gpt):
     a = m.generate(idx, 20, generator=generator(3))
     b = m.generate(idx, 20, generator=generator(3))
     c = m.generate(idx, 20, generator=generator(4))
-    assert torch.equal(a, b), "the same generator state must give the same ids"
-    assert not torch.equal(a, c), "another seed should give other ids"
+    expect.equal("ids of generator(3), twice", b, a, "the same generator state, the same ids")
+    expect.differs("ids of generator(4)", c, a, "another seed should give other ids")
 
 
 def test_generate_samples_at_temperature_1_by_default(gpt):
@@ -330,7 +362,8 @@ def test_generate_samples_at_temperature_1_by_default(gpt):
         m.lm_head.weight.mul_(5)  # logits far enough apart that a temperature shows
     idx = ids((4, 3))
     default = m.generate(idx, 20, generator=generator(5))
-    assert torch.equal(default, m.generate(idx, 20, temperature=1.0, generator=generator(5)))
+    at_1 = m.generate(idx, 20, temperature=1.0, generator=generator(5))
+    expect.equal("the ids of the default temperature", default, at_1, "those of temperature=1.0")
 
 
 def test_a_tiny_temperature_picks_the_most_likely_token(gpt):
@@ -340,7 +373,12 @@ def test_a_tiny_temperature_picks_the_most_likely_token(gpt):
         idx = ids((4, 3))
         logits, _ = m(idx)
     out = m.generate(idx, 1, temperature=1e-3, generator=generator(0))
-    assert torch.equal(out[:, -1], logits[:, -1].argmax(dim=-1))
+    expect.equal(
+        "the id sampled at temperature 1e-3",
+        out[:, -1],
+        logits[:, -1].argmax(dim=-1),
+        "the likeliest",
+    )
 
 
 # --- the given input checks, called directly -------------------------------------------------
@@ -488,5 +526,6 @@ def test_prompts_given_as_lists_are_told_how_to_make_a_batch(gpt):
 @pytest.mark.given
 def test_the_parameter_formula_by_hand(gpt):
     # 2 V d + T_max d + n_layer (12 d^2 + 9 d) + 2 d at V=62, T_max=64, d=64, n_layer=4
-    assert gpt.n_params(62, 64, 64, 4) == 7936 + 4096 + 4 * 49728 + 128 == 211072
-    assert gpt.n_params(1, 1, 1, 1) == 2 + 1 + 21 + 2
+    expect.equal("7936 + 4096 + 4 * 49728 + 128", 7936 + 4096 + 4 * 49728 + 128, 211072)
+    expect.equal("n_params(62, 64, 64, 4)", gpt.n_params(62, 64, 64, 4), 211072)
+    expect.equal("n_params(1, 1, 1, 1)", gpt.n_params(1, 1, 1, 1), 2 + 1 + 21 + 2)

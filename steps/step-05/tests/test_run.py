@@ -4,6 +4,7 @@ import math
 
 import pytest
 
+from common import expect
 from common.run import options
 
 
@@ -20,29 +21,38 @@ def test_quick_run_repeats_bit_for_bit(quick, run, gpt):
     r, s = quick["training"], again["training"]
     assert r["curve"] == s["curve"] and r["evals"] == s["evals"], "same seeds, same losses"
     assert r["before"] == s["before"] and r["after"] == s["after"], "same generator, same text"
-    assert quick["init"] == again["init"]
+    expect.equal("the initial losses of a second run", again["init"], quick["init"], "the first's")
 
 
 def test_quick_run_starts_near_ln_V_and_learns(quick, run):
     evals = quick["training"]["evals"]
     V = quick["training"]["V"]
-    assert abs(evals[0][1] - math.log(V)) < 0.05, evals[0]
-    assert evals[-1][1] < evals[0][1] - 0.5, f"20 steps should lower the loss: {evals}"
-    assert len(quick["training"]["curve"]) == run.QUICK_TRAIN["steps"]
+    expect.close("the loss at step 0", evals[0][1], math.log(V), 0.05, f"ln V, V = {V}")
+    fall = evals[0][1] - evals[-1][1]
+    expect.at_least("the fall of the loss", fall, 0.5, f"20 steps should lower the loss: {evals}")
+    steps = len(quick["training"]["curve"])
+    expect.equal("the points of the curve", steps, run.QUICK_TRAIN["steps"], "one per step")
 
 
 def test_samples_come_from_the_vocabulary_and_change_with_training(quick, run):
     vocab = set(run.corpus()[2].vocab())
     r = quick["training"]
     for text in (r["before"], r["after"]):
-        assert len(text) == run.QUICK_SAMPLE_TOKENS and set(text) <= vocab
-    assert r["before"] != r["after"]
+        expect.equal("a sample's length", len(text), run.QUICK_SAMPLE_TOKENS)
+        expect.equal("characters outside the vocabulary", sorted(set(text) - vocab), [])
+    assert r["before"] != r["after"], (
+        f"the samples before and after training: expected them to differ, got {r['before']!r} both times"
+    )
 
 
 def test_parameter_rows_agree_with_the_formula(quick):
     for row in quick["params"]:
-        assert row["counted"] == row["formula"] == sum(row["parts"].values()), row["label"]
-    assert quick["params"][1]["V"] == 62  # the corpus's vocabulary
+        label = row["label"]
+        expect.equal(
+            f"{label}: parameters counted", row["counted"], row["formula"], "the formula's"
+        )
+        expect.equal(f"{label}: the sum of the parts", sum(row["parts"].values()), row["formula"])
+    expect.equal("the corpus's vocabulary V", quick["params"][1]["V"], 62)
 
 
 def test_blocks_name_the_machine_of_what_they_record(quick, run):
@@ -80,6 +90,7 @@ def test_write_docs_needs_the_full_reference_run():
 def test_counting_baselines_fall_from_uniform_to_unigram_to_bigram(run):
     ids, V, _ = run.corpus()
     b = run.baselines(ids, V)
-    assert b["uniform"] == math.log(V)
+    expect.equal("the uniform baseline", b["uniform"], math.log(V), "ln V")
     # each model sees more of the context than the one before: measured 4.127, 3.186, 2.427
-    assert b["bigram"] < b["unigram"] - 0.5 and b["unigram"] < b["uniform"] - 0.5, b
+    expect.at_least("uniform - unigram", b["uniform"] - b["unigram"], 0.5)
+    expect.at_least("unigram - bigram", b["unigram"] - b["bigram"], 0.5)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from common import expect
 from common.loader import load_file, load_fresh, step_dir
 
 checks = load_file(step_dir("step-06") / "checks.py")
@@ -23,7 +24,7 @@ def test_batches_are_windows_of_the_data_at_seeded_starts(train):
     data = torch.arange(50)  # (50,) id == position
     g1, g2 = torch.Generator().manual_seed(3), torch.Generator().manual_seed(3)
     x, y = train.get_batch(data, 64, 6, g1)
-    assert x.dtype == y.dtype == torch.long
+    expect.equal("the dtypes of x and y", (x.dtype, y.dtype), (torch.long, torch.long))
     assert torch.equal(x, train.get_batch(data, 64, 6, g2)[0]), "same generator state, same batch"
     assert torch.equal(x - x[:, :1], torch.arange(6).expand(64, 6)), "each row is one window"
     starts = set(x[:, 0].tolist())
@@ -39,7 +40,7 @@ def test_get_batch_draws_only_from_its_generator(train):
     a = train.get_batch(data, 8, 6, torch.Generator().manual_seed(1))[0]
     torch.manual_seed(1)  # another global state: the batch must not change
     b = train.get_batch(data, 8, 6, torch.Generator().manual_seed(1))[0]
-    assert torch.equal(a, b)
+    expect.equal("the batch after another global seed", b, a, "the same batch: only g draws")
 
 
 def test_train_step_returns_the_loss_before_the_step(train, tiny):
@@ -49,7 +50,8 @@ def test_train_step_returns_the_loss_before_the_step(train, tiny):
         before = model(x, y)[1].item()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
     loss = train.train_step(model, opt, x, y, grad_clip=1.0)
-    assert isinstance(loss, float) and abs(loss - before) < 1e-6
+    expect.equal("the type train_step returns", type(loss), float)
+    expect.close("train_step's loss", loss, before, 1e-6, "the loss before the step")
     with torch.no_grad():
         assert model(x, y)[1].item() < before, "one step on a batch lowers that batch's loss"
 
@@ -58,9 +60,9 @@ def test_training_lowers_the_validation_loss(train, tiny):
     cfg = checks.tiny_config(train, steps=60, eval_every=20, lr=3e-2, min_lr=3e-3, warmup=5)
     out = train.train(tiny(0), {}, cfg, checks.corpus(800), progress=False)
     val = out["losses"]["val"]
-    assert [s for s, _ in val] == [0, 20, 40, 60]
+    expect.equal("the steps of the validation estimates", [s for s, _ in val], [0, 20, 40, 60])
     assert val[-1][1] < val[0][1] - 0.5, f"60 steps should learn the counting pattern: {val}"
-    assert len(out["losses"]["train"]) == 60
+    expect.equal("the training losses recorded", len(out["losses"]["train"]), 60, "one per step")
 
 
 def test_each_step_trains_at_the_rate_lr_at_gives(train, tiny, monkeypatch):
@@ -74,7 +76,9 @@ def test_each_step_trains_at_the_rate_lr_at_gives(train, tiny, monkeypatch):
 
     monkeypatch.setattr(train, "train_step", recording)
     train.train(tiny(0), {}, cfg, checks.corpus(800), progress=False)
-    assert seen == [train.lr_at(step, cfg) for step in range(cfg.steps)]
+    expect.equal(
+        "the rate of each step", seen, [train.lr_at(step, cfg) for step in range(cfg.steps)]
+    )
 
 
 @pytest.mark.given
@@ -173,10 +177,11 @@ def test_ctrl_c_mid_run_says_where_the_next_run_resumes(train, tiny, tmp_path):
 
     with pytest.raises(KeyboardInterrupt) as info:
         train.train(tiny(0), {}, cfg, checks.corpus(), path, progress=False, on_step=stop)
-    assert str(info.value) == (
+    said = (
         f"stopped at step 3 (Ctrl-C); run the same command again to resume from {path} at "
         "step 2: the 1 step since is trained again"
     )
+    expect.equal("the Ctrl-C message", str(info.value), said)
     assert torch.load(path, weights_only=True)["step"] == 2, "the last checkpoint, step 2"
     with pytest.raises(KeyboardInterrupt, match="before the first checkpoint .*starts from step 0"):
         train.train(tiny(0), {}, cfg, checks.corpus(), tmp_path / "new.pt", progress=False,
@@ -214,7 +219,9 @@ def test_a_nan_loss_stops_the_run_at_once_and_no_checkpoint_holds_it(
     assert "learning rate too high" in message and "train_step" in message and "\n" not in message
     assert f"{path} keeps step 2" in message
     state = torch.load(path, weights_only=True)
-    assert state["step"] == 2 and all(torch.isfinite(t).all() for t in state["model"].values())
+    expect.equal("the checkpoint's step", state["step"], 2)
+    for name, t in state["model"].items():
+        expect.finite(f"the checkpoint's {name}", t)
 
 
 def test_nan_weights_are_never_saved(train, tiny, tmp_path, monkeypatch):
@@ -258,7 +265,8 @@ def test_a_checkpoint_records_whose_code_trained_it_and_other_code_never_resumes
     path = tmp_path / "ckpt.pt"
     train.train(tiny(0), {}, cfg, checks.corpus(), path, progress=False)
     impl = Path(train.__file__).parent.name  # solution or starter
-    assert torch.load(path, weights_only=True)["code"] == train.code_identity()
+    code = torch.load(path, weights_only=True)["code"]
+    expect.equal("the checkpoint's code", code, train.code_identity())
     other = copy_of(train, tmp_path, "starter" if impl == "solution" else "solution")
     with pytest.raises(
         other.OtherCode,
@@ -280,11 +288,12 @@ def test_an_old_format_checkpoint_names_the_fix(train, tiny, tmp_path):
     torch.save({"format": 1, "config": {}, "model": {}, "step": 1}, path)  # format 1: no code key
     with pytest.raises(train.CheckpointError) as info:
         train.train(tiny(0), {}, cfg, checks.corpus(), path, progress=False)
-    assert str(info.value) == (
+    said = (
         f"{path} is a checkpoint of format 1, it lacks code, generator, losses, optimizer, rng "
         f"(this code reads format {train.CHECKPOINT_FORMAT}, written by an older version of the "
         f"course); it was not used: delete {path} to train from step 0"
     )
+    expect.equal("the message", str(info.value), said)
 
 
 def test_stale_temporary_files_of_a_killed_save_are_removed_at_the_start(train, tiny, tmp_path):
@@ -301,7 +310,8 @@ def test_stale_temporary_files_of_a_killed_save_are_removed_at_the_start(train, 
         path,
         progress=False,
     )
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".notes.pt.abc.tmp", "ckpt.pt"]
+    left = sorted(p.name for p in tmp_path.iterdir())
+    expect.equal("the files left", left, [".notes.pt.abc.tmp", "ckpt.pt"], "the stale one removed")
 
 
 def test_a_full_disk_is_one_line_naming_the_disk(train, tiny, tmp_path, monkeypatch):

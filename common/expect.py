@@ -1,0 +1,132 @@
+"""Value checks for the tests: a failure names the value, what was expected (or the tolerance) and
+what came, e.g. `max |yours - SDPA|: expected <= 1e-06, got 0.49`."""
+
+from collections.abc import Sequence
+
+import torch
+
+# The checks: a test that calls one asserts something (tests/contracts.py counts them)
+__all__ = [
+    "at_least", "at_most", "between", "close", "differs", "equal", "fail", "finite", "members", "shape",
+]  # fmt: skip
+
+
+def show(value) -> str:
+    """A value as a failure message shows it: floats to 4 significant digits, tensors briefly."""
+    if isinstance(value, torch.Tensor):
+        if value.numel() == 1:
+            return show(value.item())
+        return f"a {value.dtype} tensor of shape {tuple(value.shape)}"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return repr(value)
+
+
+def fail(name: str, expected: str, got, why: str = "") -> None:
+    """Raise the AssertionError every check here raises: `name: expected ..., got ...[: why]`."""
+    got = got if isinstance(got, str) else show(got)
+    raise AssertionError(f"{name}: expected {expected}, got {got}" + (f": {why}" if why else ""))
+
+
+def equal(name: str, got, expected, why: str = "") -> None:
+    """got == expected (tensors: same shape and every entry equal, NaN never equal)."""
+    if isinstance(got, torch.Tensor) or isinstance(expected, torch.Tensor):
+        _tensors_close(name, torch.as_tensor(got), torch.as_tensor(expected), None, why)
+    elif got != expected:
+        fail(name, show(expected), got, why)
+
+
+def close(name: str, got, expected, atol: float, why: str = "") -> None:
+    """|got - expected| <= atol everywhere (numbers or tensors of the same shape)."""
+    if isinstance(got, torch.Tensor) or isinstance(expected, torch.Tensor):
+        _tensors_close(name, torch.as_tensor(got), torch.as_tensor(expected), atol, why)
+    elif not abs(got - expected) <= atol:  # `not`: a NaN fails too
+        fail(name, f"{show(expected)} (tolerance {atol:g})", got, why)
+
+
+def at_most(name: str, got, limit: float, why: str = "") -> None:
+    """got <= limit (a tensor: every entry): a distance or an error within its tolerance."""
+    _bounded(name, got, lambda x: x <= limit, f"<= {limit:g}", why)
+
+
+def at_least(name: str, got, limit: float, why: str = "") -> None:
+    """got >= limit (a tensor: every entry)."""
+    _bounded(name, got, lambda x: x >= limit, f">= {limit:g}", why)
+
+
+def finite(name: str, got: torch.Tensor, why: str = "") -> None:
+    """No inf and no NaN in got."""
+    _bounded(name, got, torch.isfinite, "finite entries only", why)
+
+
+def _bounded(name: str, got, ok, expected: str, why: str) -> None:
+    """Fail on the first value (or tensor entry) for which ok(value) is false; NaN never passes."""
+    if not isinstance(got, torch.Tensor):
+        if not ok(got):  # a NaN compares false, so it fails too
+            fail(name, expected, got, why)
+        return
+    wrong = ~ok(got)
+    if wrong.any():
+        where = tuple(torch.nonzero(wrong)[0].tolist())
+        at = f"[{', '.join(map(str, where))}]" if where else ""
+        fail(
+            f"{name}{at}",
+            expected,
+            f"{show(got[where])} ({int(wrong.sum())} of {wrong.numel()} entries)",
+            why,
+        )
+
+
+def between(name: str, got: float, low: float, high: float, why: str = "") -> None:
+    """low < got < high, both ends open."""
+    if not low < got < high:
+        fail(name, f"between {low:g} and {high:g}", got, why)
+
+
+def shape(name: str, got: torch.Tensor, expected: Sequence[int], why: str = "") -> None:
+    """got.shape == expected."""
+    if tuple(got.shape) != tuple(expected):
+        fail(f"{name}.shape", str(tuple(expected)), str(tuple(got.shape)), why)
+
+
+def members(name: str, got: Sequence, expected: Sequence, labels: Sequence[str], atol=0.0):
+    """Each member of a tuple result equal (or within atol) to its expected value, named."""
+    if len(got) != len(labels):
+        fail(f"{name}'s length", f"{len(labels)} ({', '.join(labels)})", len(got))
+    for label, g, e in zip(labels, got, expected, strict=True):
+        if atol:
+            close(f"{name}'s {label}", g, e, atol)
+        else:
+            equal(f"{name}'s {label}", g, e)
+
+
+def _tensors_close(name: str, got, expected, atol: float | None, why: str) -> None:
+    """Compare two tensors entry by entry; a failure says where the worst entry is and what it is."""
+    if got.shape != expected.shape:
+        fail(f"{name}.shape", str(tuple(expected.shape)), str(tuple(got.shape)), why)
+    if got.dtype == torch.bool or expected.dtype == torch.bool or atol is None:
+        wrong = got != expected
+        if not wrong.any():
+            return
+        where = tuple(torch.nonzero(wrong)[0].tolist())
+        tolerance = ""
+    else:
+        distance = (got.double() - expected.double()).abs().nan_to_num(float("inf"))
+        if not (distance > atol).any():
+            return
+        where = tuple(torch.unravel_index(distance.argmax(), distance.shape)) if got.dim() else ()
+        where = tuple(int(i) for i in where)
+        wrong, tolerance = distance > atol, f" (tolerance {atol:g})"
+    at = f"[{', '.join(map(str, where))}]" if where else ""
+    fail(
+        f"{name}{at}",
+        f"{show(expected[where])}{tolerance}",
+        f"{show(got[where])} ({int(wrong.sum())} of {wrong.numel()} entries differ)",
+        why,
+    )
+
+
+def differs(name: str, got: torch.Tensor, before: torch.Tensor, why: str = "") -> None:
+    """got is not bit-identical to before: a change that must show did show."""
+    if torch.equal(got, before):
+        fail(name, "a change", "the same values as before", why)
