@@ -215,6 +215,8 @@ def short_traceback(exc) -> list[str]:
     for entry in exc.traceback:
         path = Path(entry.path)  # torch's, pytest's and Python's own frames are left out
         libraries = {"site-packages", "dist-packages"} & set(path.parts)
+        if path == EXPECT:  # common/expect.py's own lines: the test's line says what it checks
+            continue
         if not libraries and not path.is_relative_to(sys.base_prefix) and path.suffix == ".py":
             where = f"{shown(path)}:{entry.lineno + 1}"
             lines += [f"  {where} in {entry.name}", f"      {str(entry.statement).strip()}"]
@@ -228,4 +230,5 @@ def short_traceback(exc) -> list[str]:
     )
 
 
+EXPECT = Path(__file__).with_name("expect.py")  # the value checks' helper, left out of tracebacks
 DETAIL = 3  # detail lines of an error's message shown under its first line

@@ -19,7 +19,7 @@ from common.course import course_step
 from common.todos import raised_todos
 from tools import pristine
 from tools.grade import Grade, grade, gradescope, main, text
-from tools.grading import Worker, stubbed
+from tools.grading import SHOWN, Worker, scrub, stubbed
 from tools.sandbox import Limits
 from tools.screens import BUGS
 from tools.variants import read_tree, variant
@@ -265,3 +265,16 @@ def test_a_copy_swaps_every_other_todo_for_the_reference_and_keeps_the_students_
     assert raised == [task3], raised  # only task 3 is the student's (still a stub here)
     assert "def my_helper():" in copy["attention.py"] and "x = (((" not in copy["attention.py"]
     assert raised_todos(copy["exercises/wrong_mask.py"]) == []  # task 7: the reference's
+
+
+def test_a_reason_never_quotes_another_todos_reference():
+    """Task 3's copy holds task 1's reference: a message that quotes it is withheld, and any
+    message is cut to what a reason may show."""
+    todos = course_step(STEP).regions()
+    task1, task3 = (next(t for t in todos if f" task {n}:" in t) for n in (1, 3))
+    line = next(
+        ln.split("#")[0].strip() for ln in todos[task1].regions[0].code if len(ln.strip()) > 20
+    )
+    assert "not shown" in scrub(f"AssertionError: see {line}", todos, task3)
+    assert scrub(f"AssertionError: {line}", todos, task1) != ""  # its own code: shown
+    assert len(scrub("x" * 1000, todos, task3)) == SHOWN

@@ -16,6 +16,7 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from common import REPO_ROOT, shown
@@ -29,6 +30,7 @@ from tools.grading import (
     not_written,
     own_outcome,
     reference_files,
+    scrub,
     starter_files,
     variant,
 )
@@ -174,9 +176,12 @@ def _grade_in(worker, step, todos, files, submitted, heldout, screen) -> tuple[l
         else:
             run = worker.run(todo.id, variant(files, reference, todos, todo.id), own)
             if run.report is None:
-                lines.append(_zero(todo.id, *_ended(run)))
+                state, why = _ended(run)
+                lines.append(_zero(todo.id, state, scrub(why, todos, todo.id)))
                 continue
-            lines.append(_score(todo.id, *own_outcome(run, own)))
+            lines.append(
+                _score(todo.id, *own_outcome(run, own, partial(scrub, todos=todos, mine=todo.id)))
+            )
     return lines, check.screen if check else ""
 
 

@@ -350,15 +350,35 @@ def reference_files(step: str) -> dict[str, str]:
     return read_tree(course_step(step).solution)
 
 
-def own_outcome(run: Run, own: list[str]) -> tuple[int, int, str, str | None]:
-    """(passed, total, the first failure's reason, the guard's refusal if any) of a TODO's tests."""
+SHOWN = 200  # characters of a failure's message a student's reason may quote
+
+
+def scrub(message: str, todos: dict[str, Todo], mine: str) -> str:
+    """A failure's message as a student may read it: cut to SHOWN characters, and withheld when it
+    quotes a line of another TODO's reference code (that TODO's copy holds it, so a submission
+    could raise it back)."""
+    flat = " ".join(message.split())
+    for todo in todos.values():
+        if todo.id == mine:
+            continue
+        for region in todo.regions:
+            for line in region.code:
+                code = " ".join(line.split("#")[0].split())
+                if len(code) >= 12 and code in flat:
+                    return "(its message quotes the course's reference code, so it is not shown)"
+    return flat if len(flat) <= SHOWN else flat[: SHOWN - 3] + "..."
+
+
+def own_outcome(run: Run, own: list[str], scrubbed=lambda m: m) -> tuple[int, int, str, str | None]:
+    """(passed, total, the first failure's reason, the guard's refusal if any) of a TODO's tests;
+    `scrubbed` makes the failure's message fit to show."""
     tests = run.tests()
     passed = sum(1 for n in own if tests.get(n, {}).get("outcome") == "passed")
     failures = [(n, tests[n]) for n in own if n in tests and tests[n]["outcome"] != "passed"]
     refused = next((t["refused"] for _, t in failures if t.get("refused")), None)
     if failures:
         nodeid, first = failures[0]
-        why = f"{nodeid.split('::')[-1]}: {first['error'] or first['outcome']}"
+        why = f"{nodeid.split('::')[-1]}: {scrubbed(first['error'] or first['outcome'])}"
     elif missing := [n for n in own if n not in tests]:
         why = f"{len(missing)} of its tests did not report" + (
             f" ({(run.report or {}).get('stopped') or 'the copy ended early'})"
