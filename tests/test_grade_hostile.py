@@ -6,6 +6,8 @@ causal_mask) do not. Every file or process a case makes carries a marker of its 
 the test can say exactly that none appeared on this machine and none is still running."""
 
 import hashlib
+import json
+import os
 import re
 import shutil
 import subprocess
@@ -22,7 +24,7 @@ import pytest
 from common import REPO_ROOT
 from tests.test_grade import STEP, caught_up_starter, with_change
 from tools import sandbox
-from tools.grade import PER_TEST, Grade, grade, text
+from tools.grade import PER_TEST, Grade, grade, gradescope, text
 from tools.grading import Worker
 from tools.sandbox import Limits, resource
 
@@ -67,8 +69,8 @@ def _writes(paths: list[Path], *more: str) -> str:
     swallowed: the mask stays right)."""
     targets = ", ".join([*(repr(str(p)) for p in paths), *more])
     return (
-        f"    for _p in [{targets}]:\n        try:\n            with open(_p, 'w') as _f:\n                _f.write('hostile')\n"
-        "        except OSError:\n            pass"
+        f"    for _p in [{targets}]:\n        try:\n            with open(_p, 'w') as _f:\n"
+        "                _f.write('hostile')\n        except OSError:\n            pass"
     )
 
 
@@ -131,14 +133,17 @@ def hostile_cases(marker: str, clones: dict[str, Path], bundle: Path) -> dict[st
         ),
         **{
             f"reading the reference of {where}": Case(
-                _steal(f"open({str(path)!r}).read()"),
+                _steal(f"__import__('pathlib').Path({str(path)!r}).read_text()"),
                 full=False,
                 reason=r"FileNotFoundError|PermissionError|No such file",
             )
             for where, path in clones.items()
         },
         "reading the autograder bundle": Case(
-            _steal(f"__import__('zipfile').ZipFile({str(bundle)!r}).read({STOLEN!r}).decode()"),
+            _steal(
+                f"(lambda z: (z.read({STOLEN!r}).decode(), z.close())[0])"
+                f"(__import__('zipfile').ZipFile({str(bundle)!r}))"
+            ),
             full=False,
             reason=r"FileNotFoundError|PermissionError|No such file",
         ),
@@ -180,9 +185,20 @@ def hostile_cases(marker: str, clones: dict[str, Path], bundle: Path) -> dict[st
             reason=r"gaierror|Network is unreachable|Temporary failure",
         ),
         "forging the check's report": Case(FORGE, full=False, reason=r"."),
+        LEAK: Case(
+            "    import inspect\n\n"
+            '    raise ValueError(" | ".join(inspect.getsource(stable_softmax).splitlines()))',
+            full=False,
+            reason=r"ValueError",
+        ),
     }
     return cases
 
+
+# A copy of task 3 holds the reference of every other TODO (the variant swaps them in): this
+# puts task 1's reference into task 3's reason, which the student reads
+LEAK = "showing another TODO's reference in its reason"
+SECRET = "x.amax(dim=dim, keepdim=True)"  # a line of task 1's reference
 
 # The check writes its report with json.dumps in the process that runs the student's code: this
 # turns every outcome in it into "passed", and returns a mask that is wrong everywhere
@@ -278,7 +294,7 @@ def grade_class(tmp: Path, names: list[str] | None = None) -> Graded:
         left_files = [str(p) for c in cases.values() for p in c.host if p.exists()]
         left_running = running([marker])
         changed = sorted(set(before.items()) ^ set(snapshot(*WATCHED).items()))
-        return Graded(grades, cases, left_files, left_running, [p for p, _ in changed])
+        return Graded(grades, cases, left_files, left_running, sorted({p for p, _ in changed}))
     finally:
         shutil.rmtree(home_clone, ignore_errors=True)
 
@@ -290,17 +306,30 @@ def check_case(g: Graded, name: str) -> None:
     shown = text(grade_)
     task3 = next(line for line in grade_.lines if " task 3:" in line.todo)
     if case.full:
-        assert task3.score == 1 and task3.state == "done", shown
+        assert task3.score == 1 and task3.state == "done", (
+            f"expected task 3 done (1 of 1), got {task3.score} ({task3.state}):\n{shown}"
+        )
     else:
         assert task3.score == 0, f"expected 0 for task 3, got {task3.score}:\n{shown}"
         assert re.search(case.reason, task3.reason), f"expected /{case.reason}/:\n{shown}"
     others = [line for line in grade_.lines if line is not task3]
-    assert all(line.score == line.weight for line in others), shown
-    assert all(line.reason for line in grade_.lines), shown
+    assert all(line.score == line.weight for line in others), f"expected others full:\n{shown}"
+    assert all(line.reason for line in grade_.lines), f"expected a reason on each line:\n{shown}"
     assert grade_.seconds < WALL, f"graded in {grade_.seconds:.0f} s, over its {WALL} s limit"
 
 
-FORGED = "the check writes its report in the process that runs the student's code"
+def check_host(g: Graded) -> None:
+    """No file a case made on this machine, no process of one running, the course unchanged."""
+    assert g.left_files == [], f"expected no file of a case, found {g.left_files}"
+    assert g.left_running == [], f"expected nothing running, found {g.left_running}"
+    assert g.changed == [], f"expected the course unchanged, changed: {g.changed}"
+
+
+FORGED = (
+    "a real hole: the check writes its report from the process that runs the student's code, and"
+    " in-process Python cannot keep a judge from the code it judges (held-out tests and reading"
+    " the code are the defence)"
+)
 CASES = [
     pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=FORGED))
     if n == "forging the check's report"
@@ -329,11 +358,107 @@ def test_in_bubblewrap_a_hostile_submission_is_graded_with_a_reason_and_nothing_
     check_case(in_bwrap, name)
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="a real hole: a per-TODO copy runs the student's code beside the reference of every"
+    " other TODO, and the reason shown to the student is that copy's error text",
+)
+def test_a_reason_never_shows_the_reference_a_per_todo_copy_holds(in_bwrap):
+    results = json.dumps(gradescope(in_bwrap.grades[LEAK]))
+    assert SECRET not in results, f"expected no line of task 1's reference, got: {results[:600]}"
+
+
 def test_in_bubblewrap_nothing_outside_the_graded_copy_changes_and_nothing_is_left_running(
     in_bwrap,
 ):
-    assert in_bwrap.left_files == [], f"expected no file of a case, found {in_bwrap.left_files}"
-    assert in_bwrap.left_running == [], f"expected nothing running, found {in_bwrap.left_running}"
-    assert in_bwrap.changed == [], f"expected the course unchanged, changed: {in_bwrap.changed}"
+    check_host(in_bwrap)
     contained = [g.notes[0] for g in in_bwrap.grades.values()]
     assert all(n.startswith("contained: bubblewrap") for n in contained), contained
+
+
+# What user mode must contain too (the network is not among them: it only changes the user)
+USER_CASES = [n for n in CASES if isinstance(n, str) and n.startswith(("writes", "reading"))]
+USER_CASES += ["a daemon that outlives the grade", "a child that holds stdout open"]
+USER_CASES += ["processes left behind", "importing the step's own reference"]
+
+
+def graded_in(mode: str, tmp: Path, names: list[str]) -> Graded:
+    """grade_class with COURSE_GRADE_SANDBOX=`mode` (sandbox.mode is cached: cleared around)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("COURSE_GRADE_SANDBOX", mode)
+        sandbox.mode.cache_clear()
+        try:
+            return grade_class(tmp, names)
+        finally:
+            sandbox.mode.cache_clear()
+
+
+def _user_mode_problem() -> str:
+    """'' when this machine can grade as the unprivileged user, else why not."""
+    if not sandbox._is_root():
+        return "user mode needs a grader that runs as root"
+    if Path(sys.prefix).resolve().is_relative_to(REPO_ROOT.resolve()):
+        return f"the interpreter ({sys.prefix}) is in the repository, which user mode closes"
+    uid, gid = sandbox._nobody()
+    done = subprocess.run(
+        [sys.executable, "-c", "import torch, pytest"], capture_output=True, text=True,
+        preexec_fn=lambda: sandbox._as_user(uid, gid), timeout=120,
+    )  # fmt: skip
+    return f"nobody cannot run this interpreter: {done.stderr[-200:]}" if done.returncode else ""
+
+
+@pytest.fixture(scope="module")
+def as_nobody(tmp_path_factory) -> Graded:
+    """The user-mode cases, graded as root with COURSE_GRADE_SANDBOX=user (no namespace used)."""
+    if why := _user_mode_problem():
+        pytest.skip(why)
+    kept = REPO_ROOT.stat().st_mode  # user mode closes the repository to its owner: put it back
+    try:
+        return graded_in("user", tmp_path_factory.mktemp("user"), USER_CASES)
+    finally:
+        REPO_ROOT.chmod(kept)
+
+
+@pytest.mark.parametrize("name", USER_CASES)
+def test_as_root_without_namespaces_the_unprivileged_user_contains_a_hostile_submission(
+    as_nobody, name
+):
+    check_case(as_nobody, name)
+    assert as_nobody.grades[name].notes[0].startswith("contained: as the unprivileged user")
+
+
+def test_as_root_without_namespaces_nothing_changes_outside_and_nothing_is_left_running(
+    as_nobody,
+):
+    check_host(as_nobody)
+
+
+THEFTS = [n for n in USER_CASES if n.startswith("reading")]  # every theft, each shown real
+
+
+@pytest.fixture(scope="module")
+def uncontained(tmp_path_factory) -> Graded:
+    """The thefts graded with COURSE_GRADE_SANDBOX=none: where nothing contains the code, each
+    works (which shows the contained runs above stop thefts that are real)."""
+    return graded_in("none", tmp_path_factory.mktemp("none"), THEFTS)
+
+
+def test_uncontained_every_line_says_so_and_a_theft_is_not_stopped(uncontained):
+    for name in THEFTS:
+        g = uncontained.grades[name]
+        assert not g.contained and g.notes[0].startswith("uncontained: "), text(g)
+        assert all(line.reason.startswith("[uncontained] ") for line in g.lines), text(g)
+        assert f"({sandbox.UNCONTAINED})" in text(g).splitlines()[0], text(g)
+        assert g.score == 7, f"expected the theft to work uncontained (7 of 7), got:\n{text(g)}"
+
+
+def test_uncontained_a_class_is_refused_without_allow_uncontained(tmp_path):
+    (tmp_path / "class" / "alice").mkdir(parents=True)
+    env = os.environ | {"COURSE_GRADE_SANDBOX": "none"}
+    done = subprocess.run(
+        [sys.executable, "-m", "tools.grade", STEP, "--class", str(tmp_path / "class")],
+        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 2, f"expected exit 2 (refused), got {done.returncode}: {done.stderr}"
+    assert "add --allow-uncontained to grade a class anyway" in done.stderr, done.stderr
+    assert not (tmp_path / "class-feedback").exists(), "a refused class wrote feedback"
