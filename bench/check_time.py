@@ -18,11 +18,19 @@ from common.loader import step_names
 from tools import check_command, pristine
 
 
-def wall(cmd: list[str], env: dict | None = None, cwd: Path | None = None) -> float:
-    """Seconds of wall time one run of `cmd` takes."""
+def wall(
+    cmd: list[str], env: dict | None = None, cwd: Path | None = None, expect: int | None = None
+) -> float:
+    """Seconds of wall time one run of `cmd` takes (`expect`: the exit code it must end with)."""
     start = time.perf_counter()
-    subprocess.run(cmd, env=env, cwd=cwd, capture_output=True)
-    return time.perf_counter() - start
+    done = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    if expect is not None and done.returncode != expect:  # a failed run times nothing worth a line
+        raise RuntimeError(
+            f"expected exit {expect} from {' '.join(cmd[:6])} ..., got {done.returncode}:\n"
+            f"{(done.stdout + done.stderr)[-1500:]}"
+        )
+    return seconds
 
 
 def main(argv: list[str] | None = None) -> int:

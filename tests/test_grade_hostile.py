@@ -1,56 +1,229 @@
-"""Hostile student code grades to 0 for the TODO it breaks, with a reason, in under a minute, and
-nothing outside the graded copy changes (one lab-01 submission per case: the reference with the
-hostile lines at the top of causal_mask, task 3, so every test that calls it meets them)."""
+"""Hostile submissions, graded as a class is: one worker per containment mode grades them all.
+
+Each submission is the caught-up lab-01 reference with hostile lines at the top of causal_mask
+(task 3), so every test of task 3 meets them and the other TODOs' copies (the reference's
+causal_mask) do not. Every file or process a case makes carries a marker of its own (a uuid), so
+the test can say exactly that none appeared on this machine and none is still running."""
 
 import hashlib
+import json
+import os
 import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
 import time
+import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
 from common import REPO_ROOT
-from tests.test_grade import PER_TEST, STEP, caught_up_starter, with_change
+from tests.test_grade import STEP, caught_up_starter, with_change
 from tools import sandbox
-from tools.grade import grade, text
-from tools.sandbox import resource
+from tools.grade import PER_TEST, Grade, grade, gradescope, text
+from tools.grading import Worker
+from tools.sandbox import Limits, resource
 
-
-@pytest.fixture(scope="module")
-def reference(tmp_path_factory) -> Path:
-    return caught_up_starter(tmp_path_factory.mktemp("caught-up"))
-
+pytestmark = pytest.mark.slow  # one worker per mode grades every case: a copy of task 3 each
 
 LINE = '    check_size(seq_len, "seq_len")  # given: T must be a positive int'
-# Hostile code at the top of causal_mask (task 3), so every test that calls it meets it
-HOSTILE = {
-    "a loop that never ends": ("    while True:\n        pass", r"TookTooLong: still running"),
-    "a 20 GB allocation": (
-        "    torch.empty(20 * 2**30, dtype=torch.uint8).fill_(1)",
-        r"can't allocate memory",
-    ),
-    "os._exit(0)": ("    import os\n\n    os._exit(0)", r"EndsPython: os._exit\(0\) would end"),
-    "replacing torch.allclose": (
-        "    torch.allclose = lambda *a, **k: True\n"
-        "    return torch.triu(torch.ones(seq_len, seq_len)).bool()",
-        r"your code replaced torch.allclose during this test",
-    ),
-    "writing into the tests' folder": (
-        "    from pathlib import Path\n\n"
-        "    for test in (Path(__file__).parents[1] / 'tests').glob('test_*.py'):\n"
-        "        test.write_text('def test_ok():\\n    pass\\n')",
-        r"Read-only file system",
-    ),
-    "importing the step's own reference": (
-        "    from common.loader import load\n\n"
-        "    return load('lab-01', 'attention', 'solution').causal_mask(seq_len)",
-        r"the graded copy holds no reference solution",
-    ),
-    "opening a socket": (
-        "    import socket\n\n    socket.create_connection(('pypi.org', 443), timeout=3).close()",
-        r"gaierror|Network is unreachable",
-    ),
-}
+WALL = 300  # seconds per submission: far above a case's few seconds, far below a hang
+# PER_TEST is the grade's own default (10 s a test): on a loaded machine a lab-01 figure test
+# of the reference can pass 2 s, and a test that runs out of time stops the check's session
+REFERENCE = REPO_ROOT / "steps" / STEP / "solution" / "attention.py"
+STOLEN = "steps/lab-01/solution/attention.py"  # where a clone or the bundle holds the reference
+LINGER = 3.0  # seconds waited after the grades: a daemon's write comes 2 s after it starts
+
+
+@dataclass
+class Case:
+    """One hostile submission: its lines in causal_mask and what its task 3 must come to."""
+
+    code: str  # at the top of causal_mask, indented as its body
+    full: bool  # task 3 keeps full marks (the code is right besides): else it scores 0
+    reason: str = ""  # a regex task 3's reason matches when it scores 0
+    host: list[Path] = field(default_factory=list)  # files that must not exist afterwards
+    once: bool = False  # run once per process (spawning), not at every call
+
+
+def _once(code: str) -> str:
+    """`code` run on the first call of causal_mask in a process only."""
+    body = textwrap.indent(textwrap.dedent(code), " " * 8)
+    return f'    if not globals().get("_hostile"):\n        globals()["_hostile"] = 1\n{body}'
+
+
+def _steal(source: str) -> str:
+    """Lines that take causal_mask from stolen reference text (its only way to the right mask)."""
+    return (
+        f'    _stolen = {{"__name__": "stolen"}}\n    exec({source}, _stolen)\n'
+        '    return _stolen["causal_mask"](seq_len)'
+    )
+
+
+def _writes(paths: list[Path], *more: str) -> str:
+    """Lines that try to write each of `paths` and of the expressions `more` (a refusal is
+    swallowed: the mask stays right)."""
+    targets = ", ".join([*(repr(str(p)) for p in paths), *more])
+    return (
+        f"    for _p in [{targets}]:\n        try:\n            with open(_p, 'w') as _f:\n"
+        "                _f.write('hostile')\n        except OSError:\n            pass"
+    )
+
+
+def _spawn(marker: str, script: str, session: bool) -> str:
+    """Lines that start `script` in a new Python (the marker in its command line), kept
+    referenced, as a student's would be (a dropped Popen that still runs warns, and fails)."""
+    new = ", start_new_session=True" if session else ""
+    return (
+        f"    import subprocess, sys\n"
+        f"    globals().setdefault('_kept', []).append(subprocess.Popen(\n"
+        f"        [sys.executable, '-c', {script + f'  # {marker}'!r}]{new}))"
+    )
+
+
+def site_packages() -> list[Path]:
+    """Every site-packages folder this interpreter reads (a .pth there runs in every Python)."""
+    found = [Path(p).resolve() for p in [*sandbox._packages(), *sys.path] if p]
+    return list(dict.fromkeys(p for p in found if p.name in ("site-packages", "dist-packages")))
+
+
+CLONES = ["this repository", "a clone in /tmp", "a clone in home"]  # where a reference is read
+
+
+def hostile_cases(marker: str, clones: dict[str, Path], bundle: Path) -> dict[str, Case]:
+    """Every hostile case, its host files named with `marker`."""
+    home, tmp = Path.home(), Path(tempfile.gettempdir())
+    m = lambda name: f"{marker}-{name}"  # noqa: E731 - one marker per case
+    daemon_file = tmp / m("daemon")
+    daemon = (
+        "import os, pathlib, time\nif os.fork():\n    os._exit(0)\nos.setsid()\n"
+        f"time.sleep(2)\npathlib.Path({str(daemon_file)!r}).write_text('escaped')\ntime.sleep(60)"
+    )
+    sleeper = "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(60)"
+    cases = {
+        "writes to the home folder": Case(
+            _writes([home / m("home")], f"__import__('os').path.expanduser('~/{m('home')}')"),
+            full=True,
+            host=[home / m("home")],
+        ),
+        "writes to the machine's temporary folder": Case(
+            _writes([tmp / m("tmp"), Path("/var/tmp") / m("tmp"), Path("/dev/shm") / m("tmp")]),
+            full=True,
+            host=[tmp / m("tmp"), Path("/var/tmp") / m("tmp"), Path("/dev/shm") / m("tmp")],
+        ),
+        "writes a .pth into site-packages": Case(
+            _writes([p / f"{m('pth')}.pth" for p in site_packages()]),
+            full=True,
+            host=[p / f"{m('pth')}.pth" for p in site_packages()],
+        ),
+        "writes to the repository": Case(
+            _writes([REPO_ROOT / m("repo"), REFERENCE.parents[1] / "tests" / f"test_{m('r')}.py"]),
+            full=True,
+            host=[REPO_ROOT / m("repo"), REFERENCE.parents[1] / "tests" / f"test_{m('r')}.py"],
+        ),
+        "writing into its own copy's tests": Case(
+            "    from pathlib import Path\n\n"
+            "    for test in (Path(__file__).parents[1] / 'tests').glob('test_*.py'):\n"
+            "        test.write_text('def test_ok():\\n    pass\\n')",
+            full=True,
+        ),
+        **{
+            f"reading the reference of {where}": Case(
+                _steal(f"__import__('pathlib').Path({str(path)!r}).read_text()"),
+                full=False,
+                reason=r"FileNotFoundError|PermissionError|No such file",
+            )
+            for where, path in clones.items()
+        },
+        "reading the autograder bundle": Case(
+            _steal(
+                f"(lambda z: (z.read({STOLEN!r}).decode(), z.close())[0])"
+                f"(__import__('zipfile').ZipFile({str(bundle)!r}))"
+            ),
+            full=False,
+            reason=r"FileNotFoundError|PermissionError|No such file",
+        ),
+        "importing the step's own reference": Case(
+            "    from common.loader import load\n\n"
+            "    return load('lab-01', 'attention', 'solution').causal_mask(seq_len)",
+            full=False,
+            reason=r"the graded copy holds no reference solution",
+        ),
+        "a daemon that outlives the grade": Case(
+            _spawn(m("daemon"), daemon, session=True), full=True, host=[daemon_file], once=True
+        ),
+        "a child that holds stdout open": Case(
+            _spawn(m("stdout"), "import time\ntime.sleep(60)", session=False), full=True, once=True
+        ),
+        "processes left behind": Case(
+            "\n".join(_spawn(m(f"left{i}"), sleeper, session=i % 2 == 0) for i in range(4)),
+            full=True,
+            once=True,
+        ),
+        "a loop that never ends": Case(
+            "    while True:\n        pass", False, r"TookTooLong|still running"
+        ),
+        "a 20 GB allocation": Case(
+            "    torch.empty(20 * 2**30, dtype=torch.uint8).fill_(1)",
+            full=False,
+            reason=r"can't allocate memory|MemoryError",
+        ),
+        "os._exit(0)": Case("    import os\n\n    os._exit(0)", False, r"EndsPython: os._exit"),
+        "replacing torch.allclose": Case(
+            "    torch.allclose = lambda *a, **k: True\n"
+            "    return torch.triu(torch.ones(seq_len, seq_len)).bool()",
+            full=False,
+            reason=r"your code replaced torch.allclose",
+        ),
+        "opening a socket": Case(
+            "    import socket\n\n    socket.create_connection(('pypi.org', 443), timeout=3).close()",
+            full=False,
+            reason=r"gaierror|Network is unreachable|Temporary failure",
+        ),
+        "forging the check's report": Case(FORGE, full=False, reason=r"."),
+        LEAK: Case(
+            "    import inspect\n\n"
+            '    raise ValueError(" | ".join(inspect.getsource(stable_softmax).splitlines()))',
+            full=False,
+            reason=r"ValueError",
+        ),
+    }
+    return cases
+
+
+# A copy of task 3 holds the reference of every other TODO (the variant swaps them in): this
+# puts task 1's reference into task 3's reason, which the student reads
+LEAK = "showing another TODO's reference in its reason"
+SECRET = "x.amax(dim=dim, keepdim=True)"  # a line of task 1's reference
+
+# The check writes its report with json.dumps in the process that runs the student's code: this
+# turns every outcome in it into "passed", and returns a mask that is wrong everywhere
+FORGE = """\
+    import json
+
+    if not getattr(json, "_forged", False):
+        _real = json.dumps
+
+        def _passed(x):
+            if isinstance(x, dict):
+                if "outcome" in x:
+                    x["outcome"], x["error"] = "passed", None
+                for v in x.values():
+                    _passed(v)
+            elif isinstance(x, list):
+                for v in x:
+                    _passed(v)
+
+        def _forged(data, *a, **k):
+            _passed(data)
+            return _real(data, *a, **k)
+
+        json.dumps, json._forged = _forged, True
+    return torch.zeros(seq_len, seq_len, dtype=torch.bool)"""
 
 
 def snapshot(*folders: Path) -> dict[str, str]:
@@ -63,44 +236,229 @@ def snapshot(*folders: Path) -> dict[str, str]:
     }
 
 
-@pytest.mark.slow  # one contained check of lab-01 per case, 4 to 8 s each
-@pytest.mark.parametrize("case", list(HOSTILE))
-def test_a_hostile_submission_grades_to_0_with_a_reason_and_changes_nothing(
-    reference, tmp_path, case
-):
-    code, reason = HOSTILE[case]
-    if case == "a 20 GB allocation" and resource is None:
-        pytest.skip("no memory limit on this OS (no resource module): the allocation would run")
-    sub = with_change(reference, tmp_path / "sub", LINE, f"{LINE}\n{code}")
-    before = snapshot(REPO_ROOT / "steps" / STEP, REPO_ROOT / "common", REPO_ROOT / "tests", sub)
-    start = time.monotonic()
-    g = grade(STEP, sub, per_test=PER_TEST)
-    assert time.monotonic() - start < 60, text(g)
-    task3 = next(line for line in g.lines if "task 3" in line.todo)
-    assert task3.score == 0 and task3.state == "bug", text(g)
-    if "no network namespace" in " ".join(g.notes) and case == "opening a socket":
-        assert "the graded code can reach the network" in text(g)  # said where it is not contained
+def running(markers: list[str]) -> list[str]:
+    """Every process on this machine whose command line holds one of `markers`."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue  # ended while we looked
+        found += [f"pid {proc.name}: {cmd[:160]}" for mk in markers if mk in cmd]
+    return found
+
+
+WATCHED = [REPO_ROOT / d for d in ("steps", "common", "tests", "tools", "solutions")]
+
+
+@dataclass
+class Graded:
+    """What one mode's class came to: each case's grade, and what was left on this machine."""
+
+    grades: dict[str, Grade]
+    cases: dict[str, Case]
+    left_files: list[str]  # host files a case made
+    left_running: list[str]  # processes a case left
+    changed: list[str]  # course files that changed
+
+
+def grade_class(tmp: Path, names: list[str] | None = None) -> Graded:
+    """Grade the hostile cases (all, or `names`) with one worker in the current mode."""
+    marker = f"hostile-{uuid.uuid4().hex}"
+    reference = caught_up_starter(tmp / "caught-up")
+    home_clone = Path(tempfile.mkdtemp(prefix=".course-clone-", dir=Path.home()))
+    try:
+        clones = {CLONES[0]: REFERENCE}
+        for where, root in zip(CLONES[1:], (tmp / "clone", home_clone), strict=True):
+            (root / STOLEN).parent.mkdir(parents=True)
+            shutil.copy2(REFERENCE, root / STOLEN)
+            clones[where] = root / STOLEN
+        bundle = tmp / "bundle" / "autograder-lab-01.zip"
+        made = subprocess.run(
+            [sys.executable, "-m", "tools.autograder", STEP, "--out", str(bundle)],
+            cwd=REPO_ROOT, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert made.returncode == 0 and bundle.is_file(), made.stderr
+        cases = hostile_cases(marker, clones, bundle)
+        cases = {k: v for k, v in cases.items() if names is None or k in names}
+        before = snapshot(*WATCHED)
+        grades = {}
+        with Worker(STEP, Limits(wall=WALL), PER_TEST) as worker:
+            for name, case in cases.items():
+                code = _once(case.code) if case.once else case.code
+                sub = with_change(reference, tmp / f"case-{len(grades)}", LINE, f"{LINE}\n{code}")
+                grades[name] = grade(STEP, sub, per_test=PER_TEST, worker=worker, screen=False)
+        time.sleep(LINGER)  # a daemon that escaped would have written by now
+        left_files = [str(p) for c in cases.values() for p in c.host if p.exists()]
+        left_running = running([marker])
+        changed = sorted(set(before.items()) ^ set(snapshot(*WATCHED).items()))
+        return Graded(grades, cases, left_files, left_running, sorted({p for p, _ in changed}))
+    finally:
+        shutil.rmtree(home_clone, ignore_errors=True)
+
+
+def check_case(g: Graded, name: str) -> None:
+    """The case's task 3 as its Case says, every other TODO full, each line with a reason, within
+    the wall limit."""
+    grade_, case = g.grades[name], g.cases[name]
+    shown = text(grade_)
+    task3 = next(line for line in grade_.lines if " task 3:" in line.todo)
+    if case.full:
+        assert task3.score == 1 and task3.state == "done", (
+            f"expected task 3 done (1 of 1), got {task3.score} ({task3.state}):\n{shown}"
+        )
     else:
-        assert re.search(reason, task3.reason), text(g)
-    if case != "a loop that never ends":  # the loop stops the run: the later TODOs do not run
-        assert g.score == 6, text(g)  # the TODOs it does not break keep their marks
-    assert g.notes[0].startswith("contained: "), text(g)
-    after = snapshot(REPO_ROOT / "steps" / STEP, REPO_ROOT / "common", REPO_ROOT / "tests", sub)
-    assert after == before, "a file outside the graded copy changed"
+        assert task3.score == 0, f"expected 0 for task 3, got {task3.score}:\n{shown}"
+        assert re.search(case.reason, task3.reason), f"expected /{case.reason}/:\n{shown}"
+    others = [line for line in grade_.lines if line is not task3]
+    assert all(line.score == line.weight for line in others), f"expected others full:\n{shown}"
+    assert all(line.reason for line in grade_.lines), f"expected a reason on each line:\n{shown}"
+    assert grade_.seconds < WALL, f"graded in {grade_.seconds:.0f} s, over its {WALL} s limit"
 
 
-@pytest.mark.slow  # one contained check of lab-01, about 4 s
-def test_where_no_namespace_can_be_made_a_changed_course_file_scores_0_and_says_so(
-    reference, tmp_path, monkeypatch
+def check_host(g: Graded) -> None:
+    """No file a case made on this machine, no process of one running, the course unchanged."""
+    assert g.left_files == [], f"expected no file of a case, found {g.left_files}"
+    assert g.left_running == [], f"expected nothing running, found {g.left_running}"
+    assert g.changed == [], f"expected the course unchanged, changed: {g.changed}"
+
+
+FORGED = (
+    "a real hole: the check writes its report from the process that runs the student's code, and"
+    " in-process Python cannot keep a judge from the code it judges (held-out tests and reading"
+    " the code are the defence)"
+)
+CASES = [
+    pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=FORGED))
+    if n == "forging the check's report"
+    else n
+    for n in hostile_cases("m", dict.fromkeys(CLONES, REFERENCE), REFERENCE)
+]
+
+
+def _bwrap_problem() -> str:
+    return "" if sandbox.mode().name == "bwrap" else f"no bubblewrap here: {sandbox.mode().said}"
+
+
+@pytest.fixture(scope="module")
+def in_bwrap(tmp_path_factory) -> Graded:
+    if why := _bwrap_problem():
+        pytest.skip(why)
+    return grade_class(tmp_path_factory.mktemp("bwrap"))
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_in_bubblewrap_a_hostile_submission_is_graded_with_a_reason_and_nothing_stolen_scores(
+    in_bwrap, name
 ):
-    """macOS, Windows, a container without unshare: the copy's tests can be written, so the grade
-    compares the copy's course files before and after the run."""
-    monkeypatch.setattr(sandbox, "_namespaces_work", lambda: "no network namespace (a test)")
-    code, _ = HOSTILE["writing into the tests' folder"]
-    sub = with_change(reference, tmp_path / "sub", LINE, f"{LINE}\n{code}")
-    before = snapshot(REPO_ROOT / "steps" / STEP, REPO_ROOT / "tests", sub)
-    g = grade(STEP, sub, per_test=PER_TEST)
-    assert g.score == 0, text(g)
-    assert all("changed steps/lab-01/tests/test_" in line.reason for line in g.lines), text(g)
-    assert "the graded code can reach the network" in text(g)
-    assert snapshot(REPO_ROOT / "steps" / STEP, REPO_ROOT / "tests", sub) == before
+    if name == "a 20 GB allocation" and resource is None:
+        pytest.skip("no memory limit on this OS (no resource module)")
+    check_case(in_bwrap, name)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a real hole: a per-TODO copy runs the student's code beside the reference of every"
+    " other TODO, and the reason shown to the student is that copy's error text",
+)
+def test_a_reason_never_shows_the_reference_a_per_todo_copy_holds(in_bwrap):
+    results = json.dumps(gradescope(in_bwrap.grades[LEAK]))
+    assert SECRET not in results, f"expected no line of task 1's reference, got: {results[:600]}"
+
+
+def test_in_bubblewrap_nothing_outside_the_graded_copy_changes_and_nothing_is_left_running(
+    in_bwrap,
+):
+    check_host(in_bwrap)
+    contained = [g.notes[0] for g in in_bwrap.grades.values()]
+    assert all(n.startswith("contained: bubblewrap") for n in contained), contained
+
+
+# What user mode must contain too (the network is not among them: it only changes the user)
+USER_CASES = [n for n in CASES if isinstance(n, str) and n.startswith(("writes", "reading"))]
+USER_CASES += ["a daemon that outlives the grade", "a child that holds stdout open"]
+USER_CASES += ["processes left behind", "importing the step's own reference"]
+
+
+def graded_in(mode: str, tmp: Path, names: list[str]) -> Graded:
+    """grade_class with COURSE_GRADE_SANDBOX=`mode` (sandbox.mode is cached: cleared around)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("COURSE_GRADE_SANDBOX", mode)
+        sandbox.mode.cache_clear()
+        try:
+            return grade_class(tmp, names)
+        finally:
+            sandbox.mode.cache_clear()
+
+
+def _user_mode_problem() -> str:
+    """'' when this machine can grade as the unprivileged user, else why not."""
+    if not sandbox._is_root():
+        return "user mode needs a grader that runs as root"
+    if Path(sys.prefix).resolve().is_relative_to(REPO_ROOT.resolve()):
+        return f"the interpreter ({sys.prefix}) is in the repository, which user mode closes"
+    uid, gid = sandbox._nobody()
+    done = subprocess.run(
+        [sys.executable, "-c", "import torch, pytest"], capture_output=True, text=True,
+        preexec_fn=lambda: sandbox._as_user(uid, gid), timeout=120,
+    )  # fmt: skip
+    return f"nobody cannot run this interpreter: {done.stderr[-200:]}" if done.returncode else ""
+
+
+@pytest.fixture(scope="module")
+def as_nobody(tmp_path_factory) -> Graded:
+    """The user-mode cases, graded as root with COURSE_GRADE_SANDBOX=user (no namespace used)."""
+    if why := _user_mode_problem():
+        pytest.skip(why)
+    kept = REPO_ROOT.stat().st_mode  # user mode closes the repository to its owner: put it back
+    try:
+        return graded_in("user", tmp_path_factory.mktemp("user"), USER_CASES)
+    finally:
+        REPO_ROOT.chmod(kept)
+
+
+@pytest.mark.parametrize("name", USER_CASES)
+def test_as_root_without_namespaces_the_unprivileged_user_contains_a_hostile_submission(
+    as_nobody, name
+):
+    check_case(as_nobody, name)
+    assert as_nobody.grades[name].notes[0].startswith("contained: as the unprivileged user")
+
+
+def test_as_root_without_namespaces_nothing_changes_outside_and_nothing_is_left_running(
+    as_nobody,
+):
+    check_host(as_nobody)
+
+
+THEFTS = [n for n in USER_CASES if n.startswith("reading")]  # every theft, each shown real
+
+
+@pytest.fixture(scope="module")
+def uncontained(tmp_path_factory) -> Graded:
+    """The thefts graded with COURSE_GRADE_SANDBOX=none: where nothing contains the code, each
+    works (which shows the contained runs above stop thefts that are real)."""
+    return graded_in("none", tmp_path_factory.mktemp("none"), THEFTS)
+
+
+def test_uncontained_every_line_says_so_and_a_theft_is_not_stopped(uncontained):
+    for name in THEFTS:
+        g = uncontained.grades[name]
+        assert not g.contained and g.notes[0].startswith("uncontained: "), text(g)
+        assert all(line.reason.startswith("[uncontained] ") for line in g.lines), text(g)
+        assert f"({sandbox.UNCONTAINED})" in text(g).splitlines()[0], text(g)
+        assert g.score == 7, f"expected the theft to work uncontained (7 of 7), got:\n{text(g)}"
+
+
+def test_uncontained_a_class_is_refused_without_allow_uncontained(tmp_path):
+    (tmp_path / "class" / "alice").mkdir(parents=True)
+    env = os.environ | {"COURSE_GRADE_SANDBOX": "none"}
+    done = subprocess.run(
+        [sys.executable, "-m", "tools.grade", STEP, "--class", str(tmp_path / "class")],
+        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 2, f"expected exit 2 (refused), got {done.returncode}: {done.stderr}"
+    assert "add --allow-uncontained to grade a class anyway" in done.stderr, done.stderr
+    assert not (tmp_path / "class-feedback").exists(), "a refused class wrote feedback"

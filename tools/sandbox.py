@@ -65,9 +65,7 @@ def _bwrap_args(base: Path) -> list[str]:
             args += ["--ro-bind", top, top]
     for etc in ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives"):
         args += ["--ro-bind-try", etc, etc]
-    for prefix in sorted(
-        {sys.base_prefix, sys.prefix, str(Path(sys.executable).resolve().parents[1])}
-    ):
+    for prefix in _packages():
         args += ["--ro-bind", prefix, prefix]
     args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", "/tmp/home"]
     args += ["--ro-bind", str(base), str(INSIDE), "--chdir", "/tmp", "--clearenv"]
@@ -76,6 +74,18 @@ def _bwrap_args(base: Path) -> list[str]:
     for key, value in (_common_env() | env).items():
         args += ["--setenv", key, value]
     return args
+
+
+def _packages() -> list[str]:
+    """The interpreter's prefixes and every site-packages folder on sys.path: a venv may chain
+    another's packages through a .pth. Other sys.path entries stay out (the repository is one)."""
+    found = {sys.base_prefix, sys.prefix, str(Path(sys.executable).resolve().parents[1])}
+    for entry in sys.path:
+        path = Path(entry or ".").resolve()
+        if path.name in ("site-packages", "dist-packages") and path.is_dir():
+            if not any(path.is_relative_to(p) for p in found):
+                found.add(str(path))
+    return sorted(found)
 
 
 def _common_env() -> dict[str, str]:
