@@ -358,12 +358,9 @@ def test_in_bubblewrap_a_hostile_submission_is_graded_with_a_reason_and_nothing_
     check_case(in_bwrap, name)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a real hole: a per-TODO copy runs the student's code beside the reference of every"
-    " other TODO, and the reason shown to the student is that copy's error text",
-)
 def test_a_reason_never_shows_the_reference_a_per_todo_copy_holds(in_bwrap):
+    """A per-TODO copy holds the reference of every other TODO: a reason that quotes it is
+    withheld (tools.grading.scrub), so a submission cannot raise it back into results.json."""
     results = json.dumps(gradescope(in_bwrap.grades[LEAK]))
     assert SECRET not in results, f"expected no line of task 1's reference, got: {results[:600]}"
 
