@@ -4,6 +4,7 @@ as one screen (common.screen), or written as --check-json."""
 
 import functools
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -80,6 +81,16 @@ def starter_facts(step: str, todos: dict[str, Todo]) -> StarterFacts:
             starts[(todo.id, function)] = Place(shown(path), line)
     shipped = frozenset(t for t in todos if todos[t].shipped)
     return StarterFacts(found, shipped, starts, predictions.unpredicted(step, list(todos)))
+
+
+ERROR_LINE = re.compile(r"^  [A-Za-z_][\w.]*: ")  # "  TypeError: ...", not a frame or a detail
+
+
+def error_line(error: tuple[str, ...]) -> str:
+    """A failure's error line (its type and message's first line), not a detail under it."""
+    return next(
+        (e.strip() for e in error if ERROR_LINE.match(e)), error[-1].strip() if error else ""
+    )
 
 
 class Collector:
@@ -268,7 +279,7 @@ class Collector:
             nodeid: {
                 "outcome": r.outcome,
                 "ran": sorted(r.todos_ran, key=order_key),
-                "error": r.error[-1].strip() if r.error else "",
+                "error": error_line(r.error),
                 "refused": refusal(r.error) if r.outcome == "failed" else None,
                 "marked": getattr(self, "marked", {}).get(nodeid),
                 "given": r.given,

@@ -230,7 +230,13 @@ def gradescope(g: Grade) -> dict:
 def feedback(g: Grade) -> str:
     """A student's feedback file: the grade table, then the check's screen as they would see it."""
     table = text(Grade(g.step, g.lines, [n for n in g.notes if not n.startswith("contained")]))
-    return f"{table}\n\nThe check's screen on your submission:\n{g.screen}"
+    return (
+        f"{table}\n\nHow to read this: each TODO above is graded alone, on its own tests, with the\n"
+        "reference standing in for your other TODOs, so a bug costs only the TODO it is in. The\n"
+        "check below ran all your code together, as `check` does on your machine: its counts\n"
+        "include tests that stop at, or fail through, another TODO.\n\n"
+        f"The check's screen on your submission:\n{g.screen}"
+    )
 
 
 def _submissions(folder: Path) -> list[Path]:

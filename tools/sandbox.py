@@ -70,6 +70,7 @@ def _bwrap_args(base: Path) -> list[str]:
     args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", "/tmp/home"]
     args += ["--ro-bind", str(base), str(INSIDE), "--chdir", "/tmp", "--clearenv"]
     env = {"HOME": "/tmp/home", "TMPDIR": "/tmp", "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+    env["PIXI_PROJECT_ROOT"] = str(INSIDE)  # the screen prints the student's `pixi run` commands
     env |= {"COURSE_GRADE_PIDNS": "1", "COURSE_GRADE_KILL": "all", "COURSE_GRADE_WIPE": "1"}
     for key, value in (_common_env() | env).items():
         args += ["--setenv", key, value]
@@ -191,7 +192,7 @@ def start(base: Path, work: Path, limits: Limits, log: Path) -> subprocess.Popen
     shutil.copy2(WORKER, base / ".grader-worker.py")
     env = os.environ | _common_env()
     env.pop("COURSE_STEPS_DIR", None)
-    env.pop("PIXI_PROJECT_ROOT", None)  # the screen's commands are the student's, not ours
+    env["PIXI_PROJECT_ROOT"] = str(base)  # the screen prints the student's `pixi run` commands
     preexec = None
     if m.name == "bwrap":
         cmd = [*_bwrap_args(base), sys.executable, str(INSIDE / ".grader-worker.py")]
