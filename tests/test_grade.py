@@ -71,7 +71,11 @@ def returning_none(dest: Path) -> Path:
 # One bug per TODO: the handout's first curated bug where it has one, else a one-line slip
 FIRST_BUG = {b[3]: ("attention.py", b[1], b[2]) for b in reversed(BUGS)}
 FIRST_BUG["task 5"] = ("attention.py", "k = self.key(x)  #", "k = self.query(x)  #")
-FIRST_BUG["task 7"] = ("exercises/wrong_mask.py", "leaked = above[above != 0]  #", "leaked = above  #")
+FIRST_BUG["task 7"] = (
+    "exercises/wrong_mask.py",
+    "leaked = above[above != 0]  #",
+    "leaked = above  #",
+)
 TASKS = [f"task {n}" for n in range(1, 8)]
 
 
@@ -113,6 +117,7 @@ def scores(g: Grade) -> dict[str, float]:
     return {line.todo.split(":")[0].removeprefix(f"{STEP} "): line.score for line in g.lines}
 
 
+@pytest.mark.process
 @pytest.mark.slow  # the module's class: a worker, the reference once, a copy per TODO that differs
 def test_the_untouched_starter_and_stubs_that_return_none_earn_nothing(graded):
     for case in ("untouched", "none"):
@@ -125,6 +130,7 @@ def test_the_untouched_starter_and_stubs_that_return_none_earn_nothing(graded):
         )
 
 
+@pytest.mark.process
 @pytest.mark.slow
 def test_the_reference_scores_full_and_its_screen_has_no_false_failure(graded):
     g = graded["reference"]
@@ -133,6 +139,7 @@ def test_the_reference_scores_full_and_its_screen_has_no_false_failure(graded):
     assert "holds no reference solution" not in g.screen, g.screen
 
 
+@pytest.mark.process
 @pytest.mark.slow
 @pytest.mark.parametrize("task", TASKS)
 def test_a_bug_costs_only_the_todo_it_is_in(graded, task):
@@ -144,6 +151,7 @@ def test_a_bug_costs_only_the_todo_it_is_in(graded, task):
     assert "assert False" not in line.reason, line.reason
 
 
+@pytest.mark.process
 @pytest.mark.slow
 def test_uploads_without_their_folder_or_zipped_in_a_folder_score_full(graded):
     for case in ("flat", "nested"):
@@ -152,6 +160,7 @@ def test_uploads_without_their_folder_or_zipped_in_a_folder_score_full(graded):
     assert g.stray == [], g.stray  # macOS's __MACOSX twins are not the student's files
 
 
+@pytest.mark.process
 @pytest.mark.slow
 def test_a_missing_file_costs_its_todo_only_and_is_named(graded):
     g = graded["missing"]
@@ -161,6 +170,7 @@ def test_a_missing_file_costs_its_todo_only_and_is_named(graded):
     assert "missing from the submission: exercises/wrong_mask.py" in text(g)
 
 
+@pytest.mark.process
 def test_gradescope_results_and_the_class_csv_say_why_a_submission_could_not_be_graded(
     tmp_path, capsys
 ):
@@ -216,6 +226,7 @@ def grade_tiny(tmp: Path, *args: str, grade_toml: str = "") -> str:
     return done.stdout
 
 
+@pytest.mark.process
 @pytest.mark.slow  # two grades of the tiny step, each a worker's start
 def test_held_out_tests_count_for_the_todo_their_marker_names_and_all_or_nothing_holds(tmp_path):
     (tmp_path / "held").mkdir()

@@ -63,6 +63,7 @@ def snapshot(*folders: Path) -> dict[str, str]:
     }
 
 
+@pytest.mark.process
 @pytest.mark.slow  # one contained check of lab-01 per case, 4 to 8 s each
 @pytest.mark.parametrize("case", list(HOSTILE))
 def test_a_hostile_submission_grades_to_0_with_a_reason_and_changes_nothing(
@@ -89,6 +90,7 @@ def test_a_hostile_submission_grades_to_0_with_a_reason_and_changes_nothing(
     assert after == before, "a file outside the graded copy changed"
 
 
+@pytest.mark.process
 @pytest.mark.slow  # one contained check of lab-01, about 4 s
 def test_where_no_namespace_can_be_made_a_changed_course_file_scores_0_and_says_so(
     reference, tmp_path, monkeypatch
