@@ -1,14 +1,32 @@
 """Figure helpers: the headless Agg backend and the git-ignored out/ folder."""
 
+import functools
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import matplotlib
+from common import OUT_DIR
 
-matplotlib.use("Agg")  # headless and identical on every OS; must precede pyplot
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
-import matplotlib.pyplot as plt  # noqa: E402
 
-from common import OUT_DIR  # noqa: E402
+@functools.cache
+def pyplot():
+    """matplotlib.pyplot on the Agg backend, imported when a figure is first drawn, not before."""
+    # pyplot costs about a fifth of `import torch`: a check or a run that draws nothing skips it
+    import matplotlib
+
+    matplotlib.use("Agg")  # headless and identical on every OS; must precede pyplot
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def __getattr__(name: str):
+    """`from common.figures import plt` imports pyplot then (module __getattr__, PEP 562)."""
+    if name == "plt":
+        return pyplot()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def out_dir(step: str, root: Path | None = None) -> Path:
@@ -23,10 +41,10 @@ def figure_path(folder: Path, stem: str, quick: bool) -> Path:
     return folder / f"{stem}{'_quick' if quick else ''}.png"
 
 
-def save(fig: "plt.Figure", path: Path) -> Path:
+def save(fig: "Figure", path: Path) -> Path:
     """Write `fig` as a PNG, close it, and return the path."""
     if fig.get_layout_engine() is None:  # without one, savefig would clip labels and legends
         raise ValueError("create the figure with layout='constrained'; got no layout engine")
     fig.savefig(path, dpi=110)  # constrained layout fits axes, labels, legends, colorbars
-    plt.close(fig)
+    pyplot().close(fig)
     return path

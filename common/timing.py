@@ -10,11 +10,6 @@ from contextlib import contextmanager
 import numpy as np
 import torch
 
-# torch.utils.benchmark imports torch.utils.cpp_extension, which logs a warning when it finds a CUDA
-# toolkit but no CUDA runtime. Nothing here compiles C++ or touches CUDA: that line is noise.
-logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)
-from torch.utils import benchmark  # noqa: E402
-
 SPREAD_LIMIT = 0.10  # warn when a cell's quartiles are more than 10% of its median apart
 LOAD_LIMIT = 0.5  # warn when the 1-minute load average exceeds half the logical cores
 
@@ -41,9 +36,20 @@ def clock(threads: int) -> tuple[Callable[[], float], str]:
     return time.perf_counter, "wall-clock time"
 
 
+def _benchmark():
+    """torch.utils.benchmark, imported when something is timed: a step's check that times nothing
+    does not pay for it (and for torch.utils.cpp_extension, which it imports)."""
+    # cpp_extension logs a warning when it finds a CUDA toolkit but no CUDA runtime. Nothing here
+    # compiles C++ or touches CUDA: that line is noise.
+    logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)
+    from torch.utils import benchmark
+
+    return benchmark
+
+
 def seconds_per_call(fn: Callable[[], object], threads: int, min_run_time: float) -> float:
     """Median seconds per call of fn() over the blocks of one Timer.blocked_autorange."""
-    timer = benchmark.Timer(
+    timer = _benchmark().Timer(
         "fn()", globals={"fn": fn}, num_threads=threads, timer=clock(threads)[0]
     )
     return timer.blocked_autorange(min_run_time=min_run_time).median

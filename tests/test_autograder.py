@@ -81,6 +81,7 @@ def run_autograder(root: Path, submission: Path) -> tuple[dict, str]:
     return results, done.stdout
 
 
+@pytest.mark.process
 @pytest.mark.slow  # one contained check of lab-01 per submission, about 5 s each
 @pytest.mark.parametrize("case", ["starter", "reference", "no max shift"])
 def test_run_autograder_writes_a_valid_results_json(autograder, shipped, reference, tmp_path, case):
@@ -136,6 +137,7 @@ def entries(lock: str) -> dict[str, str]:
     return {m[1]: b for b in blocks if (m := re.match(r"([a-z0-9][a-z0-9_.-]*)==", b))}
 
 
+@pytest.mark.process
 def test_setup_installs_the_cpu_torch_the_rest_of_the_lock_by_hash_and_a_pinned_pip(tmp_path):
     setup = setup_script()
     assert subprocess.run(["bash", "-n"], input=setup, text=True).returncode == 0
@@ -168,6 +170,7 @@ def test_setup_installs_the_cpu_torch_the_rest_of_the_lock_by_hash_and_a_pinned_
     assert f"{CPU_LOCK} > .venv/cpu.lock" in (REPO_ROOT / "README.md").read_text("utf-8")
 
 
+@pytest.mark.process
 def test_run_autograder_stops_the_submission_before_gradescopes_limit(autograder):
     run = (autograder / "run_autograder").read_text(encoding="utf-8")
     assert f"--wall {WALL}" in run and WALL < 600, run  # Gradescope's default limit: 600 s

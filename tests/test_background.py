@@ -93,6 +93,7 @@ def test_topics_are_marimo_notebooks_with_explanations(topic):
     assert all(c.startswith("(hide_code=True)") for c in prose), "show the prose, not its code"
 
 
+@pytest.mark.process
 @pytest.mark.slow  # marimo's linter in a child process: 2 s idle, 10 s on a busy machine
 def test_marimo_check_finds_nothing_in_any_topic():
     # marimo's own linter: one definition per name, cells it can run, nothing it would rewrite
@@ -101,6 +102,7 @@ def test_marimo_check_finds_nothing_in_any_topic():
     assert done.returncode == 0 and not done.stdout.strip(), done.stdout + done.stderr
 
 
+@pytest.mark.process
 def test_a_topic_runs_as_a_script_from_anywhere(tmp_path):
     # the handout's command; this one imports no torch, so the child process is cheap
     topic = STEPS_DIR / "step-04" / "background" / "04_one_line.py"
@@ -166,6 +168,7 @@ def test_the_copies_are_made_once_and_edited_ones_are_kept(tmp_path):
     assert all((folder / t.name).read_bytes() == t.read_bytes() for t in topics[1:])
 
 
+@pytest.mark.process
 @pytest.mark.slow  # a marimo server starts and stops: about 3 s
 @pytest.mark.skipif(os.name == "nt", reason="Ctrl-C is a console event on Windows, not SIGINT")
 def test_the_browser_opens_a_busy_port_is_avoided_ctrl_c_stops_all_and_the_repo_stays_clean(

@@ -43,6 +43,7 @@ def test_the_first_screen_names_the_todo_and_the_line_of_an_injected_bug(
     assert others == [task], out  # no other TODO is blamed
 
 
+@pytest.mark.process
 @pytest.mark.slow  # the check of lab-01 in a child: about 6 s each
 @pytest.mark.parametrize("name", IN_A_CHILD)
 def test_the_check_in_a_child_prints_the_recorded_screen_from_the_recorded_results(name):

@@ -59,6 +59,7 @@ def test_a_missing_reference_is_refused_and_never_caught_up(step):
     assert backups(step) == []
 
 
+@pytest.mark.process
 def test_a_reference_that_lost_a_tracked_file_is_refused(step):
     git = ["git", "-c", "core.autocrlf=false"]
     try:
@@ -72,6 +73,7 @@ def test_a_reference_that_lost_a_tracked_file_is_refused(step):
     assert "solution/extra.py is missing from the reference" in refused(step)
 
 
+@pytest.mark.process
 def test_a_reference_that_does_not_compile_is_refused(step):
     (step / "solution" / "thing.py").write_text("def f(:\n", encoding="utf-8")
     assert "thing.py does not compile (SyntaxError)" in refused(step)
@@ -84,6 +86,7 @@ def link(path: Path, target: Path | str) -> None:
         pytest.skip("this system does not let us make a symbolic link")
 
 
+@pytest.mark.process
 def test_a_link_back_up_the_tree_is_refused_not_copied_forever(step):
     link(step / "starter" / "up", "..")
     message = refused(step)
@@ -93,6 +96,7 @@ def test_a_link_back_up_the_tree_is_refused_not_copied_forever(step):
     assert "delete that link" in message and backups(step) == []
 
 
+@pytest.mark.process
 def test_a_link_out_of_the_step_is_refused(step, tmp_path):
     (tmp_path / "elsewhere").mkdir()
     link(step / "starter" / "data", tmp_path / "elsewhere")
@@ -113,6 +117,7 @@ def failing_copy(monkeypatch, error: OSError, after: int = 1):
     monkeypatch.setattr(shutil, "copyfile", copyfile)
 
 
+@pytest.mark.process
 def test_a_full_disk_leaves_no_backup_that_looks_whole(step, monkeypatch):
     failing_copy(monkeypatch, OSError(errno.ENOSPC, "No space left on device"))
     message = refused(step)
@@ -120,6 +125,7 @@ def test_a_full_disk_leaves_no_backup_that_looks_whole(step, monkeypatch):
     assert "your starter is unchanged" in message and backups(step) == []
 
 
+@pytest.mark.process
 def test_a_killed_backup_keeps_a_name_that_says_incomplete(step, monkeypatch):
     def interrupted(src, dst, *args, **kwargs):
         Path(dst).write_bytes(b"")  # the 0-byte file a kill leaves
@@ -136,6 +142,7 @@ def test_a_killed_backup_keeps_a_name_that_says_incomplete(step, monkeypatch):
     assert (backup / "mine.py").read_text(encoding="utf-8") == "# my own work\n"
 
 
+@pytest.mark.process
 def test_an_unreadable_file_gets_permission_advice_not_close_your_editors(step, monkeypatch):
     failing_copy(monkeypatch, PermissionError(errno.EACCES, "Permission denied"), after=0)
     message = refused(step)
@@ -143,6 +150,7 @@ def test_an_unreadable_file_gets_permission_advice_not_close_your_editors(step, 
     assert "close editors" not in message
 
 
+@pytest.mark.process
 def test_a_file_another_program_holds_gets_close_your_editors(step, monkeypatch):
     error = PermissionError(errno.EACCES, "The process cannot access the file")
     error.winerror = 32  # what Windows sets for a file another process has open
@@ -158,6 +166,7 @@ def test_a_second_catch_up_while_one_runs_is_refused(step):
     assert snapshot(step / "starter") == before and (step / catchup.LOCK).exists()
 
 
+@pytest.mark.process
 def test_a_lock_left_by_a_killed_catch_up_is_taken_over_after_ten_minutes(step):
     lock = step / catchup.LOCK
     lock.write_text("pid 1\n", encoding="utf-8")
@@ -167,6 +176,7 @@ def test_a_lock_left_by_a_killed_catch_up_is_taken_over_after_ten_minutes(step):
     assert not lock.exists() and snapshot(step / "starter") == snapshot(step / "solution")
 
 
+@pytest.mark.process
 def test_a_swap_that_fails_puts_the_starter_back(step, monkeypatch):
     real = Path.rename
 
@@ -180,6 +190,7 @@ def test_a_swap_that_fails_puts_the_starter_back(step, monkeypatch):
     assert "could not replace " in message and "(your starter is unchanged)" in message
 
 
+@pytest.mark.process
 def test_a_run_killed_between_its_two_renames_is_recovered(step):
     (step / "starter").rename(step / catchup.OLD)  # the student's folder, moved aside
     backup, _ = catchup.catch_up(step, now=NOW)
@@ -212,6 +223,7 @@ def test_a_folder_that_is_not_a_step_is_not_a_step(tmp_path):
         loader.step_dir("notes", tmp_path)
 
 
+@pytest.mark.process
 def test_the_message_says_where_the_backup_is_and_that_git_does_not_track_it(step):
     backup, message = catchup.catch_up(step, now=NOW)
     assert f"is saved in {shown(backup)}/ (git does not track backups/" in message.splitlines()[0]
@@ -224,6 +236,7 @@ def test_the_message_says_where_the_backup_is_and_that_git_does_not_track_it(ste
     assert ignored.returncode == 0
 
 
+@pytest.mark.process
 def test_the_students_predictions_survive_a_catch_up(step):
     """predictions.toml is the student's record: catch-up keeps it, and it alone keeps the step
     from being caught up no more than the template does."""
@@ -245,6 +258,7 @@ def test_the_students_predictions_survive_a_catch_up(step):
     )
 
 
+@pytest.mark.process
 def test_catch_up_writes_the_empty_predictions_where_there_were_none(step):
     template = 'leaks = ""  # how many?\n'
     (step / "solution" / "predictions.toml").write_text(template, encoding="utf-8")

@@ -34,6 +34,7 @@ def shown(step: str) -> str:
 STEPS = [s.name for s in course() if not s.checkpoint]  # from each step.toml, in course order
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("step", STEPS)
 def test_first_check_fits_one_screen_and_names_what_to_write(step):
     text = shown(step)
@@ -84,6 +85,7 @@ def check_a_copy(tmp_path, body: str | None = None, args=(), steps: Path | None 
     return done.stdout + done.stderr
 
 
+@pytest.mark.process
 def test_a_written_todo_is_ticked_and_the_next_one_named(tmp_path):
     out = check_a_copy(tmp_path, "return x * 2")
     assert "[x] TODO(step-97 task 1: double): done" in out, out
@@ -91,6 +93,7 @@ def test_a_written_todo_is_ticked_and_the_next_one_named(tmp_path):
     assert re.search(r"^Next: TODO\(step-97 task 2: halve\) at .*calc\.py:\d+$", out, re.M)
 
 
+@pytest.mark.process
 def test_check_json_writes_each_todos_state_and_counts_as_the_screen_says(tmp_path):
     """--check-json's keys and meaning are what graders read: {step: {todos: {TODO: {state, ...}},
     tests: {nodeid: {outcome, ran, error, refused}}, stopped}}."""
@@ -125,6 +128,7 @@ def test_check_json_writes_each_todos_state_and_counts_as_the_screen_says(tmp_pa
     }
 
 
+@pytest.mark.process
 def test_a_bug_is_shown_with_a_short_traceback_into_the_students_code(tmp_path):
     out = check_a_copy(tmp_path, "return x + undefined_name")
     assert "[!] TODO(step-97 task 1: double): written; 3 of its tests fail" in out, out
@@ -133,6 +137,7 @@ def test_a_bug_is_shown_with_a_short_traceback_into_the_students_code(tmp_path):
     assert "Next: TODO(step-97 task 1: double)" in out
 
 
+@pytest.mark.process
 def test_progress_is_one_line_per_step_and_never_red(tmp_path):
     steps = tiny_copy(tmp_path)
     shutil.copytree(TINY.parent.parent / "broken_import" / "steps" / "step-98", steps / "step-98")
@@ -232,6 +237,7 @@ def test_when_every_todo_is_done_the_check_names_the_next_step():
     assert next_step("notes") is None  # a folder that is no step has no place in the course
 
 
+@pytest.mark.process
 def test_the_hint_answers_for_the_todo_the_check_named_while_the_starter_is_unchanged(tmp_path):
     """Issue 26: the check said Next: task 4 (written, with a bug), the hint answered for task 5."""
     steps = tiny_copy(tmp_path, "return x + undefined_name")  # task 1 has a bug; task 2 is open

@@ -207,6 +207,7 @@ def test_fixture_tests_without_a_real_assertion_are_found():
     ]
 
 
+@pytest.mark.process
 @pytest.mark.slow
 def test_fixture_starter_contract_violations_are_found(tmp_path):
     _, problems = c.starter_run(BROKEN, tmp_path / "junit.xml", steps_dir=BROKEN.parent)
@@ -224,6 +225,7 @@ def test_fixture_starter_contract_violations_are_found(tmp_path):
     )
 
 
+@pytest.mark.process
 @pytest.mark.slow
 def test_starter_that_does_not_import_is_one_line():
     steps = FIXTURES / "broken_import" / "steps"
@@ -249,6 +251,7 @@ def test_a_syntax_error_is_one_line_without_running_the_file():
     check_syntax(REPO_ROOT / "conftest.py")  # a file that compiles passes silently
 
 
+@pytest.mark.process
 @pytest.mark.slow  # two pytest runs in children (another steps folder): ~4 s
 @pytest.mark.parametrize("strict", [False, True], ids=["student", "STRICT_STARTERS=1"])
 def test_a_stale_starter_skips_for_a_student_and_fails_strictly(strict, tmp_path):

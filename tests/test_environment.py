@@ -229,6 +229,7 @@ def test_env_task_fails_when_the_course_is_installed_from_another_folder(
     assert line.startswith("[DRIFT] llm-internals is installed from file:") and "-e ." in line
 
 
+@pytest.mark.process
 def test_the_course_imports_from_a_steps_folder():
     """`cd steps/lab-01; python -m common.run lab-01` works: the editable install, not the folder, finds common."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}

@@ -119,6 +119,7 @@ def scores(g: Grade) -> dict[str, float]:
     return {line.todo.split(":")[0].removeprefix(f"{STEP} "): line.score for line in g.lines}
 
 
+@pytest.mark.process
 @pytest.mark.slow  # the module's class: a worker, the reference once, a copy per TODO that differs
 def test_the_untouched_starter_and_stubs_that_return_none_earn_nothing(graded):
     for case in ("untouched", "none"):
@@ -131,6 +132,7 @@ def test_the_untouched_starter_and_stubs_that_return_none_earn_nothing(graded):
         )
 
 
+@pytest.mark.process
 @pytest.mark.slow
 def test_the_reference_scores_full_and_its_screen_has_no_false_failure(graded):
     g = graded["reference"]
@@ -139,6 +141,7 @@ def test_the_reference_scores_full_and_its_screen_has_no_false_failure(graded):
     assert "holds no reference solution" not in g.screen, g.screen
 
 
+@pytest.mark.process
 @pytest.mark.slow
 @pytest.mark.parametrize("task", TASKS)
 def test_a_bug_costs_only_the_todo_it_is_in(graded, task):
@@ -150,6 +153,7 @@ def test_a_bug_costs_only_the_todo_it_is_in(graded, task):
     assert "assert False" not in line.reason, line.reason
 
 
+@pytest.mark.process
 @pytest.mark.slow
 def test_uploads_without_their_folder_or_zipped_in_a_folder_score_full(graded):
     for case in ("flat", "nested"):
@@ -158,6 +162,7 @@ def test_uploads_without_their_folder_or_zipped_in_a_folder_score_full(graded):
     assert g.stray == [], g.stray  # macOS's __MACOSX twins are not the student's files
 
 
+@pytest.mark.process
 @pytest.mark.slow
 def test_a_missing_file_costs_its_todo_only_and_is_named(graded):
     g = graded["missing"]
@@ -167,6 +172,7 @@ def test_a_missing_file_costs_its_todo_only_and_is_named(graded):
     assert "missing from the submission: exercises/wrong_mask.py" in text(g)
 
 
+@pytest.mark.process
 def test_gradescope_results_and_the_class_csv_say_why_a_submission_could_not_be_graded(
     tmp_path, capsys
 ):
@@ -222,6 +228,7 @@ def grade_tiny(tmp: Path, *args: str, grade_toml: str = "") -> str:
     return done.stdout
 
 
+@pytest.mark.process
 @pytest.mark.slow  # two grades of the tiny step, each a worker's start
 def test_held_out_tests_count_for_the_todo_their_marker_names_and_all_or_nothing_holds(tmp_path):
     (tmp_path / "held").mkdir()

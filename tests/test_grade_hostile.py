@@ -28,7 +28,7 @@ from tools.grade import PER_TEST, Grade, grade, gradescope, text
 from tools.grading import Worker
 from tools.sandbox import Limits, resource
 
-pytestmark = pytest.mark.slow  # one worker per mode grades every case: a copy of task 3 each
+pytestmark = [pytest.mark.slow, pytest.mark.process]  # a worker per mode grades every case
 
 LINE = '    check_size(seq_len, "seq_len")  # given: T must be a positive int'
 WALL = 300  # seconds per submission: far above a case's few seconds, far below a hang

@@ -3,6 +3,8 @@
 import subprocess
 import sys
 
+import pytest
+
 from common import REPO_ROOT
 
 PROBE = """
@@ -18,6 +20,7 @@ print("put back:", torch.allclose(torch.zeros(1), torch.ones(1)))
 """
 
 
+@pytest.mark.process
 def test_torchs_lazy_imports_replace_no_judge_and_a_students_patch_is_still_caught():
     """Issue 26's false alarm: building the first optimiser must not read as a replaced judge."""
     done = subprocess.run(

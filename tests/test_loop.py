@@ -5,26 +5,30 @@ child processes started from the clone's folder with the pip path's commands (th
 each pixi task): the untouched starter's check is red and lists the step's TODOs in order; after
 catch-up the check is green; the quick run of the caught-up starter prints the reference's tables;
 hint gives four different levels; and a bug written into each TODO in turn makes the check name
-that TODO. A new step gets all of it from its own files.
+that TODO (one bug as the student meets it; the others through the grader's worker,
+tools.grading.Worker, which imports torch once and runs each copy's check in a forked child).
+A new step gets all of it from its own files.
 """
 
 import ast
 import functools
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from common.check import TIMEOUT
 from common.course import Step, course, course_step, pixi_tasks
-from common.loader import py_files
 from common.todos import END, optional
-from tools import clean_clone
+from tools import clean_clone, sandbox
+from tools.grading import Worker, reference_files, starter_files
 from tools.mutate import equivalents, mutants
+from tools.sandbox import Limits
 
+pytestmark = pytest.mark.process  # every test runs the student's commands or the grader's worker
 STEPS = [s for s in course() if not s.checkpoint]  # in course order
 
 
@@ -148,24 +152,66 @@ def _statement(line: str) -> str | None:
 BUGS = [(s.name, t) for s in STEPS for t in s.regions() if not optional(t)]
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize(("step", "todo"), BUGS, ids=[t for _, t in BUGS])
-def test_a_bug_in_each_todo_makes_the_check_name_it(step, todo, tmp_path):
+def _slipped(step: str, todo: str) -> tuple[str, dict[str, str]]:
+    """(the bug as `before => after at file:line`, the caught-up starter's files with the student's
+    slip written into the TODO): a caught-up starter is the reference, as catch-up makes it."""
     bug = _bug(step, todo)
     assert bug, f"no one-line mutant of tools.mutate falls inside TODO({todo})"
     module, line, before, after = bug
-    repo = clean_clone(tmp_path)
-    folder = repo / "steps" / step  # caught up as catch-up does it (that command is tested above)
-    for solution in py_files(folder / "solution"):
-        shutil.copyfile(solution, folder / "starter" / solution.relative_to(folder / "solution"))
-    path = folder / "starter" / (module.replace(".", "/") + ".py")
-    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    files = starter_files(step) | reference_files(step)
+    rel = module.replace(".", "/") + ".py"
+    lines = files[rel].splitlines(keepends=True)
     indent = lines[line - 1][: len(lines[line - 1]) - len(lines[line - 1].lstrip())]
     lines[line - 1] = f"{indent}{after}\n"  # the student's slip: `before` written as `after`
-    path.write_text("".join(lines), encoding="utf-8")
+    return f"{before} => {after} at {rel}:{line}", files | {rel: "".join(lines)}
+
+
+def _not_named(todo: str, bug: str, returncode: int | None, screen: str) -> str:
+    """Why the check's screen fails the student ('' when it does not): it must be red, show the
+    TODO as written but failing, and send the student to it."""
+    if returncode in (0, None):
+        return f"{bug}: expected a red check, got exit {returncode}:\n{screen}"
+    if not re.search(rf"^\[!\] TODO\({re.escape(todo)}\): written", screen, re.M):
+        return f"{bug}: expected a line [!] TODO({todo}): written, got:\n{screen}"
+    if not re.search(rf"^Next: TODO\({re.escape(todo)}\) at ", screen, re.M):
+        return f"{bug}: expected Next: TODO({todo}) at ..., got:\n{screen}"
+    return ""
+
+
+@pytest.mark.slow
+def test_a_bug_in_a_todo_makes_the_students_check_name_it_end_to_end(tmp_path):
+    step, todo = BUGS[0]  # one bug as the student meets it: their files, the check's command
+    bug, files = _slipped(step, todo)
+    repo = clean_clone(tmp_path)
+    starter = repo / "steps" / step / "starter"
+    for rel, text in files.items():
+        (starter / rel).write_text(text, encoding="utf-8")
     check = student(repo, f"check-{step}")
-    assert check.returncode != 0, f"{before} => {after} passed the check:\n{check.stdout}"
-    assert re.search(rf"^\[!\] TODO\({re.escape(todo)}\): written", check.stdout, re.M), (
-        f"{before} => {after} at {path.name}:{line}\n{check.stdout}"
-    )
-    assert re.search(rf"^Next: TODO\({re.escape(todo)}\) at ", check.stdout, re.M), check.stdout
+    assert not (why := _not_named(todo, bug, check.returncode, check.stdout)), why
+
+
+@pytest.fixture(scope="module")
+def worker():
+    """The grader's worker of a step (tools.grading): torch imported once, each copy's check run in
+    a forked child. Uncontained: a copy holds the course's own code and one changed line."""
+    made: dict[str, Worker] = {}
+
+    def get(step: str) -> Worker:
+        if step not in made:
+            made[step] = Worker(step, Limits(), TIMEOUT)
+        made[step].begin()  # each copy gets a whole submission's time budget
+        return made[step]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sandbox, "mode", lambda: sandbox.Mode("none", sandbox.UNCONTAINED))
+        yield get
+    for each in made.values():
+        each.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("step", "todo"), BUGS[1:], ids=[t for _, t in BUGS[1:]])
+def test_a_bug_in_each_todo_makes_the_check_name_it(step, todo, worker):
+    bug, files = _slipped(step, todo)
+    run = worker(step).run(todo, files, [f"steps/{step}/tests"])
+    assert not (why := _not_named(todo, bug, run.returncode, run.screen)), why

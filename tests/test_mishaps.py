@@ -38,6 +38,7 @@ def run(steps: Path, *args: str, cwd: Path = REPO_ROOT) -> subprocess.CompletedP
 # --- files missing or not there -------------------------------------------------------------------
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("gone", ["starter/calc.py", "starter"])
 def test_a_missing_starter_file_or_folder_is_one_line(tmp_path, gone):
     steps = tiny_copy(tmp_path)
@@ -51,6 +52,7 @@ def test_a_missing_starter_file_or_folder_is_one_line(tmp_path, gone):
     )
 
 
+@pytest.mark.process
 def test_a_missing_reference_is_one_line_not_0_of_0_done(tmp_path):
     steps = tiny_copy(tmp_path)
     shutil.rmtree(steps / "step-97" / "solution")
@@ -63,6 +65,7 @@ def test_a_missing_reference_is_one_line_not_0_of_0_done(tmp_path):
 # --- code that ends Python, loops, or patches the judges --------------------------------------------
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(
     ("line", "said"),
     [
@@ -79,6 +82,7 @@ def test_an_exit_at_import_is_a_failure_with_one_line(tmp_path, line, said):
     assert re.search(r"calc\.py:\d+ does not import: ", one_line(done.stdout + done.stderr, said))
 
 
+@pytest.mark.process
 def test_os_exit_in_a_todo_fails_its_tests_and_the_summary_still_comes(tmp_path):
     out = check_a_copy(tmp_path, "import os; os._exit(0)")
     assert "[!] TODO(step-97 task 1: double): written; 3 of its tests fail" in out, out
@@ -94,6 +98,7 @@ def test_an_exit_at_import_is_one_line_for_a_run_too(tmp_path):
     )
 
 
+@pytest.mark.process
 def test_a_looping_todo_fails_naming_the_todo_and_the_test(tmp_path):
     out = check_a_copy(tmp_path, "while True:\n        x += 1", args=["--timeout", "1"])
     assert re.search(
@@ -108,6 +113,7 @@ def test_a_looping_todo_fails_naming_the_todo_and_the_test(tmp_path):
     assert "Next: TODO(step-97 task 1: double)" in out
 
 
+@pytest.mark.process
 @pytest.mark.skipif(os.name == "nt", reason="Ctrl-C cannot be sent to one child process on Windows")
 def test_ctrl_c_in_a_looping_todo_names_that_todo_and_the_test(tmp_path):
     """Before the time limit, the student presses Ctrl-C: the summary still comes, naming the loop."""
@@ -140,6 +146,7 @@ def test_ctrl_c_in_a_looping_todo_names_that_todo_and_the_test(tmp_path):
     assert "Next: TODO(step-97 task 1: double)" in out and "Traceback" not in out
 
 
+@pytest.mark.process
 def test_a_loop_at_import_names_the_students_line(tmp_path):
     steps = tiny_copy(tmp_path)
     text = (steps / CALC).read_text(encoding="utf-8")
@@ -151,6 +158,7 @@ def test_a_loop_at_import_names_the_students_line(tmp_path):
     assert "frozen importlib" not in done.stdout + done.stderr
 
 
+@pytest.mark.process
 def test_replacing_the_judges_ticks_nothing(tmp_path):
     # math.isclose made to say yes, and a double that returns 0: test_double_of_a_half uses it
     patch = "import math\n\nmath.isclose = lambda *a, **k: True\n"
@@ -165,6 +173,7 @@ def test_replacing_the_judges_ticks_nothing(tmp_path):
     )  # 0 == 6, 0 close to 1
 
 
+@pytest.mark.process
 def test_replacing_a_judge_inside_a_test_fails_that_test(tmp_path):
     body = "import math\n    math.isclose = lambda *a, **k: True\n    return 0"
     out = check_a_copy(tmp_path, body)
@@ -176,6 +185,7 @@ def test_replacing_a_judge_inside_a_test_fails_that_test(tmp_path):
     )
 
 
+@pytest.mark.process
 def test_a_test_failed_for_replacing_a_judge_says_why_under_v(tmp_path):
     """Issue 26: `-v -k <test>` printed FAILED and no reason when the test passed but had replaced a
     judge (the check fails it); the reason is now that test's report."""
@@ -186,6 +196,7 @@ def test_a_test_failed_for_replacing_a_judge_says_why_under_v(tmp_path):
     assert "your code replaced math.isclose during this test" in failures, full
 
 
+@pytest.mark.process
 @pytest.mark.slow
 def test_a_starter_that_patches_torchs_comparisons_never_ticks_a_zeros_softmax(tmp_path):
     """The issue's repro on lab-01 itself (a pristine copy): allclose, equal and assert_close."""
@@ -212,6 +223,7 @@ def test_a_starter_that_patches_torchs_comparisons_never_ticks_a_zeros_softmax(t
 # --- how the file was saved -----------------------------------------------------------------------
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(
     "save",
     [
@@ -231,6 +243,7 @@ def test_any_encoding_python_accepts_is_read_as_python_reads_it(tmp_path, save):
     assert re.search(r"^Next: TODO\(step-97 task 2: halve\) at .*calc\.py:\d+$", out, re.M)
 
 
+@pytest.mark.process
 def test_a_link_that_loops_in_the_starter_does_not_hang_the_check(tmp_path):
     steps = tiny_copy(tmp_path)
     try:
@@ -244,6 +257,7 @@ def test_a_link_that_loops_in_the_starter_does_not_hang_the_check(tmp_path):
 # --- the wrong Python, the wrong package, the wrong folder, the wrong mode ------------------------
 
 
+@pytest.mark.process
 def test_the_wrong_python_is_named_at_start_with_the_command_that_works():
     fake = (
         "import collections, sys, pytest\n"
@@ -270,6 +284,7 @@ def test_a_missing_package_is_named_as_not_installed(tmp_path):
     assert "import it relatively" not in str(info.value)
 
 
+@pytest.mark.process
 def test_from_a_steps_folder_the_check_says_where_to_run_it(tmp_path):
     steps = tiny_copy(tmp_path)
     done = check_in_a_child(steps, ["steps/step-97", "--impl", "starter"], cwd=steps / "step-97")
@@ -277,6 +292,7 @@ def test_from_a_steps_folder_the_check_says_where_to_run_it(tmp_path):
     assert "run from the repository's folder: cd " in line and "0 of 0" not in done.stdout
 
 
+@pytest.mark.process
 def test_progress_is_the_students_code_and_never_the_reference_in_silence(tmp_path):
     steps = tiny_copy(tmp_path)
     refused = check_in_a_child(steps, [str(steps), "--progress", "--impl", "solution"])
@@ -292,6 +308,7 @@ def test_progress_is_the_students_code_and_never_the_reference_in_silence(tmp_pa
 # --- what a TODO line says when none of its tests reached it --------------------------------------
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(
     ("change", "args", "said"),
     [
@@ -325,6 +342,7 @@ def test_task_1_never_waits_for_an_earlier_todo(tmp_path, change, args, said):
     assert said in line and "earlier TODO" not in line, out
 
 
+@pytest.mark.process
 def test_a_warning_counts_as_a_failure_and_the_screen_says_so(tmp_path):
     body = 'import warnings\n    warnings.warn("use x.clone()", UserWarning)\n    return x * 2'
     out = check_a_copy(tmp_path, body)

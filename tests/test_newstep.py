@@ -17,6 +17,7 @@ def _git(root, *args) -> str:
     return done.stdout
 
 
+@pytest.mark.process
 @pytest.mark.slow  # copies the repository and runs the new step's contracts in it: ~20 s
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git for the copy's status")
 def test_a_new_step_with_its_printed_tasks_passes_every_contract(tmp_path):

@@ -114,6 +114,7 @@ def run_starter(steps_dir, step: str, *options: str) -> str:
     return done.stdout
 
 
+@pytest.mark.process
 @pytest.mark.slow  # a catch-up and a quick run of Steps 4 and 5 in a child: about 40 s
 def test_a_caught_up_run_prints_each_prediction_beside_its_answer(tmp_path):
     """What a student sees: Step 4 and Step 5 caught up, one slot filled, the others empty; the

@@ -27,6 +27,7 @@ def _run(*argv: str, pixi: bool = False) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True)
 
 
+@pytest.mark.process
 def test_help_and_a_typo_answer_before_torch_is_imported():
     helped, typo = _run("step-04", "--help"), _run("step-04", "--repats", "2")
     assert helped.returncode == 0 and "--repeats" in helped.stdout

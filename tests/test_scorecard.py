@@ -17,6 +17,7 @@ def reference():
     return load("step-04", "head", impl="solution").Head
 
 
+@pytest.mark.process
 def test_reference_proofs_are_sound_and_catch_every_4_2_bug(reference):
     card = grade(load("step-04", "proofs", impl="solution"), reference)
     text = card.render()
@@ -27,6 +28,7 @@ def test_reference_proofs_are_sound_and_catch_every_4_2_bug(reference):
     assert all(card.results["missing 1/sqrt(d_k)"][p] == "missed" for p in card.proofs)
 
 
+@pytest.mark.process
 def test_weak_proofs_get_named_misses_with_hints(reference):
     card = grade(load_from(WEAK, "proofs", "_weak_proofs"), reference)
     text = card.render()
@@ -38,6 +40,7 @@ def test_weak_proofs_get_named_misses_with_hints(reference):
     assert f"score: {len(BUGS) - 1 - len(missed)}/{len(BUGS) - 1}" in text
 
 
+@pytest.mark.process
 def test_a_proof_that_fails_on_the_reference_is_unsound(reference):
     class Proofs:
         @staticmethod
@@ -49,6 +52,7 @@ def test_a_proof_that_fails_on_the_reference_is_unsound(reference):
     assert "UNSOUND  prove_nothing_is_causal must pass on the reference Head" in card.render()
 
 
+@pytest.mark.process
 def test_an_empty_proof_catches_none_of_its_own_bugs(reference):
     """Proofs that only run the head (no assert) pass on the reference and so prove nothing."""
 
@@ -65,6 +69,7 @@ def test_an_empty_proof_catches_none_of_its_own_bugs(reference):
         assert f"{proof}: caught 0 of the {len(own)} broken heads" in card.render()
 
 
+@pytest.mark.process
 def test_every_4_2_bug_belongs_to_a_proof_and_the_reference_catches_its_own(reference):
     card = grade(load("step-04", "proofs", impl="solution"), reference)
     assert {b.name for b in BUGS if b.settings["violates_4_2"]} == {

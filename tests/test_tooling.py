@@ -22,6 +22,7 @@ def step(tmp_path):
     return folder
 
 
+@pytest.mark.process
 def test_catch_up_backs_up_then_installs_the_solution(step, monkeypatch):
     monkeypatch.setenv("PIXI_PROJECT_ROOT", str(REPO_ROOT))
     backup, message = catchup.catch_up(step, now=datetime(2026, 11, 29, 8, 0, 0))
@@ -34,6 +35,7 @@ def test_catch_up_backs_up_then_installs_the_solution(step, monkeypatch):
     assert str(backup) in message and "check-step-99" in message
 
 
+@pytest.mark.process
 def test_catch_up_twice_does_no_harm(step):
     first, _ = catchup.catch_up(step, now=datetime(2026, 11, 29, 8, 0, 0))
     second, message = catchup.catch_up(step, now=datetime(2026, 11, 29, 8, 0, 0))
@@ -41,6 +43,7 @@ def test_catch_up_twice_does_no_harm(step):
     assert [p.name for p in (step / "backups").iterdir()] == [first.name]
 
 
+@pytest.mark.process
 def test_catch_up_never_overwrites_an_earlier_backup(step):
     now = datetime(2026, 11, 29, 8, 0, 0)
     first, _ = catchup.catch_up(step, now=now)
@@ -50,6 +53,7 @@ def test_catch_up_never_overwrites_an_earlier_backup(step):
     assert (second / "thing.py").read_text(encoding="utf-8") == "# edited again\n"
 
 
+@pytest.mark.process
 def test_catch_up_without_a_starter_claims_no_backup(step):
     shutil.rmtree(step / "starter")
     backup, message = catchup.catch_up(step, now=datetime(2026, 11, 29, 8, 0, 0))
@@ -58,6 +62,7 @@ def test_catch_up_without_a_starter_claims_no_backup(step):
     assert (step / "starter" / "thing.py").is_file()
 
 
+@pytest.mark.process
 def test_catch_up_leaves_no_staging_folder_behind(step):
     catchup.catch_up(step, now=datetime(2026, 11, 29, 8, 0, 0))
     assert sorted(p.name for p in step.iterdir()) == [
@@ -122,6 +127,7 @@ def test_import_error_is_one_line_naming_file_and_line(tmp_path):
     )
 
 
+@pytest.mark.process
 def test_bad_impl_value_is_one_line_from_pytest():
     cmd = [
         sys.executable,
@@ -177,6 +183,7 @@ def test_an_unknown_step_is_never_the_program_name(capsys, monkeypatch):
     )
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(
     ("pixi", "expected"),
     [(True, "Next: pixi run check-step-99"), (False, "Next: {python} -m pytest ")],

@@ -1,0 +1,82 @@
+"""The `process` marker is kept true: a test that starts a process without it fails (the guard
+tools/process_guard.py, which the root conftest.py registers for the suite)."""
+
+import pytest
+
+from tools.process_guard import MARKER, RUNNING
+
+TESTS = """
+import subprocess
+import sys
+
+import pytest
+
+
+def test_unmarked_child():
+    subprocess.run([sys.executable, "-c", ""], check=True)
+
+
+@pytest.mark.process
+def test_marked_child():
+    subprocess.run([sys.executable, "-c", ""], check=True)
+
+
+def test_no_child():
+    assert sum([1, 2]) == 3
+
+
+@pytest.fixture(scope="module")
+def server():
+    return subprocess.run([sys.executable, "-c", ""], check=True)
+
+
+@pytest.mark.process
+def test_marked_first_user_of_a_fixture_that_starts_one(server):
+    assert server.returncode == 0
+
+
+def test_unmarked_later_user_of_that_fixture(server):
+    assert server.returncode == 0
+"""
+
+CONFTEST = f'''
+from tools.process_guard import register
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "{MARKER}: starts a process")
+    register(config)
+'''
+
+
+class Outcomes:
+    """Each test's outcome in the inner session: failed if any of its phases failed."""
+
+    def __init__(self):
+        self.failed: dict[str, str] = {}
+        self.seen: set[str] = set()
+
+    def pytest_runtest_logreport(self, report):
+        name = report.nodeid.split("::")[-1]
+        self.seen.add(name)
+        if report.failed:
+            self.failed[name] = str(report.longrepr)
+
+
+@pytest.mark.process
+def test_a_test_that_starts_a_process_unmarked_fails_itself_or_through_a_fixture(
+    tmp_path, monkeypatch
+):
+    (tmp_path / "test_children.py").write_text(TESTS, encoding="utf-8")
+    (tmp_path / "conftest.py").write_text(CONFTEST, encoding="utf-8")
+    monkeypatch.delenv(RUNNING, raising=False)  # as the suite's own session, not a child's
+    outcomes = Outcomes()
+    args = [str(tmp_path), f"--rootdir={tmp_path}", "-q", "-p", "no:cacheprovider"]
+    pytest.main(args, plugins=[outcomes])
+    expected = {"test_unmarked_child", "test_unmarked_later_user_of_that_fixture"}
+    assert len(outcomes.seen) == 5, f"expected 5 tests to run, ran {sorted(outcomes.seen)}"
+    assert set(outcomes.failed) == expected, (
+        f"expected exactly {sorted(expected)} to fail, failed: {outcomes.failed}"
+    )
+    said = outcomes.failed["test_unmarked_later_user_of_that_fixture"]
+    assert "in fixture server" in said and f"@pytest.mark.{MARKER}" in said, said
