@@ -356,6 +356,7 @@ def test_in_bubblewrap_a_hostile_submission_is_graded_with_a_reason_and_nothing_
     if name == "a 20 GB allocation" and resource is None:
         pytest.skip("no memory limit on this OS (no resource module)")
     check_case(in_bwrap, name)
+    assert in_bwrap.grades[name].contained, in_bwrap.grades[name].notes  # bubblewrap said so
 
 
 def test_a_reason_never_shows_the_reference_a_per_todo_copy_holds(in_bwrap):
@@ -428,6 +429,7 @@ def test_as_root_without_namespaces_nothing_changes_outside_and_nothing_is_left_
     as_nobody,
 ):
     check_host(as_nobody)
+    assert as_nobody.grades, "expected the user-mode cases graded, got none"
 
 
 THEFTS = [n for n in USER_CASES if n.startswith("reading")]  # every theft, each shown real

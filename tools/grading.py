@@ -365,7 +365,8 @@ def scrub(message: str, todos: dict[str, Todo], mine: str) -> str:
             for line in region.code:
                 code = " ".join(line.split("#")[0].split())
                 if len(code) >= 12 and code in flat:
-                    return "(its message quotes the course's reference code, so it is not shown)"
+                    kind = flat.split(": ", 1)[0] if ": " in flat else "its error"
+                    return f"{kind[:40]}: its message quotes the course's reference code: not shown"
     return flat if len(flat) <= SHOWN else flat[: SHOWN - 3] + "..."
 
 
