@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 import zipfile
 from pathlib import Path
 
@@ -285,3 +286,20 @@ def test_a_reason_never_quotes_another_todos_reference():
     assert "not shown" in scrub(f"AssertionError: see {line}", todos, task3)
     assert scrub(f"AssertionError: {line}", todos, task1) != ""  # its own code: shown
     assert len(scrub("x" * 1000, todos, task3)) == SHOWN
+
+
+@pytest.mark.process
+def test_a_worker_that_never_answers_is_killed_at_the_deadline_not_waited_for(tmp_path):
+    """A copy can stop its worker (SIGSTOP): the grader's reads have a deadline, then it kills."""
+    worker = Worker(STEP, Limits(wall=1), PER_TEST)
+    try:
+        worker.proc = subprocess.Popen(
+            [sys.executable, "-c", "import time; time.sleep(600)"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True,
+        )  # fmt: skip
+        worker.deadline, worker.grace = time.monotonic() + 6, -5.5  # 0.5 s to answer
+        run = worker._run("task 3", {"attention.py": ""}, ["steps/lab-01/tests"], (), PER_TEST)
+        assert run.timed_out and run.report is None, run
+        assert worker.proc.poll() is not None, "expected the silent worker killed, it still runs"
+    finally:
+        worker.close()

@@ -10,6 +10,7 @@ reference in the graded copy (a run that needs the reference) count for none and
 import hashlib
 import json
 import os
+import select
 import shutil
 import struct
 import subprocess
@@ -28,6 +29,8 @@ from tools.variants import read_tree, variant
 
 REFUSED = "the graded copy holds no reference solution of this step: grade your own code"
 COURSE_FILES = ["common", "conftest.py", "pyproject.toml"]
+GRACE = 30.0  # seconds past a submission's wall limit the worker gets to answer before it is killed
+PIPE = 65536  # bytes written to the worker at a time: a pipe's buffer
 TRUSTED = 120.0  # CPU seconds per test for the reference's own runs: a loaded machine is no bug  # what every copy runs the tests with
 
 
@@ -115,6 +118,7 @@ class Worker:
         self.log = self.tmp / "worker.log"
         self.proc = None
         self.done: dict[str, Run] = {}  # a copy's key -> its run
+        self.grace = GRACE
         self.begin()
 
     def begin(self) -> None:
@@ -164,6 +168,8 @@ class Worker:
         try:
             self._send(header, [b for _, b in blobs])
             answer = self._receive()
+        except TimeoutError:
+            return Run(name, None, "", None, timed_out=True)
         except (OSError, EOFError, ValueError):
             return Run(name, None, self._log_tail(), None)
         report, screen = answer["blobs"]
@@ -176,8 +182,22 @@ class Worker:
 
     def _send(self, header: dict, blobs: list[bytes]) -> None:
         data = json.dumps(header).encode("utf-8")
-        self.proc.stdin.write(struct.pack(">I", len(data)) + data + b"".join(blobs))
-        self.proc.stdin.flush()
+        view = memoryview(struct.pack(">I", len(data)) + data + b"".join(blobs))
+        fd = self.proc.stdin.fileno()
+        while view:
+            self._ready(fd, write=True)
+            view = view[os.write(fd, view[:PIPE]) :]
+
+    def _ready(self, fd: int, write: bool = False) -> None:
+        """Wait until the worker's pipe can be used, at most until this submission's deadline
+        and a grace: a worker a copy stopped (SIGSTOP) is killed, never waited for."""
+        left = max(0.0, self.deadline + self.grace - time.monotonic())
+        readable, writable, _ = select.select(
+            [] if write else [fd], [fd] if write else [], [], left
+        )
+        if not (writable if write else readable):
+            stop(self.proc)
+            raise TimeoutError("the grade's worker did not answer in time")
 
     def _receive(self) -> dict:
         (n,) = struct.unpack(">I", self._exact(4))
@@ -186,9 +206,10 @@ class Worker:
         return header
 
     def _exact(self, n: int) -> bytes:
-        data = b""
+        data, fd = b"", self.proc.stdout.fileno()
         while len(data) < n:
-            chunk = self.proc.stdout.read(n - len(data))
+            self._ready(fd)
+            chunk = os.read(fd, n - len(data))
             if not chunk:
                 raise EOFError("the worker ended")
             data += chunk
@@ -209,7 +230,7 @@ class Worker:
             self._send({"end": True}, [])
             self.proc.stdin.close()
             self.proc.wait(timeout=10)
-        except (OSError, subprocess.TimeoutExpired):
+        except (OSError, ValueError, subprocess.TimeoutExpired):  # closed, gone or silent
             pass  # stopped below
         stop(self.proc)
         shutil.rmtree(self.tmp, ignore_errors=True)
@@ -281,6 +302,7 @@ class Owners:
                 idle = {n for n, t in run.tests().items() if t["outcome"] == "passed"}
                 owners.tests[todo] = [n for n in tests if n not in idle]
                 owners.given += len(idle)
+        worker.begin()  # reading the owners is the course's time, not the submission's
         return owners
 
     @classmethod
