@@ -38,6 +38,7 @@ def local(url: str, port: int) -> bool:
     return re.match(rf"(http|ws)://(127\.0\.0\.1|localhost):{port}(/|$)", url) is not None
 
 
+@pytest.mark.process
 @pytest.mark.slow  # a server, a kernel that imports torch, and a browser: about 10-15 s
 @pytest.mark.timeout(240)
 @pytest.mark.skipif(

@@ -255,6 +255,7 @@ def test_the_hint_answers_for_the_todo_the_check_named_while_the_starter_is_unch
     assert hint().startswith("TODO(step-97 task 2: halve) in ")  # the first open TODO again
 
 
+@pytest.mark.process
 def test_progress_prints_no_scorecard_above_its_line(tmp_path):
     """Issue 33: Step 4's written proofs printed their 20-line scorecard above --progress's line."""
     steps = pristine(["lab-01", "step-04"], tmp_path)  # Step 4 reaches lab-01's broken heads

@@ -396,10 +396,13 @@ def _user_mode_problem() -> str:
     if not sandbox._is_root():
         return "user mode needs a grader that runs as root"
     uid, gid = sandbox._nobody()
-    done = subprocess.run(
-        [sys.executable, "-c", "import torch, pytest"], capture_output=True, text=True,
-        preexec_fn=lambda: sandbox._as_user(uid, gid), timeout=120,
-    )  # fmt: skip
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", "import torch, pytest"], capture_output=True, text=True,
+            preexec_fn=lambda: sandbox._as_user(uid, gid), timeout=120,
+        )  # fmt: skip
+    except OSError as exc:  # exec itself refused: a folder above the interpreter is closed
+        return f"nobody cannot run this interpreter ({sys.executable}): {exc}"
     return f"nobody cannot run this interpreter: {done.stderr[-200:]}" if done.returncode else ""
 
 
