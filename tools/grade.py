@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-from common import REPO_ROOT, shown
+from common import shown
 from common.course import course_step, describe
 from common.loader import step_dir
 from common.todos import optional, split_id
@@ -374,5 +374,3 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
-
-_ = REPO_ROOT

@@ -409,10 +409,3 @@ def own_outcome(run: Run, own: list[str], scrubbed=lambda m: m) -> tuple[int, in
     else:
         why = ""
     return passed, len(own), why, refused
-
-
-def order(todos: dict[str, Todo]) -> list[str]:
-    return sorted(todos, key=order_key)
-
-
-__all__ = ["Worker", "Owners", "Run", "build_base", "variant", "own_outcome", "not_written"]
