@@ -8,7 +8,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 
 from common import WHOLE_RUNS
-from common.todos import Todo, optional
+from common.todos import Todo
 
 Function = tuple[
     str, str
@@ -99,7 +99,7 @@ class StepStatus:
 
     @property
     def required(self) -> list[str]:
-        return [t for t in self.todos if not optional(t)]
+        return [t for t, s in self.todos.items() if not s.optional]
 
     @property
     def passed(self) -> int:
@@ -156,7 +156,7 @@ def _state(todo: str, todos: dict, facts: StarterFacts, counts: dict, ran: list)
     if todo in facts.open and todo in facts.shipped:
         return "exercise"  # ships with a bug: open until its code changes
     if todo in facts.open and not (failing and not waiting):  # else: another def of it ran
-        return "optional" if optional(todo) else "todo"
+        return "optional" if todos[todo].optional else "todo"
     if failing:
         return "bug"
     if not any(r.outcome == "passed" for r in ran):  # none ran, or all wait
@@ -231,7 +231,7 @@ def step_status(
         ran = [r for r in results.values() if todo in r.todos_ran]
         status.todos[todo] = TodoStatus(
             state=_state(todo, todos, facts, counts, ran),
-            optional=optional(todo),
+            optional=todos[todo].optional,
             passed=sum(r.outcome == "passed" for r in ran),
             failing=failing[todo],
             waiting=counts["waiting"][todo],
