@@ -201,6 +201,7 @@ class Collector:
             raised_at=raised_at,
             given=getattr(report, "given", False),
             warning=getattr(report, "warning", False),
+            whole_run=getattr(report, "whole_run", False),
         )
         if getattr(report, "timeout", False):
             reached = max((t for t, _ in self.ran), key=order_key, default=None)

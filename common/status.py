@@ -7,7 +7,6 @@ common/screen.py draws the screen from what it returns; --check-json writes its 
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 
-from common import WHOLE_RUNS
 from common.todos import Todo
 
 Function = tuple[
@@ -40,15 +39,11 @@ class TestResult:
     raised_at: Place | None = None  # that line
     given: bool = False  # it tests code the starter gives (marked `given`)
     warning: bool = False  # it failed on a warning
+    whole_run: bool = False  # marked `whole_run` (a whole run, a handout): shown and blamed last
 
     @property
     def todos_ran(self) -> set[str]:
         return {todo for todo, _ in self.ran}
-
-    @property
-    def whole_run(self) -> bool:
-        """A test of a whole run or handout (docs, run, experiments): shown and blamed last."""
-        return bool(WHOLE_RUNS.search(self.nodeid))
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,8 @@ import pytest
 from common import expect
 from common.run import options
 
+pytestmark = pytest.mark.whole_run
+
 
 @pytest.fixture(scope="module")
 def quick(run, request):
