@@ -68,7 +68,9 @@ class Trace:
 
 
 def traced(record: dict) -> tuple[str, Trace]:
-    """(the replayed screen, the path it took)."""
+    """(the replayed screen, the path it took; the modules it uses imported first, so an import
+    is no hop)."""
+    import common.screen  # noqa: F401  (and, through it, common.status and common.course)
     from tools.screens import replayed
 
     path = Trace()
