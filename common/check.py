@@ -170,6 +170,7 @@ def pytest_runtest_makereport(item, call):
     report = yield
     report.step = _step_of(item.path)
     report.given = item.get_closest_marker("given") is not None
+    report.whole_run = item.get_closest_marker("whole_run") is not None
     exc = call.excinfo
     judges = item.config.stash.get(JUDGES, None)
     if judges and call.when == "call" and (changed := judges.restore()):

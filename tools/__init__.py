@@ -1,5 +1,6 @@
 """Maintainer tools: starters, new steps, the handouts' symptom tables, mutation testing, the
-first-check block, the check's recorded screens, CONTRIBUTING's map of common/, suite timing.
+first-check block, the check's recorded screens and its path through common/ (check_path),
+CONTRIBUTING's map of common/, suite timing.
 
 Nothing in steps/ or common/ imports these; tests/ may."""
 

@@ -2,7 +2,11 @@
 
 (That the handout's blocks are what a fresh run prints is tests/test_docs.py's job, for every step.)"""
 
+import pytest
+
 from common import expect
+
+pytestmark = pytest.mark.whole_run
 
 
 def test_readme_lecture_leak_reproduces_the_lecture_and_this_lab(attention, wrong_mask, runner):

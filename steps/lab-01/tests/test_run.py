@@ -8,6 +8,8 @@ import torch
 from common import counted, expect
 from common.loader import load_fresh
 
+pytestmark = pytest.mark.whole_run
+
 PNG = b"\x89PNG\r\n\x1a\n"
 
 

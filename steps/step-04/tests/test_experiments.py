@@ -13,6 +13,8 @@ from common.figures import out_dir
 from common.loader import reference
 from common.seeding import randn
 
+pytestmark = pytest.mark.whole_run
+
 # Float32 results of O(1) size computed along two different routes: 1e-6, about 8 rounding units
 # of 1 (2**-23 ~ 1.2e-7). Absolute, so passed with rtol=0 (allclose's default rtol=1e-5 would
 # otherwise dominate it).

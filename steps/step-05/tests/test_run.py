@@ -8,6 +8,8 @@ from common import expect
 from common.experiment import Outcome, execute, results
 from common.run import options
 
+pytestmark = pytest.mark.whole_run
+
 
 @pytest.fixture(scope="module")
 def quick(run, request):
