@@ -65,3 +65,13 @@ def test_contributings_map_of_common_names_every_module_as_its_docstring_says():
         f"CONTRIBUTING.md's map lacks {missing}: python -m tools.common_map --write-docs"
     )
     assert block == common_map(), "run python -m tools.common_map --write-docs"
+
+
+def test_contributings_map_of_each_steps_modules_is_what_their_docstrings_say():
+    from tools.common_map import CONTRIBUTING, step_files
+
+    made = step_files()
+    assert "`steps/step-05/run.py`" in made, made
+    assert read_block(CONTRIBUTING, "step-files") == made, (
+        "run python -m tools.common_map --write-docs"
+    )

@@ -49,11 +49,11 @@ def test_each_run_answers_exactly_the_slots_of_its_template():
     }
     for step, keys in declared.items():
         assert keys == predictions.slots(step), step
-    made = {
-        "lab-01": runs["lab-01"].answers(None, None, {}),
-        "step-04": runs["step-04"].answers({}, {}),
-        "step-06": runs["step-06"].answers(load("step-06", "train", "solution"), True, None),
+    not_moved = {  # steps whose run.py is not yet a declaration
+        "lab-01": lambda run: run.answers(None, None, {}),
+        "step-06": lambda run: run.answers(load("step-06", "train", "solution"), True, None),
     }
+    made = {step: made(runs[step]) for step, made in not_moved.items() if step not in declared}
     for step, answers in made.items():
         assert [a.key for a in answers] == predictions.slots(step), step
 

@@ -9,6 +9,7 @@ import pytest
 
 from common import REPO_ROOT, interpreter, shown
 from common import run as runner
+from common.experiment import Run
 from common.loader import load_file
 
 STEPS = sorted(runner.runnable())
@@ -93,11 +94,16 @@ def test_a_todo_not_written_is_one_line_and_an_optional_one_is_no_failure(monkey
 
 
 @pytest.mark.parametrize("step", STEPS)
-def test_every_run_py_takes_the_parsed_options(step):
-    """common.run calls main(args): a main(argv, impl) of the old scaffolding would crash."""
+def test_every_run_py_is_a_declaration_or_takes_the_parsed_options(step):
+    """common.run executes RUN (the one step shape) or calls main(args) of a step not moved yet."""
     run = load_file(runner.runnable()[step])
+    if hasattr(run, "RUN"):
+        assert isinstance(run.RUN, Run) and not hasattr(run, "main"), (
+            f"{shown(runner.runnable()[step])}: RUN = common.experiment.Run(...) and no main()"
+        )
+        return
     assert list(inspect.signature(run.main).parameters) == ["args"], (
-        f"{shown(runner.runnable()[step])}: write `def main(args) -> int` "
+        f"{shown(runner.runnable()[step])}: declare RUN = common.experiment.Run(...) "
         "(CONTRIBUTING.md, 'A step's run')"
     )
 
