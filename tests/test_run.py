@@ -9,6 +9,7 @@ import pytest
 
 from common import REPO_ROOT, interpreter, shown
 from common import run as runner
+from common.experiment import Run
 from common.loader import load_file
 
 STEPS = sorted(runner.runnable())
@@ -94,12 +95,18 @@ def test_a_todo_not_written_is_one_line_and_an_optional_one_is_no_failure(monkey
 
 @pytest.mark.parametrize("step", STEPS)
 def test_every_run_py_takes_the_parsed_options(step):
-    """common.run calls main(args): a main(argv, impl) of the old scaffolding would crash."""
+    """common.run executes RUN, else calls main(args): a main(argv, impl) of the old scaffolding
+    would crash."""
     run = load_file(runner.runnable()[step])
-    assert list(inspect.signature(run.main).parameters) == ["args"], (
-        f"{shown(runner.runnable()[step])}: write `def main(args) -> int` "
-        "(CONTRIBUTING.md, 'A step's run')"
-    )
+    if hasattr(run, "RUN"):  # the one step shape: common.experiment.execute runs the declaration
+        assert isinstance(run.RUN, Run) and run.RUN.step == step, (
+            f"{shown(runner.runnable()[step])}: RUN must be common.experiment.Run({step!r}, ...)"
+        )
+    else:
+        assert list(inspect.signature(run.main).parameters) == ["args"], (
+            f"{shown(runner.runnable()[step])}: write `def main(args) -> int` "
+            "(CONTRIBUTING.md, 'A step's run')"
+        )
 
 
 def test_a_run_without_its_step_toml_is_one_line(tmp_path, monkeypatch):
