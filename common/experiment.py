@@ -29,6 +29,8 @@ class Block:
         None  # common.docs comparator: a fresh run reproduces it
     )
     record: bool = True  # False: printed only, never written into the handout (timings)
+    compared: Callable[[Any], str] | None = None  # what a fresh run is checked on, when the
+    # block holds more than it reproduces (the machine it was recorded on): result -> text
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,8 @@ class Experiment:
     slots: tuple[Slot, ...] = ()
     uses: tuple[str, ...] = ()  # earlier experiments whose results compute reads
     verdict: Callable[[Any, Context], str | None] | None = None  # a FAIL line, or None
+    docs: bool = False  # computed for the handout only (--write-docs, the docs test), not a run
+    waiting: str = ""  # printed under its skip line while its own TODO waits (predict first)
 
     @property
     def checked(self) -> bool:
@@ -162,7 +166,7 @@ def compute(run: Run, ctx: Context, only: Callable[[Experiment], bool] = lambda 
 
 def results(run: Run, impl: str = "solution", quick: bool = True) -> dict[str, Any]:
     """Every result of the run (tests call this); a TODO not written raises NotImplementedError."""
-    outcome = compute(run, Context(run.step, impl, quick))
+    outcome = compute(run, Context(run.step, impl, quick), only=lambda e: not e.docs)
     if required := [t for t in outcome.waiting.values() if not optional(t)]:
         raise NotImplementedError(f"TODO({required[0]}) not written")
     return outcome.results
@@ -172,7 +176,13 @@ def fresh_blocks(run: Run) -> dict[str, tuple[str, Callable[[str, str], bool]]]:
     """The handout's checked blocks from a fresh full reference run, and how close each must be."""
     needed = {u for e in run.experiments if e.checked for u in e.uses}
     outcome = compute(run, Context(run.step), only=lambda e: e.checked or e.name in needed)
-    return {name: (text, b.check) for name, (b, text) in outcome.blocks(run, "checked").items()}
+    return {
+        b.name: ((b.compared or b.write)(outcome.results[e.name]), b.check)
+        for e in run.experiments
+        if e.name in outcome.results
+        for b in e.blocks
+        if b.check is not None
+    }
 
 
 def answers(run: Run, outcome: Outcome, quick: bool = False) -> list[predictions.Answer]:
@@ -194,15 +204,18 @@ def answers(run: Run, outcome: Outcome, quick: bool = False) -> list[predictions
 def execute(run: Run, args: argparse.Namespace) -> int:
     """The run as `python -m common.run <step>` prints it: blocks, figures, predictions, skips."""
     ctx = Context(run.step, args.impl, args.quick, args)
-    outcome = compute(run, ctx)
+    outcome = compute(run, ctx, only=lambda e: args.write_docs or not e.docs)
     for b, text in outcome.blocks(run).values():
         print(b.title or f"({b.name})", text, sep="\n")
     folder = out_dir(run.step, args.out)
-    for e in run.experiments:
-        for f in e.figures if e.name in outcome.results else ():
-            print(
-                f"wrote {f.draw(outcome.results[e.name], figure_path(folder, f.name, args.quick))}"
-            )
+    drawn = {  # a figure a later experiment draws again (with more in it) is drawn once, by it
+        f.name: (f, outcome.results[e.name])
+        for e in run.experiments
+        if e.name in outcome.results
+        for f in e.figures
+    }
+    for f, result in drawn.values():
+        print(f"wrote {f.draw(result, figure_path(folder, f.name, args.quick))}")
     print("", *predictions.report(run.step, answers(run, outcome, args.quick)), sep="\n")
     fails = [
         line
@@ -211,8 +224,10 @@ def execute(run: Run, args: argparse.Namespace) -> int:
         for line in [e.verdict(outcome.results[e.name], ctx)]
         if line
     ]
-    for name, todo in outcome.waiting.items():  # one line each: the experiment and its TODO
-        print(f"skipped {name}: TODO({todo}) not written yet")
+    for e in run.experiments:  # one line each: the experiment and its TODO (its prompt, if its own)
+        if todo := outcome.waiting.get(e.name):
+            prompt = [e.waiting] if e.waiting and todo in e.todos else []
+            print(f"skipped {e.name}: TODO({todo}) not written yet", *prompt, sep="\n  ")
     required = [t for t in outcome.waiting.values() if not optional(t)]
     if outcome.waiting:
         left = "" if required else "; only optional TODOs are left, so this run passes"

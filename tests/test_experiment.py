@@ -4,7 +4,7 @@ import argparse
 
 import pytest
 
-from common import predictions
+from common import experiment, predictions
 from common.course import course
 from common.experiment import (
     Block,
@@ -105,3 +105,77 @@ def test_fresh_blocks_run_only_what_a_checked_block_needs():
 def test_a_declaration_that_cannot_run_is_a_value_error(experiments, said):
     with pytest.raises(ValueError, match=said):
         Run("tiny", experiments)
+
+
+def handout_run(calls: list) -> Run:
+    """A run whose checked block holds a machine line, a figure drawn again with more, a docs-only
+    experiment and a prompt for a TODO (lab-01's shape)."""
+
+    def predict_first(ctx):
+        raise NotImplementedError("TODO(tiny task 2: b): not written")
+
+    def docs_only(ctx):
+        calls.append("docs")
+        return 5
+
+    return Run(
+        "tiny",
+        (
+            Experiment(
+                "a",
+                (),
+                lambda ctx: 3,
+                blocks=(
+                    Block(
+                        "a-block",
+                        lambda r: f"on machine X\n| a | {r} |\n",
+                        check=lambda x, y: x == y,
+                        compared=lambda r: f"| a | {r} |\n",
+                    ),
+                ),
+                figures=(Figure("fig", lambda r, path: f"{path} from a"),),
+            ),
+            Experiment(
+                "a2", (), lambda ctx: 4, figures=(Figure("fig", lambda r, p: f"{p} from a2"),)
+            ),
+            Experiment("b", ("tiny task 2: b",), predict_first, waiting="Predict b first."),
+            Experiment(
+                "c",
+                ("tiny task 3: c",),
+                lambda ctx: 1 / 0 + ctx.results["b"],
+                uses=("b",),
+                waiting="Not shown: c waits for b's TODO, not its own.",
+            ),
+            Experiment("d", (), docs_only, blocks=(Block("d-block", str),), docs=True),
+        ),
+        threads=None,
+    )
+
+
+def test_a_checked_block_is_compared_on_what_it_reproduces_and_docs_experiments_wait_for_docs():
+    calls = []
+    fresh = fresh_blocks(handout_run(calls))
+    assert fresh["a-block"][0] == "| a | 3 |\n" and calls == [], "no machine line; d not checked"
+    assert "d" not in results_of(handout_run(calls)) and calls == [], "a test's results skip d"
+
+
+def results_of(run: Run) -> dict:
+    """compute as common.experiment.results does, without raising for the waiting TODO."""
+    return compute(run, Context("tiny"), only=lambda e: not e.docs).results
+
+
+@pytest.mark.parametrize("write_docs", [False, True])
+def test_a_figure_drawn_again_is_drawn_once_and_a_prompt_shows_under_its_own_todo(
+    write_docs, tmp_path, capsys, monkeypatch
+):
+    calls = []
+    monkeypatch.setattr(predictions, "report", lambda step, answers: [])
+    monkeypatch.setattr(experiment, "record", lambda readme, outcome, run: None)
+    args = argparse.Namespace(impl="solution", quick=False, out=tmp_path, write_docs=write_docs)
+    args.readme = tmp_path / "README.md"
+    assert execute(handout_run(calls), args) == 1
+    out = capsys.readouterr().out
+    assert out.count("wrote ") == 1 and f"{tmp_path / 'tiny' / 'fig.png'} from a2" in out, out
+    assert "skipped b: TODO(tiny task 2: b) not written yet\n  Predict b first.\n" in out
+    assert "skipped c: TODO(tiny task 2: b) not written yet\n" in out and "Not shown" not in out
+    assert (calls == ["docs"]) == write_docs and ("(d-block)\n5" in out) == write_docs

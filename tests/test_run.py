@@ -98,8 +98,8 @@ def test_every_run_py_is_a_declaration_or_takes_the_parsed_options(step):
     """common.run executes RUN (the one step shape) or calls main(args) of a step not moved yet."""
     run = load_file(runner.runnable()[step])
     if hasattr(run, "RUN"):
-        assert isinstance(run.RUN, Run) and not hasattr(run, "main"), (
-            f"{shown(runner.runnable()[step])}: RUN = common.experiment.Run(...) and no main()"
+        assert isinstance(run.RUN, Run) and run.RUN.step == step and not hasattr(run, "main"), (
+            f"{shown(runner.runnable()[step])}: RUN = common.experiment.Run({step!r}, ...), no main()"
         )
         return
     assert list(inspect.signature(run.main).parameters) == ["args"], (
