@@ -55,12 +55,13 @@ def read_pins(path: Path | None = None) -> dict[str, str]:
 
 def cpu_name() -> str:
     """The processor model and logical core count, as far as this OS says (for the record)."""
-    name = platform.processor()
-    cpuinfo = Path("/proc/cpuinfo")  # Linux; elsewhere platform.processor() is usually filled in
-    if not name.strip() and cpuinfo.is_file():
+    name, cpuinfo = "", Path("/proc/cpuinfo")  # Linux; elsewhere platform.processor() names it
+    if cpuinfo.is_file():
         text = cpuinfo.read_text(encoding="utf-8", errors="replace")
         models = [line for line in text.splitlines() if line.startswith("model name")]
         name = models[0].split(":", 1)[1] if models else ""
+    if not name.strip():  # on Linux it starts `uname -p`, a process: asked only when needed
+        name = platform.processor()
     return f"{name.strip() or 'unknown'}, {os.cpu_count()} logical cores"
 
 
