@@ -1,21 +1,9 @@
-"""Every curated bug of every step, injected: each assertion its suite fails says what it expected and
-what came, never a bare `assert False`, a bare tuple or a bare `assert x <= y`."""
+"""What a failure's message must name: what it expected and what came, never a bare `assert False`,
+a bare tuple or a bare `assert x <= y` (every curated bug's failures: tests/test_curated_bugs.py)."""
 
 import ast
 
 import pytest
-
-from common.bugs import broken_copy
-from common.course import course_step
-from common.loader import load_file
-from tools.symptoms import SUITE_ARGS, run_with, targets
-
-# All the failures, not the first only; slow tests only draw figures
-ARGS = [arg for arg in SUITE_ARGS if arg != "-x"]
-STEP_06 = course_step("step-06")
-CHECKS = load_file(STEP_06.folder / "checks.py")  # Step 6's curated bugs, one line each
-CASES = [(step, module, bug) for step, module, bugs in targets() for bug in bugs]
-CASES += [("step-06", "train", bug) for bug in CHECKS.BUGS]
 
 
 def bare(message: str) -> bool:
@@ -30,23 +18,6 @@ def bare(message: str) -> bool:
     return True
 
 
-class Messages:
-    """A pytest plugin: by test, the message of each failure (None: not an AssertionError)."""
-
-    def __init__(self):
-        self.seen: dict[str, str | None] = {}
-
-    @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(self, item, call):
-        report = yield
-        if report.failed and call.excinfo is not None:
-            asserted = call.excinfo.errisinstance(AssertionError)
-            self.seen[item.nodeid.split("tests/")[-1]] = (
-                str(call.excinfo.value) if asserted else None
-            )
-        return report
-
-
 @pytest.mark.parametrize("message", ["assert False", "assert 0.49 <= 1e-06", "(8.4, 1.05)", ""])
 def test_a_message_without_names_is_bare(message):
     assert bare(message), f"{message!r} names no value, yet bare() let it through"
@@ -57,27 +28,3 @@ def test_a_message_without_names_is_bare(message):
 )
 def test_a_message_that_names_its_value_is_not_bare(message):
     assert not bare(message), f"{message!r} names its value, yet bare() calls it bare"
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize(
-    ("step", "module", "bug"), CASES, ids=[f"{s}-{b.name}" for s, _, b in CASES]
-)
-def test_every_failure_of_a_curated_bug_names_what_was_expected(step, module, bug):
-    layout = course_step(step)
-    if step == "step-06":  # its bugs are lines of train.py, which the checks of test_train.py run
-        copy, tests = CHECKS.broken(bug), layout.tests / "test_train.py"
-    else:
-        copy = broken_copy(layout.solution, module, bug, layout.mutation_module("symptoms").broken)
-        tests = layout.tests
-    seen = run_with(step, module, copy, Messages(), [str(tests), *ARGS]).seen
-    assert seen, f"{step}'s suite passes with '{bug.name}': the scan saw no failure to judge"
-    bad = [
-        f"  {test}: {message.strip()[:100]!r}"
-        for test, message in seen.items()
-        if message is not None and bare(message)
-    ]
-    assert not bad, (
-        f"{step} with '{bug.name}': {len(bad)} failure(s) name no value (expected what, got what?)\n"
-        + "\n".join(bad)
-    )
