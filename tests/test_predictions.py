@@ -10,7 +10,7 @@ import pytest
 
 from common import REPO_ROOT, STEPS_DIR, catchup, predictions
 from common.course import course
-from common.loader import load, load_file
+from common.loader import load_file
 from common.run import runnable
 from common.todos import split_id
 from tools import pristine
@@ -52,7 +52,6 @@ def test_each_run_answers_exactly_the_slots_of_its_template():
     made = {
         "lab-01": runs["lab-01"].answers(None, None, {}),
         "step-04": runs["step-04"].answers({}, {}),
-        "step-06": runs["step-06"].answers(load("step-06", "train", "solution"), True, None),
     }
     for step, answers in made.items():
         assert [a.key for a in answers] == predictions.slots(step), step
