@@ -18,6 +18,14 @@ from common.loader import load
 from common.todos import optional, todo_in
 
 
+class Stop(Exception):
+    """An experiment that cannot go on (a bad option, a damaged file, Ctrl-C): one line, a code."""
+
+    def __init__(self, line: str, code: int = 1):
+        super().__init__(line)
+        self.code = code
+
+
 @dataclass(frozen=True)
 class Block:
     """A generated handout block, `<!-- BEGIN name -->` ... `<!-- END name -->`."""
@@ -85,6 +93,7 @@ class Experiment:
     verdict: Callable[[Any, Context], str | None] | None = None  # a FAIL line, or None
     docs: bool = False  # computed for the handout only (--write-docs, the docs test), not a run
     waiting: str = ""  # printed under its skip line while its own TODO waits (predict first)
+    skip: Callable[[Context], str | None] | None = None  # why an option leaves it out, or None
 
     @property
     def checked(self) -> bool:
@@ -120,6 +129,9 @@ class Outcome:
 
     results: dict[str, Any]
     waiting: dict[str, str]  # experiment -> the TODO id it waits for
+    skipped: dict[str, str] = field(
+        default_factory=dict
+    )  # experiment -> the option that left it out
 
     def blocks(self, run: Run, kind: str = "all") -> dict[str, tuple[Block, str]]:
         """The written blocks of the experiments that ran: all, 'checked', 'recorded' or 'printed'."""
@@ -156,6 +168,10 @@ def compute(run: Run, ctx: Context, only: Callable[[Experiment], bool] = lambda 
                 continue
             if blocked := [u for u in e.uses if u in outcome.waiting]:
                 outcome.waiting[e.name] = outcome.waiting[blocked[0]]
+                continue
+            left_out = [outcome.skipped[u] for u in e.uses if u in outcome.skipped]
+            if why := (left_out[0] if left_out else e.skip and e.skip(ctx)):
+                outcome.skipped[e.name] = why
                 continue
             try:
                 outcome.results[e.name] = e.compute(ctx)
@@ -197,6 +213,7 @@ def answers(run: Run, outcome: Outcome, quick: bool = False) -> list[predictions
             else:
                 waits = outcome.waiting.get(e.name)
                 why = f"TODO({waits}) not written" if waits else "its experiment did not run"
+                why = outcome.skipped.get(e.name, why)
                 found.append(predictions.Answer(s.key, s.what, None, waits=why))
     return found
 
@@ -204,7 +221,11 @@ def answers(run: Run, outcome: Outcome, quick: bool = False) -> list[predictions
 def execute(run: Run, args: argparse.Namespace) -> int:
     """The run as `python -m common.run <step>` prints it: blocks, figures, predictions, skips."""
     ctx = Context(run.step, args.impl, args.quick, args)
-    outcome = compute(run, ctx, only=lambda e: args.write_docs or not e.docs)
+    try:
+        outcome = compute(run, ctx, only=lambda e: args.write_docs or not e.docs)
+    except Stop as stop:
+        print(stop)
+        return stop.code
     for b, text in outcome.blocks(run).values():
         print(b.title or f"({b.name})", text, sep="\n")
     folder = out_dir(run.step, args.out)
@@ -224,6 +245,8 @@ def execute(run: Run, args: argparse.Namespace) -> int:
         for line in [e.verdict(outcome.results[e.name], ctx)]
         if line
     ]
+    for name, why in outcome.skipped.items():
+        print(f"skipped {name}: {why}")
     for e in run.experiments:  # one line each: the experiment and its TODO (its prompt, if its own)
         if todo := outcome.waiting.get(e.name):
             prompt = [e.waiting] if e.waiting and todo in e.todos else []
@@ -241,7 +264,7 @@ def execute(run: Run, args: argparse.Namespace) -> int:
 
 def record(readme: Path, outcome: Outcome, run: Run) -> None:
     """--write-docs: every recorded block into the handout, once nothing waits; say what changed."""
-    if outcome.waiting:
+    if outcome.waiting:  # an experiment an option left out keeps its recorded blocks
         print(f"{readme.name} not rewritten: its numbers need every experiment")
         return
     blocks = outcome.blocks(run, "recorded")

@@ -1,8 +1,8 @@
 """Run a step: `python -m common.run <step> [--impl starter] [--quick] [--write-docs] [--out DIR]`.
 
-The scaffolding of every step's run.py (CONTRIBUTING.md, "A step's run"): the options, from the
+The command line of every step's run (CONTRIBUTING.md, "A step's run"): the options, from the
 step's step.toml, are parsed before torch is imported, the output folder is checked before any
-work, and a TODO not written yet ends the run with one line."""
+work, then common.experiment executes the step's RUN declaration."""
 
 import argparse
 import os
@@ -11,7 +11,6 @@ from pathlib import Path
 
 from common import OUT_DIR, SOLUTIONS_DIR, STEPS_DIR, command, interpreter, shown, typed
 from common.course import Step, describe
-from common.docs import write_block
 from common.loader import IMPLS, ImplImportError, load_file, step_names
 from common.todos import optional, todo_in
 
@@ -110,13 +109,6 @@ def whose(step: str, impl: str) -> str:
     return f"{step} with the reference solution ({shown(layout.solution)}/); your code: {mine}"
 
 
-def record(args: argparse.Namespace, blocks: dict[str, str]) -> None:
-    """With --write-docs, write each block into the step's handout and say which changed."""
-    if args.write_docs:
-        changed = [name for name, body in blocks.items() if write_block(args.readme, name, body)]
-        print(f"{shown(args.readme)}: {', '.join(changed) or 'already up to date'}")
-
-
 def main(argv: list[str] | None = None) -> int:
     """Find the step, parse its options, print the environment report, then run its run.py."""
     scripts, argv = runnable(), list(sys.argv[1:] if argv is None else argv)
@@ -145,12 +137,9 @@ def main(argv: list[str] | None = None) -> int:
     print(report(), end="\n\n")
     print(whose(step, args.impl), end="\n\n")
     try:
-        module = load_file(scripts[step])
-        if hasattr(module, "RUN"):  # the one step shape: a declaration the runner executes
-            from common.experiment import execute
+        from common.experiment import execute  # the one runner of every step's declaration
 
-            return execute(module.RUN, args)
-        return module.main(args)
+        return execute(load_file(scripts[step]).RUN, args)
     except ImplImportError as exc:
         print(f"{step} stopped: {exc}")
         return 1

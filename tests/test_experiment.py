@@ -13,6 +13,8 @@ from common.experiment import (
     Figure,
     Run,
     Slot,
+    Stop,
+    answers,
     compute,
     execute,
     fresh_blocks,
@@ -179,3 +181,27 @@ def test_a_figure_drawn_again_is_drawn_once_and_a_prompt_shows_under_its_own_tod
     assert "skipped b: TODO(tiny task 2: b) not written yet\n  Predict b first.\n" in out
     assert "skipped c: TODO(tiny task 2: b) not written yet\n" in out and "Not shown" not in out
     assert (calls == ["docs"]) == write_docs and ("(d-block)\n5" in out) == write_docs
+
+
+def test_an_option_leaves_an_experiment_out_and_a_stop_is_one_line(tmp_path, capsys):
+    """skip: what uses a left-out experiment is left out too, and its slots say why; Stop: the
+    run ends with its line and its code, nothing else computed."""
+    args = argparse.Namespace(impl="solution", quick=False, out=tmp_path, write_docs=False)
+    run = Run(
+        "tiny",
+        (
+            Experiment("a", (), lambda ctx: 1, skip=lambda ctx: "--skip a"),
+            Experiment("b", (), lambda ctx: 2, uses=("a",), slots=(Slot("b", "b", int),)),
+            Experiment("c", (), lambda ctx: 3),
+        ),
+        threads=None,
+    )
+    outcome = compute(run, Context("tiny"))
+    assert outcome.results == {"c": 3} and outcome.skipped == {"a": "--skip a", "b": "--skip a"}
+    assert [a.waits for a in answers(run, outcome)] == ["--skip a"]
+
+    def stops(ctx):
+        raise Stop("the file is damaged: delete it", 7)
+
+    assert execute(Run("tiny", (Experiment("s", (), stops),), threads=None), args) == 7
+    assert capsys.readouterr().out == "the file is damaged: delete it\n"

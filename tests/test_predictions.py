@@ -10,7 +10,7 @@ import pytest
 
 from common import REPO_ROOT, STEPS_DIR, catchup, predictions
 from common.course import course
-from common.loader import load, load_file
+from common.loader import load_file
 from common.run import runnable
 from common.todos import split_id
 from tools import pristine
@@ -43,19 +43,10 @@ def test_each_run_answers_exactly_the_slots_of_its_template():
     """The slots a step's run.py answers are its template's keys, in its order (no part run)."""
     runs = {step: load_file(runnable()[step]) for step in STEPS}
     declared = {  # the one step shape: the slots are in the declaration
-        step: [s.key for e in run.RUN.experiments for s in e.slots]
-        for step, run in runs.items()
-        if hasattr(run, "RUN")
+        step: [s.key for e in run.RUN.experiments for s in e.slots] for step, run in runs.items()
     }
     for step, keys in declared.items():
         assert keys == predictions.slots(step), step
-    not_moved = {  # steps whose run.py is not yet a declaration
-        "lab-01": lambda run: run.answers(None, None, {}),
-        "step-06": lambda run: run.answers(load("step-06", "train", "solution"), True, None),
-    }
-    made = {step: made(runs[step]) for step, made in not_moved.items() if step not in declared}
-    for step, answers in made.items():
-        assert [a.key for a in answers] == predictions.slots(step), step
 
 
 def test_the_generator_ships_the_empty_template_in_the_starter():
