@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from common import STEPS_DIR, hint, predictions, shown
-from common.course import course_step
+from common.course import course_step, is_step
 from common.guard import Judges, TookTooLong, Watchdog, refusal
-from common.loader import is_step, load, source
+from common.loader import load, source
 from common.screen import RunFacts, progress_line, step_lines, symptom_tests
 from common.status import Place, StarterFacts, StepStatus, TestResult, record, step_status
 from common.todos import (
