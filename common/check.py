@@ -14,9 +14,9 @@ import pytest
 
 from common import REPO_ROOT, STEPS_DIR, command, shown
 from common.collect import BROKEN, JUDGES, STEPS_UNDER_TEST, Collector, code_place
-from common.course import course_step
+from common.course import course_step, step_names
 from common.guard import Judges, TookTooLong, Watchdog, allow_exit, refuse_exit
-from common.loader import ImplImportError, check_syntax, load, py_files, step_names
+from common.loader import ImplImportError, check_syntax, load, py_files
 from common.todos import module_name, optional, todo_in
 
 TIMEOUT = 10.0  # CPU seconds a test of the check may use (pytest-timeout's --timeout N changes it)

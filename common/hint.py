@@ -14,8 +14,8 @@ import textwrap
 from pathlib import Path
 
 from common import OUT_DIR, STEPS_DIR, command, shown, todos
-from common.course import course_step
-from common.loader import py_files, step_names
+from common.course import course_step, step_names
+from common.loader import py_files
 
 LEVELS = 3  # the HINT parts; level 4 is the reference code
 

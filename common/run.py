@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 from common import OUT_DIR, SOLUTIONS_DIR, STEPS_DIR, command, interpreter, shown, typed
-from common.course import Step, describe
-from common.loader import IMPLS, ImplImportError, load_file, step_names
+from common.course import course_step, describe, step_names
+from common.loader import IMPLS, ImplImportError, load_file
 from common.todos import optional, todo_in
 
 TYPES = {"int": int, "float": float, "str": str}
@@ -102,7 +102,7 @@ def not_written(step: str, exc: NotImplementedError) -> tuple[int, str]:
 
 def whose(step: str, impl: str) -> str:
     """The run's first line: whose code it runs, so the reference's numbers are not taken for yours."""
-    layout = Step(step, STEPS_DIR / step)
+    layout = course_step(step)  # a checkpoint's reference is its own folder, solutions/<step>/
     if impl == "starter":
         return f"{step} with your starter ({shown(layout.starter)}/)"
     mine = command(f"pixi run {step} --impl starter", f"python -m common.run {step} --impl starter")

@@ -104,7 +104,7 @@ def symptom_lines(step: str, failures: dict[str, str]) -> list[str]:
 def next_step(step: str) -> str | None:
     """The step after `step` in course order, and where its handout is (None after the last)."""
     try:
-        steps = [s for s in course() if s.folder.parent == STEPS_DIR]
+        steps = [s for s in course() if not s.checkpoint]
         order = next(s.order for s in steps if s.name == step)
     except (StopIteration, OSError, ValueError):  # a step without its step.toml: no course order
         return None

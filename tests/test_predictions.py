@@ -9,7 +9,7 @@ import tomllib
 import pytest
 
 from common import REPO_ROOT, STEPS_DIR, catchup, predictions
-from common.course import course
+from common.course import at, course
 from common.loader import load_file
 from common.run import runnable
 from common.todos import split_id
@@ -28,7 +28,7 @@ def mine(tmp_path, monkeypatch):
     (tmp_path / "s" / "starter").mkdir()
     template = 'raw_std = ""  # at d_k = 64\nfamily = ""  # a pattern\n'
     (tmp_path / "s" / "solution" / predictions.FILE).write_text(template, encoding="utf-8")
-    monkeypatch.setattr(predictions, "STEPS_DIR", tmp_path)
+    monkeypatch.setattr(predictions, "course_step", lambda name: at(tmp_path / name))
     return tmp_path / "s" / "starter" / predictions.FILE
 
 

@@ -129,12 +129,12 @@ def _without_time(text: str) -> str:
 def caught_up_with_a_bug(dest: Path, old: str, new: str) -> Path:
     """A pristine steps folder under `dest`: lab-01 caught up (the reference as its starter), then
     `old` replaced by `new` in its attention.py."""
-    from common.course import Step
+    from common.course import at
     from tools import pristine
 
     steps = pristine(["lab-01"], dest)
     step = steps / "lab-01"
-    layout = Step("lab-01", step)
+    layout = at(step)
     shutil.rmtree(layout.starter)
     shutil.copytree(layout.solution, layout.starter)
     path = step / BUGGY_FILE
@@ -159,7 +159,7 @@ def checked(steps: Path, step: str, args=()) -> tuple[str, dict]:
 
 def untouched_screen(step: str) -> tuple[str, dict]:
     """The check on a step's untouched starter (a pristine copy of every step)."""
-    from common.loader import step_names
+    from common.course import step_names
     from tools import pristine
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -178,7 +178,7 @@ def bug_screen(old: str, new: str) -> tuple[str, dict, list[str]]:
 def screens(names: list[str] | None = None) -> dict[str, tuple[str, dict]]:
     """name -> (the screen as the check prints it now, the model's input): steps by name, bugs by
     their BUGS name."""
-    from common.loader import step_names
+    from common.course import step_names
 
     bugs = {b[0]: b for b in BUGS}
     names = names if names is not None else [*step_names(), *bugs]
