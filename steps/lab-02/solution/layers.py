@@ -44,7 +44,7 @@ def sinusoidal(T: int, d: int) -> torch.Tensor:
     """[T, d] float32: row pos is the sinusoidal encoding of position pos (Vaswani et al. §3.5)."""
     check_size(T, "T")
     check_size(d, "d", even=True)
-    # BEGIN SOLUTION TODO(lab-02 task 1: sinusoidal)
+    # BEGIN SOLUTION TODO(lab-02 task 1.1: sinusoidal)
     # CONTRACT: returns [T, d] float32. Column pair i is (sin(pos·ω_i), cos(pos·ω_i)) with
     #   ω_i = frequencies(d // 2, d)[i]; the course's layout interleaves them: sin in the even
     #   column 2i, cos in the odd column 2i + 1, as the paper's PE(pos, 2i) and PE(pos, 2i + 1).
@@ -68,7 +68,7 @@ def sinusoidal(T: int, d: int) -> torch.Tensor:
 def rope(x: torch.Tensor, start: int = 0) -> torch.Tensor:
     """[..., T, d_head] -> the same shape: row t rotated for position start + t (Su et al. 2021)."""
     check_rope_input(x, start)
-    # BEGIN SOLUTION TODO(lab-02 task 2: rope)
+    # BEGIN SOLUTION TODO(lab-02 task 1.2: rope)
     # CONTRACT: returns x's shape and dtype. Row t is at position m = start + t; its columns
     #   (2i, 2i + 1), adjacent pairs as in the paper, are turned as one 2-D vector by the angle
     #   m·ω_i, ω_i = frequencies(d_head // 2, d_head)[i]. Properties: every row keeps its norm;
@@ -96,7 +96,7 @@ def rope(x: torch.Tensor, start: int = 0) -> torch.Tensor:
 def dropout(x: torch.Tensor, p: float, training: bool, generator: torch.Generator) -> torch.Tensor:
     """Inverted dropout: in training, zero each entry with probability p and scale the rest by 1 / (1 - p)."""
     check_dropout(x, p, generator)
-    # BEGIN SOLUTION TODO(lab-02 task 3: dropout)
+    # BEGIN SOLUTION TODO(lab-02 task 2: dropout)
     # CONTRACT: returns x's shape and dtype. In eval mode (training False), and at p = 0, x
     #   itself, unchanged. In training, each entry is kept with probability 1 - p, drawn from
     #   `generator` (the same seed gives the same mask), and every kept entry is divided by 1 - p,

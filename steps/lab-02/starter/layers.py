@@ -45,7 +45,7 @@ def sinusoidal(T: int, d: int) -> torch.Tensor:
     check_size(T, "T")
     check_size(d, "d", even=True)
     raise NotImplementedError(
-        "TODO(lab-02 task 1: sinusoidal): returns [T, d] float32. Column pair i is (sin(pos·ω_i), cos(pos·ω_i)) with ω_i = frequencies(d // 2, d)[i]; the course's layout interleaves them: sin in the even column 2i, cos in the odd column 2i + 1, as the paper's PE(pos, 2i) and PE(pos, 2i + 1). Property: the pair at pos + k is the pair at pos rotated by the angle k·ω_i, whatever pos (README, on paper). The trap: sin in the first half of the columns and cos in the second."
+        "TODO(lab-02 task 1.1: sinusoidal): returns [T, d] float32. Column pair i is (sin(pos·ω_i), cos(pos·ω_i)) with ω_i = frequencies(d // 2, d)[i]; the course's layout interleaves them: sin in the even column 2i, cos in the odd column 2i + 1, as the paper's PE(pos, 2i) and PE(pos, 2i + 1). Property: the pair at pos + k is the pair at pos rotated by the angle k·ω_i, whatever pos (README, on paper). The trap: sin in the first half of the columns and cos in the second."
     )
 
 
@@ -53,7 +53,7 @@ def rope(x: torch.Tensor, start: int = 0) -> torch.Tensor:
     """[..., T, d_head] -> the same shape: row t rotated for position start + t (Su et al. 2021)."""
     check_rope_input(x, start)
     raise NotImplementedError(
-        "TODO(lab-02 task 2: rope): returns x's shape and dtype. Row t is at position m = start + t; its columns (2i, 2i + 1), adjacent pairs as in the paper, are turned as one 2-D vector by the angle m·ω_i, ω_i = frequencies(d_head // 2, d_head)[i]. Properties: every row keeps its norm; position 0 is the identity; a query at m and a key at n score by n - m only (on paper: R(m)ᵀ R(n) = R(n - m)). The trap: the halves pairing of GPT-NeoX and Llama (column i with column i + d_head / 2), which keeps every property but is another model's convention."
+        "TODO(lab-02 task 1.2: rope): returns x's shape and dtype. Row t is at position m = start + t; its columns (2i, 2i + 1), adjacent pairs as in the paper, are turned as one 2-D vector by the angle m·ω_i, ω_i = frequencies(d_head // 2, d_head)[i]. Properties: every row keeps its norm; position 0 is the identity; a query at m and a key at n score by n - m only (on paper: R(m)ᵀ R(n) = R(n - m)). The trap: the halves pairing of GPT-NeoX and Llama (column i with column i + d_head / 2), which keeps every property but is another model's convention."
     )
 
 
@@ -61,5 +61,5 @@ def dropout(x: torch.Tensor, p: float, training: bool, generator: torch.Generato
     """Inverted dropout: in training, zero each entry with probability p and scale the rest by 1 / (1 - p)."""
     check_dropout(x, p, generator)
     raise NotImplementedError(
-        "TODO(lab-02 task 3: dropout): returns x's shape and dtype. In eval mode (training False), and at p = 0, x itself, unchanged. In training, each entry is kept with probability 1 - p, drawn from `generator` (the same seed gives the same mask), and every kept entry is divided by 1 - p, so the mean is kept and eval needs no scaling (README, on paper); at p = 1 every entry is 0, never NaN. The trap: the 1 / (1 - p) scale forgotten."
+        "TODO(lab-02 task 2: dropout): returns x's shape and dtype. In eval mode (training False), and at p = 0, x itself, unchanged. In training, each entry is kept with probability 1 - p, drawn from `generator` (the same seed gives the same mask), and every kept entry is divided by 1 - p, so the mean is kept and eval needs no scaling (README, on paper); at p = 1 every entry is 0, never NaN. The trap: the 1 / (1 - p) scale forgotten."
     )
