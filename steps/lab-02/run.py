@@ -1,20 +1,15 @@
-"""lab-02: Step 4's permutation table with four kinds of positions, and what dropout's scale keeps."""
+"""lab-02's run: Step 4's permutation table with four kinds of positions, and dropout's scale."""
 
-from common import predictions
 from common.docs import exact, last_digit, markdown_table
-from common.loader import load, load_file, step_dir
-from common.run import record
+from common.experiment import Block, Experiment, Run, Slot
+from common.loader import load_file, step_dir
 
 STEP = "lab-02"
 HERE = step_dir(STEP)
 experiments = load_file(HERE / "experiments.py")
-CACHE = HERE / "cache_run.py"  # task 3's experiments (the KV cache), when that file is there
+CACHE = HERE / "cache_run.py"  # task 3 (the KV cache): its EXPERIMENTS join this run's when present
 SHOW_P = 0.5  # the dropout rate the prediction asks about
-
-
-def cache_run():
-    """Task 3's run module (cache_run.py), or None while the step has none."""
-    return load_file(CACHE) if CACHE.exists() else None
+POSITIONS = ("lab-02 task 1.1: sinusoidal", "lab-02 task 1.2: rope")
 
 
 def shown(d: float) -> str:
@@ -50,55 +45,59 @@ def dropout_block(rows: dict) -> str:
     return markdown_table(header, table)
 
 
-def compute(layers) -> dict:
-    """Both experiments on one layers module (starter or solution)."""
-    return {
-        "positions": experiments.positions(layers),
-        "dropout": experiments.dropout_means(layers),
-    }
+def below_noise(key: str):
+    """rows -> how many kinds of positions measure below float32 noise on `key`."""
+    return lambda rows: sum(r[key] < experiments.NOISE for r in rows.values())
 
 
-def blocks(results: dict) -> dict[str, str]:
-    """The handout's generated blocks, by name."""
-    return {
-        "positions": positions_block(results["positions"]),
-        "dropout": dropout_block(results["dropout"]),
-    }
+def unscaled_ratio(rows: dict) -> float:
+    """Eval mean over the unscaled training mean at SHOW_P: what the next layer sees grow by."""
+    return rows[SHOW_P]["eval"] / rows[SHOW_P]["unscaled"]
 
 
-def answers(results: dict) -> list[predictions.Answer]:
-    """What the run measured for each slot of predictions.toml."""
-    rows, drop = results["positions"], results["dropout"][SHOW_P]
-    count = lambda key: sum(r[key] < experiments.NOISE for r in rows.values())  # noqa: E731
-    ratio = drop["eval"] / drop["unscaled"]
-    return [
-        predictions.Answer("equivariant_schemes", "kinds of positions the head commutes with", count("permuted")),
-        predictions.Answer("relative_schemes", "kinds whose scores ignore a shift", count("shifted")),
-        predictions.Answer("eval_mean_unscaled", f"eval mean / training mean, p = {SHOW_P:g}, no scale",
-                           ratio, f"{ratio:.2f}"),
-    ]  # fmt: skip
+def cache_experiments() -> tuple[Experiment, ...]:
+    """Task 3's experiments (cache_run.py's EXPERIMENTS), or none while the step has no cache run."""
+    return load_file(CACHE).EXPERIMENTS if CACHE.exists() else ()
 
 
-def main(args) -> int:
-    """`pixi run lab-02 [--write-docs]` (common.run parses the options)."""
-    results = compute(load(STEP, "layers", args.impl))
-    for name, body in blocks(results).items():
-        print(f"({name})", body, sep="\n")
-    print("", *predictions.report(STEP, answers(results)), sep="\n")
-    record(args, blocks(results))
-    cache = cache_run()
-    return 0 if cache is None else cache.main(args)
-
-
-# Shares and means of a million seeded draws: the same generator gives the same mask on every
-# machine, so they reproduce to their last digit; differences below NOISE are float32 rounding,
-# printed as "< 1e-05", so the rest of the table is the same words everywhere.
-def docs_blocks() -> dict:
-    """The handout's blocks from a fresh reference run, and how close each must come."""
-    fresh = blocks(compute(load(STEP, "layers", "solution")))
-    cache = cache_run()
-    return {
-        "positions": (fresh["positions"], last_digit(experiments.NOISE)),
-        "dropout": (fresh["dropout"], exact),
-        **({} if cache is None else cache.docs_blocks()),
-    }
+# How close a fresh run must be. The permutation table's differences of size ~1 are float32 sums
+# in one order: one unit of the third decimal; those below NOISE are rounding, printed as
+# "< 1e-05", the same words everywhere. The dropout table is shares and means of a million draws
+# of one seeded generator, the same mask on every machine, summed in float64: exact.
+RUN = Run(
+    STEP,
+    (
+        Experiment(
+            "positions",
+            POSITIONS,
+            lambda ctx: experiments.positions(ctx.load("layers")),
+            blocks=(Block("positions", positions_block, check=last_digit(experiments.NOISE)),),
+            slots=(
+                Slot(
+                    "equivariant_schemes",
+                    "kinds of positions the head commutes with",
+                    below_noise("permuted"),
+                ),
+                Slot(
+                    "relative_schemes", "kinds whose scores ignore a shift", below_noise("shifted")
+                ),
+            ),  # fmt: skip
+        ),
+        Experiment(
+            "dropout",
+            ("lab-02 task 2: dropout",),
+            lambda ctx: experiments.dropout_means(ctx.load("layers")),
+            blocks=(Block("dropout", dropout_block, check=exact),),
+            slots=(
+                Slot(
+                    "eval_mean_unscaled",
+                    f"eval mean / training mean, p = {SHOW_P:g}, no scale",
+                    unscaled_ratio,
+                    "{:.2f}".format,
+                ),
+            ),  # fmt: skip
+        ),
+        *cache_experiments(),
+    ),
+    threads=1,
+)

@@ -1,6 +1,7 @@
 """`pixi run lab-02`: the permutation table and the dropout table, on the layers under test."""
 
 from common import expect
+from common.experiment import results
 
 
 def test_only_rotary_positions_keep_the_scores_relative(run, layers):
@@ -25,10 +26,9 @@ def test_dropout_table_keeps_the_mean_and_shows_the_unscaled_one(run, layers):
         expect.equal(f"eval mean at p={p}", row["eval"], 1.0)
 
 
-def test_the_run_answers_every_prediction_and_records_its_blocks(run, layers):
-    results = run.compute(layers)
-    answers = {a.key: a.measured for a in run.answers(results)}
-    expect.equal("equivariant_schemes", answers["equivariant_schemes"], 1)
-    expect.equal("relative_schemes", answers["relative_schemes"], 2)
+def test_the_run_answers_every_prediction(run, request):
+    done = results(run.RUN, request.config.getoption("--impl"))
+    answers = {s.key: s.value(done[e.name]) for e in run.RUN.experiments for s in e.slots}
+    expect.equal("equivariant_schemes", answers["equivariant_schemes"], 1, "no positions only")
+    expect.equal("relative_schemes", answers["relative_schemes"], 2, "none and rotary")
     expect.close("eval_mean_unscaled", answers["eval_mean_unscaled"], 2.0, atol=0.02)
-    expect.equal("the blocks", sorted(run.blocks(results)), ["dropout", "positions"])
