@@ -99,4 +99,23 @@ BUGS = [
 
 # Survivors of python -m tools.mutate that no test can kill (step.toml [mutation] equivalent),
 # keyed as its Mutant.key: "<module> <function>: <before> => <after>", with the reason.
-EQUIVALENT: dict[str, str] = {}
+EQUIVALENT: dict[str, str] = {
+    "layers sinusoidal: angle = torch.outer(torch.arange(T, dtype=torch.float64), "
+    "frequencies(d // 2, d)) => angle = torch.outer(torch.arange(T, dtype=torch.float64), "
+    "frequencies(d / 2, d))": (
+        "d is even (check_size): d / 2 is a whole float, and arange(4.0, dtype=float64) is arange(4)"
+    ),
+    "layers rope: angle = torch.outer(positions, frequencies(d_head // 2, d_head)) => "
+    "angle = torch.outer(positions, frequencies(d_head / 2, d_head))": (
+        "d_head is even (check_rope_input): d_head / 2 is a whole float, the same arange"
+    ),
+    "layers dropout: if not training or p == 0: => if not training or p == -1:": (
+        "at p = 0 the mask keeps every entry (rand >= 0) and the scale is 1 / 1: the same values, "
+        "in a new tensor, and the contract does not ask for the same object"
+    ),
+    "layers dropout: keep = torch.rand(x.shape, generator=generator, dtype=x.dtype) >= p => "
+    "keep = torch.rand(x.shape, generator=generator, dtype=x.dtype) > p": (
+        "the two differ only where a draw equals p exactly, one draw in 2**24 at most: no share or "
+        "mean test can see it"
+    ),
+}

@@ -56,6 +56,10 @@ def test_sinusoidal_pos_plus_k_is_pos_rotated_by_an_angle_of_k_only(layers):
         )
 
 
+def test_sinusoidal_of_one_position_and_one_pair_is_sin_0_cos_0(layers):
+    expect.equal("sinusoidal(1, 2)", layers.sinusoidal(1, 2), torch.tensor([[0.0, 1.0]]))
+
+
 @pytest.mark.given  # the argument checks come before your code
 @pytest.mark.parametrize(("T", "d"), [(0, 8), (8, 7), (8, 0), (2.0, 8), (True, 8)])
 def test_sinusoidal_refuses_bad_sizes(layers, T, d):
@@ -99,6 +103,7 @@ def test_rope_keeps_every_rows_norm(layers):
 def test_rope_at_position_0_is_the_identity(layers):
     x = randn(3, 1, 8, seed=3)  # (B, T = 1, d_head): one row, at position 0
     expect.equal("rope(x) at position 0", layers.rope(x, 0), x, "a turn by angle 0")
+    expect.equal("rope(x) with start left out", layers.rope(x), x, "start defaults to 0")
 
 
 def test_rope_scores_depend_on_n_minus_m_only(layers):
@@ -128,6 +133,7 @@ def test_rope_keeps_the_dtype_and_turns_float64_exactly(layers):
         (torch.zeros(8), 0, r"\[\.\.\., T, d_head\]"),
         (torch.zeros(4, 8), -1, "start must be an int >= 0"),
         (torch.zeros(4, 8), 1.5, "start must be an int >= 0"),
+        ([[0.0, 0.0]], 0, "got list"),
     ],
 )
 def test_rope_refuses_bad_input_naming_what_came(layers, x, start, says):
