@@ -35,6 +35,11 @@ ASKED = {
         "previous_token_layers": ("the layers you expect to hold", "heads"),
         "broad_heads": ("how many of the 16 heads stay broad", "heads"),
     },
+    "lab-02": {
+        "equivariant_schemes": ("how many leave it equivariant", "positions"),
+        "relative_schemes": ("How many give the same scores", "positions"),
+        "eval_mean_unscaled": ("Predict `eval_mean_unscaled`", "dropout"),
+    },
 }
 STEPS = [s.name for s in course() if (s.solution / predictions.FILE).is_file()]
 

@@ -33,7 +33,7 @@ def mine(tmp_path, monkeypatch):
 
 
 def test_every_step_with_a_predict_then_run_prompt_has_its_slots():
-    assert STEPS == ["lab-01", "step-04", "step-05", "step-06"]
+    assert STEPS == ["lab-01", "step-04", "step-05", "step-06", "lab-02"]
     for step in STEPS:
         template = tomllib.loads(predictions.path(step, "solution").read_text(encoding="utf-8"))
         assert template and set(template.values()) == {predictions.EMPTY}, step  # all empty

@@ -1,0 +1,85 @@
+"""Inverted dropout: the identity in eval mode, the share of zeros, the mean kept, a seeded mask."""
+
+import math
+
+import pytest
+import torch
+
+from common import expect
+from common.seeding import generator, randn
+
+N = 200_000  # entries per statistical test: the binomial bounds below are then ~0.005 wide
+
+
+def binomial_bound(p: float, n: int = N) -> float:
+    """Six standard deviations of a share of n Bernoulli(p) draws: false alarms ~1e-9."""
+    return 6 * math.sqrt(p * (1 - p) / n)
+
+
+@pytest.mark.parametrize("p", [0.0, 0.3, 1.0])
+def test_dropout_is_the_identity_in_eval_mode(layers, p):
+    x = randn(4, 8, seed=0)
+    expect.equal(f"dropout(x, p={p}, training=False)", layers.dropout(x, p, False, generator(0)), x)
+
+
+def test_dropout_at_p_0_is_the_identity_in_training(layers):
+    x = randn(4, 8, seed=0)
+    expect.equal("dropout(x, p=0, training=True)", layers.dropout(x, 0.0, True, generator(0)), x)
+
+
+def test_dropout_at_p_1_gives_zeros_not_nan(layers):
+    x = randn(4, 8, seed=0)
+    out = layers.dropout(x, 1.0, True, generator(0))
+    expect.finite("dropout(x, p=1)", out, "1 / (1 - p) is 1 / 0 at p = 1")
+    expect.equal("dropout(x, p=1)", out, torch.zeros_like(x), "every entry dropped")
+
+
+@pytest.mark.parametrize("p", [0.1, 0.5, 0.8])
+def test_dropout_zeros_a_share_p_within_binomial_bounds(layers, p):
+    out = layers.dropout(torch.ones(N), p, True, generator(1))
+    share = (out == 0).float().mean().item()
+    expect.close(f"share of zeros at p={p}", share, p, atol=binomial_bound(p),
+                 why="p is the share dropped, not the share kept")  # fmt: skip
+
+
+@pytest.mark.parametrize("p", [0.1, 0.5, 0.8])
+def test_dropout_keeps_the_mean(layers, p):
+    out = layers.dropout(torch.ones(N), p, True, generator(2))
+    kept = out[out != 0]
+    expect.close(f"kept entries at p={p}", kept, torch.full_like(kept, 1 / (1 - p)), atol=1e-6,
+                 why="each kept entry is scaled by 1 / (1 - p)")  # fmt: skip
+    # the mean of N entries of 0 or 1 / (1 - p): its spread is the share's, scaled by 1 / (1 - p)
+    expect.close(f"mean of dropout(ones) at p={p}", out.mean().item(), 1.0,
+                 atol=binomial_bound(p) / (1 - p), why="the 1 / (1 - p) scale keeps it")  # fmt: skip
+
+
+def test_dropout_keeps_the_shape_and_dtype(layers):
+    x = randn(2, 3, 5, seed=3, dtype=torch.float64)
+    out = layers.dropout(x, 0.5, True, generator(0))
+    expect.shape("dropout(x)", out, x.shape)
+    expect.equal("dropout(x).dtype", out.dtype, torch.float64)
+
+
+def test_dropout_same_seed_same_mask_other_seed_other_mask(layers):
+    x = torch.ones(1000)
+    first = layers.dropout(x, 0.5, True, generator(7))
+    expect.equal("masks from generator(7), twice", layers.dropout(x, 0.5, True, generator(7)), first,
+                 "the mask is drawn from the generator passed in")  # fmt: skip
+    other = layers.dropout(x, 0.5, True, generator(8))
+    expect.differs("masks from generator(7) and generator(8)", other, first)
+
+
+@pytest.mark.given
+@pytest.mark.parametrize(
+    ("p", "x", "g", "says"),
+    [
+        (-0.1, torch.ones(3), generator(0), r"p must be a number in \[0, 1\].*got -0.1"),
+        (1.5, torch.ones(3), generator(0), r"p must be a number in \[0, 1\].*got 1.5"),
+        (float("nan"), torch.ones(3), generator(0), r"p must be .*got nan"),
+        (0.5, torch.ones(3, dtype=torch.int64), generator(0), "float tensor, got torch.int64"),
+        (0.5, torch.ones(3), None, "must be a torch.Generator .*got NoneType"),
+    ],
+)
+def test_dropout_refuses_bad_input_naming_what_came(layers, p, x, g, says):
+    with pytest.raises(ValueError, match=says):
+        layers.dropout(x, p, True, g)

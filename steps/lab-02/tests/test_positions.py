@@ -1,0 +1,141 @@
+"""Sinusoidal and rotary positions: their properties as proofs, and parity with an independent computation."""
+
+import math
+
+import pytest
+import torch
+
+from common import expect
+from common.seeding import randn
+
+FLOAT32 = 1e-5  # float32 rounding of values of size ~1, after a few products: a few units of 2**-23
+
+
+def omega(i: int, d: int) -> float:
+    """The angle per position of column pair i, from the paper's formula, in plain Python."""
+    return 1.0 / 10000.0 ** (2 * i / d)
+
+
+# ---- sinusoidal
+
+
+def test_sinusoidal_is_T_by_d_and_bounded(layers):
+    pe = layers.sinusoidal(50, 16)
+    expect.shape("sinusoidal(50, 16)", pe, (50, 16))
+    expect.equal("its dtype", pe.dtype, torch.float32)
+    expect.at_most("|sinusoidal(50, 16)|", pe.abs(), 1.0, "sines and cosines lie in [-1, 1]")
+
+
+def test_sinusoidal_matches_the_papers_formula_computed_one_entry_at_a_time(layers):
+    T, d = 40, 12
+    pe = layers.sinusoidal(T, d)
+    want = torch.tensor(
+        [
+            [(math.sin if c % 2 == 0 else math.cos)(pos * omega(c // 2, d)) for c in range(d)]
+            for pos in range(T)
+        ]
+    )  # (T, d) PE(pos, 2i) = sin, PE(pos, 2i + 1) = cos
+    expect.close("sinusoidal(40, 12) - the paper's PE", pe, want, atol=FLOAT32)
+
+
+def test_sinusoidal_pos_plus_k_is_pos_rotated_by_an_angle_of_k_only(layers):
+    T, d = 64, 8
+    pe = layers.sinusoidal(T, d).double()  # (T, d)
+    for k in (1, 3, 17):
+        s, c = pe[k, 0::2], pe[k, 1::2]  # (d/2,) sin(k·ω_i), cos(k·ω_i): the angle of k alone
+        a, b = pe[: T - k, 0::2], pe[: T - k, 1::2]  # (T - k, d/2) the pairs at pos
+        turned_sin = a * c + b * s  # sin(x + y) = sin x cos y + cos x sin y
+        turned_cos = b * c - a * s  # cos(x + y) = cos x cos y - sin x sin y
+        got = torch.stack((pe[k:, 0::2], pe[k:, 1::2]))  # (2, T - k, d/2) the pairs at pos + k
+        expect.close(
+            f"pairs at pos + {k} - pairs at pos rotated by the angle at {k}",
+            got,
+            torch.stack((turned_sin, turned_cos)),
+            atol=FLOAT32,
+            why="each pair is (sin, cos) of one angle, interleaved",
+        )
+
+
+def test_sinusoidal_of_one_position_and_one_pair_is_sin_0_cos_0(layers):
+    expect.equal("sinusoidal(1, 2)", layers.sinusoidal(1, 2), torch.tensor([[0.0, 1.0]]))
+
+
+@pytest.mark.given  # the argument checks come before your code
+@pytest.mark.parametrize(("T", "d"), [(0, 8), (8, 7), (8, 0), (2.0, 8), (True, 8)])
+def test_sinusoidal_refuses_bad_sizes(layers, T, d):
+    with pytest.raises(ValueError, match="must be (a positive int|even)"):
+        layers.sinusoidal(T, d)
+
+
+# ---- rotary
+
+
+def complex_rope(x: torch.Tensor, start: int) -> torch.Tensor:
+    """RoPE as the paper writes it: adjacent pairs as complex numbers times e^{i·m·ω}, in float64."""
+    T, d_head = x.shape[-2], x.shape[-1]
+    z = torch.view_as_complex(x.double().reshape(*x.shape[:-1], d_head // 2, 2).contiguous())
+    w = torch.tensor([omega(i, d_head) for i in range(d_head // 2)], dtype=torch.float64)
+    m = torch.arange(start, start + T, dtype=torch.float64)
+    turn = torch.polar(torch.ones(T, d_head // 2, dtype=torch.float64), torch.outer(m, w))
+    return torch.view_as_real(z * turn).flatten(-2)  # (..., T, d_head)
+
+
+@pytest.mark.parametrize("start", [0, 7])
+def test_rope_matches_the_complex_number_computation(layers, start):
+    x = randn(2, 3, 10, 16, seed=1)  # (B, h, T, d_head)
+    got = layers.rope(x, start)
+    expect.shape("rope(x)", got, x.shape)
+    expect.close(
+        f"rope(x, start={start}) - complex rope (adjacent pairs)",
+        got.double(),
+        complex_rope(x, start),
+        atol=FLOAT32,
+        why="the pairs are adjacent columns (2i, 2i + 1), as in the paper",
+    )
+
+
+def test_rope_keeps_every_rows_norm(layers):
+    x = randn(4, 32, 16, seed=2)  # (B, T, d_head)
+    got = layers.rope(x, 5)
+    expect.close("|rope(x)| - |x| per row", got.norm(dim=-1), x.norm(dim=-1), atol=FLOAT32)
+
+
+def test_rope_at_position_0_is_the_identity(layers):
+    x = randn(3, 1, 8, seed=3)  # (B, T = 1, d_head): one row, at position 0
+    expect.equal("rope(x) at position 0", layers.rope(x, 0), x, "a turn by angle 0")
+    expect.equal("rope(x) with start left out", layers.rope(x), x, "start defaults to 0")
+
+
+def test_rope_scores_depend_on_n_minus_m_only(layers):
+    """Shift the query and the key by the same s: the score q_m · k_n stays (float32 tolerance)."""
+    q, k = randn(1, 16, seed=4), randn(1, 16, seed=5)  # (1, d_head) each
+    for m, n in ((0, 3), (5, 2), (9, 9)):
+        score = (layers.rope(q, m) @ layers.rope(k, n).T).item()
+        for s in (1, 10, 200):
+            shifted = (layers.rope(q, m + s) @ layers.rope(k, n + s).T).item()
+            expect.close(f"score(q at {m + s}, k at {n + s}) - score at ({m}, {n})", shifted,
+                         score, atol=1e-4, why="R(m)ᵀ R(n) = R(n - m)")  # fmt: skip
+
+
+def test_rope_keeps_the_dtype_and_turns_float64_exactly(layers):
+    x = randn(6, 8, seed=6, dtype=torch.float64)  # (T, d_head)
+    got = layers.rope(x, 3)
+    expect.equal("rope(float64).dtype", got.dtype, torch.float64)
+    expect.close("rope(x) - complex rope, float64", got, complex_rope(x, 3), atol=1e-12)
+
+
+@pytest.mark.given
+@pytest.mark.parametrize(
+    ("x", "start", "says"),
+    [
+        (torch.zeros(4, 7), 0, "d_head must be even"),
+        (torch.zeros(4, 8, dtype=torch.int64), 0, "float tensor"),
+        (torch.zeros(8), 0, r"\[\.\.\., T, d_head\]"),
+        (torch.zeros(4, 8), -1, "start must be an int >= 0"),
+        (torch.zeros(4, 8), 1.5, "start must be an int >= 0"),
+        ([[0.0, 0.0]], 0, "got list"),
+    ],
+)
+def test_rope_refuses_bad_input_naming_what_came(layers, x, start, says):
+    with pytest.raises(ValueError, match=says):
+        layers.rope(x, start)
