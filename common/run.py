@@ -146,6 +146,10 @@ def main(argv: list[str] | None = None) -> int:
     print(whose(step, args.impl), end="\n\n")
     try:
         module = load_file(scripts[step])
+        if hasattr(module, "RUN"):  # the one step shape: a declaration the runner executes
+            from common.experiment import execute
+
+            return execute(module.RUN, args)
         return module.main(args)
     except ImplImportError as exc:
         print(f"{step} stopped: {exc}")
