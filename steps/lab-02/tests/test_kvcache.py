@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from common import expect
-from common.loader import load
+from common.experiment import Context
+from common.loader import load, load_file, step_dir
 from common.seeding import generator, seed_all
 
 V, T_MAX, D, H, N_LAYER = 16, 8, 32, 4, 2  # a small GPT: d_head = 8; T_max small, to pass it
@@ -220,6 +221,30 @@ def test_sampled_ids_equal_step_5_generate_in_float64(kv):
     expected = model.generate(idx, 2 * T_MAX, generator=generator(6))
     got = kv.generate(model, idx, 2 * T_MAX, generator=generator(6))
     expect.equal("the sampled ids", got, expected, "the same generator draws the same ids")
+
+
+# --- the run's experiments (cache_run.py), --quick: what they compute, never how fast ----------
+
+
+@pytest.mark.slow
+def test_the_cache_experiments_compute_sizes_parity_and_a_figure(impl, tmp_path):
+    cache_run = load_file(step_dir("lab-02") / "cache_run.py")
+    ctx = Context("lab-02", impl, quick=True)
+    sizes = cache_run.cache_sizes(ctx)
+    expect.equal("GPT-2 small's cache, MB", round(sizes[1]["MB"], 1), 75.5, "18,874,368 x 4 bytes")
+    r = cache_run.speed(ctx)
+    expect.equal("contexts timed", [row["T"] for row in r["rows"]], list(cache_run.QUICK_CONTEXTS))
+    for row in r["rows"]:
+        expect.at_most(
+            f"the timed step's logit distance at T={row['T']}", row["parity"], LOGITS_TOL
+        )
+        expect.at_least(f"cached seconds at T={row['T']}", row["cached"]["seconds"], 0.0)
+    expect.equal("the verdict", cache_run.logits_differ(r, ctx), None)
+    expect.equal(
+        "the speed block names the machine", "Recorded on" in cache_run.speed_block(r), True
+    )
+    path = cache_run.speed_figure(r, tmp_path / "cache_speed_quick.png")
+    expect.equal("the figure is written", path.stat().st_size > 0, True)
 
 
 # --- given: the formula and bad input -----------------------------------------------------------
