@@ -40,9 +40,9 @@ class KVCache:
     def append(self, layer, k, v):
         """Add the new positions' keys and values (B, h, t, d_head) to `layer`'s; return all of them."""
         # BEGIN SOLUTION TODO(lab-02 task 3a: KVCache.append)
-        # CONTRACT: return the pair (keys, values) of `layer` after the append, each (B, h, P + t,
-        #   d_head): the P positions held before, then the t new ones, in order along the position
-        #   axis, and keep them in self.keys[layer] and self.values[layer]. Property: after a
+        # CONTRACT: return the pair (keys, values) this layer holds after the append, each (B, h,
+        #   P + t, d_head): the P positions held before, then the t new ones, in order along the
+        #   position axis; the cache's two lists keep them at the layer's index. Property: after a
         #   forward of T positions the cache holds 2 * n_layer * B * h * T * d_head numbers (the
         #   handout's count). The trap: keeping only the new keys, so each query sees itself alone.
         # HINT 1: the first append of a layer finds None and stores the new tensors; every later
@@ -163,13 +163,13 @@ def next_logits(model, idx, cache=None):
     """Logits (B, V) of the id after idx (B, T), and the cache, which now holds the ids it was fed."""
     check_state(model, idx, cache)
     # BEGIN SOLUTION TODO(lab-02 task 3d: next_logits)
-    # CONTRACT: return the pair (logits (B, V), cache): the logits equal model(idx[:, -T_max:])'s
-    #   last row, Step 5's uncached next-token logits. With no cache, make one and prefill it
-    #   with the last T_max ids in one forward; with a cache that holds all of idx but its last
-    #   id, feed that one id; with a full cache (T_max positions), make a new one and prefill it
-    #   again. Property: past T_max the equality holds too. The trap: sliding the full cache
-    #   (dropping its oldest position), when each cached key has its position's embedding baked
-    #   in and was computed by layers that saw tokens now out of the window.
+    # CONTRACT: return the pair (logits (B, V), cache): the logits are Step 5's uncached ones, the
+    #   last row of the model's logits on the last T_max ids at most. With no cache, make one
+    #   and prefill it with those ids in one forward; with a cache that holds all of idx but its
+    #   newest id, feed that one id; with a full cache (T_max positions), make a new one and
+    #   prefill it again. Property: past T_max the equality holds too. The trap: sliding the full
+    #   cache (dropping its oldest position), when each cached key has its position's embedding
+    #   baked in and was computed by layers that saw tokens now out of the window.
     # HINT 1: three cases, two of which do the same thing: start (or restart) from the window, or
     #   feed the newest id.
     # HINT 2: KVCache(model, B) makes an empty cache; forward_cached (task 3c) feeds it;
