@@ -1,0 +1,308 @@
+"""lab-02 task 3, the KV cache: cached logits and ids against Step 5's uncached GPT, the cache's
+size, the positions of new ids, the rebuild past T_max; and bad input.
+
+Tests marked `given` call only code the starter gives (the cache's constructor, the input checks).
+"""
+
+import pytest
+import torch
+
+from common import expect
+from common.experiment import Context
+from common.loader import load, load_file, step_dir
+from common.seeding import generator, seed_all
+
+V, T_MAX, D, H, N_LAYER = 16, 8, 32, 4, 2  # a small GPT: d_head = 8; T_max small, to pass it
+B = 2
+# Logits after n_layer blocks, the cached run's matrices of another shape than the uncached run's,
+# so summed in another order: a few rounding units of 1 (2**-23 ~ 1.2e-7) per product, added up.
+LOGITS_TOL = 1e-5
+
+
+@pytest.fixture
+def kv(impl):
+    """The kvcache module under test (starter or solution, per --impl, or an override)."""
+    return load("lab-02", "kvcache", impl)
+
+
+def model_of(kv, seed=0, T_max=T_MAX, dtype=torch.float32):
+    """Step 5's GPT, seeded, in eval mode (it has no dropout: eval changes nothing, but says so)."""
+    seed_all(seed)
+    return kv.GPT(V, T_max, D, H, N_LAYER).to(dtype).eval()
+
+
+def ids(shape, seed=1):
+    """Seeded token ids of `shape` in [0, V)."""
+    return torch.randint(V, shape, generator=generator(seed))
+
+
+def uncached_next(model, idx):
+    """Step 5's next-token logits (B, V): the model on the last T_max ids, its last row."""
+    return model(idx[:, -model.T_max :])[0][:, -1, :]
+
+
+def worst(got, expected):
+    """The largest |got - expected|, a float: the figure the parity tests print."""
+    return (got.double() - expected.double()).abs().max().item()
+
+
+# --- task 3a: the cache keeps what it is given ------------------------------------------------
+
+
+def test_append_joins_the_new_positions_after_the_held_ones(kv):
+    cache = kv.KVCache(model_of(kv), B)
+    k1, v1, k2, v2 = (
+        torch.randn(B, H, t, D // H, generator=generator(s))
+        for s, t in ((1, 3), (2, 3), (3, 1), (4, 1))
+    )
+    got = cache.append(0, k1, v1)
+    expect.members("append's first result", got, (k1, v1), ("keys", "values"))
+    keys, values = cache.append(0, k2, v2)
+    expect.equal("keys after two appends", keys, torch.cat((k1, k2), dim=2), "old, then new")
+    expect.equal("values after two appends", values, torch.cat((v1, v2), dim=2))
+    expect.equal("cache.keys[0]", cache.keys[0], keys, "the cache keeps what append returns")
+    expect.equal("cache.keys[1]", cache.keys[1], None, "another layer's keys are its own")
+
+
+# --- task 3b: cached attention is Step 5's attention ------------------------------------------
+
+
+def cached_attention_run(kv, pieces):
+    """Step 5's attention of layer 0 on 7 positions, and the cached attention fed them in `pieces`."""
+    model = model_of(kv)
+    attn = model.blocks[0].attn
+    x = torch.randn(B, 7, D, generator=generator(5))  # (B, 7, d)
+    cache = kv.KVCache(model, B)
+    with torch.no_grad():
+        got = [kv.cached_attention(attn, x[:, a:b], cache, 0) for a, b in pieces]  # (B, b - a, d)
+        return torch.cat(got, dim=1), attn(x), cache  # (B, 7, d) each
+
+
+def test_cached_attention_of_a_prefill_is_step_5_causal_attention(kv):
+    got, expected, cache = cached_attention_run(kv, [(0, 7)])
+    print(f"max |cached - Step 5| over 7 positions fed at once: {worst(got, expected):.2e}")
+    expect.close("the prefill's attention", got, expected, LOGITS_TOL, "each query sees its past")
+    expect.shape("layer 0's cached keys", cache.keys[0], (B, H, 7, D // H))
+
+
+def test_cached_attention_gives_step_5_attention_at_the_new_rows(kv):
+    got, expected, cache = cached_attention_run(kv, [(0, 4), (4, 6), (6, 7)])
+    print(f"max |cached - Step 5| over 7 positions fed as 4, 2, 1: {worst(got, expected):.2e}")
+    expect.close("cached attention", got, expected, LOGITS_TOL, "each new query at its own row")
+    expect.shape("layer 0's cached values", cache.values[0], (B, H, 7, D // H))
+
+
+# --- task 3c: the forward of the new ids only -------------------------------------------------
+
+
+def test_the_prefill_gives_the_uncached_logits(kv):
+    model, idx = model_of(kv), ids((B, 5))
+    with torch.no_grad():
+        got = kv.forward_cached(model, idx, kv.KVCache(model, B))  # (B, 5, V)
+        expected = model(idx)[0]
+    print(f"max |prefill - uncached| over {idx.shape[1]} positions: {worst(got, expected):.2e}")
+    expect.close("the prefill's logits", got, expected, LOGITS_TOL)
+
+
+def test_new_ids_are_embedded_at_the_positions_after_the_cached_ones(kv):
+    model, idx = model_of(kv), ids((B, 7))
+    seen = []  # the positions of each call, as pos_emb receives them
+    model.pos_emb.register_forward_hook(lambda module, args, out: seen.append(args[0].tolist()))
+    cache = kv.KVCache(model, B)
+    with torch.no_grad():
+        for a, b in ((0, 4), (4, 5), (5, 7)):
+            kv.forward_cached(model, idx[:, a:b], cache)
+    expect.equal(
+        "the positions of three calls",
+        seen,
+        [[0, 1, 2, 3], [4], [5, 6]],
+        "a new id's position is what the cache holds, not 0 each call",
+    )
+
+
+def test_one_new_id_gives_the_uncached_last_row(kv):
+    model, idx = model_of(kv), ids((B, 6))
+    cache = kv.KVCache(model, B)
+    with torch.no_grad():
+        kv.forward_cached(model, idx[:, :5], cache)  # prefill 5 positions
+        got = kv.forward_cached(model, idx[:, 5:], cache)[:, -1]  # (B, V): the sixth
+        expected = model(idx)[0][:, -1]
+    print(f"max |one cached step - uncached|: {worst(got, expected):.2e}")
+    expect.close("the logits of the sixth id", got, expected, LOGITS_TOL, "embedded at position 5")
+
+
+def test_the_cache_holds_2_n_layer_B_h_T_d_head_numbers(kv):
+    model, idx = model_of(kv), ids((B, 6))
+    cache = kv.KVCache(model, B)
+    with torch.no_grad():
+        kv.forward_cached(model, idx[:, :5], cache)
+        kv.forward_cached(model, idx[:, 5:], cache)
+    for name, tensors in (("keys", cache.keys), ("values", cache.values)):
+        expect.equal(f"len(cache.{name})", len(tensors), N_LAYER, "one tensor per layer")
+        for layer, t in enumerate(tensors):
+            expect.shape(f"cache.{name}[{layer}]", t, (B, H, 6, D // H))
+    counted = sum(t.numel() for t in cache.keys + cache.values)
+    expect.equal(
+        "numbers in the cache's tensors",
+        counted,
+        kv.cache_numbers(N_LAYER, B, H, 6, D // H),
+        "2 * n_layer * B * h * T * d_head",
+    )
+    expect.equal("cache.length", cache.length, 6)
+
+
+# --- task 3d: next_logits and generate --------------------------------------------------------
+
+
+def test_logits_at_every_generated_position_equal_the_uncached_models(kv):
+    model, idx = model_of(kv), ids((B, 3))
+    cache, distances = None, []
+    with torch.no_grad():
+        for _ in range(2 * T_MAX):  # past T_max: the window slides, the cache is rebuilt
+            logits, cache = kv.next_logits(model, idx, cache)  # (B, V)
+            distances.append(worst(logits, uncached_next(model, idx)))
+            idx = torch.cat((idx, logits.argmax(-1, keepdim=True)), dim=1)
+    print(
+        f"max |cached - uncached| at each of {len(distances)} positions: "
+        + " ".join(f"{d:.1e}" for d in distances)
+    )
+    for T, d in enumerate(distances, start=3):
+        where = "past" if T > T_MAX else "within"
+        expect.at_most(
+            f"max |cached - uncached| with T={T} ids ({where} T_max)",
+            d,
+            LOGITS_TOL,
+            "the cache changes the speed, not the logits",
+        )
+
+
+def test_a_full_cache_is_rebuilt_from_the_window_not_slid(kv):
+    model, idx = model_of(kv), ids((B, T_MAX + 1))
+    with torch.no_grad():
+        _, full = kv.next_logits(model, idx[:, :T_MAX])  # T_max ids: the cache is full
+        _, cache = kv.next_logits(model, idx, full)  # one more: the window moved by one
+        fresh = kv.KVCache(model, B)
+        kv.forward_cached(model, idx[:, -T_MAX:], fresh)  # the window's own prefill
+    expect.equal("the cache's length after the window moved", cache.length, T_MAX)
+    for layer in range(N_LAYER):
+        expect.close(
+            f"layer {layer}'s keys",
+            cache.keys[layer],
+            fresh.keys[layer],
+            LOGITS_TOL,
+            "every key has its position baked in: the window's prefill, not a slide",
+        )
+
+
+def test_generate_prefills_once_then_feeds_one_id_at_a_time(kv):
+    model, idx = model_of(kv), ids((B, 5))
+    fed = []  # the number of ids of each forward, as tok_emb receives them
+    model.tok_emb.register_forward_hook(lambda module, args, out: fed.append(args[0].shape[1]))
+    kv.generate(model, idx, max_new_tokens=6, greedy=True)
+    # 5 ids, then 1 each, until T_max = 8 are held; then the full cache is rebuilt from the window
+    expect.equal("ids per forward", fed, [5, 1, 1, 1, 8, 8], "prefill, then one id, then rebuilds")
+
+
+def test_greedy_ids_equal_uncached_greedy_generation(kv):
+    model, idx = model_of(kv, seed=2), ids((B, 3), seed=3)
+    expected = idx
+    with torch.no_grad():
+        for _ in range(2 * T_MAX):  # Step 5's loop, the likeliest id each time
+            expected = torch.cat(
+                (expected, uncached_next(model, expected).argmax(-1, keepdim=True)), 1
+            )
+    got = kv.generate(model, idx, max_new_tokens=2 * T_MAX, greedy=True)
+    expect.equal("the greedy ids", got, expected, "the cache changes the speed, not the text")
+
+
+def test_sampled_ids_equal_step_5_generate_in_float64(kv):
+    model, idx = model_of(kv, seed=4, dtype=torch.float64), ids((B, 3), seed=5)
+    # float64: logits equal to ~1e-15, so no draw falls between two probabilities' rounding
+    expected = model.generate(idx, 2 * T_MAX, generator=generator(6))
+    got = kv.generate(model, idx, 2 * T_MAX, generator=generator(6))
+    expect.equal("the sampled ids", got, expected, "the same generator draws the same ids")
+
+
+# --- the run's experiments (cache_run.py), --quick: what they compute, never how fast ----------
+
+
+@pytest.mark.slow
+def test_the_cache_experiments_compute_sizes_parity_and_a_figure(impl, tmp_path):
+    cache_run = load_file(step_dir("lab-02") / "cache_run.py")
+    ctx = Context("lab-02", impl, quick=True)
+    sizes = cache_run.cache_sizes(ctx)
+    expect.equal("GPT-2 small's cache, MB", round(sizes[1]["MB"], 1), 75.5, "18,874,368 x 4 bytes")
+    r = cache_run.speed(ctx)
+    expect.equal("contexts timed", [row["T"] for row in r["rows"]], list(cache_run.QUICK_CONTEXTS))
+    for row in r["rows"]:
+        expect.at_most(
+            f"the timed step's logit distance at T={row['T']}", row["parity"], LOGITS_TOL
+        )
+        expect.at_least(f"cached seconds at T={row['T']}", row["cached"]["seconds"], 0.0)
+    expect.equal("the verdict", cache_run.logits_differ(r, ctx), None)
+    expect.equal(
+        "the speed block names the machine", "Recorded on" in cache_run.speed_block(r), True
+    )
+    path = cache_run.speed_figure(r, tmp_path / "cache_speed_quick.png")
+    expect.equal("the figure is written", path.stat().st_size > 0, True)
+
+
+# --- given: the formula and bad input -----------------------------------------------------------
+
+
+@pytest.mark.given
+def test_gpt2_small_cache_per_sequence_in_mb(kv):
+    # GPT-2 small: 12 layers, 12 heads of 64, T_max 1024; float32, 4 bytes a number
+    mb = kv.cache_numbers(n_layer=12, B=1, h=12, T=1024, d_head=64) * 4 / 1e6
+    expect.close(
+        "GPT-2 small's cache per sequence, MB", mb, 75.497472, 1e-9, "2 * 12 * 1024 * 768 * 4"
+    )
+
+
+@pytest.mark.given
+@pytest.mark.parametrize(
+    "cache_of, idx_shape, message",
+    [
+        (
+            lambda kv, m: kv.KVCache(m, 3),
+            (B, 2),
+            "made for batch size B=3, got ids of batch size B=2",
+        ),
+        (
+            lambda kv, m: kv.KVCache(m, B, torch.float64),
+            (B, 2),
+            "holds torch.float64 .* are torch.float32",
+        ),
+        (
+            lambda kv, m: kv.KVCache(m, B),
+            (B, T_MAX + 1),
+            "holds 0 of T_max=8 positions, so at most 8 more fit, got 9",
+        ),
+        (lambda kv, m: "cache", (B, 2), "cache must be a KVCache, got str"),
+    ],
+    ids=["batch size", "dtype", "too long", "not a cache"],
+)
+def test_a_cache_that_cannot_take_the_ids_is_refused(kv, cache_of, idx_shape, message):
+    model = model_of(kv)
+    with pytest.raises(ValueError, match=message):
+        kv.forward_cached(model, ids(idx_shape), cache_of(kv, model))
+
+
+@pytest.mark.given
+def test_a_cache_out_of_step_with_the_ids_is_refused(kv):
+    model, cache = model_of(kv), kv.KVCache(model_of(kv), B)
+    with pytest.raises(ValueError, match=r"holds 0 positions and idx has T=3: .* hold T - 1 = 2"):
+        kv.next_logits(model, ids((B, 3)), cache)
+
+
+@pytest.mark.given
+@pytest.mark.parametrize("size", [0, -1, 2.0, True])
+def test_a_bad_batch_size_is_refused(kv, size):
+    with pytest.raises(ValueError, match=f"B must be a positive int, got {size!r}"):
+        kv.KVCache(model_of(kv), size)
+
+
+@pytest.mark.given
+def test_generate_refuses_bad_sampling_settings(kv):
+    with pytest.raises(ValueError, match="temperature must be a finite number > 0, got 0"):
+        kv.generate(model_of(kv), ids((B, 2)), 3, temperature=0)
