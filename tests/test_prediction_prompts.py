@@ -39,6 +39,7 @@ ASKED = {
         "equivariant_schemes": ("how many leave it equivariant", "positions"),
         "relative_schemes": ("How many give the same scores", "positions"),
         "eval_mean_unscaled": ("Predict `eval_mean_unscaled`", "dropout"),
+        "cache_speedup": ("Write your answer to the speed question", "cache-speed"),
     },
 }
 STEPS = [s.name for s in course() if (s.solution / predictions.FILE).is_file()]

@@ -1,11 +1,12 @@
 """lab-02's run: Step 4's permutation table with four kinds of positions, and dropout's scale."""
 
+from common.course import course_step
 from common.docs import exact, last_digit, markdown_table
 from common.experiment import Block, Experiment, Run, Slot
-from common.loader import load_file, step_dir
+from common.loader import load_file
 
 STEP = "lab-02"
-HERE = step_dir(STEP)
+HERE = course_step(STEP).folder
 experiments = load_file(HERE / "experiments.py")
 CACHE = HERE / "cache_run.py"  # task 3 (the KV cache): its EXPERIMENTS join this run's when present
 SHOW_P = 0.5  # the dropout rate the prediction asks about

@@ -8,8 +8,9 @@ import pytest
 import torch
 
 from common import expect
+from common.course import course_step
 from common.experiment import Context
-from common.loader import load, load_file, step_dir
+from common.loader import load, load_file
 from common.seeding import generator, seed_all
 
 V, T_MAX, D, H, N_LAYER = 16, 8, 32, 4, 2  # a small GPT: d_head = 8; T_max small, to pass it
@@ -228,7 +229,7 @@ def test_sampled_ids_equal_step_5_generate_in_float64(kv):
 
 @pytest.mark.slow
 def test_the_cache_experiments_compute_sizes_parity_and_a_figure(impl, tmp_path):
-    cache_run = load_file(step_dir("lab-02") / "cache_run.py")
+    cache_run = load_file(course_step("lab-02").folder / "cache_run.py")
     ctx = Context("lab-02", impl, quick=True)
     sizes = cache_run.cache_sizes(ctx)
     expect.equal("GPT-2 small's cache, MB", round(sizes[1]["MB"], 1), 75.5, "18,874,368 x 4 bytes")
