@@ -7,7 +7,7 @@ tests of one bug together, on one process of xdist, and the run is not repeated.
 
 import pytest
 
-from common import STEPS_DIR, WHOLE_RUNS
+from common import STEPS_DIR
 from common.bugs import Bug, broken_copy
 from common.check import short_traceback
 from common.course import course_step
@@ -37,7 +37,7 @@ class Scan:
         self.messages: dict[str, str | None] = {}  # test -> message (None: no AssertionError)
 
     def pytest_collection_modifyitems(self, items):
-        items.sort(key=lambda item: bool(WHOLE_RUNS.search(item.nodeid)))  # stable: keeps order
+        items.sort(key=lambda item: item.get_closest_marker("whole_run") is not None)  # stable
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item, call):
