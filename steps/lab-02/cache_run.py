@@ -29,7 +29,7 @@ PARITY_TOL = 1e-4  # cached against uncached logits of the timed model (d = 128,
 # (label, n_layer, h, d_head, T, bytes a number): the cache of one sequence (B = 1), full
 CACHES = [
     (
-        "the timed GPT above, float32",
+        "the full run's timed GPT, float32",
         SPEED["n_layer"],
         SPEED["h"],
         SPEED["d"] // SPEED["h"],
@@ -261,6 +261,8 @@ EXPERIMENTS = (
                 "uncached / cached time per new token at the longest context",
                 value=lambda r: round(r["rows"][-1]["speedup"], 1),
                 shown=lambda x: f"{x}x",
+                quick="uncached / cached time per new token (--quick: a tiny GPT, T <= 32, "
+                "not the model the question asks about)",
             ),
         ),
         verdict=logits_differ,
