@@ -24,6 +24,7 @@ import pytest
 from common import REPO_ROOT
 from tests.test_grade import STEP, caught_up_starter, with_change
 from tools import sandbox
+from tools.autograder import main as autograder
 from tools.grade import PER_TEST, Grade, grade, gradescope, text
 from tools.grading import Worker
 from tools.sandbox import Limits, resource
@@ -264,7 +265,15 @@ class Graded:
     changed: list[str]  # course files that changed
 
 
-def grade_class(tmp: Path, names: list[str] | None = None) -> Graded:
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory) -> Path:
+    """lab-01's autograder zip, which holds the reference: built once, read by every mode's theft."""
+    out = tmp_path_factory.mktemp("bundle") / "autograder-lab-01.zip"
+    assert autograder([STEP, "--out", str(out)]) == 0 and out.is_file()
+    return out
+
+
+def grade_class(tmp: Path, bundle: Path, names: list[str] | None = None) -> Graded:
     """Grade the hostile cases (all, or `names`) with one worker in the current mode."""
     marker = f"hostile-{uuid.uuid4().hex}"
     reference = caught_up_starter(tmp / "caught-up")
@@ -275,12 +284,6 @@ def grade_class(tmp: Path, names: list[str] | None = None) -> Graded:
             (root / STOLEN).parent.mkdir(parents=True)
             shutil.copy2(REFERENCE, root / STOLEN)
             clones[where] = root / STOLEN
-        bundle = tmp / "bundle" / "autograder-lab-01.zip"
-        made = subprocess.run(
-            [sys.executable, "-m", "tools.autograder", STEP, "--out", str(bundle)],
-            cwd=REPO_ROOT, capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
-        assert made.returncode == 0 and bundle.is_file(), made.stderr
         cases = hostile_cases(marker, clones, bundle)
         cases = {k: v for k, v in cases.items() if names is None or k in names}
         before = snapshot(*WATCHED)
@@ -343,10 +346,10 @@ def _bwrap_problem() -> str:
 
 
 @pytest.fixture(scope="module")
-def in_bwrap(tmp_path_factory) -> Graded:
+def in_bwrap(tmp_path_factory, bundle) -> Graded:
     if why := _bwrap_problem():
         pytest.skip(why)
-    return grade_class(tmp_path_factory.mktemp("bwrap"))
+    return grade_class(tmp_path_factory.mktemp("bwrap"), bundle)
 
 
 @pytest.mark.parametrize("name", CASES)
@@ -380,13 +383,13 @@ USER_CASES += ["a daemon that outlives the grade", "a child that holds stdout op
 USER_CASES += ["processes left behind", "importing the step's own reference"]
 
 
-def graded_in(mode: str, tmp: Path, names: list[str]) -> Graded:
+def graded_in(mode: str, tmp: Path, bundle: Path, names: list[str]) -> Graded:
     """grade_class with COURSE_GRADE_SANDBOX=`mode` (sandbox.mode is cached: cleared around)."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("COURSE_GRADE_SANDBOX", mode)
         sandbox.mode.cache_clear()
         try:
-            return grade_class(tmp, names)
+            return grade_class(tmp, bundle, names)
         finally:
             sandbox.mode.cache_clear()
 
@@ -407,14 +410,14 @@ def _user_mode_problem() -> str:
 
 
 @pytest.fixture(scope="module")
-def as_nobody(tmp_path_factory) -> Graded:
+def as_nobody(tmp_path_factory, bundle) -> Graded:
     """The user-mode cases, graded as root with COURSE_GRADE_SANDBOX=user (no namespace used)."""
     if why := _user_mode_problem():
         pytest.skip(why)
     closed = [*REPO_ROOT.glob("steps/*/solution"), REPO_ROOT / "out", REPO_ROOT / ".git"]
     kept = {p: p.stat().st_mode for p in closed if p.exists()}  # user mode closes these: put back
     try:
-        return graded_in("user", tmp_path_factory.mktemp("user"), USER_CASES)
+        return graded_in("user", tmp_path_factory.mktemp("user"), bundle, USER_CASES)
     finally:
         for path, mode in kept.items():
             path.chmod(mode)
@@ -439,10 +442,10 @@ THEFTS = [n for n in USER_CASES if n.startswith("reading")]  # every theft, each
 
 
 @pytest.fixture(scope="module")
-def uncontained(tmp_path_factory) -> Graded:
+def uncontained(tmp_path_factory, bundle) -> Graded:
     """The thefts graded with COURSE_GRADE_SANDBOX=none: where nothing contains the code, each
     works (which shows the contained runs above stop thefts that are real)."""
-    return graded_in("none", tmp_path_factory.mktemp("none"), THEFTS)
+    return graded_in("none", tmp_path_factory.mktemp("none"), bundle, THEFTS)
 
 
 def test_uncontained_every_line_says_so_and_a_theft_is_not_stopped(uncontained):
