@@ -13,7 +13,7 @@ STEPS_DIR = Path(os.environ.get("COURSE_STEPS_DIR", REPO_ROOT / "steps")).resolv
 SOLUTIONS_DIR = REPO_ROOT / "solutions"
 OUT_DIR = REPO_ROOT / "out"
 # Test files that check whole runs and handouts; tests of the code itself are shown and run first.
-WHOLE_RUNS = re.compile(r"test_(docs|run|experiments|lecture)\.py")
+WHOLE_RUNS = re.compile(r"test_(docs|run|run_story|experiments|lecture)\.py")
 
 
 def command(pixi: str, python: str) -> str:

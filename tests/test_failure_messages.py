@@ -7,15 +7,11 @@ import pytest
 
 from common.bugs import broken_copy
 from common.course import course_step
-from common.loader import load_file
-from tools.symptoms import SUITE_ARGS, run_with, targets
+from tools.symptoms import SUITE_ARGS, injector, run_with, targets
 
 # All the failures, not the first only; slow tests only draw figures
 ARGS = [arg for arg in SUITE_ARGS if arg != "-x"]
-STEP_06 = course_step("step-06")
-CHECKS = load_file(STEP_06.folder / "checks.py")  # Step 6's curated bugs, one line each
 CASES = [(step, module, bug) for step, module, bugs in targets() for bug in bugs]
-CASES += [("step-06", "train", bug) for bug in CHECKS.BUGS]
 
 
 def bare(message: str) -> bool:
@@ -65,12 +61,8 @@ def test_a_message_that_names_its_value_is_not_bare(message):
 )
 def test_every_failure_of_a_curated_bug_names_what_was_expected(step, module, bug):
     layout = course_step(step)
-    if step == "step-06":  # its bugs are lines of train.py, which the checks of test_train.py run
-        copy, tests = CHECKS.broken(bug), layout.tests / "test_train.py"
-    else:
-        copy = broken_copy(layout.solution, module, bug, layout.mutation_module("symptoms").broken)
-        tests = layout.tests
-    seen = run_with(step, module, copy, Messages(), [str(tests), *ARGS]).seen
+    copy = broken_copy(layout.solution, module, bug, injector(layout))
+    seen = run_with(step, module, copy, Messages(), [str(layout.tests), *ARGS]).seen
     assert seen, f"{step}'s suite passes with '{bug.name}': the scan saw no failure to judge"
     bad = [
         f"  {test}: {message.strip()[:100]!r}"

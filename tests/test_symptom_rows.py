@@ -6,13 +6,10 @@ import pytest
 
 from common.bugs import Bug, broken_copy
 from common.course import course_step
-from common.loader import load_file
 from common.screen import Symptom, recognised, symptom_lines, symptom_rows
-from tools.symptoms import failures, symptoms, targets
+from tools.symptoms import failures, injector, targets
 
-CHECKS = load_file(course_step("step-06").folder / "checks.py")  # Step 6's bugs and its checks
 CASES = [(step, module, bug) for step, module, bugs in targets() for bug in bugs]
-CASES += [("step-06", "train", bug) for bug in CHECKS.BUGS]
 
 
 def named_tests(rows: list[Symptom]) -> list[str]:
@@ -24,15 +21,12 @@ def named_tests(rows: list[Symptom]) -> list[str]:
 def injected(step: str, module: str, bug: Bug) -> dict[str, str]:
     """The failures of the tests a step's symptom table names, with `bug` in a copy of `module`."""
     layout = course_step(step)
-    if step == "step-06":
-        copy = CHECKS.broken(bug)
-    else:
-        copy = broken_copy(layout.solution, module, bug, symptoms(layout).broken)
+    copy = broken_copy(layout.solution, module, bug, injector(layout))
     return failures(step, module, copy, named_tests(symptom_rows(step)))
 
 
 def own_row(step: str, bug: Bug) -> Symptom:
-    """The table's row of a curated bug (Step 6's symptom starts with the bug's name)."""
+    """The table's row of a curated bug."""
     rows = [r for r in symptom_rows(step) if r.symptom.endswith(bug.breaks.replace("\\|", "|"))]
     assert len(rows) == 1, (
         f"expected one row of steps/{step}/README.md for {bug.name!r}, got {rows}"
@@ -98,9 +92,8 @@ def test_a_failure_that_says_another_thing_is_not_the_row():
     case = "steps/step-06/tests/test_train.py::test_check[check_eval_mode]"
     graph = "  AssertionError: estimate_loss built a graph: torch.no_grad()"
     shown = [r.symptom for r in recognised(symptom_rows("step-06"), {case: graph})]
-    assert len(shown) == 1 and shown[0].startswith("evaluated with gradients"), (
-        f"expected the row 'evaluated with gradients' alone, got {shown}"
-    )
+    graphs = next(b for b in course_step("step-06").bugs() if b.name == "evaluated with gradients")
+    assert shown == [graphs.breaks], f"expected the row {graphs.breaks!r} alone, got {shown}"
 
 
 def test_several_rows_are_one_of_these():

@@ -7,7 +7,6 @@ from pathlib import Path
 import torch
 
 from common import predictions
-from common.bugs import recognised_by
 from common.docs import exact, last_digit, markdown_table
 from common.figures import figure_path, out_dir
 from common.loader import load, load_file
@@ -46,14 +45,6 @@ def config_block(train) -> str:
         markdown_table(header, rows)
         + f"\nln V = ln {V} = {math.log(V):.3f}: the loss of a uniform guess.\n"
     )
-
-
-def symptoms_block() -> str:
-    """The classic bugs: what they look like, the check that catches each, and the fix."""
-    rows = [
-        [b.name, b.breaks, f"`test_check[{b.check}]`", recognised_by(b), b.fix] for b in checks.BUGS
-    ]
-    return markdown_table(["Bug", "Symptom", "Check that fails", "Recognised by", "Fix"], rows)
 
 
 def labels_block() -> str:
@@ -173,7 +164,6 @@ def induction_verdicts(r) -> list[tuple[str, bool]]:
 
 CHECKED = {
     "config": config_block,
-    "symptoms": lambda _: symptoms_block(),
     "labels": lambda _: labels_block(),
 }
 
