@@ -4,8 +4,17 @@ symptom table, and the check's recorded screens (tools/screens.py) of lab-01 cau
 from common.bugs import Bug
 from common.loader import reference
 
-broken = reference("lab-01", "broken")  # the tests each kind of bug leaves passing, named once
-UPSTREAM = broken.MASK_TESTS + broken.PADDING_TESTS  # a bug after the masks leaves their tests
+known = reference("lab-01", "broken")  # broken.py: the tests each kind of bug leaves passing
+UPSTREAM = known.MASK_TESTS + known.PADDING_TESTS  # a bug after the masks leaves their tests
+# a bug of the multi-head module leaves one head's attention right: a failure of these is not it
+ONE_HEAD = (
+    "test_weights_above_the_diagonal_are_exactly_zero",
+    "test_unmasked_matches_sdpa",
+    "test_changing_a_future_key_or_value_leaves_earlier_outputs_identical",
+    "test_modules_with_a_causal_mask_isolate_earlier_tokens[SelfAttention]",
+)
+# a mistake of the scale, the mask's axes or the output projection keeps the heads causal
+CAUSAL_HEADS = ("test_modules_with_a_causal_mask_isolate_earlier_tokens[MultiHeadSelfAttention]",)
 
 # the rows of the handout's symptom table, in its order
 BUGS = [
@@ -16,7 +25,7 @@ BUGS = [
         "triangle (lesson 5, 1.1); look at which triangle the causal mask is cut from",
         old="return torch.tril(torch.ones(",
         new="return torch.triu(torch.ones(",
-        passes=broken.ONE_CELL,
+        passes=known.ONE_CELL,
     ),
     Bug(
         "no mask",
@@ -25,7 +34,7 @@ BUGS = [
         "look at where the scores meet the mask",
         old="return torch.tril(torch.ones(seq_len, seq_len)).bool()",
         new="return torch.ones(seq_len, seq_len).bool()",
-        passes=broken.ONE_CELL,
+        passes=known.ONE_CELL,
     ),
     Bug(
         "inverted polarity",
@@ -35,6 +44,7 @@ BUGS = [
         "False; look at the condition the fill is given",
         old='scores = scores.masked_fill(~mask, float("-inf"))',
         new='scores = scores.masked_fill(mask, float("-inf"))',
+        passes=UPSTREAM,  # the masks are built right and read backwards
     ),
     Bug(
         "no diagonal",
@@ -53,7 +63,7 @@ BUGS = [
         old="weights = stable_softmax(scores, dim=-1)",
         new="weights = stable_softmax(q @ k.transpose(-2, -1) * scale, dim=-1)"
         " * (1.0 if mask is None else mask)",
-        passes=(*UPSTREAM, *broken.PADDED_KEYS, "test_unmasked_matches_sdpa"),
+        passes=(*UPSTREAM, *known.PADDED_KEYS, "test_unmasked_matches_sdpa"),
     ),
     Bug(
         "mask after softmax, renormalised",
@@ -65,7 +75,7 @@ BUGS = [
         new="weights = stable_softmax(q @ k.transpose(-2, -1) * scale, dim=-1)"
         " * (1.0 if mask is None else mask)\n"
         "    weights = weights / weights.sum(dim=-1, keepdim=True)",
-        passes=UPSTREAM + broken.ROW_TESTS,
+        passes=UPSTREAM + known.ROW_TESTS,
     ),
     Bug(
         "masked with 0 instead of -inf",
@@ -89,7 +99,7 @@ BUGS = [
         "(d_head, never d_model); look at where the scores are made",
         old="scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale",
         new="scale = 1.0 if scale is None else scale",
-        passes=UPSTREAM + broken.ROW_TESTS,
+        passes=UPSTREAM + known.ROW_TESTS,
     ),
     Bug(
         "softmax over the wrong axis",
@@ -101,7 +111,7 @@ BUGS = [
         # a mask applied after the softmax fails it; the wrong axis leaves it passing
         passes=(
             *UPSTREAM,
-            *broken.PADDED_KEYS,
+            *known.PADDED_KEYS,
             "test_changing_a_padding_token_changes_no_output_row",
         ),
     ),
@@ -112,7 +122,7 @@ BUGS = [
         "mask and the padding; look at how the two are combined",
         old="return causal & padding",
         new="return causal | padding",
-        passes=broken.MASK_TESTS,
+        passes=known.MASK_TESTS,
     ),
     Bug(
         "padding inverted",
@@ -121,7 +131,7 @@ BUGS = [
         "at how the padding enters the combination, and that it gets a query axis",
         old="causal & padding[:, None, :]",
         new="causal & ~padding[:, None, :]",
-        passes=broken.MASK_TESTS,
+        passes=known.MASK_TESTS,
     ),
     Bug(
         "no max shift",
@@ -138,6 +148,7 @@ BUGS = [
         "must be replaced before the subtraction (task 1); look at the row maximum in stable_softmax",
         old='m = m.masked_fill(m == float("-inf"), 0.0)',
         new="m = m + 0.0",
+        passes=(*UPSTREAM, ONE_HEAD[0], ONE_HEAD[2]),  # a causal row keeps its diagonal
     ),
     Bug(
         "scale by d_model",
@@ -146,6 +157,7 @@ BUGS = [
         "scale already uses (task 6); look at the scale MultiHeadSelfAttention.forward passes",
         old="out, weights = scaled_dot_product_attention(q, k, v, mask)  #",
         new="out, weights = scaled_dot_product_attention(q, k, v, mask, 1 / math.sqrt(self.d_model))  #",
+        passes=UPSTREAM + ONE_HEAD + CAUSAL_HEADS,
     ),
     Bug(
         "split without a transpose",
@@ -155,6 +167,7 @@ BUGS = [
         "of the positions (task 6); look at the axis order split_heads returns",
         old="return x.transpose(1, 2)  # (B, T, h, d_head) -> (B, h, T, d_head)",
         new="return x.reshape(B, self.n_heads, T, self.d_head)",
+        passes=UPSTREAM + ONE_HEAD,
     ),
     Bug(
         "view after a transpose",
@@ -163,6 +176,7 @@ BUGS = [
         "needs a call that copies when it must (task 6); look at the last line of merge_heads",
         old="return x.reshape(B, T, h * d_head)",
         new="return x.view(B, T, h * d_head)",
+        passes=UPSTREAM + ONE_HEAD,
     ),
     Bug(
         "merge with view",
@@ -171,6 +185,7 @@ BUGS = [
         "at the axis order merge_heads reshapes",
         old="x = x.transpose(1, 2)  # (B, h, T, d_head) -> (B, T, h, d_head), no longer contiguous",
         new="x = x.contiguous()",
+        passes=UPSTREAM + ONE_HEAD,
     ),
     Bug(
         "no head axis",
@@ -179,6 +194,7 @@ BUGS = [
         "MultiHeadSelfAttention.forward shapes the mask",
         old="mask = mask.expand(B, T, T).unsqueeze(1)",
         new="mask = mask.expand(B, T, T)",
+        passes=UPSTREAM + ONE_HEAD + CAUSAL_HEADS,
     ),
     Bug(
         "no out_proj",
@@ -187,6 +203,7 @@ BUGS = [
         "look at what forward returns",
         old="return self.out_proj(self.merge_heads(out)), weights",
         new="return self.merge_heads(out), weights",
+        passes=UPSTREAM + ONE_HEAD + CAUSAL_HEADS,
     ),
 ]
 
