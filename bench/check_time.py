@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common.loader import step_names
+from common.course import step_names
 from tools import check_command, pristine
 
 

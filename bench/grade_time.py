@@ -17,7 +17,7 @@ from pathlib import Path
 from bench.check_time import wall
 from common import REPO_ROOT
 from common.catchup import catch_up
-from common.loader import step_names
+from common.course import step_names
 from tools import check_command, pristine
 
 STEPS = ["lab-01", "step-05"]

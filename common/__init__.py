@@ -2,7 +2,6 @@
 command is shown to a student (command, shown, typed). Each module is mapped in CONTRIBUTING.md."""
 
 import os
-import re
 import shutil
 import sys
 from pathlib import Path
@@ -12,8 +11,6 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 STEPS_DIR = Path(os.environ.get("COURSE_STEPS_DIR", REPO_ROOT / "steps")).resolve()
 SOLUTIONS_DIR = REPO_ROOT / "solutions"
 OUT_DIR = REPO_ROOT / "out"
-# Test files that check whole runs and handouts; tests of the code itself are shown and run first.
-WHOLE_RUNS = re.compile(r"test_(docs|run|run_story|experiments|lecture)\.py")
 
 
 def command(pixi: str, python: str) -> str:

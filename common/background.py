@@ -29,8 +29,8 @@ import webbrowser
 from pathlib import Path
 
 from common import OUT_DIR, STEPS_DIR, command, shown
+from common.course import step_names
 from common.docs import write_block
-from common.loader import step_names
 
 HOST = "127.0.0.1"  # never another interface: the cells run code as you
 DEFAULT_PORT = 2718  # marimo's own default

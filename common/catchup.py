@@ -10,9 +10,8 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from common import SOLUTIONS_DIR, command, shown, typed
-from common.course import Step
-from common.loader import step_dir, step_names
+from common import command, shown, typed
+from common.course import at, course_step, step_names
 from common.predictions import FILE as PREDICTIONS
 
 LOCK = ".catch-up.lock"  # in the step folder while a catch-up runs (git-ignored)
@@ -169,7 +168,7 @@ def _missing_tracked(solution: Path) -> list[str]:
 
 def check_reference(step: Path) -> None:
     """Refuse, before anything is touched, a reference solution that is missing, partial or unreadable."""
-    solution = Step(step.name, step).solution
+    solution = at(step).solution
     restore = f"restore it (git checkout -- {shown(solution)}, or a fresh download of the course)"
     if not solution.is_dir() or not source_files(solution):
         raise CatchUpError(f"{shown(solution)} is missing or empty: {restore}; nothing changed")
@@ -243,7 +242,7 @@ def catch_up(step: Path, now: datetime | None = None) -> tuple[Path | None, str]
     """Replace the starter of the step folder `step` by its solution; return (backup or None, message).
 
     Raises CatchUpError (one line) and leaves the starter as it was when anything goes wrong."""
-    layout = Step(step.name, step)
+    layout = at(step)
     starter, solution = layout.starter, layout.solution
     rel = shown(starter)
     with _Lock(step):
@@ -287,14 +286,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=prog, description=__doc__)
     parser.add_argument("step", nargs="?", help=f"one of: {steps}")
     step = parser.parse_args(argv).step
-    if step in step_names(SOLUTIONS_DIR):
-        run = command(f"pixi run {step}", f"python -m common.run {step}")
-        parser.error(
-            f"{step} is a checkpoint, not a step: use solutions/{step}/ as it is ({run}); "
-            f"steps you can catch up on: {steps}"
-        )
     try:
-        print(catch_up(step_dir(step))[1])
+        found = course_step(step or "")
+        if found.checkpoint:
+            run = command(f"pixi run {step}", f"python -m common.run {step}")
+            parser.error(
+                f"{step} is a checkpoint, not a step: use {shown(found.folder)}/ as it is ({run}); "
+                f"steps you can catch up on: {steps}"
+            )
+        print(catch_up(found.folder)[1])
     except ValueError as exc:  # no step, or an unknown one: the message lists the valid ones
         parser.error(str(exc))
     except CatchUpError as exc:

@@ -14,9 +14,9 @@ import pytest
 
 from common import REPO_ROOT, STEPS_DIR, command, shown
 from common.collect import BROKEN, JUDGES, STEPS_UNDER_TEST, Collector, code_place
-from common.course import course_step
+from common.course import course_step, step_names
 from common.guard import Judges, TookTooLong, Watchdog, allow_exit, refuse_exit
-from common.loader import ImplImportError, check_syntax, load, py_files, step_names
+from common.loader import ImplImportError, check_syntax, load, py_files
 from common.todos import module_name, optional, todo_in
 
 TIMEOUT = 10.0  # CPU seconds a test of the check may use (pytest-timeout's --timeout N changes it)
@@ -170,6 +170,7 @@ def pytest_runtest_makereport(item, call):
     report = yield
     report.step = _step_of(item.path)
     report.given = item.get_closest_marker("given") is not None
+    report.whole_run = item.get_closest_marker("whole_run") is not None
     exc = call.excinfo
     judges = item.config.stash.get(JUDGES, None)
     if judges and call.when == "call" and (changed := judges.restore()):

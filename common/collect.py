@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from common import STEPS_DIR, hint, predictions, shown
+from common import hint, predictions, shown
 from common.course import course_step
 from common.guard import Judges, TookTooLong, Watchdog, refusal
-from common.loader import is_step, load, source
+from common.loader import load, source
 from common.screen import RunFacts, progress_line, step_lines, symptom_tests
 from common.status import Place, StarterFacts, StepStatus, TestResult, record, step_status
 from common.todos import (
@@ -43,26 +43,10 @@ def _starter_of(step: str, solution_file: Path) -> Path:
     return layout.starter / solution_file.relative_to(layout.solution)
 
 
-def _solution_of(path: Path) -> Path | None:
-    """The solution file of a starter file (None outside a step's starter)."""
-    if not path.is_relative_to(STEPS_DIR):
-        return None
-    parts = path.relative_to(STEPS_DIR).parts
-    if len(parts) < 3 or parts[1] != "starter" or not is_step(STEPS_DIR / parts[0]):
-        return None
-    return course_step(parts[0]).solution / Path(*parts[2:])
-
-
 @functools.cache
 def _lines(path: Path) -> tuple[str, ...]:
     """A file's lines as Python reads them (a BOM, a coding cookie); each starter file read once."""
     return tuple(source(path).splitlines())
-
-
-def _is_student_line(path: Path, line: int) -> bool:
-    """Is line `line` of this file a line the student wrote in a starter?"""
-    solution = _solution_of(path)
-    return solution is not None and student_line(_lines(path), line, solution)
 
 
 def starter_facts(step: str, todos: dict[str, Todo]) -> StarterFacts:
@@ -77,7 +61,7 @@ def starter_facts(step: str, todos: dict[str, Todo]) -> StarterFacts:
         if todo.shipped and path.is_file() and (line := shipped_line(todo, source(path))):
             found[todo.id] = Place(shown(path), line, SHIPPED)  # open while that code is unchanged
         for function in todo.functions:
-            line = first_student_line(_lines(path), todo.file, function) if path.is_file() else 1
+            line = first_student_line(_lines(path), todo.given, function) if path.is_file() else 1
             starts[(todo.id, function)] = Place(shown(path), line)
     shipped = frozenset(t for t in todos if todos[t].shipped)
     return StarterFacts(found, shipped, starts, predictions.unpredicted(step, list(todos)))
@@ -106,12 +90,14 @@ class Collector:
         self.todo_at: dict = {}  # the same functions' (file, first line) -> (TODO id, function)
         self.ran: set = set()  # the (TODO id, function) pairs the running test entered
         self.uncollected: list[str] = []  # test files that could not be collected, and why
-        self.regions: dict[str, dict[str, Todo]] = {}  # step -> its TODOs, read once
+        self.regions: dict[str, dict[str, Todo]] = {}  # step -> its TODOs, parsed once per run
+        self.given: dict[Path, frozenset[str]] = {}  # a TODO's starter file -> the code it gives
         self.renamed: dict[str, str] = {}  # TODO id -> a function of it the starter no longer has
         self.stopped = ""  # why the run stopped early (a test out of time, -x), if it did
         self.interrupted: tuple | None = None  # (step, TODO) that Ctrl-C stopped
         self.current = ""  # the running test's id
         self.statuses: dict[str, StepStatus] = {}  # step -> what the screen says (--check-json)
+        self.facts: dict[str, StarterFacts] = {}  # step -> its starter as the status read it
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionstart(self, session):
@@ -137,6 +123,7 @@ class Collector:
     def _watch(self, step: str) -> None:
         """Find the code of each TODO function in the student's starter (or note it is gone)."""
         for todo in self.regions[step].values():
+            self.given[_starter_of(step, todo.file)] = todo.given
             module = load(step, todo.module, "starter")
             for name in todo.functions:
                 obj = module
@@ -186,11 +173,16 @@ class Collector:
         """No progress dots: the summary says it all (setup and teardown count for nothing)."""
         return (report.outcome if report.when == "call" or not report.passed else ""), "", ""
 
+    def _theirs(self, path: Path, line: int) -> bool:
+        """Is this line of a TODO's starter file one the student wrote, not code the starter gives?"""
+        given = self.given.get(path)
+        return given is not None and student_line(_lines(path), line, given)
+
     def _raised(self, report) -> tuple[tuple[str, str], Place] | tuple[None, None]:
         """(TODO function, line) of the innermost line of a failure that the student wrote."""
         frames = zip(getattr(report, "frames", []), getattr(report, "lines", []), strict=True)
         for frame, (path, line) in reversed(list(frames)):
-            if frame in self.todo_at and _is_student_line(Path(path), line):
+            if frame in self.todo_at and self._theirs(Path(path), line):
                 return self.todo_at[frame], Place(shown(Path(path)), line)
         return None, None
 
@@ -209,6 +201,7 @@ class Collector:
             raised_at=raised_at,
             given=getattr(report, "given", False),
             warning=getattr(report, "warning", False),
+            whole_run=getattr(report, "whole_run", False),
         )
         if getattr(report, "timeout", False):
             reached = max((t for t, _ in self.ran), key=order_key, default=None)
@@ -229,13 +222,12 @@ class Collector:
         stopped_in = (
             self.interrupted[1] if self.interrupted and self.interrupted[0] == step else None
         )
-        facts = starter_facts(step, todos)
+        self.facts[step] = facts = starter_facts(step, todos)  # read once: --check-record too
         return step_status(step, results, todos, facts, symptom_tests(step), stopped_in)
 
     def step_screen(self, step: str, progress: bool) -> list[str]:
-        """One step's lines: the screen, or --progress's one line."""
-        status = self.statuses[step] = self.status(step)
-        hint.write_next(step, status.next)  # so the hint answers for the TODO the screen names
+        """One step's lines: the screen, or --progress's one line (drawn only: nothing written)."""
+        status = self.statuses[step]
         if progress:
             used = hint.read_state(hint.state_file(step))
             return [progress_line(status, used, predictions.progress_note(step))]
@@ -257,24 +249,30 @@ class Collector:
                 continue
             if judges and step in judges.replaced:
                 write(f"{judges.replaced[step]}: the check put the originals back")
+            self.statuses[step] = self.status(step)
             for line in self.step_screen(step, progress):
                 write(line)
         for nodeid, r in self.results.items():
             if r.step is None and r.error:
                 write(f"{nodeid}: {r.error[-1].strip()}")
+        self.write_records()
+
+    def write_records(self) -> None:
+        """What the run leaves behind, written once after the screen: each step's record for the
+        hint (so it answers for the TODO the screen named Next), --check-record, --check-json."""
+        records = {s: self.as_json(s, st) for s, st in self.statuses.items()}
+        for step, data in records.items():
+            hint.keep_check(step, data)
         if path := self.config.getoption("--check-record"):  # the model's input (tests/screens/)
-            data = {
-                s: record(self.results_of(s), starter_facts(s, self.regions[s]))
-                for s in self.statuses
-            }
+            data = {s: record(self.results_of(s), self.facts[s]) for s in self.statuses}
             Path(path).write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
         if path := self.config.getoption("--check-json"):  # what the screen says, as data (grading)
-            data = {s: self.as_json(s, st) for s, st in self.statuses.items()}
-            Path(path).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+            Path(path).write_text(json.dumps(records, indent=2) + "\n", encoding="utf-8")
 
     def as_json(self, step: str, status: StepStatus) -> dict:
         """--check-json's record of one step: each TODO's state, and each test's outcome, the TODOs
-        it ran and, for a failure, its last line and whether a guard refused the code."""
+        it ran and, for a failure, its last line and whether a guard refused the code; the TODO
+        the screen named Next."""
         tests = {
             nodeid: {
                 "outcome": r.outcome,
@@ -287,7 +285,7 @@ class Collector:
             for nodeid, r in self.results_of(step).items()
         }
         todos = {t: v.as_json() for t, v in status.todos.items()}
-        return {"todos": todos, "tests": tests, "stopped": self.stopped}
+        return {"todos": todos, "tests": tests, "stopped": self.stopped, "next": status.next}
 
     def pytest_sessionfinish(self, session):
         why = session.shouldfail or session.shouldstop  # -x, --maxfail, a test out of time

@@ -1,4 +1,5 @@
-"""What each step says about itself (`step.toml`) and where its files are (`Step`: its solution,
+"""The one registry of steps: which folders are steps and checkpoints (`step_names`, `course_step`,
+`at`), what each says about itself (`step.toml`) and where its files are (`Step`: its solution,
 starter, tests, regions, open TODOs), and what is derived from it: the course map, the pixi tasks a
 step needs: `python -m common.course --write-docs` rewrites the README's map."""
 
@@ -10,7 +11,7 @@ from types import ModuleType
 
 from common import REPO_ROOT, SOLUTIONS_DIR, STEPS_DIR, shown
 from common.docs import markdown_table, write_block
-from common.loader import load_file, step_dir, step_names
+from common.loader import load_file
 from common.todos import Region, Todo, raised_in, step_regions
 
 PIXI_TOML = REPO_ROOT / "pixi.toml"
@@ -50,6 +51,7 @@ class Step:
 
     @property
     def checkpoint(self) -> bool:
+        """A checkpoint: an earlier step's reference kept under solutions/, no starter, no TODOs."""
         return self.folder.parent == SOLUTIONS_DIR
 
     @property
@@ -113,11 +115,38 @@ def describe(folder: Path) -> Step:
     return Step(folder.name, folder, **data)
 
 
-def course_step(name: str, root: Path = STEPS_DIR) -> Step:
-    """The step `name` under `root` (a ValueError lists the valid names); described when it has a
-    step.toml, else its layout alone (a step still being made)."""
-    folder = step_dir(name, root)
+def is_step(folder: Path) -> bool:
+    """A step (or checkpoint) folder holds its step.toml, or tests/ (a step still being made, a fixture).
+
+    A folder a student adds (steps/notes/) holds neither: catch-up, the check and progress skip it.
+    """
+    return folder.name[0] not in "._" and (
+        (folder / "step.toml").is_file() or (folder / "tests").is_dir()
+    )
+
+
+def step_names(root: Path = STEPS_DIR) -> list[str]:
+    """Every step folder under steps/ (or checkpoint under `root`=solutions/), sorted: the one
+    place that lists the course's folders."""
+    return sorted(p.name for p in root.iterdir() if p.is_dir() and is_step(p))
+
+
+def at(folder: Path) -> Step:
+    """The Step whose folder is `folder`, wherever it is (a copy, a fixture): described when it has
+    a step.toml, else its layout alone (a step still being made)."""
     return describe(folder) if (folder / "step.toml").is_file() else Step(folder.name, folder)
+
+
+def course_step(name: str, root: Path | None = None) -> Step:
+    """The step `name` under `root`; without a root, the step or checkpoint `name` (steps/, then
+    solutions/). A ValueError lists the valid names."""
+    roots = [root] if root else [STEPS_DIR, SOLUTIONS_DIR]
+    for where in roots:
+        if name in step_names(where):
+            return at(where / name)
+    what = f"unknown step {name!r}" if name else "name a step"
+    also = f" (checkpoints: {', '.join(step_names(SOLUTIONS_DIR))})" if root is None else ""
+    raise ValueError(f"{what}; valid steps: {', '.join(step_names(roots[0]))}{also}")
 
 
 def course(steps_dir: Path = STEPS_DIR) -> list[Step]:

@@ -55,13 +55,20 @@ def read_pins(path: Path | None = None) -> dict[str, str]:
 
 def cpu_name() -> str:
     """The processor model and logical core count, as far as this OS says (for the record)."""
-    name = platform.processor()
-    cpuinfo = Path("/proc/cpuinfo")  # Linux; elsewhere platform.processor() is usually filled in
-    if not name.strip() and cpuinfo.is_file():
+    name, cpuinfo = "", Path("/proc/cpuinfo")  # Linux; elsewhere platform.processor() says it
+    if cpuinfo.is_file():  # read first: on Linux platform.processor() starts `uname -p`
         text = cpuinfo.read_text(encoding="utf-8", errors="replace")
         models = [line for line in text.splitlines() if line.startswith("model name")]
         name = models[0].split(":", 1)[1] if models else ""
+    name = name.strip() or platform.processor()
     return f"{name.strip() or 'unknown'}, {os.cpu_count()} logical cores"
+
+
+def machine(threads: int | None = None) -> str:
+    """What a recorded number ran on: CPU, OS, torch, threads, and the load average if known."""
+    load = f", load average {os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else ""
+    used = f", {threads} torch thread{'s' if threads != 1 else ''}" if threads else ""
+    return f"{cpu_name()} ({platform.system()} {platform.machine()}{load}), torch {torch.__version__}{used}"
 
 
 def report() -> str:

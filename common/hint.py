@@ -14,8 +14,8 @@ import textwrap
 from pathlib import Path
 
 from common import OUT_DIR, STEPS_DIR, command, shown, todos
-from common.course import course_step
-from common.loader import py_files, step_names
+from common.course import course_step, step_names
+from common.loader import py_files
 
 LEVELS = 3  # the HINT parts; level 4 is the reference code
 
@@ -41,8 +41,8 @@ def write_state(path: Path, state: dict[str, int]) -> None:
     part.replace(path)
 
 
-def next_file(step: str) -> Path:
-    """Where the check keeps the TODO its screen named Next (beside the steps folder's out/)."""
+def check_file(step: str) -> Path:
+    """Where the check keeps its record of the step (beside the steps folder's out/)."""
     return STEPS_DIR.parent / "out" / "hints" / f"{step}.next.json"
 
 
@@ -55,13 +55,14 @@ def starter_print(step: str) -> str:
     return digest.hexdigest()
 
 
-def write_next(step: str, todo: str | None) -> None:
-    """Keep the TODO the check named Next, with the starter it named it for."""
-    path = next_file(step)
+def keep_check(step: str, record: dict) -> None:
+    """Keep the check's own record of the step (its --check-json entry, with the TODO it named
+    Next), with the starter it checked; the check writes it once, after its screen."""
+    path = check_file(step)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         part = path.with_name(path.name + ".part")
-        data = {"next": todo, "starter": starter_print(step)}
+        data = {**record, "starter": starter_print(step)}
         part.write_text(json.dumps(data) + "\n", encoding="utf-8")
         part.replace(path)
     except OSError:
@@ -71,7 +72,7 @@ def write_next(step: str, todo: str | None) -> None:
 def checks_next(step: str, path: Path | None = None) -> str | None:
     """The TODO the check last named Next, if the starter is unchanged since (else None)."""
     try:
-        data = json.loads((path or next_file(step)).read_text(encoding="utf-8"))
+        data = json.loads((path or check_file(step)).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     return data.get("next") if data.get("starter") == starter_print(step) else None

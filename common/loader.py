@@ -22,21 +22,6 @@ class ImplImportError(ImportError):
     """A starter or solution file that does not import; the message is one line."""
 
 
-def is_step(folder: Path) -> bool:
-    """A step (or checkpoint) folder holds its step.toml, or tests/ (a step still being made, a fixture).
-
-    A folder a student adds (steps/notes/) holds neither: catch-up, the check and progress skip it.
-    """
-    return folder.name[0] not in "._" and (
-        (folder / "step.toml").is_file() or (folder / "tests").is_dir()
-    )
-
-
-def step_names(root: Path = STEPS_DIR) -> list[str]:
-    """Every step folder under steps/ (or checkpoint under `root`=solutions/), sorted."""
-    return sorted(p.name for p in root.iterdir() if p.is_dir() and is_step(p))
-
-
 def py_files(folder: Path) -> list[Path]:
     """The .py files under `folder`, sorted; a link to a folder is not followed (it may loop)."""
     found = []
@@ -55,12 +40,11 @@ def source(path: Path) -> str:
         return path.read_bytes().decode("utf-8", errors="replace")
 
 
-def step_dir(step: str, root: Path = STEPS_DIR, kind: str = "step") -> Path:
-    """The folder of `step` under `root`, or a ValueError listing the valid names."""
-    if step not in (names := step_names(root)):
-        what = f"unknown {kind} {step!r}" if step else f"name a {kind}"
-        raise ValueError(f"{what}; valid {kind}s: {', '.join(names)}")
-    return root / step
+def _step(name: str):
+    """The registry's step or checkpoint `name` (common.course imports this module, so here)."""
+    from common.course import course_step
+
+    return course_step(name)
 
 
 def _import(package: str, folder: Path, module: str) -> ModuleType:
@@ -110,7 +94,7 @@ def load(step: str, module: str, impl: str = "solution") -> ModuleType:
         raise ValueError(f"impl must be one of {', '.join(IMPLS)}, got {impl!r}")
     if (step, module) in _overrides:
         return _overrides[(step, module)]
-    folder = step_dir(step) / impl
+    folder = _step(step).impl(impl)
     return load_from(folder, module, package_name(folder))
 
 
@@ -119,15 +103,11 @@ def reference(name: str, module: str) -> ModuleType:
     a module the step keeps beside its solution/ (steps/<name>/<module>.py) when solution/ has none.
 
     The one route a later step (and catch-up's checkpoint) takes to code it builds on."""
-    if name in step_names():
-        own = STEPS_DIR / name / f"{module}.py"  # course material of the step, not a TODO's code
-        if own.is_file() and not (own.parent / "solution" / own.name).is_file():
-            return load_from(own.parent, module, package_name(own.parent))
-        return load(name, module, "solution")
-    if name not in step_names(SOLUTIONS_DIR):
-        known = ", ".join(step_names() + step_names(SOLUTIONS_DIR))
-        raise ValueError(f"no step or checkpoint {name!r}; valid names: {known}")
-    return load_from(SOLUTIONS_DIR / name, module, package_name(SOLUTIONS_DIR / name))
+    found = _step(name)
+    own = found.folder / f"{module}.py"  # course material of the step, not a TODO's code
+    if own.is_file() and not (found.solution / own.name).is_file():
+        return load_from(found.folder, module, package_name(found.folder))
+    return load(name, module, "solution")
 
 
 def package_name(folder: Path, copy: int | None = None) -> str:

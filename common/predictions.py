@@ -10,8 +10,8 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from common import STEPS_DIR, shown
-from common.course import Step, course_step
+from common import shown
+from common.course import course_step
 from common.todos import split_id
 
 FILE = "predictions.toml"  # in starter/ (the student's) and solution/ (the empty template)
@@ -31,7 +31,7 @@ class Answer:
 
 def path(step: str, impl: str = "starter") -> Path:
     """The predictions file of a step: the student's (starter) or the empty template (solution)."""
-    return Step(step, STEPS_DIR / step).impl(impl) / FILE
+    return course_step(step).impl(impl) / FILE
 
 
 def slots(step: str) -> list[str]:

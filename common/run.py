@@ -1,8 +1,8 @@
 """Run a step: `python -m common.run <step> [--impl starter] [--quick] [--write-docs] [--out DIR]`.
 
-The scaffolding of every step's run.py (CONTRIBUTING.md, "A step's run"): the options, from the
+The command line of every step's run (CONTRIBUTING.md, "A step's run"): the options, from the
 step's step.toml, are parsed before torch is imported, the output folder is checked before any
-work, and a TODO not written yet ends the run with one line."""
+work, then common.experiment executes the step's RUN declaration."""
 
 import argparse
 import os
@@ -10,9 +10,8 @@ import sys
 from pathlib import Path
 
 from common import OUT_DIR, SOLUTIONS_DIR, STEPS_DIR, command, interpreter, shown, typed
-from common.course import Step, describe
-from common.docs import write_block
-from common.loader import IMPLS, ImplImportError, load_file, step_names
+from common.course import course_step, describe, step_names
+from common.loader import IMPLS, ImplImportError, load_file
 from common.todos import optional, todo_in
 
 TYPES = {"int": int, "float": float, "str": str}
@@ -103,18 +102,11 @@ def not_written(step: str, exc: NotImplementedError) -> tuple[int, str]:
 
 def whose(step: str, impl: str) -> str:
     """The run's first line: whose code it runs, so the reference's numbers are not taken for yours."""
-    layout = Step(step, STEPS_DIR / step)
+    layout = course_step(step)  # a checkpoint's reference is its own folder, solutions/<step>/
     if impl == "starter":
         return f"{step} with your starter ({shown(layout.starter)}/)"
     mine = command(f"pixi run {step} --impl starter", f"python -m common.run {step} --impl starter")
     return f"{step} with the reference solution ({shown(layout.solution)}/); your code: {mine}"
-
-
-def record(args: argparse.Namespace, blocks: dict[str, str]) -> None:
-    """With --write-docs, write each block into the step's handout and say which changed."""
-    if args.write_docs:
-        changed = [name for name, body in blocks.items() if write_block(args.readme, name, body)]
-        print(f"{shown(args.readme)}: {', '.join(changed) or 'already up to date'}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -145,8 +137,9 @@ def main(argv: list[str] | None = None) -> int:
     print(report(), end="\n\n")
     print(whose(step, args.impl), end="\n\n")
     try:
-        module = load_file(scripts[step])
-        return module.main(args)
+        from common.experiment import execute  # the one runner of every step's declaration
+
+        return execute(load_file(scripts[step]).RUN, args)
     except ImplImportError as exc:
         print(f"{step} stopped: {exc}")
         return 1

@@ -104,7 +104,7 @@ def symptom_lines(step: str, failures: dict[str, str]) -> list[str]:
 def next_step(step: str) -> str | None:
     """The step after `step` in course order, and where its handout is (None after the last)."""
     try:
-        steps = [s for s in course() if s.folder.parent == STEPS_DIR]
+        steps = [s for s in course() if not s.checkpoint]
         order = next(s.order for s in steps if s.name == step)
     except (StopIteration, OSError, ValueError):  # a step without its step.toml: no course order
         return None
@@ -228,7 +228,7 @@ def _owner(todo: str | None) -> str:
 def _whose(status: StepStatus) -> str:
     """': 2 of TODO(a), 1 in no TODO's code' when the failures shown are not all one TODO's, so the
     count agrees with each TODO's own line."""
-    owners = Counter(status.blame(n) for n in status.shown)
+    owners = Counter(status.owner[n] for n in status.shown)
     if len(owners) < 2:
         return ""
     return ": " + ", ".join(
@@ -249,14 +249,14 @@ def _bug_lines(status: StepStatus) -> list[str]:
             "says is worth fixing)"
         )
     first, rest = bugs[0], bugs[1:]
-    lines += [f"{first} ({_owner(status.blame(first))})", *results[first].error]
+    lines += [f"{first} ({_owner(status.owner[first])})", *results[first].error]
     failures = {n: "\n".join(results[n].error) for n in bugs}
     lines += symptom_lines(status.step, failures)
     for nodeid in rest[:3]:
         error = [line for line in results[nodeid].error if re.match(r"  [^ ]", line)]
         error = [line for line in error if not re.match(r"  \S+:\d+ in \S+$", line)]
         message = error[-1].strip() if error else ""
-        todo = status.blame(nodeid)
+        todo = status.owner[nodeid]
         owner = "" if todo == status.next and todo else f" ({_owner(todo)})"
         lines.append(f"{nodeid}{owner}: {message}"[:160])
     if len(rest) > 3:

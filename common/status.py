@@ -7,8 +7,7 @@ common/screen.py draws the screen from what it returns; --check-json writes its 
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 
-from common import WHOLE_RUNS
-from common.todos import Todo, optional
+from common.todos import Todo
 
 Function = tuple[
     str, str
@@ -40,15 +39,11 @@ class TestResult:
     raised_at: Place | None = None  # that line
     given: bool = False  # it tests code the starter gives (marked `given`)
     warning: bool = False  # it failed on a warning
+    whole_run: bool = False  # marked `whole_run` (a whole run, a handout): shown and blamed last
 
     @property
     def todos_ran(self) -> set[str]:
         return {todo for todo, _ in self.ran}
-
-    @property
-    def whole_run(self) -> bool:
-        """A test of a whole run or handout (docs, run, experiments): shown and blamed last."""
-        return bool(WHOLE_RUNS.search(self.nodeid))
 
 
 @dataclass(frozen=True)
@@ -91,23 +86,11 @@ class StepStatus:
     next_place: Place | None
     first_test: str  # the nodeid `-v -k` shows in full ("" when none)
     unpredicted: tuple[str, ...] = ()  # the prediction slots of the next TODO still empty
-
-    def blame(self, nodeid: str) -> str | None:
-        """The TODO a result belongs to: its failure's, else the one it stopped at."""
-        where = self.blamed.get(nodeid)
-        return where[0] if where else self.results[nodeid].stopped_at
-
-    @property
-    def required(self) -> list[str]:
-        return [t for t in self.todos if not optional(t)]
-
-    @property
-    def passed(self) -> int:
-        return sum(r.outcome == "passed" for r in self.results.values())
-
-    @property
-    def given(self) -> int:
-        return sum(r.outcome == "passed" and r.given for r in self.results.values())
+    # worked out once by step_status, so the screen reads them without asking back:
+    owner: dict[str, str | None] = field(default_factory=dict)  # nodeid -> the TODO it belongs to
+    required: list[str] = field(default_factory=list)  # the TODOs that are not optional
+    passed: int = 0  # tests that pass
+    given: int = 0  # of them, tests of code the starter gives
 
 
 def _wrong_functions(
@@ -156,7 +139,7 @@ def _state(todo: str, todos: dict, facts: StarterFacts, counts: dict, ran: list)
     if todo in facts.open and todo in facts.shipped:
         return "exercise"  # ships with a bug: open until its code changes
     if todo in facts.open and not (failing and not waiting):  # else: another def of it ran
-        return "optional" if optional(todo) else "todo"
+        return "optional" if todos[todo].optional else "todo"
     if failing:
         return "bug"
     if not any(r.outcome == "passed" for r in ran):  # none ran, or all wait
@@ -170,7 +153,7 @@ def _show_order(status: StepStatus, nodeid: str, symptom_tests: set[str]) -> tup
     fewest functions, then those the symptom table names."""
     r = status.results[nodeid]
     return (
-        status.blame(nodeid) != status.next,
+        status.owner[nodeid] != status.next,
         r.whole_run,
         not r.ran,
         r.raised_at is None,
@@ -191,7 +174,7 @@ def _next_place(status: StepStatus, todos: dict, facts: StarterFacts) -> Place |
     if todo in facts.open:
         return facts.open[todo]
     its_failures = sorted(
-        (n for n, r in status.results.items() if r.outcome == "failed" and status.blame(n) == todo),
+        (n for n, r in status.results.items() if r.outcome == "failed" and status.owner[n] == todo),
         key=lambda n: (status.results[n].raised_at is None, len(status.results[n].ran)),
     )
     if its_failures and status.results[its_failures[0]].raised_at:
@@ -227,11 +210,16 @@ def step_status(
         failing[interrupted] += 1
     counts = {"failing": failing, "waiting": Counter(r.stopped_at for r in results.values())}
     status = StepStatus(step, {}, results, blamed, held_back, warned, [], None, None, "")
+    for n, r in results.items():  # its failure's TODO, else the one it stopped at
+        status.owner[n] = blamed[n][0] if n in blamed else r.stopped_at
+    status.required = [t for t in todos if not todos[t].optional]
+    status.passed = sum(r.outcome == "passed" for r in results.values())
+    status.given = sum(r.outcome == "passed" and r.given for r in results.values())
     for todo in todos:
         ran = [r for r in results.values() if todo in r.todos_ran]
         status.todos[todo] = TodoStatus(
             state=_state(todo, todos, facts, counts, ran),
-            optional=optional(todo),
+            optional=todos[todo].optional,
             passed=sum(r.outcome == "passed" for r in ran),
             failing=failing[todo],
             waiting=counts["waiting"][todo],
@@ -239,7 +227,7 @@ def step_status(
                 (
                     r.error[-1].strip()
                     for n, r in results.items()
-                    if status.blame(n) == todo and r.error
+                    if status.owner[n] == todo and r.error
                 ),
                 "",
             ),
@@ -258,7 +246,7 @@ def step_status(
 
 def _first_test(status: StepStatus) -> str:
     """The test to run in full: the next TODO's first failure shown, else the first that waits."""
-    shown_first = [n for n in status.shown if status.blame(n) == status.next]
+    shown_first = [n for n in status.shown if status.owner[n] == status.next]
     waits = [
         n
         for n, r in status.results.items()

@@ -74,6 +74,20 @@ def interleaved(
     return seconds
 
 
+def matmul_peak(threads: int, n: int = 512, min_run_time: float = 0.3) -> float:
+    """FLOPs per CPU-second of an n x n float32 matmul on `threads` threads: the peak to compare with.
+
+    CPU seconds (time.process_time), not wall seconds: on a machine shared with other programs
+    the wall clock also counts the time this process waits for a core."""
+    from common.seeding import generator
+
+    a, b = torch.randn(n, n, generator=generator(0)), torch.randn(n, n, generator=generator(1))
+    timer = _benchmark().Timer(
+        "a @ b", globals=dict(a=a, b=b), num_threads=threads, timer=time.process_time
+    )
+    return 2 * n**3 / timer.blocked_autorange(min_run_time=min_run_time).median
+
+
 def quartiles(values: list[float]) -> tuple[float, float, float]:
     """(first quartile, median, third quartile) of values, linearly interpolated."""
     q1, med, q3 = np.percentile(values, [25, 50, 75])

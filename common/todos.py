@@ -8,7 +8,6 @@
 """
 
 import ast
-import functools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -166,6 +165,13 @@ class Todo:
     file: Path  # the solution file
     functions: list[str] = field(default_factory=list)  # "" for a region outside any function
     regions: list[Region] = field(default_factory=list)
+    given: frozenset[str] = (
+        frozenset()
+    )  # its file's code outside every region: what the starter gives
+    optional: bool = field(init=False)  # read from its id once, here, not at every look-up
+
+    def __post_init__(self):
+        self.optional = optional(self.id)
 
     @property
     def shipped(self) -> list[str]:
@@ -185,9 +191,14 @@ def step_regions(folder: Path) -> dict[str, Todo]:
             for fn in (cls.body if cls else tree.body)
             if isinstance(fn, ast.FunctionDef)
         ]
-        for region in parse(text, str(path))[1]:
+        kept, regions = parse(text, str(path))  # the file's one parse: regions and given code
+        given = frozenset(
+            k.strip() for k in kept if k and k.strip() and not k.strip().startswith("#")
+        )
+        for region in regions:
             inside = (q for q, fn in functions if fn.lineno <= region.line <= fn.end_lineno)
-            todo = todos.setdefault(region.id, Todo(region.id, module_name(folder, path), path))
+            module = module_name(folder, path)
+            todo = todos.setdefault(region.id, Todo(region.id, module, path, given=given))
             todo.functions.append(next(inside, ""))
             todo.regions.append(region)
     return dict(sorted(todos.items(), key=lambda kv: order_key(kv[0])))
@@ -231,21 +242,12 @@ def shipped_line(todo: Todo, text: str) -> int | None:
     return lines.index(todo.shipped[0]) + 1 if todo.shipped and todo.shipped[0] in lines else None
 
 
-@functools.cache
-def given_lines(solution: Path) -> frozenset[str]:
-    """The lines of a solution file outside its TODO regions: code the starter gives."""
-    kept, _ = parse(solution.read_text(encoding="utf-8"), str(solution))
-    return frozenset(k.strip() for k in kept if k and k.strip() and not k.strip().startswith("#"))
-
-
-def student_line(lines: tuple[str, ...], line: int, solution: Path) -> bool:
+def student_line(lines: tuple[str, ...], line: int, given: frozenset[str]) -> bool:
     """Is line `line` of a starter file (its `lines`) the student's code, not a line it gives?"""
-    if not solution.is_file() or line > len(lines):
-        return False
-    return lines[line - 1].strip() not in given_lines(solution)
+    return line <= len(lines) and lines[line - 1].strip() not in given
 
 
-def first_student_line(lines: tuple[str, ...], solution: Path, function: str) -> int:
+def first_student_line(lines: tuple[str, ...], given: frozenset[str], function: str) -> int:
     """The first line the student wrote in `function` ('Class.method') of a starter file."""
     try:
         node = ast.parse("\n".join(lines))
@@ -258,6 +260,6 @@ def first_student_line(lines: tuple[str, ...], solution: Path, function: str) ->
         return 1
     for line in range(node.body[0].lineno, node.end_lineno + 1):
         text = lines[line - 1].strip()
-        if text and not text.startswith("#") and student_line(lines, line, solution):
+        if text and not text.startswith("#") and student_line(lines, line, given):
             return line
     return node.lineno

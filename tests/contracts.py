@@ -9,7 +9,7 @@ from pathlib import Path
 from types import ModuleType
 
 from common import REPO_ROOT, shown
-from common.course import Step, course, step_tasks, task_line
+from common.course import Step, at, course, step_tasks, task_line
 from common.loader import ImplImportError, load_from
 from common.todos import id_problem, module_name, split_id, todo_in
 from tools import run_pytest, untouched  # noqa: F401 (c.untouched, for the tests)
@@ -226,7 +226,7 @@ def _names_a_todo(text: str, step: str) -> bool:
 def todo_id_problems(folder: Path) -> list[str]:
     """Every TODO region of the step's solution has an id that starts with the step's name."""
     problems = []
-    for todo, entry in Step(folder.name, folder).regions().items():
+    for todo, entry in at(folder).regions().items():
         if problem := id_problem(todo, folder.name):
             region = entry.regions[0]
             problems.append(f"{folder.name}: {region.where}:{region.line}: {problem}")

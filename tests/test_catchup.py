@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from common import REPO_ROOT, catchup, loader, shown
+from common import REPO_ROOT, catchup, course, shown
 
 BROKEN = Path(__file__).parent / "fixtures" / "broken_step" / "steps" / "step-99"
 NOW = datetime(2026, 11, 29, 8, 0, 0)
@@ -202,8 +202,7 @@ def test_a_run_killed_between_its_two_renames_is_recovered(step):
 
 def test_the_command_answers_a_refusal_in_one_line(step, monkeypatch, capsys):
     shutil.rmtree(step / "solution")
-    monkeypatch.setattr(catchup, "step_dir", lambda name: step)
-    monkeypatch.setattr(catchup, "step_names", lambda root=None: [] if root else ["step-99"])
+    monkeypatch.setattr(catchup, "course_step", lambda name: catchup.at(step))
     with pytest.raises(SystemExit) as exit_info:
         catchup.main(["step-99"])
     err = capsys.readouterr().err
@@ -218,9 +217,9 @@ def test_a_folder_that_is_not_a_step_is_not_a_step(tmp_path):
     (tmp_path / "notes" / "ideas.md").write_text("mine\n", encoding="utf-8")
     (tmp_path / "step-07").mkdir()
     (tmp_path / "step-07" / "step.toml").write_text('title = "x"\n', encoding="utf-8")
-    assert loader.step_names(tmp_path) == ["lab-01", "step-07"]
+    assert course.step_names(tmp_path) == ["lab-01", "step-07"]
     with pytest.raises(ValueError, match="unknown step 'notes'; valid steps: lab-01, step-07"):
-        loader.step_dir("notes", tmp_path)
+        course.course_step("notes", tmp_path)
 
 
 @pytest.mark.process

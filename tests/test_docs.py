@@ -1,12 +1,13 @@
 """Every step's deterministic handout blocks are what a fresh run of its reference prints.
 
-Each step's run.py gives docs_blocks(): block name -> (fresh text, how close a number must be),
-with the tolerance written and explained beside it (CONTRIBUTING.md, "A step's run")."""
+Each step's run.py declares RUN (common/experiment.py): its checked blocks, each with how close a
+number must be, the tolerance written and explained beside it (CONTRIBUTING.md, "A step's run")."""
 
 import pytest
 
 from common import REPO_ROOT, shown
 from common.docs import disagreements, exact, last_digit, read_block, within
+from common.experiment import fresh_blocks
 from common.loader import load_file
 from common.run import runnable
 
@@ -18,13 +19,13 @@ DIFFER = "the handout's numbers differ from a fresh run of the reference"
 @pytest.mark.parametrize("step", sorted(RUNS))
 def test_handout_blocks_match_a_fresh_run(step):
     run = load_file(RUNS[step])
-    assert hasattr(run, "docs_blocks"), (
-        f"{shown(RUNS[step])}: define docs_blocks() -> {{block name: (fresh text, tolerance)}} "
-        "(return {} when the handout has no generated numbers)"
+    assert hasattr(run, "RUN") or hasattr(run, "docs_blocks"), (
+        f"{shown(RUNS[step])}: declare RUN = common.experiment.Run(...) (CONTRIBUTING.md)"
     )
     readme = RUNS[step].parent / "README.md"
     problems = []
-    for name, (fresh, close) in run.docs_blocks().items():
+    fresh_run = fresh_blocks(run.RUN) if hasattr(run, "RUN") else run.docs_blocks()
+    for name, (fresh, close) in fresh_run.items():
         found = disagreements(read_block(readme, name), fresh, close)
         problems += [f"{shown(readme)} block {name!r}: {line}" for line in found]
     fix = f"if the change is meant, record it: python -m common.run {step} --write-docs"
@@ -64,3 +65,13 @@ def test_contributings_map_of_common_names_every_module_as_its_docstring_says():
         f"CONTRIBUTING.md's map lacks {missing}: python -m tools.common_map --write-docs"
     )
     assert block == common_map(), "run python -m tools.common_map --write-docs"
+
+
+def test_contributings_map_of_each_steps_modules_is_what_their_docstrings_say():
+    from tools.common_map import CONTRIBUTING, step_files
+
+    made = step_files()
+    assert "`steps/step-05/run.py`" in made, made
+    assert read_block(CONTRIBUTING, "step-files") == made, (
+        "run python -m tools.common_map --write-docs"
+    )

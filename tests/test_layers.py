@@ -87,7 +87,10 @@ def test_a_step_reaches_another_step_only_through_reference():
         if parts[0] != "steps" or parts[2] in ("starter", "solution"):
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Call) and getattr(node.func, "id", "") in ("load", "step_dir"):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", "") in (
+                "load",
+                "course_step",
+            ):
                 first = node.args[0] if node.args else None
                 if isinstance(first, ast.Constant) and first.value != parts[1]:
                     wrong.append(

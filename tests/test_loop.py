@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from common.check import TIMEOUT
-from common.course import Step, course, course_step, pixi_tasks
+from common.course import at, course, course_step, pixi_tasks
 from common.todos import END, optional
 from tools import clean_clone, sandbox
 from tools.grading import Worker, reference_files, starter_files
@@ -74,7 +74,7 @@ def tables(out: str) -> list[list[str]]:
 @pytest.mark.parametrize("step", [s.name for s in STEPS])
 def test_untouched_red_then_caught_up_green_and_the_run_matches_the_reference(step, tmp_path):
     repo = clean_clone(tmp_path)
-    todos = list(Step(step, repo / "steps" / step).regions())
+    todos = list(at(repo / "steps" / step).regions())
     required = [t for t in todos if not optional(t)]
 
     untouched = student(repo, f"check-{step}")
@@ -100,7 +100,7 @@ def test_untouched_red_then_caught_up_green_and_the_run_matches_the_reference(st
 @pytest.mark.parametrize("step", [s.name for s in STEPS])
 def test_hint_gives_four_levels_of_the_first_todo(step, tmp_path):
     repo = clean_clone(tmp_path)
-    first = next(iter(Step(step, repo / "steps" / step).regions()))
+    first = next(iter(at(repo / "steps" / step).regions()))
     shown = [student(repo, "hint", step).stdout for _ in range(4)]
     assert all(f"TODO({first})" in out for out in shown), shown[0]
     assert len(set(shown)) == 4, "four runs, four different screens"

@@ -9,8 +9,8 @@ import tomllib
 import pytest
 
 from common import REPO_ROOT, STEPS_DIR, catchup, predictions
-from common.course import course
-from common.loader import load, load_file
+from common.course import at, course
+from common.loader import load_file
 from common.run import runnable
 from common.todos import split_id
 from tools import pristine
@@ -28,7 +28,7 @@ def mine(tmp_path, monkeypatch):
     (tmp_path / "s" / "starter").mkdir()
     template = 'raw_std = ""  # at d_k = 64\nfamily = ""  # a pattern\n'
     (tmp_path / "s" / "solution" / predictions.FILE).write_text(template, encoding="utf-8")
-    monkeypatch.setattr(predictions, "STEPS_DIR", tmp_path)
+    monkeypatch.setattr(predictions, "course_step", lambda name: at(tmp_path / name))
     return tmp_path / "s" / "starter" / predictions.FILE
 
 
@@ -42,16 +42,11 @@ def test_every_step_with_a_predict_then_run_prompt_has_its_slots():
 def test_each_run_answers_exactly_the_slots_of_its_template():
     """The slots a step's run.py answers are its template's keys, in its order (no part run)."""
     runs = {step: load_file(runnable()[step]) for step in STEPS}
-    made = {
-        "lab-01": runs["lab-01"].answers(None, None, {}),
-        "step-04": runs["step-04"].answers({}, {}),
-        "step-05": runs["step-05"].answers(
-            {"params": [{"label": "this step's run", "counted": 1}], "init": {"loss": 4.0}}, True
-        ),
-        "step-06": runs["step-06"].answers(load("step-06", "train", "solution"), True, None),
+    declared = {  # the one step shape: the slots are in the declaration
+        step: [s.key for e in run.RUN.experiments for s in e.slots] for step, run in runs.items()
     }
-    for step, answers in made.items():
-        assert [a.key for a in answers] == predictions.slots(step), step
+    for step, keys in declared.items():
+        assert keys == predictions.slots(step), step
 
 
 def test_the_generator_ships_the_empty_template_in_the_starter():

@@ -1,6 +1,5 @@
 """The scaffolding every step's run shares (common/run.py): options first, one-line errors."""
 
-import inspect
 import os
 import subprocess
 import sys
@@ -9,6 +8,7 @@ import pytest
 
 from common import REPO_ROOT, interpreter, shown
 from common import run as runner
+from common.experiment import Run
 from common.loader import load_file
 
 STEPS = sorted(runner.runnable())
@@ -93,12 +93,15 @@ def test_a_todo_not_written_is_one_line_and_an_optional_one_is_no_failure(monkey
 
 
 @pytest.mark.parametrize("step", STEPS)
-def test_every_run_py_takes_the_parsed_options(step):
-    """common.run calls main(args): a main(argv, impl) of the old scaffolding would crash."""
+def test_every_run_py_is_a_declaration(step):
+    """The one step shape: common.run executes RUN; a run.py has no main() of its own."""
     run = load_file(runner.runnable()[step])
-    assert list(inspect.signature(run.main).parameters) == ["args"], (
-        f"{shown(runner.runnable()[step])}: write `def main(args) -> int` "
+    assert isinstance(getattr(run, "RUN", None), Run) and run.RUN.step == step, (
+        f"{shown(runner.runnable()[step])}: declare RUN = common.experiment.Run({step!r}, ...) "
         "(CONTRIBUTING.md, 'A step's run')"
+    )
+    assert not hasattr(run, "main"), (
+        f"{shown(runner.runnable()[step])}: no main(): the runner runs RUN"
     )
 
 

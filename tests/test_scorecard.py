@@ -5,9 +5,9 @@ from pathlib import Path
 import pytest
 
 from common.course import course_step
-from common.loader import load, load_file, load_from, step_dir
+from common.loader import load, load_file, load_from
 
-scorecard = load_file(step_dir("step-04") / "scorecard.py")
+scorecard = load_file(course_step("step-04").folder / "scorecard.py")
 grade, OWN, HEADS = scorecard.grade, scorecard.OWN, course_step("step-04").bugs()
 
 WEAK = Path(__file__).parent / "fixtures" / "weak_proofs"

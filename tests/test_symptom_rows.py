@@ -1,62 +1,17 @@
-"""Issue 33: a symptom row is shown only when the failure is that bug. Each curated bug of every
-step, injected, is recognised as its own row (or "one of these" with the rows that share its
-failing test), and bugs no row describes are recognised as none."""
-
-import pytest
+"""Issue 33: a symptom row is shown only when the failure is that bug. Bugs no row describes are
+recognised as none (each curated bug recognised as its own row: tests/test_curated_bugs.py)."""
 
 from common.bugs import Bug, broken_copy
 from common.course import course_step
-from common.screen import Symptom, recognised, symptom_lines, symptom_rows
-from tools.symptoms import failures, injector, targets
-
-CASES = [(step, module, bug) for step, module, bugs in targets() for bug in bugs]
-
-
-def named_tests(rows: list[Symptom]) -> list[str]:
-    """The test functions the rows name, as `-k` takes them: each row's test and those it needs
-    to pass."""
-    return [test.split("::")[-1].split("[")[0] for r in rows for test in (r.test, *r.passes)]
+from common.screen import recognised, symptom_lines, symptom_rows
+from tests.test_curated_bugs import named_tests
+from tools.symptoms import failures
 
 
 def injected(step: str, module: str, bug: Bug) -> dict[str, str]:
     """The failures of the tests a step's symptom table names, with `bug` in a copy of `module`."""
-    layout = course_step(step)
-    copy = broken_copy(layout.solution, module, bug, injector(layout))
+    copy = broken_copy(course_step(step).solution, module, bug)
     return failures(step, module, copy, named_tests(symptom_rows(step)))
-
-
-def own_row(step: str, bug: Bug) -> Symptom:
-    """The table's row of a curated bug."""
-    rows = [r for r in symptom_rows(step) if r.symptom.endswith(bug.breaks.replace("\\|", "|"))]
-    assert len(rows) == 1, (
-        f"expected one row of steps/{step}/README.md for {bug.name!r}, got {rows}"
-    )
-    return rows[0]
-
-
-def function(test: str) -> str:
-    """A table's test without its case: the test function the row's failure comes from."""
-    return test.split("[")[0]
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize(
-    ("step", "module", "bug"), CASES, ids=[f"{s}-{b.name}" for s, _, b in CASES]
-)
-def test_each_curated_bug_is_recognised_as_its_own_row(step, module, bug):
-    found = injected(step, module, bug)
-    assert found, f"{step} with {bug.name!r} failed none of the tests its symptom table names"
-    shown = recognised(symptom_rows(step), found)
-    mine = own_row(step, bug)
-    assert mine in shown, (
-        f"{step} with {bug.name!r}: expected its row {mine.symptom!r} among the rows recognised, "
-        f"got {[r.symptom for r in shown]} from the failures {sorted(found)}"
-    )
-    foreign = [r.symptom for r in shown if function(r.test) != function(mine.test)]
-    assert not foreign, (
-        f"{step} with {bug.name!r}: expected only rows that share its failing test "
-        f"{mine.test}, got also {foreign}"
-    )
 
 
 def test_warm_up_one_step_short_is_no_row_of_the_table():

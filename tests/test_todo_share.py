@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from common import todos
-from common.course import Step, course
+from common.course import at, course
 from common.docs import parse_table, read_block
 from tools.starters import starters
 
@@ -86,7 +86,7 @@ def shown_streams(step: Path) -> dict[str, list[list[str]]]:
 def solution_tokens(step: Path) -> dict[str, list[str]]:
     """TODO id -> the code tokens of its solution regions (their reference lines, level 4)."""
     found = defaultdict(list)
-    for path in sorted(Step(step.name, step).solution.rglob("*.py")):
+    for path in sorted(at(step).solution.rglob("*.py")):
         for region in todos.parse(path.read_text(encoding="utf-8"), str(path))[1]:
             code = textwrap.dedent("\n".join(region.code))
             found[region.id] += [t.string for t in _tokens(code) if t.type not in SKIP]

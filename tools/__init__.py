@@ -1,5 +1,6 @@
 """Maintainer tools: starters, new steps, the handouts' symptom tables, mutation testing, the
-first-check block, the check's recorded screens, CONTRIBUTING's map of common/, suite timing.
+first-check block, the check's recorded screens and its path through common/ (check_path),
+CONTRIBUTING's map of common/, suite timing.
 
 Nothing in steps/ or common/ imports these; tests/ may."""
 
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from common import REPO_ROOT, STEPS_DIR
+from common.course import step_names
 from common.loader import py_files
 
 # What a pristine copy leaves out: the student's side of a step, and what runs make
@@ -42,14 +44,14 @@ def run_pytest(args: list[str], steps_dir: Path | None = None, plugins=()) -> in
 
 def untouched(folder: Path) -> bool:
     """Does the step's starter/ hold exactly the generated files (no edit, no file added)?"""
-    from common.course import Step
+    from common.course import at
     from tools.starters import (  # here: `python -m tools.starters` imports tools/ first
         stale,
         starters,
     )
 
     made = starters(folder)  # .py files and predictions.toml; a student adds only .py files
-    return not stale(folder) and set(py_files(Step(folder.name, folder).starter)) == {
+    return not stale(folder) and set(py_files(at(folder).starter)) == {
         p for p in made if p.suffix == ".py"
     }
 
@@ -106,7 +108,6 @@ def clean_clone(dest: Path) -> Path:
     A student's edits and catch-ups, and every run's output, stay behind.
     """
     root = shutil.copytree(REPO_ROOT, dest / "repo", ignore=NOT_CLONED)
-    for folder in (root / "steps").iterdir():
-        if folder.is_dir():
-            write_starters(folder)
+    for name in step_names(root / "steps"):
+        write_starters(root / "steps" / name)
     return root

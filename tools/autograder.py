@@ -16,9 +16,8 @@ import zipfile
 from pathlib import Path
 
 from common import REPO_ROOT, SOLUTIONS_DIR, STEPS_DIR, shown
-from common.course import course, describe
+from common.course import course, course_step
 from common.envreport import read_pins
-from common.loader import step_dir
 
 # The course files the grade runs on; steps/ and solutions/ are added as the step needs them
 FILES = ["pyproject.toml", "requirements.lock", "conftest.py", "LICENSE"]
@@ -110,7 +109,7 @@ def _tree(z: zipfile.ZipFile, folder: Path, prefix: str) -> None:
 
 def bundle(step: str, out: Path) -> Path:
     """Write the autograder zip for `step` to `out`; return it."""
-    here = describe(step_dir(step))
+    here = course_step(step, STEPS_DIR)
     needed = [s for s in course() if s.order <= here.order]  # the step and what it builds on
     out.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(out, "w") as z:
@@ -121,7 +120,7 @@ def bundle(step: str, out: Path) -> Path:
         for name in FOLDERS:
             _tree(z, REPO_ROOT / name, name)
         for s in needed:
-            root = "steps" if s.folder.parent == STEPS_DIR else "solutions"
+            root = "solutions" if s.checkpoint else "steps"
             _tree(z, s.folder, f"{root}/{s.name}")
         if (SOLUTIONS_DIR / "README.md").is_file():
             _add(z, SOLUTIONS_DIR / "README.md", "solutions/README.md")
@@ -141,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     try:
-        step_dir(args.step)
+        course_step(args.step, STEPS_DIR)
     except ValueError as exc:
         parser.error(str(exc))
     if args.out is not None and args.out.resolve().is_relative_to(REPO_ROOT.resolve()):

@@ -1,4 +1,5 @@
-"""CONTRIBUTING.md's map of common/, made from each module's docstring: `python -m tools.common_map --write-docs`."""
+"""CONTRIBUTING.md's maps of common/ and of each step's own modules, made from their docstrings:
+`python -m tools.common_map --write-docs`."""
 
 import ast
 import sys
@@ -22,12 +23,26 @@ def common_map() -> str:
     return markdown_table(["module", "what it is"], rows)
 
 
+def step_files() -> str:
+    """One row per module a step keeps beside solution/, starter/ and tests/: what it is."""
+    from common.docs import markdown_table
+
+    rows = [
+        [f"`{p.relative_to(REPO_ROOT).as_posix()}`", summary(p)]
+        for p in sorted((REPO_ROOT / "steps").glob("*/*.py"))
+    ]
+    return markdown_table(["module", "what it is"], rows)
+
+
+BLOCKS = {"common-map": common_map, "step-files": step_files}
+
 if __name__ == "__main__":
     sys.path.insert(0, str(REPO_ROOT))
     from common.docs import write_block
 
-    if "--write-docs" in sys.argv:
-        changed = write_block(CONTRIBUTING, "common-map", common_map())
-        print("CONTRIBUTING.md common-map " + ("updated" if changed else "already up to date"))
-    else:
-        print(common_map(), end="")
+    for name, made in BLOCKS.items():
+        if "--write-docs" in sys.argv:
+            changed = write_block(CONTRIBUTING, name, made())
+            print(f"CONTRIBUTING.md {name} " + ("updated" if changed else "already up to date"))
+        else:
+            print(made(), end="")

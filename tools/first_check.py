@@ -14,7 +14,7 @@ def first_check(step: str = "lab-01") -> str:
 
     The student's own starter (edited, caught up) never reaches the README, and never runs here.
     """
-    from common.loader import step_names
+    from common.course import step_names
     from tools import check_in_a_child, pristine
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -19,9 +19,8 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-from common import shown
-from common.course import course_step, describe
-from common.loader import step_dir
+from common import STEPS_DIR, shown
+from common.course import course_step
 from common.todos import optional, split_id
 from tools.gradescope import results_json
 from tools.grading import (
@@ -82,7 +81,7 @@ class Grade:
 def grade_settings(step: str) -> tuple[dict[str, float], set[str]]:
     """step.toml's [grade]: weights per task ('task 2' = 2; 1 when not named) and the tasks
     graded all-or-nothing."""
-    spec = describe(step_dir(step)).grade or {}
+    spec = course_step(step, STEPS_DIR).grade or {}
     weights = {k: float(v) for k, v in spec.get("weights", {}).items()}
     return weights, set(spec.get("all_or_nothing", []))
 
@@ -327,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--wall", type=int, default=Limits.wall, help="seconds per submission")
     args = parser.parse_args(argv)  # fmt: skip
     try:
-        step_dir(args.step)
+        course_step(args.step, STEPS_DIR)  # a step: a checkpoint has nothing to grade
     except ValueError as exc:
         parser.error(str(exc))
     if args.tests is not None and not args.tests.is_dir():

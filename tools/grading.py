@@ -20,8 +20,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from common import OUT_DIR, REPO_ROOT, SOLUTIONS_DIR, STEPS_DIR, shown
-from common.course import course, course_step, describe
-from common.loader import py_files, step_dir
+from common.course import course, course_step
+from common.loader import py_files
 from common.todos import Todo, module_name, order_key, parse, raised_todos, split_id
 from tools import pristine
 from tools.sandbox import Limits, start, stop
@@ -71,8 +71,8 @@ def build_base(step: str, dest: Path, heldout: Path | None = None) -> Path:
         shutil.copytree(
             SOLUTIONS_DIR, root / "solutions", ignore=shutil.ignore_patterns("__pycache__")
         )
-    here = describe(step_dir(step))
-    earlier = [s.name for s in course() if s.order < here.order and s.folder.parent == STEPS_DIR]
+    here = course_step(step, STEPS_DIR)
+    earlier = [s.name for s in course() if s.order < here.order and not s.checkpoint]
     pristine([*earlier, step], root)
     solution = root / "steps" / step / "solution"
     kept = (here.grade or {}).get("reference_kept", [])
@@ -363,9 +363,9 @@ def starter_files(step: str) -> dict[str, str]:
     stands for a file the submission lacks."""
     from tools.starters import starters
 
-    folder = step_dir(step)
     layout = course_step(step)
-    return {p.relative_to(layout.starter).as_posix(): text for p, text in starters(folder).items()}
+    made = starters(layout.folder)
+    return {p.relative_to(layout.starter).as_posix(): text for p, text in made.items()}
 
 
 def reference_files(step: str) -> dict[str, str]:

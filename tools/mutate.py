@@ -2,9 +2,9 @@
 
 Each mutant changes one thing in one function of a solution file (an operator, a constant, a
 condition, a statement removed), and the step's own suite runs against it in this process, as
-tests/test_mutation.py runs the curated bugs of each step's symptoms.py. A mutant the suite passes
-survived; every survivor must be listed in its step's EQUIVALENT (the file step.toml's [mutation]
-`equivalent` names) with the reason no test can tell it apart.
+tests/test_curated_bugs.py runs the curated bugs of each step's symptoms.py. A mutant the suite
+passes survived; every survivor must be listed in its step's EQUIVALENT (the file step.toml's
+[mutation] `equivalent` names) with the reason no test can tell it apart.
 """
 
 import argparse
@@ -27,7 +27,7 @@ from tools.symptoms import SUITE_ARGS
 # (step, module): the solution files mutated
 # (step, solution module) from each step.toml's [mutation] modules
 TARGETS = [(s.name, m) for s in course() for m in s.mutation.get("modules", [])]
-# As tests/test_mutation.py: stop at the first failure, leave out the figure-rendering slow tests.
+# As tools.symptoms: stop at the first failure, leave out the figure-rendering slow tests.
 TIMEOUT = 60  # seconds per mutant: one that loops or crawls counts as killed
 
 CMP = {

@@ -10,6 +10,7 @@ import sys
 from common import REPO_ROOT, STEPS_DIR, command, shown
 from common.course import course, course_map, describe, step_tasks, task_line
 from common.docs import write_block
+from common.experiment import fresh_blocks
 from common.loader import load_file
 from common.todos import starter_text
 
@@ -65,31 +66,35 @@ RUN = '''"""{title}: print what mean_pool makes of a small input."""
 import torch
 
 from common.docs import exact, markdown_table
-from common.loader import load
-from common.run import record
+from common.experiment import Block, Experiment, Run
 
 STEP = "{name}"
 
 
-def pooled_block(pooling) -> str:
-    """The handout's table: mean_pool of arange(2 * 3 * 4) as [2, 3, 4]."""
+def pooled(pooling):
+    """mean_pool of arange(2 * 3 * 4) as [2, 3, 4]: halves of integers, every digit exact."""
     x = torch.arange(2 * 3 * 4, dtype=torch.float32).reshape(2, 3, 4)  # (B, T, d)
-    pooled = pooling.mean_pool(x)  # (B, d)
+    return pooling.mean_pool(x)  # (B, d)
+
+
+def pooled_block(pooled) -> str:
+    """The handout's table: one row per sequence."""
     rows = [[b, " ".join(f"{{v:g}}" for v in row.tolist())] for b, row in enumerate(pooled)]
     return markdown_table(["sequence", "mean over its 3 positions"], rows)
 
 
-def main(args) -> int:
-    """`pixi run {name}`: the table (common.run parses the options)."""
-    block = pooled_block(load(STEP, "{module}", args.impl))
-    print(block)
-    record(args, {{"{name}-pooled": block}})
-    return 0
-
-
-def docs_blocks() -> dict:
-    """The handout's block from a fresh reference run: halves of integers, so every digit is exact."""
-    return {{"{name}-pooled": (pooled_block(load(STEP, "{module}", "solution")), exact)}}
+# The run, declared (CONTRIBUTING.md, "A step's run"): `pixi run {name}` executes it.
+RUN = Run(
+    STEP,
+    (
+        Experiment(
+            "pooled",
+            ("{name} task 1: mean_pool",),
+            lambda ctx: pooled(ctx.load("{module}")),
+            blocks=(Block("{name}-pooled", pooled_block, check=exact),),
+        ),
+    ),
+)
 '''
 
 HANDOUT = """# {title}
@@ -144,7 +149,7 @@ def create(name: str, title: str) -> list[str]:
         (folder / rel).parent.mkdir(parents=True, exist_ok=True)
         (folder / rel).write_text(text, encoding="utf-8", newline="\n")
     run = load_file(folder / "run.py")
-    for block, (text, _) in run.docs_blocks().items():
+    for block, (text, _) in fresh_blocks(run.RUN).items():
         write_block(folder / "README.md", block, text)
     write_block(REPO_ROOT / "README.md", "course-map", course_map())
     step = describe(folder)

@@ -58,12 +58,12 @@ def caught_up_with_a_bug(dest: Path, bug) -> Path:
     """A pristine steps folder under `dest`: lab-01 caught up (the reference as its starter), then
     `bug` committed in its attention.py."""
     from common.bugs import committed
-    from common.course import Step
+    from common.course import at
     from tools import pristine
 
     steps = pristine(["lab-01"], dest)
     step = steps / "lab-01"
-    layout = Step("lab-01", step)
+    layout = at(step)
     shutil.rmtree(layout.starter)
     shutil.copytree(layout.solution, layout.starter)
     path = step / BUGGY_FILE
@@ -85,7 +85,7 @@ def checked(steps: Path, step: str, args=()) -> tuple[str, dict]:
 
 def untouched_screen(step: str) -> tuple[str, dict]:
     """The check on a step's untouched starter (a pristine copy of every step)."""
-    from common.loader import step_names
+    from common.course import step_names
     from tools import pristine
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -104,7 +104,7 @@ def bug_screen(bug) -> tuple[str, dict, list[str]]:
 def screens(names: list[str] | None = None) -> dict[str, tuple[str, dict]]:
     """name -> (the screen as the check prints it now, the model's input): steps by name, bugs by
     their name in lab-01's catalogue."""
-    from common.loader import step_names
+    from common.course import step_names
 
     curated = bugs()
     names = names if names is not None else [*step_names(), *curated]

@@ -4,17 +4,16 @@ import argparse
 import sys
 from pathlib import Path
 
-from common import STEPS_DIR, command, predictions, shown
+from common import command, predictions, shown
 from common.catchup import back_up
-from common.course import Step, course_step
-from common.loader import step_names
+from common.course import at, course_step, step_names
 from common.todos import starter_text
 
 
 def starters(step_dir: Path) -> dict[Path, str]:
     """Starter path -> generated text: every .py file of the step's solution with its regions
     replaced, and its predictions.toml (the empty template) as it is."""
-    layout = Step(step_dir.name, step_dir)
+    layout = at(step_dir)
     solution = layout.solution
     made = {}
     for path in sorted(solution.rglob("*.py")):
@@ -36,7 +35,7 @@ def stale(step_dir: Path) -> list[Path]:
 def write(step_dir: Path) -> list[str]:
     """Regenerate one step's starter, first copying any edited one to backups/; say what changed."""
     made, changed, said = starters(step_dir), stale(step_dir), []
-    starter = Step(step_dir.name, step_dir).starter
+    starter = at(step_dir).starter
     if changed and starter.is_dir():
         said.append(f"saved the old starter in {shown(back_up(starter))}/")
     for path in changed:
@@ -50,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     """Write (or, with --check, compare) the starter of every step."""
     parser = argparse.ArgumentParser(prog="python -m tools.starters", description=__doc__)
     parser.add_argument("--check", action="store_true", help="exit 1 if a starter is stale")
-    steps = [STEPS_DIR / name for name in step_names() if course_step(name).solution.is_dir()]
+    steps = [s.folder for s in map(course_step, step_names()) if s.solution.is_dir()]
     if parser.parse_args(argv).check:
         changed = [path for step in steps for path in stale(step)]
         make = command("pixi run make-starters", "python -m tools.starters")

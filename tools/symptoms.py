@@ -7,7 +7,7 @@ from types import ModuleType
 
 import pytest
 
-from common import STEPS_DIR, WHOLE_RUNS
+from common import STEPS_DIR
 from common.bugs import broken_copy, commit, recognised_by
 from common.course import Step, course, course_step
 from common.docs import markdown_table, write_block
@@ -38,7 +38,7 @@ class FirstFailure:
         self.nodeid, self.ran = None, 0
 
     def pytest_collection_modifyitems(self, items):
-        items.sort(key=lambda item: bool(WHOLE_RUNS.search(item.nodeid)))  # stable: keeps order
+        items.sort(key=lambda item: item.get_closest_marker("whole_run") is not None)  # stable
 
     def pytest_runtest_logreport(self, report):
         self.ran += report.when == "call"

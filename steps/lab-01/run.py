@@ -1,4 +1,4 @@
-"""Lab 01 runner: our attention against PyTorch's (max-abs-difference table), then the exercise."""
+"""Lab 01: our attention against PyTorch's (max-abs-difference table), the masks, then the exercise."""
 
 import contextlib
 import functools
@@ -12,16 +12,15 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from common import REPO_ROOT, counted, predictions
-from common.docs import exact, markdown_table, within, write_block
+from common import REPO_ROOT
+from common.docs import exact, markdown_table, within
 from common.envreport import report
-from common.figures import out_dir
-from common.loader import load, load_file, reference
+from common.experiment import Block, Context, Experiment, Figure, Run, Slot
+from common.loader import load_file, reference
 from common.seeding import generator, randn, seed_all
 
 STEP = "lab-01"
 HERE = Path(__file__).resolve().parent
-README = HERE / "README.md"
 plots = load_file(HERE / "plots.py")
 
 # Tolerances, float32 on CPU. The outputs compared are of size ~1, where one float32 rounding unit
@@ -159,6 +158,18 @@ def parity_table(rows: list[tuple[str, float, float]]) -> str:
     return markdown_table(header, body)
 
 
+def parity(attention: ModuleType) -> dict:
+    """The table's rows, and the environment they were measured in (threads as the run fixed them)."""
+    return {"rows": parity_rows(attention), "machine": report()}
+
+
+def over_threshold(result: dict, ctx: Context) -> str | None:
+    """The table's claim: every figure within its threshold (a FAIL line otherwise)."""
+    if failed := [label for label, d, tol in result["rows"] if d > tol]:
+        return f"{len(failed)} of the table's figures are above their threshold"
+    return None
+
+
 def exhibit(wrong_mask: ModuleType, T: int = EXERCISE_T) -> dict:
     """The exhibit buggy_causal_mask (needs tasks 2 and 3): its shape and its weights' row sums."""
     buggy = wrong_mask.buggy_causal_mask(T)  # (T, T) given code: the transpose of causal_mask
@@ -191,11 +202,6 @@ def diagnosis(attention: ModuleType, wrong_mask: ModuleType, T: int = EXERCISE_T
     return found
 
 
-def exercise(attention: ModuleType, wrong_mask: ModuleType, T: int = EXERCISE_T) -> dict:
-    """The exhibit and its diagnosis in one dict (every TODO of the lab written)."""
-    return exhibit(wrong_mask, T) | diagnosis(attention, wrong_mask, T)
-
-
 def exercise_passed(ex: dict) -> bool:
     """Your diagnostic catches every leak of the exhibit and none of causal_mask, which matches SDPA."""
     T = ex["T"]
@@ -221,6 +227,17 @@ def exhibit_lines(ex: dict) -> list[str]:
     ]
 
 
+def diagnosed(ctx: Context) -> dict:
+    """The exhibit, and what your future_leak (task 7) finds in it and in causal_mask."""
+    wrong_mask = ctx.load("exercises.wrong_mask")
+    return ctx.results["exhibit"] | diagnosis(ctx.load("attention"), wrong_mask)
+
+
+def exercise_verdict(ex: dict, ctx: Context) -> str | None:
+    """The exercise's claim: your diagnostic catches the exhibit and clears causal_mask."""
+    return None if exercise_passed(ex) else f"the exercise: {exercise_problem(ex)}"
+
+
 def diagnosis_lines(ex: dict) -> list[str]:
     """What the exercise prints once your future_leak is written."""
     verdict = "PASS" if exercise_passed(ex) else "FAIL"
@@ -239,12 +256,7 @@ def diagnosis_lines(ex: dict) -> list[str]:
     ]
 
 
-def exercise_lines(ex: dict) -> list[str]:
-    """The exercise's whole printed report."""
-    return exhibit_lines(ex) + diagnosis_lines(ex)
-
-
-def parity_block(rows: list[tuple[str, float, float]]) -> str:
+def parity_block(result: dict) -> str:
     """The README's generated table, with the environment it was measured on."""
     inputs = (
         f"Inputs (seeded): single-head rows use q, k, v of shape [B, T, d_head] = {list(SHAPE)}; "
@@ -252,13 +264,13 @@ def parity_block(rows: list[tuple[str, float, float]]) -> str:
         f"{[MULTI_HEAD[n] for n in ('B', 'T', 'd_model')]} with n_heads = {MULTI_HEAD['n_heads']}."
     )
     cmd = "`python -m common.run lab-01 --write-docs` (the command behind `pixi run lab-01`)"
-    env = f"Measured with {cmd} on:\n\n```text\n{report()}\n```"
-    return f"{inputs}\n\n{env}\n\n{parity_table(rows)}"
+    env = f"Measured with {cmd} on:\n\n```text\n{result['machine']}\n```"
+    return f"{inputs}\n\n{env}\n\n{parity_table(result['rows'])}"
 
 
 def exercise_block(ex: dict) -> str:
     """The README's generated exercise output."""
-    return "```text\n" + "\n".join(exercise_lines(ex)) + "\n```\n"
+    return "```text\n" + "\n".join(exhibit_lines(ex) + diagnosis_lines(ex)) + "\n```\n"
 
 
 def mask_pictures(attention: ModuleType, B: int = MASK_BATCH[0], T: int = MASK_BATCH[1]) -> dict:
@@ -270,14 +282,6 @@ def mask_pictures(attention: ModuleType, B: int = MASK_BATCH[0], T: int = MASK_B
         "padding": padding,
         "combined": attention.combine_causal_and_padding(causal, padding),  # (B, T, T)
     }
-
-
-def attempt(call: Callable, *args):
-    """(call(*args), None), or (None, 'TODO(...)') when it reaches a TODO not written yet."""
-    try:
-        return call(*args), None
-    except NotImplementedError as exc:
-        return None, str(exc).split("):")[0] + ")"
 
 
 # Appendix: the lecture's numbers that this lab does not reproduce, and why.
@@ -388,97 +392,6 @@ def empty_row_block(rows: list[tuple[str, str]]) -> str:
     )
 
 
-def answers(masks: dict | None, ex: dict | None, waits: dict[str, str]) -> list:
-    """What this run measured for each slot of predictions.toml, from the code under test."""
-    what = {"combined_allowed": "cells the combined mask allows, third sequence"}
-    what["leaks"] = "exhibit cells with weight on a later key, as future_leak counts them"
-    measured = {}
-    if masks is not None:
-        measured["combined_allowed"] = int(masks["combined"][2].sum())  # 4 real tokens
-    if ex is not None and "buggy_count" in ex:
-        measured["leaks"] = int(ex["buggy_count"])
-    return [
-        predictions.Answer(key, text, measured.get(key), waits=f"{waits.get(key)} not written")
-        for key, text in what.items()
-    ]
-
-
-def run(
-    attention: ModuleType,
-    wrong_mask: ModuleType,
-    write_docs: bool,
-    out: Path | None = None,
-    draw: bool = True,
-) -> int:
-    """Print what your TODOs allow (one line per part skipped); 0 only if every part ran and passed."""
-    skipped = []  # one line per part that waits for a TODO
-
-    def skip(what: str, todo: str) -> None:
-        skipped.append(f"skipped {what}: {todo} not written yet")
-        print(skipped[-1])
-
-    folder = out_dir(STEP, out) if draw else None
-    print("Max abs difference against PyTorch (float32, CPU, seeded inputs)\n")
-    rows = []
-    for label, measure, tol in comparisons():
-        d, todo = attempt(measure, attention)
-        rows.append((label, d, tol)) if todo is None else skip(f"row {label!r}", todo)
-    print(parity_table(rows) if rows else "(no row yet)\n")
-    waits = {}  # prediction slot -> the TODO its answer waits for
-    masks, todo = attempt(mask_pictures, attention)
-    waits["combined_allowed"] = todo
-    if todo:
-        skip("masks.png", todo)
-    elif folder:
-        print(f"wrote {plots.masks(masks, folder / 'masks.png')}")
-    print(f"\nExercise: right shape, wrong triangle (T = {EXERCISE_T}, seeded q, k, v)\n")
-    ex, todo = attempt(exhibit, wrong_mask)
-    waits["leaks"] = todo
-    if todo:
-        skip("the exercise", todo)
-    else:
-        print("\n".join(exhibit_lines(ex)))
-        found, todo = attempt(diagnosis, attention, wrong_mask)
-        if todo:
-            print("Predict: which cells of leak.png put weight on a later key? Then write task 7.")
-            waits["leaks"] = todo
-            skip("the leak diagnostic", todo)
-        else:
-            ex |= found
-            print("\n".join(diagnosis_lines(ex)))
-        if folder:
-            print(f"wrote {plots.leak(ex, folder / 'leak.png')}")
-    print("", *predictions.report(STEP, answers(masks, ex, waits)), sep="\n")
-    failed = [label for label, d, tol in rows if d > tol]
-    ok = not skipped and not failed and exercise_passed(ex)
-    if write_docs and ok:
-        changed = write_block(README, "lab-01-parity", parity_block(rows))
-        changed |= write_block(README, "lab-01-exercise", exercise_block(ex))
-        changed |= write_block(README, "lab-01-test-count", expected_count_block(collected_tests()))
-        leak_rows = lecture_leak(attention, wrong_mask)
-        changed |= write_block(README, "lab-01-lecture-leak", lecture_leak_block(leak_rows))
-        spread = parity_spread_block(parity_spread(attention))
-        changed |= write_block(README, "lab-01-lecture-parity", spread)
-        changed |= write_block(README, "lab-01-empty-row", empty_row_block(empty_row(attention)))
-        print(f"\n{README.name}: {'updated' if changed else 'already up to date'}")
-    if write_docs and not ok:
-        print(f"\n{README.name} not rewritten: its blocks need every part to run and pass")
-    if failed:
-        print(f"\nFAIL: {len(failed)} of the table's figures are above their threshold")
-    if ex is not None and not skipped and not exercise_passed(ex):
-        print(f"\nFAIL: the exercise: {exercise_problem(ex)}")
-    if skipped:
-        print(f"\n{counted(len(skipped), 'part', 'wait for TODOs')} (listed above); the rest ran")
-    return 0 if ok else 1
-
-
-def main(args) -> int:
-    """`pixi run lab-01 [--write-docs] [--out DIR]` (common.run parses them)."""
-    attention = load(STEP, "attention", args.impl)
-    wrong_mask = load(STEP, "exercises.wrong_mask", args.impl)
-    return run(attention, wrong_mask, args.write_docs, args.out)
-
-
 # How far a fresh figure may sit from the README's. The max-abs-difference figures are O(1e-7)
 # rounding noise in outputs of size ~1, where one rounding unit is 2**-23 ~ 1.2e-7; their exact
 # bits depend on the BLAS and SIMD path (MKL or OpenBLAS on x86-64, Accelerate on macOS arm64),
@@ -489,26 +402,116 @@ DOCS_ABS_TOL = 5e-7
 # stays below 2e-6; a different seed, T or mask moves them by far more.
 EXERCISE_ABS_TOL = 2e-6
 UNITS_TOL = DOCS_ABS_TOL / ULP  # the appendix's figures in rounding units: about 4 units
+IN_UNITS = within(UNITS_TOL, e=DOCS_ABS_TOL)  # its raw figures (e-notation) as DOCS_ABS_TOL
+# Numbers written without a '.' (counts, shapes, thresholds) must be equal (common.docs.within).
 
 
-def docs_blocks() -> dict[str, tuple[str, object]]:
-    """The handout's deterministic blocks from a fresh reference run, and how close each must be.
-
-    Numbers written without a '.' (counts, shapes, thresholds) must be equal (common.docs.within)."""
-    attention = load(STEP, "attention", "solution")
-    wrong_mask = load(STEP, "exercises.wrong_mask", "solution")
-    ex = exercise(attention, wrong_mask)
-    return {
-        "lab-01-parity": (parity_table(parity_rows(attention)), within(DOCS_ABS_TOL)),
-        "lab-01-exercise": (exercise_block(ex), within(EXERCISE_ABS_TOL, e=DOCS_ABS_TOL)),
-        "lab-01-test-count": (expected_count_block(collected_tests()), exact),
-        "lab-01-lecture-leak": (
-            lecture_leak_block(lecture_leak(attention, wrong_mask)),
-            within(EXERCISE_ABS_TOL),
+TASKS = ("stable_softmax", "scaled_dot_product_attention", "causal_mask")
+TASKS += ("combine_causal_and_padding", "SelfAttention", "MultiHeadSelfAttention", "future_leak")
+TODO = {n: f"{STEP} task {n}: {name}" for n, name in enumerate(TASKS, start=1)}  # n -> TODO id
+TABLE_TODOS = (TODO[1], TODO[2], TODO[3], TODO[6])  # the five comparisons
+EXERCISE_TITLE = f"Exercise: right shape, wrong triangle (T = {EXERCISE_T}, seeded q, k, v)"
+PREDICT = "Predict: which cells of leak.png put weight on a later key? Then write task 7."
+# The run, in the order a student meets its TODOs; the appendix's experiments (docs=True) fill
+# the handout's reference blocks only: --write-docs and tests/test_docs.py compute them, a run not.
+RUN = Run(
+    STEP,
+    (
+        Experiment(
+            "parity",
+            TABLE_TODOS,
+            lambda ctx: parity(ctx.load("attention")),
+            blocks=(
+                Block(
+                    "lab-01-parity",
+                    parity_block,
+                    "Max abs difference against PyTorch (float32, CPU, seeded inputs)",
+                    check=within(DOCS_ABS_TOL),
+                    compared=lambda r: parity_table(r["rows"]),  # not the machine it ran on
+                ),
+            ),
+            verdict=over_threshold,
         ),
-        "lab-01-lecture-parity": (
-            parity_spread_block(parity_spread(attention)),
-            within(UNITS_TOL, e=DOCS_ABS_TOL),
+        Experiment(
+            "masks",
+            (TODO[3], TODO[4]),
+            lambda ctx: mask_pictures(ctx.load("attention")),
+            figures=(Figure("masks", plots.masks),),
+            slots=(
+                Slot(
+                    "combined_allowed",
+                    "cells the combined mask allows, third sequence",
+                    lambda m: int(m["combined"][2].sum()),  # 4 real tokens
+                ),
+            ),
         ),
-        "lab-01-empty-row": (empty_row_block(empty_row(attention)), exact),  # nan and 0.0 only
-    }
+        Experiment(
+            "exhibit",
+            (TODO[2], TODO[3]),
+            lambda ctx: exhibit(ctx.load("exercises.wrong_mask")),
+            blocks=(
+                Block(
+                    "lab-01-exhibit",
+                    lambda ex: "\n".join(exhibit_lines(ex)),
+                    EXERCISE_TITLE,
+                    record=False,
+                ),
+            ),
+            figures=(Figure("leak", plots.leak),),  # not outlined: your prediction comes first
+        ),
+        Experiment(
+            "exercise",
+            (TODO[7],),
+            diagnosed,
+            blocks=(
+                Block(
+                    "lab-01-exercise",
+                    exercise_block,
+                    "Exercise, diagnosed by your future_leak (the handout's block)",
+                    check=within(EXERCISE_ABS_TOL, e=DOCS_ABS_TOL),
+                ),
+            ),
+            figures=(Figure("leak", plots.leak),),  # drawn again, your diagnostic's leaks outlined
+            slots=(
+                Slot(
+                    "leaks",
+                    "exhibit cells with weight on a later key, as future_leak counts them",
+                    lambda ex: int(ex["buggy_count"]),
+                ),
+            ),
+            uses=("exhibit",),
+            verdict=exercise_verdict,
+            waiting=PREDICT,
+        ),
+        Experiment(
+            "test-count",
+            (),
+            lambda ctx: collected_tests(),
+            blocks=(Block("lab-01-test-count", expected_count_block, check=exact),),
+            docs=True,
+        ),
+        Experiment(
+            "lecture-leak",
+            (TODO[2], TODO[3], TODO[7]),
+            lambda ctx: lecture_leak(ctx.load("attention"), ctx.load("exercises.wrong_mask")),
+            blocks=(
+                Block("lab-01-lecture-leak", lecture_leak_block, check=within(EXERCISE_ABS_TOL)),
+            ),
+            docs=True,
+        ),
+        Experiment(
+            "lecture-parity",
+            TABLE_TODOS,
+            lambda ctx: parity_spread(ctx.load("attention")),
+            blocks=(Block("lab-01-lecture-parity", parity_spread_block, check=IN_UNITS),),
+            docs=True,
+        ),
+        Experiment(
+            "empty-row",
+            (TODO[1],),
+            lambda ctx: empty_row(ctx.load("attention")),
+            blocks=(Block("lab-01-empty-row", empty_row_block, check=exact),),  # nan and 0.0 only
+            docs=True,
+        ),
+    ),
+)

@@ -2,13 +2,9 @@
 
 from pathlib import Path
 
-from common import counted, predictions
-from common.course import course_step
 from common.docs import exact, last_digit, markdown_table
-from common.figures import out_dir
-from common.loader import load, load_file
-from common.run import record
-from common.todos import optional, order_key
+from common.experiment import Block, Context, Experiment, Figure, Run, Slot
+from common.loader import load_file
 
 STEP = "step-04"
 HERE = Path(__file__).resolve().parent
@@ -22,54 +18,6 @@ COST_D = COST_D_HEAD = 64
 
 # What the tests time with: two short lengths, one round, a short timer (they never check speed).
 QUICK = dict(timing_Ts=(16, 32), repeats=1, min_run_time=0.002)
-
-
-def experiment_calls(timing_Ts=TIMING_TS, repeats=3, min_run_time=experiments.MIN_RUN_TIME) -> dict:
-    """Result name -> call(head), in the order a student meets the TODOs (4.1 first)."""
-    return {
-        "mask_order": experiments.mask_order,
-        "scale": experiments.scale_check,
-        "real_text": experiments.real_text,
-        "family": experiments.family,
-        "smoothing": experiments.smoothing,
-        "equivariance": experiments.equivariance,
-        "causal_order": experiments.causal_order,
-        "online": experiments.online_check,
-        "scale_spread": experiments.scale_spread,
-        "mask_spread": experiments.mask_low_spread,
-        "cost": lambda head: experiments.cost(
-            head,
-            Ts=timing_Ts,
-            d=COST_D,
-            d_head=COST_D_HEAD,
-            repeats=repeats,
-            min_run_time=min_run_time,
-        ),
-    }
-
-
-def compute_available(head, **timing) -> tuple[dict, dict[str, str]]:
-    """The results of every experiment that runs, and for each other one the TODO it waits for."""
-    results, waiting = {}, {}
-    for name, call in experiment_calls(**timing).items():
-        try:
-            results[name] = call(head)
-        except NotImplementedError as exc:
-            waiting[name] = str(exc)
-    return results, waiting
-
-
-def title(experiment: str) -> str:
-    """An experiment's name as the handout's tables title it."""
-    return next((t for needs, _, t in BLOCKS.values() if needs == experiment), experiment)
-
-
-def compute_required(head, **timing) -> dict:
-    """compute_available for tests: a TODO that is not optional still raises NotImplementedError."""
-    results, waiting = compute_available(head, **timing)
-    if required := [t for t in waiting.values() if not optional(t)]:
-        raise NotImplementedError(required[0])
-    return results  # an optional TODO not written: its results (and blocks, figures) are missing
 
 
 def _pct(x: float) -> str:
@@ -228,32 +176,6 @@ def cost_count_block(_=None) -> str:
     )
 
 
-# README block name -> (the result it needs, or None, the function that writes it, its title)
-BLOCKS = {
-    "scale-check": ("scale", scale_block, "(a) scale check: iid N(0, 1) q, k; 512 rows of 8 keys"),
-    "real-text": ("real_text", real_text_block, "(b) untrained heads on the first 64 characters"),
-    "family": ("family", family_block, "(b2) which untrained settings give which pattern, T = 64"),
-    "smoothing": ("smoothing", smoothing_block, "(c) position-only attention smoothing, T = 64"),
-    "mask-order": ("mask_order", mask_order_block, "(d) mask before or after the softmax? T = 8"),
-    "mask-order-rows": ("mask_order", mask_rows_block, "(d) row sums, softmax then mask"),
-    "equivariance": ("equivariance", equivariance_block, "(e) permutation equivariance"),
-    "causal-order": ("causal_order", causal_order_block, "(b3) the causal head and token order"),
-    "online": ("online", online_block, "(e) online softmax and attention"),
-    "cost-count": (None, cost_count_block, f"(e) cost, counted, d = d_head = {COST_D}"),
-    "lecture-scale": ("scale_spread", scale_spread_block, "appendix: 200 draws of (1, 8, d_k)"),
-    "lecture-mask": ("mask_spread", mask_spread_block, "appendix: softmax then mask, 100 seeds"),
-}
-
-
-def blocks(results: dict) -> dict[str, str]:
-    """The README's generated blocks whose results are available; timings are never among them."""
-    return {
-        name: write(results.get(needs))
-        for name, (needs, write, _) in BLOCKS.items()
-        if needs is None or needs in results
-    }
-
-
 def timing_table(cost: dict) -> str:
     """Measured forward times (printed only: they depend on the machine)."""
     rows = [
@@ -272,87 +194,31 @@ def timing_table(cost: dict) -> str:
     )
 
 
-FIGURES = [  # (result, plot function, file name)
-    ("scale", plots.scale_check, "scale_check.png"),
-    ("real_text", plots.real_text, "real_text_heatmaps.png"),
-    ("real_text", plots.first_column, "first_column.png"),
-    ("family", plots.family, "family.png"),
-    ("smoothing", plots.smoothing, "smoothing.png"),
-    ("mask_order", plots.mask_order, "mask_order.png"),
-    ("equivariance", plots.equivariance, "equivariance.png"),
-    ("online", plots.online, "online_softmax.png"),
-    ("cost", plots.cost, "cost.png"),
-]
-
-
-def figures(results: dict, folder: Path) -> list[Path]:
-    """Write the figure of every available result into `folder`; return the paths."""
-    return [draw(results[name], folder / file) for name, draw, file in FIGURES if name in results]
-
-
-def answers(results: dict, waiting: dict[str, str]) -> list[predictions.Answer]:
-    """What this run measured for each slot of predictions.toml (4.2 part 4, and 4.3)."""
-
-    def answer(key, what, needs, value, shown):
-        if needs not in results:  # it waits for a TODO, or (a test's stand-ins) did not run
-            why = waiting.get(needs)
-            waits = f"{why.split('):')[0]}) not written" if why else "its experiment did not run"
-            return predictions.Answer(key, what, None, waits=waits)
-        return predictions.Answer(key, what, value(results[needs]), shown(value(results[needs])))
-
-    at_64 = lambda rows: next(r for r in rows if r["d_k"] == 64)  # noqa: E731 (table (a)'s row)
-    ratio = lambda rt: sum(r["first_vs_uniform"] for r in rt["rows"]) / len(rt["rows"])  # noqa: E731
-    default = lambda fam: next(r for r in fam["rows"] if r["setting"] == "default init")  # noqa: E731
-    return [
-        answer("raw_std", "raw scores' std at d_k = 64", "scale", lambda s: at_64(s)["raw_std"], "{:.2f}".format),
-        answer("scaled_std", "scaled scores' std", "scale", lambda s: at_64(s)["scaled_std"], "{:.2f}".format),
-        answer("raw_row_max", "mean row max, raw", "scale", lambda s: at_64(s)["max_raw"], "{:.3f}".format),
-        answer("scaled_row_max", "mean row max, scaled", "scale", lambda s: at_64(s)["max_scaled"], "{:.3f}".format),
-        answer("first_column", "first column / 1/(i+1), mean of the seeds", "real_text", ratio, "{:.2f}".format),
-        answer("family", "the default init's pattern", "family", lambda f: default(f)["pattern"], str),
-    ]  # fmt: skip
-
-
-def not_written(impl: str) -> str:
-    """' (not written: TODO(a), TODO(b))': every TODO the starter still raises, in course order;
-    an experiment that needs two (the online check) names only the first it reaches."""
-    if impl != "starter" or not (todos := course_step(STEP).open_todos()):
-        return ""
-    return f" (not written: {', '.join(f'TODO({t})' for t in sorted(todos, key=order_key))})"
-
-
-def main(args) -> int:
-    """`pixi run step-04 [--quick] [--write-docs] [--out DIR] [--repeats N]` (common.run parses them)."""
-    head = load(STEP, "head", args.impl)
-    results, waiting = compute_available(
-        head, **(QUICK if args.quick else {"repeats": args.repeats})
+def measured_block(cost: dict) -> str:
+    """(e) the timing table, printed only: it changes from run to run and is checked nowhere."""
+    said = (
+        f"measured on this machine, one thread ({cost['clock']}), median of {cost['rounds']} "
+        "interleaved rounds: changes from run to run, checked nowhere\n"
     )
-    for name, body in blocks(results).items():
-        print(BLOCKS[name][2], body, sep="\n")
-    if "cost" in results:
-        cost = results["cost"]
-        print(
-            f"(e) cost, measured on this machine, one thread ({cost['clock']}), median of "
-            f"{cost['rounds']} interleaved rounds: changes from run to run, checked nowhere"
-        )
-        print(timing_table(results["cost"]))
-    for path in figures(results, out_dir(STEP, args.out)):
-        print(f"wrote {path}")
-    print("", *predictions.report(STEP, answers(results, waiting)), "", sep="\n")
-    for name, todo in waiting.items():  # one line each: the experiment and the TODO it needs
-        print(f"skipped {title(name)}: {todo.split('):')[0]}) not written yet")
-    if waiting:
-        if args.write_docs:
-            print("README.md not rewritten: its numbers need every experiment")
-        required = [t for t in waiting.values() if not optional(t)]
-        print(
-            f"\n{counted(len(waiting), 'experiment', 'wait for TODOs')}"
-            + ("" if required else f"; only optional TODOs are left{not_written(args.impl)}")
-            + ("" if required else ", so this run passes")
-        )
-        return 1 if required else 0
-    record(args, blocks(results))
-    return 0
+    return said + timing_table(cost)
+
+
+def timed_cost(ctx: Context) -> dict:
+    """(e) forward times over T: two short lengths and one short round under --quick."""
+    timing = QUICK if ctx.quick else {"repeats": ctx.option("repeats", 3)}
+    return experiments.cost(
+        ctx.load("head"),
+        Ts=timing.get("timing_Ts", TIMING_TS),
+        d=COST_D,
+        d_head=COST_D_HEAD,
+        repeats=timing["repeats"],
+        min_run_time=timing.get("min_run_time", experiments.MIN_RUN_TIME),
+    )
+
+
+def on_head(experiment):
+    """An experiment of experiments.py, called on the head being run (yours or the reference)."""
+    return lambda ctx: experiment(ctx.load("head"))
 
 
 # How far a fresh run may sit from the handout, per cell: one unit in the last digit printed (a
@@ -362,12 +228,122 @@ def main(args) -> int:
 # 2 such units; their digits depend on the machine, so both sides only stay below NOISE (about 8
 # units). The FLOP count is integers and their ratios: every character reproduces.
 NOISE = 1e-6
+CLOSE = last_digit(NOISE)
+HEAD = ("step-04 4.1: Head.forward",)
+ONLINE = (*HEAD, "step-04 optional 1: online_softmax", "step-04 optional 2: online_attention")
 
 
-def docs_blocks() -> dict[str, tuple[str, object]]:
-    """The handout's deterministic blocks from a fresh reference run, and how close each must be."""
-    fresh = blocks(compute_required(load(STEP, "head", "solution"), **QUICK))
-    return {
-        name: (body, exact if name == "cost-count" else last_digit(NOISE))
-        for name, body in fresh.items()
-    }
+def at_64(rows):
+    return next(r for r in rows if r["d_k"] == 64)  # table (a)'s row
+
+
+# In the order a student meets the TODOs (4.1 first).
+RUN = Run(
+    STEP,
+    (
+        Experiment(
+            "mask_order",
+            HEAD,
+            on_head(experiments.mask_order),
+            blocks=(
+                Block("mask-order", mask_order_block, "(d) mask before or after the softmax? T = 8", CLOSE),
+                Block("mask-order-rows", mask_rows_block, "(d) row sums, softmax then mask", CLOSE),
+            ),
+            figures=(Figure("mask_order", plots.mask_order),),
+        ),
+        Experiment(
+            "scale",
+            ("step-04 4.2.4: score_stats",),
+            on_head(experiments.scale_check),
+            blocks=(Block("scale-check", scale_block, "(a) scale check: iid N(0, 1) q, k; 512 rows of 8 keys", CLOSE),),
+            figures=(Figure("scale_check", plots.scale_check),),
+            slots=(
+                Slot("raw_std", "raw scores' std at d_k = 64", lambda s: at_64(s)["raw_std"], "{:.2f}".format),
+                Slot("scaled_std", "scaled scores' std", lambda s: at_64(s)["scaled_std"], "{:.2f}".format),
+                Slot("raw_row_max", "mean row max, raw", lambda s: at_64(s)["max_raw"], "{:.3f}".format),
+                Slot("scaled_row_max", "mean row max, scaled", lambda s: at_64(s)["max_scaled"], "{:.3f}".format),
+            ),
+        ),
+        Experiment(
+            "real_text",
+            HEAD,
+            on_head(experiments.real_text),
+            blocks=(Block("real-text", real_text_block, "(b) untrained heads on the first 64 characters", CLOSE),),
+            figures=(Figure("real_text_heatmaps", plots.real_text), Figure("first_column", plots.first_column)),
+            slots=(
+                Slot(
+                    "first_column",
+                    "first column / 1/(i+1), mean of the seeds",
+                    lambda rt: sum(r["first_vs_uniform"] for r in rt["rows"]) / len(rt["rows"]),
+                    "{:.2f}".format,
+                ),
+            ),
+        ),
+        Experiment(
+            "family",
+            HEAD,
+            on_head(experiments.family),
+            blocks=(Block("family", family_block, "(b2) which untrained settings give which pattern, T = 64", CLOSE),),
+            figures=(Figure("family", plots.family),),
+            slots=(
+                Slot(
+                    "family",
+                    "the default init's pattern",
+                    lambda fam: next(r for r in fam["rows"] if r["setting"] == "default init")["pattern"],
+                ),
+            ),
+        ),
+        Experiment(
+            "smoothing",
+            ("step-04 4.4: smoothing_weights",),
+            on_head(experiments.smoothing),
+            blocks=(Block("smoothing", smoothing_block, "(c) position-only attention smoothing, T = 64", CLOSE),),
+            figures=(Figure("smoothing", plots.smoothing),),
+        ),
+        Experiment(
+            "equivariance",
+            HEAD,
+            on_head(experiments.equivariance),
+            blocks=(Block("equivariance", equivariance_block, "(e) permutation equivariance", CLOSE),),
+            figures=(Figure("equivariance", plots.equivariance),),
+        ),
+        Experiment(
+            "causal_order",
+            HEAD,
+            on_head(experiments.causal_order),
+            blocks=(Block("causal-order", causal_order_block, "(b3) the causal head and token order", CLOSE),),
+        ),
+        Experiment(
+            "online",
+            ONLINE,
+            on_head(experiments.online_check),
+            blocks=(Block("online", online_block, "(e) online softmax and attention", CLOSE),),
+            figures=(Figure("online_softmax", plots.online),),
+        ),
+        Experiment(
+            "cost_count",
+            (),
+            lambda ctx: None,  # arithmetic on the sizes: no head runs
+            blocks=(Block("cost-count", cost_count_block, f"(e) cost, counted, d = d_head = {COST_D}", exact),),
+        ),
+        Experiment(
+            "scale_spread",
+            (),
+            on_head(experiments.scale_spread),  # attention_scores is given
+            blocks=(Block("lecture-scale", scale_spread_block, "appendix: 200 draws of (1, 8, d_k)", CLOSE),),
+        ),
+        Experiment(
+            "mask_spread",
+            HEAD,
+            on_head(experiments.mask_low_spread),
+            blocks=(Block("lecture-mask", mask_spread_block, "appendix: softmax then mask, 100 seeds", CLOSE),),
+        ),
+        Experiment(
+            "cost",
+            HEAD,
+            timed_cost,
+            blocks=(Block("cost-timing", measured_block, "(e) cost, measured", record=False),),
+            figures=(Figure("cost", plots.cost),),
+        ),
+    ),
+)  # fmt: skip

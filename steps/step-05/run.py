@@ -1,18 +1,16 @@
 """Step 5: parameter counts, the loss at init against ln V, a short training run on Shakespeare, samples."""
 
-import functools
 import math
 from pathlib import Path
 
 import torch
 
-from common import predictions
 from common.docs import exact, last_digit, markdown_table
-from common.envreport import cpu_name
-from common.figures import figure_path, out_dir
-from common.loader import load, load_file, reference
-from common.run import record
+from common.envreport import machine
+from common.experiment import Block, Context, Experiment, Figure, Run, Slot
+from common.loader import load_file, reference
 from common.seeding import generator, seed_all
+from common.text import encoded, sample
 
 STEP = "step-05"
 HERE = Path(__file__).resolve().parent
@@ -41,11 +39,10 @@ SIZES = [
 ]
 
 
-@functools.cache
 def corpus():
     """The Step 3 text as one 1-D tensor of ids (do not modify: cached), its vocabulary, the data module."""
     data = reference("step-03", "data")
-    return torch.tensor(data.encode(data.load_text())), len(data.vocab()), data
+    return *encoded(data), data
 
 
 def parts(model) -> dict[str, int]:
@@ -159,28 +156,17 @@ def baselines_block(b) -> str:
     return markdown_table(["model made by counting", "held-out loss"], rows)
 
 
-def sample(model, data, tokens) -> str:
-    """`tokens` characters after PROMPT, drawn from a fresh generator of SAMPLE_SEED."""
-    idx = torch.tensor([data.encode(PROMPT)])  # (1, 1)
-    out = model.generate(idx, tokens, generator=generator(SAMPLE_SEED))  # (1, 1 + tokens)
-    return data.decode(out[0, len(PROMPT) :])
-
-
 def training(gpt, ids, V, data, model_cfg, train_cfg, tokens) -> dict:
     """Sample, train, sample again from the same generator state; the loss curve and the timing."""
     seed_all(MODEL_SEED)
     model = gpt.GPT(V=V, **model_cfg)
-    before = sample(model, data, tokens)
+    before = sample(model, data, PROMPT, tokens, SAMPLE_SEED)
     trn, val = train.split(ids)
     result = train.train(model, trn, val, **train_cfg)
-    after = sample(model, data, tokens)
+    after = sample(model, data, PROMPT, tokens, SAMPLE_SEED)
     extra = dict(V=V, threshold=THRESHOLD, eval_every=train_cfg["eval_every"])
     extra |= dict(params=sum(p.numel() for p in model.parameters()), B=train_cfg["B"])
     return result | extra | dict(before=before, after=after, T=train_cfg["T"])
-
-
-def machine() -> str:
-    return f"{cpu_name()}, torch {torch.__version__}, {THREADS} torch thread"
 
 
 def training_block(r) -> str:
@@ -202,7 +188,7 @@ def training_block(r) -> str:
     return markdown_table(
         ["step", "held-out loss", f"training loss, mean of the last {k}"], rows
     ) + (
-        f"\nRecorded on {machine()}: {len(curve)} steps of B = {r['B']} sequences of T = {r['T']} "
+        f"\nRecorded on {machine(THREADS)}: {len(curve)} steps of B = {r['B']} sequences of T = {r['T']} "
         f"characters in {r['seconds']:.0f} s. Final held-out loss {final:.3f}: {said}.\n"
     )
 
@@ -215,97 +201,100 @@ def _shown(text: str) -> str:
 def samples_block(r) -> str:
     """Recorded, not checked: the same sampler before and after training."""
     return (
-        f"Before training (recorded on {machine()}):\n\n```text\n{_shown(r['before'])}\n```\n\n"
+        f"Before training (recorded on {machine(THREADS)}):\n\n```text\n{_shown(r['before'])}\n```\n\n"
         f"After {len(r['curve'])} steps:\n\n```text\n{_shown(r['after'])}\n```\n"
     )
 
 
-def compute(gpt, quick=False) -> dict:
-    """Every result of the run; a TODO not written raises NotImplementedError."""
-    ids, V, data = corpus()
-    model_cfg, train_cfg = (QUICK_MODEL, QUICK_TRAIN) if quick else (MODEL, TRAIN)
-    tokens = QUICK_SAMPLE_TOKENS if quick else SAMPLE_TOKENS
-    previous = torch.get_num_threads()
-    torch.set_num_threads(THREADS)
-    try:
-        results = {"params": parameter_rows(gpt, V), "baselines": baselines(ids, V)}
-        results["init"] = init_loss(gpt, ids, V, model_cfg, train_cfg)
-        results["training"] = training(gpt, ids, V, data, model_cfg, train_cfg, tokens)
-        results["training"]["baselines"] = results["baselines"]  # lines in the loss figure
-        results["training"]["quick"] = quick  # --quick claims no bar: no verdict, no bar line
-    finally:
-        torch.set_num_threads(previous)
-    return results
+def configs(quick: bool) -> tuple[dict, dict, int]:
+    """The model, the training and the sample length of a full run or a --quick one."""
+    return (
+        (QUICK_MODEL, QUICK_TRAIN, QUICK_SAMPLE_TOKENS) if quick else (MODEL, TRAIN, SAMPLE_TOKENS)
+    )
 
 
-# README block -> (the result it needs, how it is written, checked against a fresh run?)
-BLOCKS = {
-    "params": ("params", params_block, True),
-    "init-loss": ("init", init_block, True),
-    "baselines": ("baselines", baselines_block, True),
-    "training": ("training", training_block, False),
-    "samples": ("training", samples_block, False),
-}
-
-
-def blocks(results: dict, checked_only: bool = False) -> dict[str, str]:
-    """The README's generated blocks; with checked_only, those a fresh run must reproduce."""
-    return {
-        name: write(results[needs])
-        for name, (needs, write, checked) in BLOCKS.items()
-        if checked or not checked_only
-    }
-
-
-def docs_blocks() -> dict[str, tuple[str, object]]:
-    """The handout's deterministic blocks from a fresh reference run, and how close each must be."""
-    gpt = load(STEP, "gpt", "solution")
+def init_experiment(ctx: Context) -> dict:
     ids, V, _ = corpus()
-    params = params_block(parameter_rows(gpt, V))
-    init = init_block(init_loss(gpt, ids, V, MODEL, TRAIN))
-    # Counts are integers: exact. The loss at init is a mean of float32 logs over 16,384
-    # positions; another CPU or BLAS sums them in another order and may move the third decimal
-    # by one, so one unit of the last digit printed (no value here is near float32 noise).
-    # The counting baselines are float64 sums of logs of exact counts: one unit of the third
-    # decimal as well, though only a different summation order could move them.
-    counted = baselines_block(baselines(ids, V))
-    return {
-        "params": (params, exact),
-        "init-loss": (init, last_digit(1e-6)),
-        "baselines": (counted, last_digit(1e-6)),
-    }
+    model_cfg, train_cfg, _ = configs(ctx.quick)
+    return init_loss(ctx.load("gpt"), ids, V, model_cfg, train_cfg)
 
 
-def figures(results: dict, folder: Path, quick: bool) -> list[Path]:
-    """The loss curve and the parameter shares (`_quick.png` for --quick)."""
-    return [
-        plots.loss_curve(results["training"], figure_path(folder, "loss_curve", quick)),
-        plots.parameters(results["params"], figure_path(folder, "parameters", quick)),
-    ]
+def training_experiment(ctx: Context) -> dict:
+    ids, V, data = corpus()
+    model_cfg, train_cfg, tokens = configs(ctx.quick)
+    result = training(ctx.load("gpt"), ids, V, data, model_cfg, train_cfg, tokens)
+    # the counting baselines are lines in the loss figure; --quick claims no bar, no verdict
+    return result | dict(baselines=ctx.results["baselines"], quick=ctx.quick)
 
 
-def answers(results: dict, quick: bool) -> list[predictions.Answer]:
-    """What this run measured for each slot of predictions.toml (questions 2 and 3 on paper)."""
-    run = next(r for r in results["params"] if r["label"] == "this step's run")
-    loss = results["init"]["loss"]
-    tiny = " (--quick: its tiny model's)" if quick else ""
-    return [
-        predictions.Answer("parameters", "this step's run", run["counted"], f"{run['counted']:,}"),
-        predictions.Answer("loss_at_init", f"held-out loss at init{tiny}", loss, f"{loss:.3f}"),
-    ]
+def below_threshold(r: dict, ctx: Context) -> str | None:
+    """The full run's one claim: the held-out loss ends below THRESHOLD."""
+    final = r["evals"][-1][1]
+    if not ctx.quick and final >= THRESHOLD:
+        return f"the held-out loss {final:.3f} did not fall below {THRESHOLD}"
+    return None
 
 
-def main(args) -> int:
-    """`pixi run step-05 [--quick] [--write-docs] [--out DIR]` (common.run parses them)."""
-    results = compute(load(STEP, "gpt", args.impl), quick=args.quick)
-    for name, body in blocks(results).items():
-        print(f"({name})", body, sep="\n")
-    for path in figures(results, out_dir(STEP, args.out), args.quick):
-        print(f"wrote {path}")
-    print("", *predictions.report(STEP, answers(results, args.quick)), sep="\n")
-    final = results["training"]["evals"][-1][1]
-    record(args, blocks(results))
-    if not args.quick and final >= THRESHOLD:
-        print(f"FAIL: the held-out loss {final:.3f} did not fall below {THRESHOLD}")
-        return 1
-    return 0
+MODEL_TODOS = tuple(
+    f"step-05 task {n}: {name}"
+    for n, name in enumerate(("MultiHeadAttention", "FeedForward", "Block", "GPT"), start=1)
+)
+TODOS = (*MODEL_TODOS, "step-05 task 5: generate")  # the samples
+# How close a fresh run must be. Counts are integers: exact. The loss at init is a mean of
+# float32 logs over 16,384 positions; another CPU or BLAS sums them in another order and may move
+# the third decimal by one, so one unit of the last digit printed. The counting baselines are
+# float64 sums of logs of exact counts: one unit of the third decimal as well, though only a
+# different summation order could move them.
+RUN = Run(
+    STEP,
+    (
+        Experiment(
+            "params",
+            MODEL_TODOS,
+            lambda ctx: parameter_rows(ctx.load("gpt"), corpus()[1]),
+            blocks=(Block("params", params_block, check=exact),),
+            figures=(Figure("parameters", plots.parameters),),
+            slots=(
+                Slot(
+                    "parameters",
+                    "this step's run",
+                    lambda rows: next(r for r in rows if r["label"] == "this step's run")[
+                        "counted"
+                    ],
+                    "{:,}".format,
+                ),
+            ),
+        ),
+        Experiment(
+            "init",
+            MODEL_TODOS,
+            init_experiment,
+            blocks=(Block("init-loss", init_block, check=last_digit(1e-6)),),
+            slots=(
+                Slot(
+                    "loss_at_init",
+                    "held-out loss at init",
+                    lambda r: r["loss"],
+                    "{:.3f}".format,
+                    quick="held-out loss at init (--quick: its tiny model's)",
+                ),
+            ),
+        ),
+        Experiment(
+            "baselines",
+            (),
+            lambda ctx: baselines(*corpus()[:2]),
+            blocks=(Block("baselines", baselines_block, check=last_digit(1e-6)),),
+        ),
+        Experiment(
+            "training",
+            TODOS,
+            training_experiment,
+            blocks=(Block("training", training_block), Block("samples", samples_block)),
+            figures=(Figure("loss_curve", plots.loss_curve),),
+            uses=("baselines",),
+            verdict=below_threshold,
+        ),
+    ),
+    threads=THREADS,
+)

@@ -14,7 +14,7 @@ from types import ModuleType
 import torch
 
 from common.bugs import Bug, broken_copy
-from common.course import Step
+from common.course import at
 
 
 def corpus(n: int = 600, V: int = 8, seed: int = 0) -> torch.Tensor:
@@ -238,7 +238,7 @@ def assert_check_passes(check, train, make) -> None:
 
 # --- the classic bugs, each one line of the reference changed -------------------------------------
 
-SOLUTION = Step("step-06", Path(__file__).resolve().parent).solution  # its train.py has the lines
+SOLUTION = at(Path(__file__).resolve().parent).solution  # its train.py has the lines
 
 
 def line_bug(

@@ -1,25 +1,18 @@
 """Step 6 experiments: train the Step 5 GPT with your loop, time it, and read what its heads learned."""
 
-import functools
-import logging
 import math
 import os
-import platform
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import torch
 
+from common.envreport import machine
 from common.loader import load_file, reference
-from common.seeding import generator, seed_all
-
-# torch.utils.benchmark (matmul_peak) imports torch.utils.cpp_extension, which on the pip path's
-# CUDA build of torch logs "No CUDA runtime is found, using CUDA_HOME=..." on a machine without a
-# GPU: nothing a student can act on (no extension is compiled). That one message is dropped.
-logging.getLogger("torch.utils.cpp_extension").addFilter(
-    lambda record: not record.getMessage().startswith("No CUDA runtime is found")
-)
+from common.seeding import seed_all
+from common.text import encoded, sample
+from common.timing import matmul_peak, torch_threads
 
 HERE = Path(__file__).resolve().parent
 heads = load_file(HERE / "heads.py")
@@ -36,11 +29,13 @@ class ModelConfig:
     T_max: int = 64
 
 
+QUICK_MODEL = ModelConfig(d=32, h=2, n_layer=2, T_max=64)  # --quick: a model trained in seconds
+
+
 def configs(train, quick: bool):
     """(model config, training config): the default run, or the --quick one for tests and CI."""
     if quick:
-        model = ModelConfig(d=32, h=2, n_layer=2, T_max=64)
-        return model, train.TrainConfig(
+        return QUICK_MODEL, train.TrainConfig(
             T=64, B=16, steps=120, warmup=10, eval_every=40, eval_batches=4, checkpoint_every=40
         )
     return ModelConfig(), train.TrainConfig(steps=600, warmup=60, eval_every=50)
@@ -51,11 +46,10 @@ def gpt_module():
     return reference("step-05", "gpt")
 
 
-@functools.cache
 def corpus():
-    """The Step 3 text as int64 ids, its vocabulary size and the data module (encoded once)."""
+    """The Step 3 text as int64 ids (cached: do not modify), its vocabulary size, the data module."""
     data = reference("step-03", "data")
-    return torch.tensor(data.encode(data.load_text())), len(data.vocab()), data
+    return *encoded(data), data
 
 
 def build(mcfg: ModelConfig, V: int, seed: int):
@@ -66,41 +60,6 @@ def build(mcfg: ModelConfig, V: int, seed: int):
 
 def n_params(model) -> int:
     return sum(p.numel() for p in model.parameters())
-
-
-def matmul_peak(threads: int, n: int = 512, min_run_time: float = 0.3) -> float:
-    """FLOPs per CPU-second of an n x n float32 matmul on `threads` threads: the peak to compare with.
-
-    CPU seconds (time.process_time), not wall seconds: on a machine shared with other programs
-    the wall clock also counts the time this process waits for a core, and training and this
-    measurement would wait by different amounts."""
-    from torch.utils.benchmark import Timer  # imports cpp_extension: after the filter above
-
-    a, b = torch.randn(n, n, generator=generator(0)), torch.randn(n, n, generator=generator(1))
-    timer = Timer("a @ b", globals=dict(a=a, b=b), num_threads=threads, timer=time.process_time)
-    return 2 * n**3 / timer.blocked_autorange(min_run_time=min_run_time).median
-
-
-def sample(model, data, prompt: str = "\n", n: int = 200, seed: int = 0) -> str:
-    """n characters the model writes after `prompt`, from a seeded generator."""
-    idx = torch.tensor([data.encode(prompt)])  # (1, len(prompt))
-    out = model.generate(idx, n, generator=generator(seed))  # (1, len(prompt) + n)
-    return data.decode(out[0, len(prompt) :].tolist())
-
-
-def machine() -> str:
-    """The CPU and OS, and the load average when the OS reports one: what a recorded number ran on."""
-    cpu = platform.processor() or platform.machine()
-    info = Path("/proc/cpuinfo")
-    if info.is_file():
-        names = [
-            line.split(":", 1)[1].strip()
-            for line in info.read_text().splitlines()
-            if line.startswith("model name")
-        ]
-        cpu = f"{names[0]}, {len(names)} cores" if names else cpu
-    load_avg = f", load average {os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else ""
-    return f"{cpu} ({platform.system()} {platform.machine()}{load_avg})"
 
 
 def initial_losses(train, quick: bool) -> dict:
@@ -142,12 +101,12 @@ def shakespeare(
     ids, V, data = corpus()
     model = build(mcfg, V, cfg.seed)
     before = sample(model, data)
-    torch.set_num_threads(threads)  # small matrices: one thread, undisturbed by other programs
     resumed_at = resume_point(train, checkpoint, train.run_config(cfg, asdict(mcfg)))
-    peak = matmul_peak(threads)
-    start = time.perf_counter()
-    result = train.train(model, asdict(mcfg), cfg, ids, checkpoint, progress=progress)
-    wall = time.perf_counter() - start
+    with torch_threads(threads):  # small matrices: one thread, undisturbed by other programs
+        peak = matmul_peak(threads)
+        start = time.perf_counter()
+        result = train.train(model, asdict(mcfg), cfg, ids, checkpoint, progress=progress)
+        wall = time.perf_counter() - start
     tokens = (result["step"] - resumed_at) * cfg.B * cfg.T  # trained by this process
     # None when no step ran (a finished run again): no rate to report, not a NaN to print
     tokens_per_s = tokens / result["seconds"] if tokens else None  # wall clock
@@ -173,7 +132,7 @@ def shakespeare(
         before=before,
         after=sample(model, data),
         checkpoint=checkpoint,
-        machine=machine(),
+        machine=machine(threads),
         quick=quick,
     )
 
@@ -197,7 +156,6 @@ def untrained_family() -> dict:
 def induction_run(train, seeds=(0,), quick: bool = False) -> list[dict]:
     """The induction experiment for each seed, trained with your train_step (--quick: 200 steps)."""
     induction = load_file(HERE / "induction.py")
-    torch.set_num_threads(1)  # the same digits on every run of one machine
     cfg = induction.InductionConfig(steps=200) if quick else induction.InductionConfig()
     runs = [induction.experiment(train.train_step, replace(cfg, seed=s)) for s in seeds]
     return [dict(r, quick=quick) for r in runs]  # a --quick run draws and claims no target

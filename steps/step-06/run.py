@@ -1,16 +1,12 @@
 """Step 6: train the Step 5 GPT with your loop, read its heads, and find an induction circuit."""
 
-import functools
 import math
 from pathlib import Path
 
-import torch
-
-from common import predictions
 from common.docs import exact, last_digit, markdown_table
-from common.figures import figure_path, out_dir
-from common.loader import load, load_file
-from common.run import record
+from common.experiment import Block, Context, Experiment, Figure, Run, Slot, Stop
+from common.figures import out_dir
+from common.loader import load_file
 
 STEP = "step-06"
 HERE = Path(__file__).resolve().parent
@@ -28,11 +24,11 @@ TARGET_PREFIX = plots.INDUCTION  # some head's prefix-matching score above this
 TARGET_ABLATED = 2.0  # the repeat loss with the previous-token heads zeroed rises above this
 
 
-def config_block(train) -> str:
+def config_block(r) -> str:
     """The two configurations, their parameter counts and FLOPs per token: sizes only."""
     rows = []
     for quick in (False, True):
-        init = experiments.initial_losses(train, quick)
+        init = r["inits"][quick]
         m, c = init["model"], init["cfg"]
         rows.append(
             ["--quick" if quick else "default", f"{m.d}", m.h, m.n_layer, c.T, c.B, c.steps]
@@ -47,7 +43,7 @@ def config_block(train) -> str:
     )
 
 
-def labels_block() -> str:
+def labels_block(heads) -> str:
     """The label rules and the Step 4 pattern each label grew out of."""
     rule = {
         "previous-token": f"previous >= {heads.PREVIOUS}",
@@ -98,7 +94,7 @@ def training_block(r) -> str:
     """Recorded: the run's losses, time, throughput and MFU (machine-dependent, checked nowhere)."""
     rows = [[s, f"{v:.3f}"] for s, v in r["losses"]["val"]]
     return (
-        f"recorded on {r['machine']}, {r['threads']} thread(s)\n\n"
+        f"recorded on {r['machine']}\n\n"
         + markdown_table(["step", "validation loss"], rows)
         + f"\n{verdict_line(r)}\n{speed_line(r)}\n"
     )
@@ -109,8 +105,9 @@ def samples_block(r) -> str:
     return f"before training:\n\n```text\n{r['before']}\n```\n\nafter training:\n\n```text\n{r['after']}\n```\n"
 
 
-def heads_block(hd) -> str:
+def heads_block(both) -> str:
     """Recorded: every trained head's scores and label."""
+    hd = both["heads"]
     rows = [
         [r["layer"], r["head"], f"{r['previous']:.2f}", f"{r['first']:.2f}", f"{r['self']:.2f}"]
         + [f"{r['local']:.2f}", f"{r['entropy']:.2f}", f"{r['evenness']:.2f}", r["label"]]
@@ -162,20 +159,15 @@ def induction_verdicts(r) -> list[tuple[str, bool]]:
     ]
 
 
-CHECKED = {
-    "config": config_block,
-    "labels": lambda _: labels_block(),
-}
-
-
-def checked_blocks(train) -> dict[str, str]:
-    """The README's deterministic blocks: the docs test compares them with a fresh run."""
-    return {name: make(train) for name, make in CHECKED.items()}
-
-
-def checkpoint_name(quick: bool, impl: str) -> str:
-    """The checkpoint of a run: one per configuration and implementation, never shared by two."""
-    return f"gpt{'-quick' if quick else ''}{'-starter' if impl == 'starter' else ''}.pt"
+def targets_block(runs) -> str:
+    """Printed: each seed's targets, PASS or FAIL, or for --quick its numbers and no verdict."""
+    if runs[0]["quick"]:
+        return "".join(f"{quick_line(r)}\n" for r in runs)
+    return "".join(
+        f"seed {r['cfg'].seed}: {'PASS' if ok else 'FAIL'} {text}\n"
+        for r in runs
+        for text, ok in induction_verdicts(r)
+    )
 
 
 def quick_line(r) -> str:
@@ -188,117 +180,187 @@ def quick_line(r) -> str:
     )
 
 
-def answers(train, quick: bool, hd: dict | None) -> list[predictions.Answer]:
-    """What this run measured for each slot of predictions.toml (tasks 5 and 6)."""
-    loss = experiments.initial_losses(train, quick)["loss"]
-    tiny = " (--quick: its tiny model's)" if quick else ""
-    said = [
-        predictions.Answer("loss_at_init", f"validation loss at init{tiny}", loss, f"{loss:.3f}")
+def induction_failures(runs, ctx: Context) -> str | None:
+    """The FAIL line of the full run's induction targets (--quick checks none)."""
+    failed = [
+        f"seed {r['cfg'].seed}: {text}"
+        for r in runs
+        for text, ok in induction_verdicts(r)
+        if not ok and not r["quick"]
     ]
-    if hd is None:
-        why = "--skip gpt: no model trained"
-        return said + [
-            predictions.Answer(key, what, None, waits=why)
-            for key, what in (("previous_token_layers", "layers"), ("broad_heads", "broad heads"))
-        ]
-    labels = [(r["layer"], r["label"]) for r in hd["rows"]]
-    layers = ", ".join(
-        str(n) for n in sorted({n for n, label in labels if label == "previous-token"})
-    )
-    broad = sum(label == "broad" for _, label in labels)
-    return said + [
-        predictions.Answer("previous_token_layers", "layers with a previous-token head", layers or "none"),
-        predictions.Answer("broad_heads", f"broad heads of {len(labels)}{tiny}", broad),
-    ]  # fmt: skip
+    return "; ".join(failed) or None
 
 
-def main(args) -> int:
-    """`pixi run step-06 [--quick] [--seeds 0,1,2] [--skip gpt,induction] [--threads N] [--write-docs]`."""
+def validation_failure(r, ctx: Context) -> str | None:
+    """The FAIL line of the default run's validation loss (--quick has no target)."""
+    if not r["quick"] and r["losses"]["val"][-1][1] > TARGET_VAL:
+        return f"validation loss above {TARGET_VAL}"
+    return None
+
+
+def checkpoint_name(quick: bool, impl: str) -> str:
+    """The checkpoint of a run: one per configuration and implementation, never shared by two."""
+    return f"gpt{'-quick' if quick else ''}{'-starter' if impl == 'starter' else ''}.pt"
+
+
+def options(ctx: Context) -> tuple[list[int], set[str]]:
+    """The induction seeds and the parts --skip leaves out; a bad option stops the run (code 2)."""
     try:
-        seeds = [int(s) for s in args.seeds.split(",")]
+        seeds = [int(s) for s in ctx.option("seeds", "0").split(",")]
     except ValueError:
-        print(f"--seeds takes integers separated by commas, got {args.seeds!r}")
-        return 2
-    skip = {part for part in args.skip.split(",") if part}
+        said = ctx.option("seeds")
+        raise Stop(f"--seeds takes integers separated by commas, got {said!r}", 2) from None
+    skip = {part for part in ctx.option("skip", "").split(",") if part}
     if unknown := skip - {"gpt", "induction"}:
-        print(f"--skip takes gpt and induction, got {', '.join(sorted(unknown))}")
-        return 2
-    torch.set_num_threads(args.threads)  # before any work: a second thread mostly waits here
-    train = load(STEP, "train", args.impl)
-    try:
-        return run(args, train, seeds, skip)
-    except train.Interrupted as exc:  # Ctrl-C while training: it says where the next run starts
-        print(f"\n{exc}")
-        return 130
-    except KeyboardInterrupt:
-        print(
-            f"\n{STEP} stopped (Ctrl-C), not while training: a training checkpoint keeps its "
-            "last step, the induction experiment keeps nothing; run the same command again"
+        raise Stop(f"--skip takes gpt and induction, got {', '.join(sorted(unknown))}", 2)
+    return seeds, skip
+
+
+def left_out(part: str):
+    """An experiment's skip: `--skip <part>` when the run's options leave that part out."""
+    return lambda ctx: f"--skip {part}" if part in options(ctx)[1] else None
+
+
+def stopping(compute):
+    """compute(ctx, train), where what ends the run says so in one line: Ctrl-C, a refused file, NaN."""
+
+    def run(ctx: Context):
+        train = ctx.load("train")
+        try:
+            return compute(ctx, train)
+        except train.Interrupted as exc:  # Ctrl-C while training: it says where the next run starts
+            raise Stop(f"\n{exc}", 130) from None
+        except KeyboardInterrupt:
+            raise Stop(
+                f"\n{STEP} stopped (Ctrl-C), not while training: a training checkpoint keeps its "
+                "last step, the induction experiment keeps nothing; run the same command again",
+                130,
+            ) from None
+        except (train.CheckpointError, FloatingPointError) as exc:  # one line: the file, the fix
+            raise Stop(f"{STEP}: {exc}") from None
+
+    return run
+
+
+def initial(ctx: Context, train) -> dict:
+    """The untrained model's loss in both configurations, and which one this run trains."""
+    inits = {quick: experiments.initial_losses(train, quick) for quick in (False, True)}
+    return dict(inits=inits, quick=ctx.quick)
+
+
+def training(ctx: Context, train) -> dict:
+    """The GPT trained with your loop, resumed from this run's own checkpoint when there is one."""
+    checkpoint = out_dir(STEP, ctx.option("out")) / checkpoint_name(ctx.quick, ctx.impl)
+    if ctx.option(
+        "write_docs", False
+    ):  # a recording is one whole run, not the tail of an older one
+        checkpoint.unlink(missing_ok=True)
+    return experiments.shakespeare(train, ctx.quick, checkpoint, ctx.option("threads", 1))
+
+
+def trained(ctx: Context, train) -> dict:
+    """The trained heads, beside Step 4's untrained family."""
+    r = ctx.results["training"]
+    hd = experiments.trained_heads(r["model"], r["mcfg"])
+    return dict(heads=hd, family=experiments.untrained_family())
+
+
+def induction(ctx: Context, train) -> list[dict]:
+    """The induction experiment, once per seed of --seeds."""
+    return experiments.induction_run(train, options(ctx)[0], quick=ctx.quick)
+
+
+def previous_token_layers(both) -> str:
+    """The layers that hold a previous-token head, e.g. '0, 2', or 'none'."""
+    rows = both["heads"]["rows"]
+    return (
+        ", ".join(
+            str(n) for n in sorted({r["layer"] for r in rows if r["label"] == "previous-token"})
         )
-        return 130
-    except (train.CheckpointError, FloatingPointError) as exc:  # one line: the file, the fix
-        print(f"{STEP}: {exc}")
-        return 1
+        or "none"
+    )
 
 
-def run(args, train, seeds: list[int], skip: set[str]) -> int:
-    """The parts of the run not skipped; the exit code (1 when a target of the full run fails)."""
-    out = out_dir(STEP, args.out)
-    figure = functools.partial(figure_path, out, quick=args.quick)  # --quick: its own files
-    docs, failed, hd = checked_blocks(train), [], None
-    for body in docs.values():
-        print(body)
-    if "gpt" not in skip:
-        name = checkpoint_name(args.quick, args.impl)
-        if args.write_docs:  # a recording is one whole run, not the tail of an older one
-            (out / name).unlink(missing_ok=True)
-        r = experiments.shakespeare(train, args.quick, out / name, threads=args.threads)
-        docs["training"], docs["samples"] = training_block(r), samples_block(r)
-        print(docs["training"], docs["samples"], sep="\n")
-        if not args.quick and r["losses"]["val"][-1][1] > TARGET_VAL:
-            failed.append(f"validation loss above {TARGET_VAL}")
-        hd = experiments.trained_heads(r["model"], r["mcfg"])
-        docs["heads"] = heads_block(hd)
-        print(docs["heads"])
-        both = dict(heads=hd, family=experiments.untrained_family())
-        for path in (
-            plots.loss_curve(r, figure("loss_curve")),
-            plots.heads_beside_family(both, figure("trained_heads")),
-            plots.head_zoom(both, figure("head_zoom")),
-        ):
-            print(f"wrote {path}")
-    if "induction" not in skip:
-        runs = experiments.induction_run(train, seeds, quick=args.quick)
-        docs["induction"] = induction_block(runs)
-        print(docs["induction"])
-        for r in runs:
-            if args.quick:
-                print(quick_line(r))
-                continue
-            for text, ok in induction_verdicts(r):
-                print(f"seed {r['cfg'].seed}: {'PASS' if ok else 'FAIL'} {text}")
-                failed += [] if ok else [f"seed {r['cfg'].seed}: {text}"]
-        for path in (
-            plots.induction_phase(runs[0], figure("induction_phase")),
-            plots.induction_heads(runs[0], figure("induction_heads")),
-        ):
-            print(f"wrote {path}")
-    print("", *predictions.report(STEP, answers(train, args.quick, hd)), sep="\n")
-    if args.write_docs and not args.quick:  # a part left out keeps its recorded blocks
-        record(args, docs)
-    elif args.write_docs:
-        print("README.md not rewritten: it records the default run, not --quick")
-    if failed:
-        print("FAIL: " + "; ".join(failed))
-    return 1 if failed else 0
-
-
-def docs_blocks() -> dict[str, tuple[str, object]]:
-    """The handout's deterministic blocks from the reference, and how close each must be."""
-    fresh = checked_blocks(load(STEP, "train", "solution"))
-    # Sizes and names are exact; the loss at init is one forward of float32 sums, whose last
-    # printed digit (of 3) another CPU's summation order can move by one: last_digit
-    return {
-        name: (body, last_digit(1e-9) if name == "config" else exact)
-        for name, body in fresh.items()
-    }
+TODOS = tuple(
+    f"step-06 task {n}: {name}"
+    for n, name in enumerate(("get_batch", "estimate_loss", "lr_at", "train_step"), start=1)
+)
+TINY = " (--quick: its tiny model's)"
+HEADS = experiments.ModelConfig()  # the default run's sizes: the slot's "of 16 heads"
+QUICK_HEADS = experiments.QUICK_MODEL
+# Sizes and names are exact; the loss at init is one forward of float32 sums, whose last printed
+# digit (of 3) another CPU's summation order can move by one: last_digit.
+# Torch runs on one thread (threads=1), so a run repeats digit for digit on one machine; training
+# alone takes --threads.
+RUN = Run(
+    STEP,
+    (
+        Experiment(
+            "config",
+            TODOS[:2],
+            stopping(initial),
+            blocks=(Block("config", config_block, check=last_digit(1e-9)),),
+            slots=(
+                Slot(
+                    "loss_at_init",
+                    "validation loss at init",
+                    lambda r: r["inits"][r["quick"]]["loss"],
+                    "{:.3f}".format,
+                    quick=f"validation loss at init{TINY}",
+                ),
+            ),
+        ),
+        Experiment(
+            "labels", (), lambda ctx: heads, blocks=(Block("labels", labels_block, check=exact),)
+        ),
+        Experiment(
+            "training",
+            TODOS,
+            stopping(training),
+            blocks=(Block("training", training_block), Block("samples", samples_block)),
+            figures=(Figure("loss_curve", plots.loss_curve),),
+            verdict=validation_failure,
+            skip=left_out("gpt"),
+        ),
+        Experiment(
+            "heads",
+            TODOS,
+            stopping(trained),
+            blocks=(Block("heads", heads_block),),
+            figures=(
+                Figure("trained_heads", plots.heads_beside_family),
+                Figure("head_zoom", plots.head_zoom),
+            ),
+            slots=(
+                Slot(
+                    "previous_token_layers",
+                    "layers with a previous-token head",
+                    previous_token_layers,
+                ),
+                Slot(
+                    "broad_heads",
+                    f"broad heads of {HEADS.h * HEADS.n_layer}",
+                    lambda both: sum(r["label"] == "broad" for r in both["heads"]["rows"]),
+                    quick=f"broad heads of {QUICK_HEADS.h * QUICK_HEADS.n_layer}{TINY}",
+                ),
+            ),
+            uses=("training",),
+        ),
+        Experiment(
+            "induction",
+            TODOS[3:],
+            stopping(induction),
+            blocks=(
+                Block("induction", induction_block),
+                Block("induction-targets", targets_block, record=False),
+            ),
+            figures=(
+                Figure("induction_phase", lambda runs, path: plots.induction_phase(runs[0], path)),
+                Figure("induction_heads", lambda runs, path: plots.induction_heads(runs[0], path)),
+            ),
+            verdict=induction_failures,
+            skip=left_out("induction"),
+        ),
+    ),
+    threads=1,
+)

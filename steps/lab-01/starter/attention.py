@@ -89,10 +89,10 @@ def check_mask(mask: torch.Tensor | None, shape: tuple[int, ...], name: str = "m
             f"{name} must be a boolean tensor (True = may attend), got dtype {mask.dtype}; "
             "additive float masks (0 / -inf) are not accepted, pass a bool mask"
         )
-    try:
-        fits = torch.broadcast_shapes(mask.shape, shape) == torch.Size(shape)
-    except RuntimeError:
-        fits = False
+    # by hand: torch.broadcast_shapes imports sympy, a third of `import torch` for one check
+    dims = [1] * (len(shape) - mask.dim()) + list(mask.shape)  # aligned from the right
+    fits = mask.dim() <= len(shape)  # each aligned size is 1 (broadcast) or the same
+    fits = fits and all(m in (1, s) for m, s in zip(dims, shape, strict=True))
     if not fits:
         raise ValueError(f"{name} must broadcast to {tuple(shape)}, got shape {tuple(mask.shape)}")
 

@@ -2,7 +2,11 @@
 
 (That the handout's blocks are what a fresh run prints is tests/test_docs.py's job, for every step.)"""
 
+import pytest
+
 from common import expect
+
+pytestmark = pytest.mark.whole_run
 
 
 def test_readme_lecture_leak_reproduces_the_lecture_and_this_lab(attention, wrong_mask, runner):
@@ -10,7 +14,7 @@ def test_readme_lecture_leak_reproduces_the_lecture_and_this_lab(attention, wron
     rows = runner.lecture_leak(attention, wrong_mask)
     (_, _, lecture), (_, count, ours) = rows
     expect.equal("the lecture's leak, to 6 places", round(lecture, 6), runner.LECTURE_LEAK)
-    exercise = runner.exercise(attention, wrong_mask)  # the lab's own figure, as printed
+    exercise = runner.diagnosis(attention, wrong_mask)  # the lab's own figure, as printed
     expect.equal("this lab's leak count", count, exercise["buggy_count"], "the exercise's")
     expect.equal("this lab's largest leak", ours, exercise["buggy_largest"], "the exercise's")
 

@@ -1,19 +1,37 @@
 """`pixi run lab-01` passes on correct attention, exits non-zero over a threshold, and draws its figures."""
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import torch
 
-from common import counted, expect
+from common import counted, expect, experiment
+from common.experiment import Run, execute, results
 from common.loader import load_fresh
+from common.run import options
+
+pytestmark = pytest.mark.whole_run
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
-def test_run_passes_on_the_attention_under_test(attention, wrong_mask, runner, capsys, tmp_path):
-    runner.parity_rows(attention), runner.exercise(attention, wrong_mask)  # every TODO written
-    code = runner.run(attention, wrong_mask, False, tmp_path, draw=False)
+def undrawn(run: Run) -> Run:
+    """The run without its figures (matplotlib costs about a second)."""
+    return Run(run.step, tuple(replace(e, figures=()) for e in run.experiments))
+
+
+def run_with(modules: dict, monkeypatch) -> None:
+    """Make the run load these modules in place of the code under test (the others as usual)."""
+    load = experiment.load
+    monkeypatch.setattr(
+        experiment, "load", lambda step, name, impl: modules.get(name) or load(step, name, impl)
+    )
+
+
+def test_run_passes_on_the_attention_under_test(impl, runner, capsys, tmp_path):
+    results(runner.RUN, impl)  # every TODO written: else this raises, naming the first one left
+    code = execute(undrawn(runner.RUN), options("lab-01", ["--impl", impl, "--out", str(tmp_path)]))
     out = capsys.readouterr().out
     expect.equal(
         "the run's exit code", code, 0, f"every figure within its threshold; it printed\n{out}"
@@ -23,31 +41,33 @@ def test_run_passes_on_the_attention_under_test(attention, wrong_mask, runner, c
 
 
 def test_run_fails_when_a_figure_is_over_its_threshold(
-    attention, wrong_mask, runner, capsys, tmp_path
+    attention, impl, runner, capsys, tmp_path, monkeypatch
 ):
     """Drop 1/sqrt(d_head) from the attention under test: the table must say FAIL and exit 1."""
-    runner.parity_rows(attention), runner.exercise(attention, wrong_mask)  # every TODO written
+    results(runner.RUN, impl)  # every TODO written: else this raises, naming the first one left
     unscaled = load_fresh(Path(attention.__file__).parent, "attention")  # a copy we may break
     sdpa = unscaled.scaled_dot_product_attention
     unscaled.scaled_dot_product_attention = lambda q, k, v, mask=None, scale=None: sdpa(
         q, k, v, mask, scale=1.0
     )
-    assert runner.run(unscaled, wrong_mask, False, tmp_path, draw=False) == 1
+    run_with({"attention": unscaled}, monkeypatch)
+    args = options("lab-01", ["--impl", impl, "--out", str(tmp_path)])
+    assert execute(undrawn(runner.RUN), args) == 1
     out = capsys.readouterr().out
     assert "FAIL: 4 of the table's figures are above their threshold" in out, out
 
 
 @pytest.mark.slow  # about 1 s: matplotlib draws two figures
-def test_run_writes_the_mask_and_leak_figures(attention, wrong_mask, runner, capsys, tmp_path):
-    runner.parity_rows(attention), runner.exercise(attention, wrong_mask)  # every TODO written
-    runner.run(attention, wrong_mask, False, tmp_path)
+def test_run_writes_the_mask_and_leak_figures(impl, runner, capsys, tmp_path):
+    results(runner.RUN, impl)  # every TODO written: else this raises, naming the first one left
+    execute(runner.RUN, options("lab-01", ["--impl", impl, "--out", str(tmp_path)]))
     out = capsys.readouterr().out
     written = sorted((tmp_path / "lab-01").iterdir())
     assert [p.name for p in written] == ["leak.png", "masks.png"]
     for path in written:
         data = path.read_bytes()
         assert data.startswith(PNG) and len(data) > 10_000, path.name
-        assert f"wrote {path}" in out
+        assert out.count(f"wrote {path}") == 1, out  # leak.png: drawn once, by the diagnosis
 
 
 def test_mask_figure_shows_causal_and_padding_combined_with_and(attention, runner):
@@ -62,7 +82,7 @@ def test_mask_figure_shows_causal_and_padding_combined_with_and(attention, runne
 
 
 def test_leak_figure_data_is_the_exercise_printout(attention, wrong_mask, runner):
-    ex = runner.exercise(attention, wrong_mask)
+    ex = runner.exhibit(wrong_mask) | runner.diagnosis(attention, wrong_mask)
     future = torch.ones(ex["T"], ex["T"], dtype=torch.bool).triu(diagonal=1)  # (T, T) j > i
     leaked = ex["buggy_weights"][future]  # the cells the figure outlines in red
     expect.equal("the exercise's buggy_count", ex["buggy_count"], 6, "T * (T - 1) / 2 at T = 4")
@@ -71,11 +91,11 @@ def test_leak_figure_data_is_the_exercise_printout(attention, wrong_mask, runner
     expect.equal("the exercise's causal_count", ex["causal_count"], 0)
 
 
-def todo(task: str):
+def todo(todo_id: str):
     """A stand-in for a function whose TODO is not written yet."""
 
     def unwritten(*args, **kwargs):
-        raise NotImplementedError(f"TODO(lab-01 {task}): not written")
+        raise NotImplementedError(f"TODO({todo_id}): not written")
 
     return unwritten
 
@@ -84,24 +104,39 @@ def todo(task: str):
 @pytest.mark.parametrize(
     "unwritten, skips, predict",
     [
-        ({"attention": ["causal_mask"]}, 3, False),  # a causal row, masks.png, the exercise
-        ({"wrong_mask": ["future_leak"]}, 1, True),  # only the diagnostic waits: predict first
+        ({"attention": ["causal_mask"]}, 4, False),  # the table, masks.png, the exercise's two
+        (
+            {"exercises.wrong_mask": ["future_leak"]},
+            1,
+            True,
+        ),  # only the diagnostic waits: predict first
     ],
     ids=["task 3 left", "task 7 left"],
 )
-def test_run_does_what_the_written_todos_allow(runner, capsys, tmp_path, unwritten, skips, predict):
+def test_run_does_what_the_written_todos_allow(
+    runner, capsys, tmp_path, monkeypatch, unwritten, skips, predict
+):
     """Every part whose TODOs are written runs and draws; each other part is one 'skipped' line."""
+
+    def drawn(result, path: Path) -> Path:
+        path.write_bytes(b"")  # which figures a run draws, not their pixels: rendering them
+        return path  # (test_run_writes_the_mask_and_leak_figures) outweighed the whole check
+
+    monkeypatch.setattr(runner.plots, "masks", drawn)
+    monkeypatch.setattr(runner.plots, "leak", drawn)
     solution = Path(runner.__file__).parent / "solution"
     modules = {"attention": load_fresh(solution, "attention")}
-    modules["wrong_mask"] = load_fresh(solution, "exercises.wrong_mask")
+    modules["exercises.wrong_mask"] = load_fresh(solution, "exercises.wrong_mask")
     for module, names in unwritten.items():
         for name in names:
-            setattr(modules[module], name, todo(f"task 0: {name}"))
-    modules["wrong_mask"].causal_mask = modules["attention"].causal_mask  # the exhibit's import
-    assert runner.run(modules["attention"], modules["wrong_mask"], False, tmp_path) == 1
+            todo_id = next(t for t in runner.TODO.values() if t.endswith(f": {name}"))
+            setattr(modules[module], name, todo(todo_id))
+    modules["exercises.wrong_mask"].causal_mask = modules["attention"].causal_mask  # its import
+    run_with(modules, monkeypatch)
+    assert execute(runner.RUN, options("lab-01", ["--out", str(tmp_path)])) == 1
     out = capsys.readouterr().out
     lines = [line for line in out.splitlines() if line.startswith("skipped ")]
     assert len(lines) == skips and all("not written yet" in line for line in lines), out
-    assert f"{counted(skips, 'part', 'wait for TODOs')} (listed" in out and "FAIL" not in out
+    assert f"{counted(skips, 'experiment', 'wait for TODOs')}" in out and "FAIL" not in out
     assert ("Predict: which cells of leak.png" in out) == predict
     assert (tmp_path / "lab-01" / "leak.png").is_file() == predict

@@ -2,7 +2,8 @@
 
 import pytest
 
-from common.loader import load, load_file, step_dir
+from common.course import course_step
+from common.loader import load, load_file
 
 SCORECARD = pytest.StashKey[str]()
 
@@ -16,13 +17,13 @@ def head(impl):
 @pytest.fixture
 def experiments():
     """steps/step-04/experiments.py: the measurements, given a head module."""
-    return load_file(step_dir("step-04") / "experiments.py")
+    return load_file(course_step("step-04").folder / "experiments.py")
 
 
 @pytest.fixture
 def run():
     """steps/step-04/run.py: tables, figures and the README's generated blocks."""
-    return load_file(step_dir("step-04") / "run.py")
+    return load_file(course_step("step-04").folder / "run.py")
 
 
 @pytest.fixture(scope="session")

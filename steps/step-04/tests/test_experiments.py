@@ -9,9 +9,12 @@ import pytest
 import torch
 
 from common import expect
+from common.experiment import Context, Experiment, Run, execute
 from common.figures import out_dir
 from common.loader import reference
 from common.seeding import randn
+
+pytestmark = pytest.mark.whole_run
 
 # Float32 results of O(1) size computed along two different routes: 1e-6, about 8 rounding units
 # of 1 (2**-23 ~ 1.2e-7). Absolute, so passed with rtol=0 (allclose's default rtol=1e-5 would
@@ -301,26 +304,26 @@ FIGURES = [
 ]
 
 
-@pytest.mark.given  # reads the list only: no TODO on its path
+def figures(run) -> dict:
+    """Each figure's file -> its experiment, from the run's declaration."""
+    return {f"{f.name}.png": e for e in run.RUN.experiments for f in e.figures}
+
+
+@pytest.mark.given  # reads the declaration only: no TODO on its path
 def test_run_draws_the_handouts_figures(run):
-    assert [file for _, _, file in run.FIGURES] == FIGURES
+    assert sorted(figures(run)) == sorted(FIGURES)
 
 
 @pytest.mark.slow  # matplotlib: up to a second for the figures with eight heatmaps or more
 @pytest.mark.parametrize("file", FIGURES)
-def test_figure_is_a_png(head, run, file, tmp_path):
-    name, draw = next((name, draw) for name, draw, f in run.FIGURES if f == file)
-    result = run.experiment_calls(**run.QUICK)[name](head)
+def test_figure_is_a_png(impl, run, file, tmp_path):
+    experiment = figures(run)[file]
+    draw = next(f.draw for f in experiment.figures if f"{f.name}.png" == file)
+    result = experiment.compute(Context("step-04", impl, quick=True))
     path = draw(result, out_dir("step-04", tmp_path) / file)
     assert path == tmp_path / "step-04" / file
     data = path.read_bytes()
     assert data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) > 10_000, f"{len(data)} bytes"
-
-
-@pytest.mark.slow  # matplotlib draws one figure
-def test_figures_draws_what_has_results(head, run, experiments, tmp_path):
-    paths = run.figures({"equivariance": experiments.equivariance(head)}, tmp_path)
-    assert paths == [tmp_path / "equivariance.png"] and paths[0].is_file()
 
 
 @pytest.mark.given  # counts FLOPs from the sizes: no head, so no TODO on its path
@@ -336,13 +339,13 @@ def test_cost_count_names_the_flop_slope(run):
 def test_run_skips_what_waits_for_a_todo_and_passes_when_only_optional_work_is_left(
     run, monkeypatch, tmp_path, capsys, todo, code
 ):
-    def waits(head):
+    def waits(ctx):
         raise NotImplementedError(f"TODO(step-04 {todo}): the contract")
 
-    monkeypatch.setattr(run, "experiment_calls", lambda **timing: {"online": waits})
+    monkeypatch.setattr(run, "RUN", Run("step-04", (Experiment("online", run.ONLINE, waits),)))
     args = SimpleNamespace(impl="solution", quick=True, write_docs=False, out=tmp_path, repeats=1)
-    assert run.main(args) == code
+    assert execute(run.RUN, args) == code
     out = capsys.readouterr().out
-    line = f"skipped (e) online softmax and attention: TODO(step-04 {todo}) not written yet"
+    line = f"skipped online: TODO(step-04 {todo}) not written yet"
     assert line in out.splitlines(), out
     assert ("only optional TODOs are left, so this run passes" in out) == (code == 0)

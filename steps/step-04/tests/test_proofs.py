@@ -3,9 +3,10 @@ broken heads that violate its own property (scorecard.OWN); an empty proof catch
 
 import pytest
 
-from common.loader import load, load_file, step_dir
+from common.course import course_step
+from common.loader import load, load_file
 
-grading = load_file(step_dir("step-04") / "scorecard.py")
+grading = load_file(course_step("step-04").folder / "scorecard.py")
 GRADED = []  # the cards of the proofs graded so far in this session, for the printed scorecard
 
 

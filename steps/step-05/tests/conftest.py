@@ -2,9 +2,10 @@
 
 import pytest
 
-from common.loader import load, load_file, step_dir
+from common.course import course_step
+from common.loader import load, load_file
 
-HERE = step_dir("step-05")
+HERE = course_step("step-05").folder
 
 
 @pytest.fixture

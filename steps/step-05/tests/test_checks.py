@@ -4,9 +4,10 @@ by the check that names it."""
 import pytest
 
 from common.bugs import broken_copy
-from common.loader import load_file, step_dir
+from common.course import course_step
+from common.loader import load_file
 
-HERE = step_dir("step-05")
+HERE = course_step("step-05").folder
 CURATED = load_file(HERE / "symptoms.py").BUGS
 
 

@@ -6,6 +6,8 @@ import pytest
 
 from common.docs import parse_table, read_block
 
+pytestmark = pytest.mark.whole_run
+
 
 @pytest.mark.given  # reads the README only
 def test_the_recorded_run_fell_below_the_threshold_and_says_where(run):

@@ -5,19 +5,20 @@ import math
 import pytest
 
 from common import expect
+from common.experiment import Outcome, execute, results
 from common.run import options
+
+pytestmark = pytest.mark.whole_run
 
 
 @pytest.fixture(scope="module")
 def quick(run, request):
-    """One quick run's results (the module's gpt per --impl), shared by the tests below."""
-    from common.loader import load
-
-    return run.compute(load("step-05", "gpt", request.config.getoption("--impl")), quick=True)
+    """One quick run's results (the step's code per --impl), shared by the tests below."""
+    return results(run.RUN, request.config.getoption("--impl"), quick=True)
 
 
-def test_quick_run_repeats_bit_for_bit(quick, run, gpt):
-    again = run.compute(gpt, quick=True)
+def test_quick_run_repeats_bit_for_bit(quick, run, request):
+    again = results(run.RUN, request.config.getoption("--impl"), quick=True)
     r, s = quick["training"], again["training"]
     assert r["curve"] == s["curve"] and r["evals"] == s["evals"], "same seeds, same losses"
     assert r["before"] == s["before"] and r["after"] == s["after"], "same generator, same text"
@@ -56,10 +57,11 @@ def test_parameter_rows_agree_with_the_formula(quick):
 
 
 def test_blocks_name_the_machine_of_what_they_record(quick, run):
-    made = run.blocks(quick)
-    assert set(made) == set(run.BLOCKS)
+    made = {name: text for name, (_, text) in Outcome(quick, {}).blocks(run.RUN).items()}
+    assert set(made) == {"params", "init-loss", "baselines", "training", "samples"}
     assert "Recorded on" in made["training"] and "recorded on" in made["samples"]
-    assert set(run.blocks(quick, checked_only=True)) == {"params", "init-loss", "baselines"}
+    checked = Outcome(quick, {}).blocks(run.RUN, "checked")
+    assert set(checked) == {"params", "init-loss", "baselines"}
 
 
 def test_a_quick_run_claims_no_bar(quick, run):
@@ -72,7 +74,8 @@ def test_a_quick_run_claims_no_bar(quick, run):
 @pytest.mark.slow  # draws two figures
 def test_quick_run_writes_its_figures_and_exits_0(quick, run, impl, tmp_path, capsys):
     # `quick` first: a TODO not written fails here with its NotImplementedError, not main's 1
-    assert run.main(options("step-05", ["--quick", "--out", str(tmp_path), "--impl", impl])) == 0
+    args = options("step-05", ["--quick", "--out", str(tmp_path), "--impl", impl])
+    assert execute(run.RUN, args) == 0
     for name in ("loss_curve", "parameters"):  # --quick never overwrites the full run's figures
         assert (tmp_path / "step-05" / f"{name}_quick.png").stat().st_size > 10_000, name
         assert not (tmp_path / "step-05" / f"{name}.png").exists(), f"--quick wrote {name}.png"

@@ -5,7 +5,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from common.loader import load, load_file, step_dir
+from common.course import course_step
+from common.loader import load, load_file
 from common.seeding import seed_all
 
 
@@ -18,19 +19,19 @@ def train(impl):
 @pytest.fixture
 def induction():
     """steps/step-06/induction.py: the attention-only model, its data and its scores."""
-    return load_file(step_dir("step-06") / "induction.py")
+    return load_file(course_step("step-06").folder / "induction.py")
 
 
 @pytest.fixture
 def heads():
     """steps/step-06/heads.py: scores and labels of trained heads."""
-    return load_file(step_dir("step-06") / "heads.py")
+    return load_file(course_step("step-06").folder / "heads.py")
 
 
 @pytest.fixture
 def run():
     """steps/step-06/run.py: tables, figures and the README's generated blocks."""
-    return load_file(step_dir("step-06") / "run.py")
+    return load_file(course_step("step-06").folder / "run.py")
 
 
 class Tiny(nn.Module):

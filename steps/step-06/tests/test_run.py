@@ -7,10 +7,11 @@ import torch
 
 from common import STEPS_DIR
 from common.docs import parse_table, read_block
+from common.experiment import execute
 from common.run import options
 
 # run.py is course code: these tests pass on the untouched starter
-pytestmark = pytest.mark.given
+pytestmark = [pytest.mark.given, pytest.mark.whole_run]
 
 
 def induction_result(repeat=0.3, one=2.8, prefix=0.9, ablated=3.0):
@@ -63,13 +64,19 @@ def test_figures_are_written(run, tmp_path):
         assert path.stat().st_size > 10_000
 
 
-def test_bad_run_options_are_refused(run, capsys, tmp_path):
+def test_bad_run_options_are_refused(run, capsys, tmp_path, monkeypatch):
+    monkeypatch.setattr(run.experiments, "initial_losses", lambda train, quick: None)  # seconds
+    trained = []
+    monkeypatch.setattr(run.experiments, "shakespeare", lambda *a, **kw: trained.append(a))
     args = options("step-06", ["--seeds", "0,x", "--out", str(tmp_path)])
-    assert run.main(args) == 2 and "--seeds takes integers" in capsys.readouterr().out
-    args = options("step-06", ["--skip", "mlp", "--out", str(tmp_path)])
-    assert (
-        run.main(args) == 2 and "--skip takes gpt and induction, got mlp" in capsys.readouterr().out
+    assert execute(run.RUN, args) == 2
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "--seeds takes integers separated by commas, got '0,x'"
     )
+    args = options("step-06", ["--skip", "mlp", "--out", str(tmp_path)])
+    assert execute(run.RUN, args) == 2
+    assert capsys.readouterr().out.splitlines()[-1] == "--skip takes gpt and induction, got mlp"
+    assert trained == [], "a bad option stops the run before it trains"
 
 
 def test_the_rebuilt_untrained_family_is_step_4s(run, heads):
@@ -130,9 +137,14 @@ def test_a_quick_run_claims_no_target_and_a_rerun_no_nan(run):
 
 
 def test_a_quick_induction_run_prints_its_numbers_without_a_verdict(run):
-    line = run.quick_line(induction_result(repeat=4.14))
+    quick = [dict(induction_result(repeat=4.14), quick=True)]
+    (line,) = run.targets_block(quick).splitlines()
     assert line.startswith("seed 0 (--quick, 200 steps, too few for the circuit: no targets")
     assert "repeat loss 4.14" in line and not any(c in line for c in "<>") and "PASS" not in line
+    assert run.induction_failures(quick, None) is None, "--quick fails no target"
+    full = [dict(induction_result(repeat=0.6), quick=False)]
+    assert run.targets_block(full).splitlines()[0] == "seed 0: FAIL repeat loss 0.60 < 0.5"
+    assert run.induction_failures(full, None) == "seed 0: repeat loss 0.60 < 0.5"
 
 
 def drawn(run, monkeypatch, draw, result, tmp_path):

@@ -10,9 +10,10 @@ import pytest
 import torch
 
 from common import expect
-from common.loader import load_file, load_fresh, step_dir
+from common.course import course_step
+from common.loader import load_file, load_fresh
 
-checks = load_file(step_dir("step-06") / "checks.py")
+checks = load_file(course_step("step-06").folder / "checks.py")
 
 
 @pytest.mark.parametrize("check", checks.CHECKS, ids=[c.__name__ for c in checks.CHECKS])
