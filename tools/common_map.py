@@ -25,12 +25,12 @@ def common_map() -> str:
 
 def step_files() -> str:
     """One row per module a step keeps beside solution/, starter/ and tests/: what it is."""
+    from common.course import course
     from common.docs import markdown_table
 
-    rows = [
-        [f"`{p.relative_to(REPO_ROOT).as_posix()}`", summary(p)]
-        for p in sorted((REPO_ROOT / "steps").glob("*/*.py"))
-    ]
+    steps = [step for step in course() if not step.checkpoint]  # a checkpoint is all solution
+    files = sorted(p for step in steps for p in step.folder.glob("*.py"))
+    rows = [[f"`{p.relative_to(REPO_ROOT).as_posix()}`", summary(p)] for p in files]
     return markdown_table(["module", "what it is"], rows)
 
 
