@@ -1,5 +1,7 @@
-"""A step's curated bugs, one protocol for every step: a `Bug` says what it breaks and the fix, and
-`broken_copy` builds a fresh copy of the reference module that commits it."""
+"""A step's curated bugs, one protocol for every step: a `Bug` is a replacement in one reference
+file (its step.toml [mutation] target) with its symptom and fix, and `broken_copy` builds a fresh
+copy of that module that commits it (the attention bugs of steps/lab-01/broken.py, not yet
+replacements, carry `settings` that their step's `broken` reads)."""
 
 import re
 from collections.abc import Callable
@@ -12,21 +14,25 @@ from common.loader import load_fresh
 
 @dataclass(frozen=True)
 class Bug:
-    """One curated bug: what a student sees, the fix in words, and how a copy commits it."""
+    """One curated bug: `old` in the reference becomes `new`; what a student sees and the fix."""
 
     name: str
     breaks: str  # what it breaks, as the student sees it: the handout's Symptom
-    fix: str  # what the student's code should do instead
+    fix: str  # what the student's code should do instead, in words
+    old: str = ""  # code of the reference, once in it outside comment lines (it may span lines) ...
+    new: str = ""  # ... and what the bug puts there
     check: str = ""  # the check that must name it (Step 5's, Step 6's)
     hint: str = ""  # what a proof should assert to catch it (Step 4's scorecard)
-    inject: Callable[[ModuleType], None] | None = None  # patches a fresh copy of the module
-    old: str = ""  # or: a line of the reference (its comment left out), exactly once in it ...
-    new: str = ""  # ... and what the bug puts there
-    settings: dict = field(default_factory=dict)  # what the step's own `broken` reads (lab-01's)
     # How the check recognises it, beyond its test failing: words its failure says, and tests the
     # bug leaves passing (a failure of one is another bug); the table's "Recognised by" column.
     says: str = ""
     passes: tuple[str, ...] = ()
+    # lab-01's and Step 4's attention bugs only, until they are replacements: the mistakes their
+    # step's `broken` (and steps/lab-01/broken.py's broken_head) builds in
+    settings: dict = field(default_factory=dict)
+    # the reference module it is a replacement in, when not its step's [mutation] target (a step
+    # with two TODO modules, lab-02: layers and kvcache)
+    module: str = ""
 
 
 NO_MORE = "its test failing"  # the "Recognised by" cell of a bug its failing test alone recognises
@@ -44,23 +50,25 @@ def recognition(cell: str) -> tuple[str, tuple[str, ...]]:
     return (said[1] if said else ""), tuple(re.findall(r"([\w:.\[\]-]+) passing", cell))
 
 
-def replace_line(text: str, bug: Bug, where: str) -> str:
-    """`text` with `bug.old`'s line (compared without its comment) replaced by `bug.new`."""
-    lines = [line for line in text.splitlines() if line.split("  # ")[0].strip() == bug.old]
-    if len(lines) != 1:
-        raise ValueError(f"{bug.name}: {bug.old!r} occurs {len(lines)} times in {where}")
-    indent = lines[0][: len(lines[0]) - len(lines[0].lstrip())]
-    return text.replace(lines[0], indent + bug.new)
+def _in_code(text: str, start: int) -> bool:
+    """Does the match at `start` begin outside a comment line (a hint's sketch is not the code)?"""
+    line = text[text.rfind("\n", 0, start) + 1 :]
+    return not line.lstrip().startswith("#")
+
+
+def committed(text: str, bug: Bug, where: str) -> str:
+    """`text` (a reference file) with `bug.old`, once in its code, replaced by `bug.new`."""
+    found = [m.start() for m in re.finditer(re.escape(bug.old), text) if _in_code(text, m.start())]
+    if len(found) != 1:
+        raise ValueError(f"{bug.name}: {bug.old!r} occurs {len(found)} times in {where}, not once")
+    return text[: found[0]] + bug.new + text[found[0] + len(bug.old) :]
 
 
 def commit(fresh: ModuleType, bug: Bug) -> ModuleType:
-    """Make a fresh copy of a module commit `bug`: its line replaced, or its patch applied."""
-    if bug.old:
-        text = Path(fresh.__file__).read_text(encoding="utf-8")
-        code = compile(replace_line(text, bug, Path(fresh.__file__).name), fresh.__file__, "exec")
-        exec(code, vars(fresh))  # over the copy: its module stays registered (dataclasses need it)
-    if bug.inject is not None:
-        bug.inject(fresh)
+    """Make a fresh copy of a module commit `bug`: its source run again with the replacement."""
+    text = Path(fresh.__file__).read_text(encoding="utf-8")
+    code = compile(committed(text, bug, Path(fresh.__file__).name), fresh.__file__, "exec")
+    exec(code, vars(fresh))  # over the copy: its module stays registered (dataclasses need it)
     return fresh
 
 

@@ -23,7 +23,7 @@ from tests.test_grade import caught_up_starter, shipped_starter, with_change
 from tools import grade
 from tools.autograder import CPU_LOCK, PIP, WALL, main, setup_script
 from tools.gradescope import results_json
-from tools.screens import BUGS
+from tools.screens import bugs
 
 
 @pytest.fixture(scope="module")
@@ -90,8 +90,8 @@ def test_run_autograder_writes_a_valid_results_json(autograder, shipped, referen
     elif case == "reference":
         submission = reference
     else:
-        _, old, new, _, _ = next(b for b in BUGS if b[0] == case)
-        submission = with_change(reference, tmp_path / "sub", old, new)
+        bug = bugs()[case]
+        submission = with_change(reference, tmp_path / "sub", bug.old, bug.new)
     results, stdout = run_autograder(autograder, submission)
     jsonschema.validate(results, SCHEMA)
     assert "contained" not in results["output"], results["output"]  # the sandbox: stdout only

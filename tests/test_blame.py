@@ -1,9 +1,9 @@
 """The check names an injected bug's TODO and line on its first screen (at most 40 lines).
 
 Each case is lab-01 caught up (the reference as the starter) with one mistake a student makes in
-steps/lab-01/starter/attention.py (tools/screens.py's BUGS). The model draws the screen in process
-from the results recorded for it (tests/screens/); two cases also run the check in a child, as a
-student does, and print that recording byte for byte.
+steps/lab-01/starter/attention.py (a bug of lab-01's catalogue, its symptoms.py BUGS). The model
+draws the screen in process from the results recorded for it (tests/screens/); two cases also run
+the check in a child, as a student does, and print that recording byte for byte.
 """
 
 import re
@@ -11,44 +11,47 @@ import re
 import pytest
 
 from common import REPO_ROOT
+from common.bugs import committed
 from common.course import course_step
-from tools.screens import BUGGY_FILE, BUGS, bug_screen, recording, replayed
+from tools.screens import BUGGY_FILE, bug_screen, bugs, recording, replayed, task
+
+CURATED = bugs()
+RAISES = {"view after a transpose"}  # the bugs that raise in the student's own line
 
 # one raises in the student's line, one not; neither screen shows a float that another CPU may
 # round otherwise in its last digits (the in-process cases replay those as recorded)
 IN_A_CHILD = ["view after a transpose", "no max shift"]
 
 
-@pytest.mark.parametrize("name, old, new, task, raises", BUGS, ids=[b[0] for b in BUGS])
-def test_the_first_screen_names_the_todo_and_the_line_of_an_injected_bug(
-    name, old, new, task, raises, monkeypatch
-):
+@pytest.mark.parametrize("name", CURATED)
+def test_the_first_screen_names_the_todo_and_the_line_of_an_injected_bug(name, monkeypatch):
     monkeypatch.setenv("PIXI_PROJECT_ROOT", str(REPO_ROOT))  # recorded as inside a pixi task
+    bug, holder = CURATED[name], task(CURATED[name])
     out = replayed(recording(name)[1])
-    solution = (course_step("lab-01").solution / BUGGY_FILE.name).read_text(encoding="utf-8")
-    lines = solution.replace(old, new).splitlines()  # the caught-up starter, with the bug
+    solution = course_step("lab-01").solution / BUGGY_FILE.name
+    lines = committed(solution.read_text(encoding="utf-8"), bug, solution.name).splitlines()
     screen = out.strip().splitlines()
     assert len(screen) <= 40, out
-    todo = re.escape(f"TODO(lab-01 {task}")
+    todo = re.escape(f"TODO(lab-01 {holder}")
     assert re.search(rf"^\[!\] {todo}", out, re.M), out  # marked as the one with the bug
     where = re.search(rf"^Next: {todo}[^)]*\) at \S+/attention\.py:(\d+)$", out, re.M)
     assert where, out
-    bug_line = next(i for i, line in enumerate(lines, 1) if new.strip() in line)
-    if raises:
+    first = bug.new.splitlines()[0].strip()  # the bug's (first) line in the caught-up starter
+    bug_line = next(i for i, line in enumerate(lines, 1) if first in line)
+    if name in RAISES:
         assert int(where[1]) == bug_line, out
     else:  # a wrong result raises nowhere: Next points into the function that holds the bug
         start = max(i for i, line in enumerate(lines[:bug_line], 1) if "def " in line)
         assert start < int(where[1]) <= bug_line + 8, out
     others = re.findall(r"^\[!\] TODO\(lab-01 (task \d)", out, re.M)
-    assert others == [task], out  # no other TODO is blamed
+    assert others == [holder], out  # no other TODO is blamed
 
 
 @pytest.mark.process
 @pytest.mark.slow  # the check of lab-01 in a child: about 6 s each
 @pytest.mark.parametrize("name", IN_A_CHILD)
 def test_the_check_in_a_child_prints_the_recorded_screen_from_the_recorded_results(name):
-    old, new = next(b[1:3] for b in BUGS if b[0] == name)
-    screen, record, _ = bug_screen(old, new)
+    screen, record, _ = bug_screen(CURATED[name])
     recorded_screen, recorded = recording(name)
     assert screen == recorded_screen, "if on purpose, run python -m tools.screens --write"
     assert without_messages(record) == without_messages(recorded)  # what the collector saw

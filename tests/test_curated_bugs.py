@@ -12,15 +12,12 @@ from common.bugs import Bug, broken_copy
 from common.check import short_traceback
 from common.course import course_step
 from common.docs import parse_table, read_block
-from common.loader import load_file
 from common.screen import Symptom, recognised, symptom_rows
 from tests.test_failure_messages import bare
-from tools.symptoms import SUITE_ARGS, run_with, targets
+from tools.symptoms import SUITE_ARGS, injector, run_with, targets
 
-CHECKS = load_file(course_step("step-06").folder / "checks.py")  # Step 6's bugs and its checks
-TARGETS = targets()  # from each step.toml's [mutation]
-MUTANTS = [(step, module, bug) for step, module, bugs in TARGETS for bug in bugs]
-CASES = MUTANTS + [("step-06", "train", bug) for bug in CHECKS.BUGS]  # MUTANTS first: same index
+TARGETS = targets()  # from each step.toml's [mutation]: every step's one catalogue
+CASES = [(step, bug.module or module, bug) for step, module, bugs in TARGETS for bug in bugs]
 IDS = [f"{s}-{b.name}" for s, _, b in CASES]
 ROW = {(step, bug.name): i for step, _, bugs in TARGETS for i, bug in enumerate(bugs)}
 WRITE = "python -m tools.symptoms --write-docs"
@@ -53,15 +50,10 @@ class Scan:
 
 
 def scan_of(step: str, module: str, bug: Bug) -> Scan:
-    """The step's suite with `bug` in a copy of `module` (Step 6's: a line of train.py, which the
-    checks of test_train.py run)."""
+    """The step's suite with `bug` in a copy of `module`, the step's [mutation] target."""
     layout = course_step(step)
-    if (step, module, bug) in MUTANTS:
-        copy = broken_copy(layout.solution, module, bug, layout.mutation_module("symptoms").broken)
-        tests = layout.tests
-    else:
-        copy, tests = CHECKS.broken(bug), layout.tests / "test_train.py"
-    return run_with(step, module, copy, Scan(), [str(tests), *EVERY])
+    copy = broken_copy(layout.solution, module, bug, injector(layout))
+    return run_with(step, module, copy, Scan(), [str(layout.tests), *EVERY])
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +74,7 @@ def function(test: str) -> str:
 
 
 def own_row(step: str, bug: Bug) -> Symptom:
-    """The table's row of a curated bug (Step 6's symptom starts with the bug's name)."""
+    """The table's row of a curated bug."""
     rows = [r for r in symptom_rows(step) if r.symptom.endswith(bug.breaks.replace("\\|", "|"))]
     assert len(rows) == 1, (
         f"expected one row of steps/{step}/README.md for {bug.name!r}, got {rows}"
@@ -91,7 +83,7 @@ def own_row(step: str, bug: Bug) -> Symptom:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("scan", MUTANTS, ids=IDS[: len(MUTANTS)], indirect=True)
+@pytest.mark.parametrize("scan", CASES, ids=IDS, indirect=True)
 def test_suite_kills_the_variant_with_the_test_the_handout_names(scan):
     step, bug, run = scan
     assert run.first, f"{step}'s tests all pass with a copy broken by '{bug.name}': {bug.breaks}"

@@ -18,11 +18,10 @@ import pytest
 from common.catchup import catch_up
 from common.course import course_step
 from common.todos import raised_todos
-from tools import pristine
+from tools import pristine, screens
 from tools.grade import Grade, grade, gradescope, main, text
 from tools.grading import SHOWN, Worker, scrub, stubbed
 from tools.sandbox import Limits
-from tools.screens import BUGS
 from tools.variants import read_tree, variant
 
 STEP = "lab-01"
@@ -72,7 +71,9 @@ def returning_none(dest: Path) -> Path:
 
 
 # One bug per TODO: the handout's first curated bug where it has one, else a one-line slip
-FIRST_BUG = {b[3]: ("attention.py", b[1], b[2]) for b in reversed(BUGS)}
+FIRST_BUG = {
+    screens.task(b): ("attention.py", b.old, b.new) for b in reversed(screens.bugs().values())
+}
 FIRST_BUG["task 5"] = ("attention.py", "k = self.key(x)  #", "k = self.query(x)  #")
 FIRST_BUG["task 7"] = (
     "exercises/wrong_mask.py",

@@ -149,7 +149,7 @@ def _statement(line: str) -> str | None:
 
 
 # the required TODOs: a bug in optional work must not turn the check red (the check says so)
-BUGS = [(s.name, t) for s in STEPS for t in s.regions() if not optional(t)]
+SLIPS = [(s.name, t) for s in STEPS for t in s.regions() if not optional(t)]
 
 
 def _slipped(step: str, todo: str) -> tuple[str, dict[str, str]]:
@@ -180,7 +180,7 @@ def _not_named(todo: str, bug: str, returncode: int | None, screen: str) -> str:
 
 @pytest.mark.slow
 def test_a_bug_in_a_todo_makes_the_students_check_name_it_end_to_end(tmp_path):
-    step, todo = BUGS[0]  # one bug as the student meets it: their files, the check's command
+    step, todo = SLIPS[0]  # one bug as the student meets it: their files, the check's command
     bug, files = _slipped(step, todo)
     repo = clean_clone(tmp_path)
     starter = repo / "steps" / step / "starter"
@@ -210,7 +210,7 @@ def worker():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("step", "todo"), BUGS[1:], ids=[t for _, t in BUGS[1:]])
+@pytest.mark.parametrize(("step", "todo"), SLIPS[1:], ids=[t for _, t in SLIPS[1:]])
 def test_a_bug_in_each_todo_makes_the_check_name_it(step, todo, worker):
     bug, files = _slipped(step, todo)
     run = worker(step).run(todo, files, [f"steps/{step}/tests"])

@@ -8,7 +8,7 @@ from common.course import course_step
 from common.loader import load, load_file, load_from
 
 scorecard = load_file(course_step("step-04").folder / "scorecard.py")
-grade, OWN, BUGS = scorecard.grade, scorecard.OWN, scorecard.BUGS
+grade, OWN, HEADS = scorecard.grade, scorecard.OWN, course_step("step-04").bugs()
 
 WEAK = Path(__file__).parent / "fixtures" / "weak_proofs"
 
@@ -38,7 +38,7 @@ def test_weak_proofs_get_named_misses_with_hints(reference):
     assert {"upper-triangular mask", "no mask", "masked with 0 instead of -inf"} <= missed
     assert {"mask after softmax", "softmax over the wrong axis"}.isdisjoint(missed)
     assert "MISSED  upper-triangular mask" in text and "Hint: assert that the strict upper" in text
-    assert f"score: {len(BUGS) - 1 - len(missed)}/{len(BUGS) - 1}" in text
+    assert f"score: {len(HEADS) - 1 - len(missed)}/{len(HEADS) - 1}" in text
 
 
 @pytest.mark.process
@@ -48,7 +48,7 @@ def test_a_proof_that_fails_on_the_reference_is_unsound(reference):
         def prove_nothing_is_causal(Head):
             raise AssertionError("rejects everything")
 
-    card = grade(Proofs, reference, bugs=BUGS[:1])
+    card = grade(Proofs, reference, bugs=HEADS[:1])
     assert not card.sound()
     assert "UNSOUND  prove_nothing_is_causal must pass on the reference Head" in card.render()
 
@@ -73,7 +73,7 @@ def test_an_empty_proof_catches_none_of_its_own_bugs(reference):
 @pytest.mark.process
 def test_every_4_2_bug_belongs_to_a_proof_and_the_reference_catches_its_own(reference):
     card = grade(load("step-04", "proofs", impl="solution"), reference)
-    assert {b.name for b in BUGS if b.settings["violates_4_2"]} == {
+    assert {b.name for b in HEADS if b.settings["violates_4_2"]} == {
         n for own in OWN.values() for n in own
     }
     assert all(card.own_missed(proof) == [] for proof in OWN)

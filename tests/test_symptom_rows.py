@@ -1,16 +1,17 @@
 """Issue 33: a symptom row is shown only when the failure is that bug. Bugs no row describes are
 recognised as none (each curated bug recognised as its own row: tests/test_curated_bugs.py)."""
 
-from common.bugs import Bug
+from common.bugs import Bug, broken_copy
+from common.course import course_step
 from common.screen import recognised, symptom_lines, symptom_rows
-from tests.test_curated_bugs import CHECKS, named_tests
+from tests.test_curated_bugs import named_tests
 from tools.symptoms import failures
 
 
 def injected(step: str, module: str, bug: Bug) -> dict[str, str]:
-    """The failures of the tests Step 6's symptom table names, with `bug` in train.py."""
-    assert step == "step-06", f"a bug of Step 6's train.py only, got {step}"
-    return failures(step, module, CHECKS.broken(bug), named_tests(symptom_rows(step)))
+    """The failures of the tests a step's symptom table names, with `bug` in a copy of `module`."""
+    copy = broken_copy(course_step(step).solution, module, bug)
+    return failures(step, module, copy, named_tests(symptom_rows(step)))
 
 
 def test_warm_up_one_step_short_is_no_row_of_the_table():
@@ -46,9 +47,8 @@ def test_a_failure_that_says_another_thing_is_not_the_row():
     case = "steps/step-06/tests/test_train.py::test_check[check_eval_mode]"
     graph = "  AssertionError: estimate_loss built a graph: torch.no_grad()"
     shown = [r.symptom for r in recognised(symptom_rows("step-06"), {case: graph})]
-    assert len(shown) == 1 and shown[0].startswith("evaluated with gradients"), (
-        f"expected the row 'evaluated with gradients' alone, got {shown}"
-    )
+    graphs = next(b for b in course_step("step-06").bugs() if b.name == "evaluated with gradients")
+    assert shown == [graphs.breaks], f"expected the row {graphs.breaks!r} alone, got {shown}"
 
 
 def test_several_rows_are_one_of_these():

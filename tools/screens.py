@@ -1,7 +1,7 @@
 """The check's screens, recorded in tests/screens/: `python -m tools.screens --write` records them again.
 
-Each step's untouched starter, and lab-01 caught up with one of the mistakes in BUGS written into
-its attention.py: what the check prints (in a child, as inside pixi; the run's time left out), and
+Each step's untouched starter, and lab-01 caught up with each of its curated bugs (its symptoms.py
+BUGS) written into its attention.py: what the check prints (in a child, as inside pixi; the run's time left out), and
 beside it (.json) what the check's model took in, so tests replay the model without a child.
 """
 
@@ -15,98 +15,26 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SCREENS = REPO_ROOT / "tests" / "screens"
 
-# (name, the reference line, the buggy line, the TODO that holds it, whether it raises there)
-BUGS = [
-    ("no max shift", "e = torch.exp(x - m)", "e = torch.exp(x)", "task 1", False),
-    (
-        "NaN on an all -inf row",
-        'm = m.masked_fill(m == float("-inf"), 0.0)',
-        "m = m + 0.0",
-        "task 1",
-        False,
-    ),
-    (
-        "no scale",
-        "scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale",
-        "scale = 1.0 if scale is None else scale",
-        "task 2",
-        False,
-    ),
-    (
-        "scale by d_model",
-        "out, weights = scaled_dot_product_attention(q, k, v, mask)  #",
-        "out, weights = scaled_dot_product_attention(q, k, v, mask, 1 / math.sqrt(self.d_model))  #",
-        "task 6",
-        False,
-    ),
-    (
-        "inverted polarity",
-        'scores = scores.masked_fill(~mask, float("-inf"))',
-        'scores = scores.masked_fill(mask, float("-inf"))',
-        "task 2",
-        False,
-    ),
-    (
-        "mask after softmax",
-        "weights = stable_softmax(scores, dim=-1)",
-        "weights = stable_softmax(q @ k.transpose(-2, -1) * scale, dim=-1)"
-        " * (1.0 if mask is None else mask)",
-        "task 2",
-        False,
-    ),
-    (
-        "softmax over the wrong axis",
-        "weights = stable_softmax(scores, dim=-1)",
-        "weights = stable_softmax(scores, dim=-2)",
-        "task 2",
-        False,
-    ),
-    ("triu", "return torch.tril(torch.ones(", "return torch.triu(torch.ones(", "task 3", False),
-    (
-        "no diagonal",
-        "torch.tril(torch.ones(seq_len, seq_len))",
-        "torch.tril(torch.ones(seq_len, seq_len), diagonal=-1)",
-        "task 3",
-        False,
-    ),
-    ("| for &", "return causal & padding", "return causal | padding", "task 4", False),
-    (
-        "split without a transpose",
-        "return x.transpose(1, 2)  # (B, T, h, d_head) -> (B, h, T, d_head)",
-        "return x.reshape(B, self.n_heads, T, self.d_head)",
-        "task 6",
-        False,
-    ),
-    (
-        "view after a transpose",
-        "return x.reshape(B, T, h * d_head)",
-        "return x.view(B, T, h * d_head)",
-        "task 6",
-        True,
-    ),
-    (
-        "merge with view",
-        "x = x.transpose(1, 2)  # (B, h, T, d_head) -> (B, T, h, d_head), no longer contiguous",
-        "x = x.contiguous()",
-        "task 6",
-        False,
-    ),
-    (
-        "no head axis",
-        "mask = mask.expand(B, T, T).unsqueeze(1)",
-        "mask = mask.expand(B, T, T)",
-        "task 6",
-        False,
-    ),
-    (
-        "no out_proj",
-        "return self.out_proj(self.merge_heads(out)), weights",
-        "return self.merge_heads(out), weights",
-        "task 6",
-        False,
-    ),
-]
 BUGGY_FILE = Path("starter") / "attention.py"  # under steps/lab-01/
+
+
+def bugs() -> dict:
+    """name -> Bug: lab-01's one catalogue (its symptoms.py BUGS), each a replacement in
+    attention.py; every one has a recorded screen."""
+    from common.course import course_step
+
+    return {bug.name: bug for bug in course_step("lab-01").bugs()}
+
+
+def task(bug) -> str:
+    """The TODO of lab-01 whose reference code holds the bug's first line: 'task 2'."""
+    from common.course import course_step
+    from common.todos import parse, split_id
+
+    solution = course_step("lab-01").solution / BUGGY_FILE.name
+    regions = parse(solution.read_text(encoding="utf-8"))[1]
+    first = bug.old.splitlines()[0]
+    return next(split_id(r.id)[1] for r in regions if first in "\n".join(r.code))
 
 
 def slug(name: str) -> str:
@@ -115,7 +43,7 @@ def slug(name: str) -> str:
 
 
 def screen_path(name: str) -> Path:
-    """Where a screen is recorded: a step's name, or lab-01 with a bug of BUGS."""
+    """Where a screen is recorded: a step's name, or lab-01 with a bug of its catalogue."""
     return SCREENS / (
         f"{name}.txt" if name.startswith(("lab-", "step-")) else f"lab-01-{slug(name)}.txt"
     )
@@ -126,9 +54,10 @@ def _without_time(text: str) -> str:
     return re.sub(r" in [\d.]+s( \([\d:]+\))?$", " in ...s", text, flags=re.M)
 
 
-def caught_up_with_a_bug(dest: Path, old: str, new: str) -> Path:
+def caught_up_with_a_bug(dest: Path, bug) -> Path:
     """A pristine steps folder under `dest`: lab-01 caught up (the reference as its starter), then
-    `old` replaced by `new` in its attention.py."""
+    `bug` committed in its attention.py."""
+    from common.bugs import committed
     from common.course import at
     from tools import pristine
 
@@ -138,10 +67,7 @@ def caught_up_with_a_bug(dest: Path, old: str, new: str) -> Path:
     shutil.rmtree(layout.starter)
     shutil.copytree(layout.solution, layout.starter)
     path = step / BUGGY_FILE
-    text = path.read_text(encoding="utf-8")
-    if text.count(old) != 1:
-        raise ValueError(f"{old!r} is in attention.py {text.count(old)} times, not once")
-    path.write_text(text.replace(old, new), encoding="utf-8")
+    path.write_text(committed(path.read_text(encoding="utf-8"), bug, path.name), encoding="utf-8")
     return steps
 
 
@@ -166,10 +92,10 @@ def untouched_screen(step: str) -> tuple[str, dict]:
         return checked(pristine(step_names(), Path(tmp)), step)
 
 
-def bug_screen(old: str, new: str) -> tuple[str, dict, list[str]]:
+def bug_screen(bug) -> tuple[str, dict, list[str]]:
     """(the check's screen on lab-01 with this bug, the model's input, the buggy file's lines)."""
     with tempfile.TemporaryDirectory() as tmp:
-        steps = caught_up_with_a_bug(Path(tmp), old, new)
+        steps = caught_up_with_a_bug(Path(tmp), bug)
         screen, record = checked(steps, "lab-01", ["-m", "not slow"])
         lines = (steps / "lab-01" / BUGGY_FILE).read_text(encoding="utf-8").splitlines()
     return screen, record, lines
@@ -177,12 +103,12 @@ def bug_screen(old: str, new: str) -> tuple[str, dict, list[str]]:
 
 def screens(names: list[str] | None = None) -> dict[str, tuple[str, dict]]:
     """name -> (the screen as the check prints it now, the model's input): steps by name, bugs by
-    their BUGS name."""
+    their name in lab-01's catalogue."""
     from common.course import step_names
 
-    bugs = {b[0]: b for b in BUGS}
-    names = names if names is not None else [*step_names(), *bugs]
-    return {n: bug_screen(*bugs[n][1:3])[:2] if n in bugs else untouched_screen(n) for n in names}
+    curated = bugs()
+    names = names if names is not None else [*step_names(), *curated]
+    return {n: bug_screen(curated[n])[:2] if n in curated else untouched_screen(n) for n in names}
 
 
 def recording(name: str) -> tuple[str, dict]:

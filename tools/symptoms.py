@@ -8,7 +8,7 @@ from types import ModuleType
 import pytest
 
 from common import STEPS_DIR
-from common.bugs import broken_copy, recognised_by
+from common.bugs import broken_copy, commit, recognised_by
 from common.course import Step, course, course_step
 from common.docs import markdown_table, write_block
 from common.loader import override
@@ -19,13 +19,15 @@ from tools import run_pytest
 SUITE_ARGS = ["--impl", "solution", "-x", "-qq", "--no-header", "--tb=no", "-m", "not slow"]
 
 
-def symptoms(step: Step) -> ModuleType:
-    """The step's own module of curated bugs: BUGS, and broken(fresh module, bug)."""
-    return step.mutation_module("symptoms")
+def injector(step: Step):
+    """How a bug gets into a fresh copy of the step's target: its symptoms file's `broken` if it has
+    one (lab-01's and Step 4's settings), else the replacement (common.bugs.commit)."""
+    return getattr(step.mutation_module("symptoms"), "broken", commit)
 
 
 def targets() -> list[tuple[str, str, list]]:
-    """(step, the module its curated bugs replace, the bugs), for every step.toml with symptoms."""
+    """(step, the module its curated bugs replace, the bugs), for every step.toml with symptoms:
+    every step's one catalogue, its BUGS."""
     return [(s.name, s.mutation["target"], s.bugs()) for s in course() if "symptoms" in s.mutation]
 
 
@@ -47,9 +49,7 @@ class FirstFailure:
 def first_failure(step: str, module: str, bug=None) -> FirstFailure:
     """Run `step`'s suite with `module` broken by `bug` (None: unbroken); .nodeid failed first."""
     layout = course_step(step)
-    copy = (
-        None if bug is None else broken_copy(layout.solution, module, bug, symptoms(layout).broken)
-    )
+    copy = None if bug is None else broken_copy(layout.solution, module, bug, injector(layout))
     return run_with(step, module, copy, FirstFailure(), [str(layout.tests), *SUITE_ARGS])
 
 
@@ -90,14 +90,14 @@ def failures(step: str, module: str, copy: ModuleType, tests: list[str]) -> dict
 
 
 def table(step: str) -> str:
-    """The handout's table: what each bug does, the test that catches it first, what else the
-    check recognises it by, and the fix."""
+    """The handout's table, every step's one format (common.screen.symptom_rows reads it back): what
+    each bug does, the test that catches it first, what else the check recognises it by, the fix."""
     _, module, bugs = next(t for t in targets() if t[0] == step)
     cell = lambda text: text.replace("|", "\\|")  # noqa: E731 (a pipe would end the cell)
     rows = [
         [
             cell(b.breaks),
-            f"`{first_failure(step, module, b).nodeid}`",
+            f"`{first_failure(step, b.module or module, b).nodeid}`",
             cell(recognised_by(b)),
             cell(b.fix),
         ]

@@ -1,4 +1,4 @@
-"""Broken attention: each bug a handout warns about, with what it breaks. Good tests catch them all."""
+"""Broken attention: the masks and weights of the bugs the handouts warn about, and Step 4's broken heads."""
 
 import torch
 import torch.nn.functional as F
@@ -30,11 +30,6 @@ def no_diagonal_mask(seq_len: int) -> torch.Tensor:
 def or_padding(causal: torch.Tensor, padding: torch.Tensor) -> torch.Tensor:
     """Padding OR-ed with the causal mask: a real key in the future becomes visible."""
     return causal | padding[:, None, :]  # (T, T) | (B, 1, T) -> (B, T, T)
-
-
-def inverted_padding(causal: torch.Tensor, padding: torch.Tensor) -> torch.Tensor:
-    """Padding read backwards (True = pad): queries attend to the pad keys only."""
-    return causal & ~padding[:, None, :]  # (T, T) & (B, 1, T) -> (B, T, T)
 
 
 def weights(
@@ -78,28 +73,27 @@ def attention_bug(
     fix: str,
     *,
     mask=None,
-    padding=None,
     knobs: dict | None = None,
     violates_4_2: bool = True,
     passes: tuple[str, ...] = (),
 ) -> Bug:
     """One broken variant: what it breaks, what a proof should assert, the fix, and its mistakes:
-    `mask` replaces the causal mask builder (T -> (T, T)), `padding` combine_causal_and_padding,
-    `knobs` are mistakes in the weights themselves; `violates_4_2`: does it break the simplex or
+    `mask` replaces the causal mask builder (T -> (T, T)), `knobs` are mistakes in the weights themselves; `violates_4_2`: does it break the simplex or
     causality property? `passes`: the tests (lab-01's and Step 4's) it leaves passing, besides
     those of the masks made before its mistake (the causal mask, then the padding): a failure
     there is that mask's bug, not this one."""
-    upstream = () if mask else MASK_TESTS if padding else MASK_TESTS + PADDING_TESTS  # mask first
+    upstream = () if mask else MASK_TESTS + PADDING_TESTS  # a mistake after the masks passes theirs
     settings = {
         "mask": mask,
-        "padding": padding,
         "knobs": knobs or {},
         "violates_4_2": violates_4_2,
     }
     return Bug(name, breaks, fix, hint=hint, settings=settings, passes=upstream + passes)
 
 
-BUGS = [
+# Step 4's catalogue (its symptoms.py BUGS): each bug a broken Head around a Head class, yours
+# or the reference's (the scorecard, 4.2's experiments), so not a replacement in one file
+HEAD_BUGS = [
     attention_bug(
         "upper-triangular mask",
         "torch.triu instead of torch.tril: each query sees the future and loses its past",
@@ -190,24 +184,6 @@ BUGS = [
         passes=(*PADDED_KEYS, "test_changing_a_padding_token_changes_no_output_row"),
     ),
 ]
-PADDING_BUGS = [
-    attention_bug(
-        "padding OR-ed",
-        "causal | padding lets a query see every real key, future ones included",
-        "check weights on future keys with a padding mask in play",
-        "the masks are joined so that either one is enough: a key must be allowed by both, the causal "
-        "mask and the padding; look at how the two are combined",
-        padding=or_padding,
-    ),
-    attention_bug(
-        "padding inverted",
-        "True read as 'pad': queries attend to padding and ignore real tokens",
-        "require zero weight on every padded key column",
-        "the padding mask is read backwards: True marks a real token, a key to keep (lesson 5); look "
-        "at how the padding enters the combination, and that it gets a query axis",
-        padding=inverted_padding,
-    ),
-]
 
 
 def broken_head(reference: type, bug: Bug) -> type:
@@ -232,4 +208,4 @@ def broken_head(reference: type, bug: Bug) -> type:
     return BrokenHead
 
 
-BY_NAME = {bug.name: bug for bug in BUGS + PADDING_BUGS}
+BY_NAME = {bug.name: bug for bug in HEAD_BUGS}

@@ -6,8 +6,8 @@ from types import ModuleType
 from common.bugs import Bug
 from common.loader import reference
 
-catalogue = reference("lab-01", "broken")  # steps/lab-01/broken.py: every attention bug
-BUGS, broken_head = catalogue.BUGS, catalogue.broken_head
+catalogue = reference("lab-01", "broken")  # steps/lab-01/broken.py: Step 4's broken heads
+broken_head = catalogue.broken_head
 
 # Each 4.2 proof answers for the broken heads that violate its own property; together they cover
 # every bug that breaks a 4.2 property. A proof counts as written only when it catches all of its
@@ -117,7 +117,10 @@ def _outcome(proof, head_cls) -> str:
 
 
 def grade(
-    proofs: ModuleType, reference: type, bugs: list[Bug] = BUGS, only: list[str] | None = None
+    proofs: ModuleType,
+    reference: type,
+    bugs: list[Bug] = catalogue.HEAD_BUGS,
+    only: list[str] | None = None,
 ) -> Scorecard:
     """Run every `prove_*` of `proofs` (or those in `only`) on `reference` and on each broken head."""
     names = [n for n, f in vars(proofs).items() if n.startswith("prove_") and callable(f)]

@@ -1,14 +1,15 @@
-"""Step 4's curated bugs (step.toml [mutation]): each one's Head replaces head.py's."""
+"""Step 4's curated bugs (step.toml [mutation]): each one's Head replaces head.py's (not replacements
+in head.py: the scorecard and 4.2's experiments build each broken Head around a given Head class)."""
 
 from types import ModuleType
 
 from common.bugs import Bug
 from common.loader import reference
 
-catalogue = reference("lab-01", "broken")  # steps/lab-01/broken.py: every attention bug
-BUGS = catalogue.BUGS
+catalogue = reference("lab-01", "broken")  # steps/lab-01/broken.py: the broken heads
+BUGS = catalogue.HEAD_BUGS  # the rows of the handout's symptom table, in its order
 
-__all__ = ["BUGS", "broken"]  # BUGS: the rows of the handout's symptom table, in its order
+__all__ = ["BUGS", "broken"]
 
 
 def broken(fresh: ModuleType, bug: Bug) -> ModuleType:

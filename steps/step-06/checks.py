@@ -333,7 +333,7 @@ BUGS = [
 ]
 
 
-def broken(bug: Bug) -> ModuleType:
+def reference_with(bug: Bug) -> ModuleType:
     """A fresh copy of the reference training module with `bug`'s line in place of the right one."""
     return broken_copy(SOLUTION, "train", bug)
 

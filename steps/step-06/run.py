@@ -3,7 +3,6 @@
 import math
 from pathlib import Path
 
-from common.bugs import recognised_by
 from common.docs import exact, last_digit, markdown_table
 from common.experiment import Block, Context, Experiment, Figure, Run, Slot, Stop
 from common.figures import out_dir
@@ -42,12 +41,6 @@ def config_block(r) -> str:
         markdown_table(header, rows)
         + f"\nln V = ln {V} = {math.log(V):.3f}: the loss of a uniform guess.\n"
     )
-
-
-def symptoms_block(bugs) -> str:
-    """The classic bugs: what they look like, the check that catches each, and the fix."""
-    rows = [[b.name, b.breaks, f"`test_check[{b.check}]`", recognised_by(b), b.fix] for b in bugs]
-    return markdown_table(["Bug", "Symptom", "Check that fails", "Recognised by", "Fix"], rows)
 
 
 def labels_block(heads) -> str:
@@ -316,12 +309,6 @@ RUN = Run(
                     quick=f"validation loss at init{TINY}",
                 ),
             ),
-        ),
-        Experiment(
-            "symptoms",
-            (),
-            lambda ctx: checks.BUGS,
-            blocks=(Block("symptoms", symptoms_block, check=exact),),
         ),
         Experiment(
             "labels", (), lambda ctx: heads, blocks=(Block("labels", labels_block, check=exact),)

@@ -11,7 +11,7 @@ checks = load_file(course_step("step-06").folder / "checks.py")
 @pytest.mark.given  # runs the reference with one line changed: no TODO of yours on its path
 @pytest.mark.parametrize("bug", checks.BUGS, ids=[b.name for b in checks.BUGS])
 def test_the_check_named_in_the_symptom_table_catches_the_bug(bug, tiny):
-    caught_by = checks.first_failing(checks.broken(bug), tiny)
+    caught_by = checks.first_failing(checks.reference_with(bug), tiny)
     assert caught_by == bug.check, (
         f"the first check to fail with '{bug.name}': expected {bug.check}, got {caught_by}"
     )
@@ -19,7 +19,9 @@ def test_the_check_named_in_the_symptom_table_catches_the_bug(bug, tiny):
 
 @pytest.mark.given
 def test_the_reference_passes_every_check(tiny):
-    module = checks.broken(checks.Bug("none", "", "", old="model.eval()", new="model.eval()"))
+    module = checks.reference_with(
+        checks.Bug("none", "", "", old="model.eval()", new="model.eval()")
+    )
     failed = checks.first_failing(module, tiny)
     assert failed is None, f"the first check to fail on the reference: expected none, got {failed}"
 
@@ -31,4 +33,4 @@ def test_an_estimate_that_always_ends_in_train_mode_fails_the_eval_mode_check(ti
         "always train()", "", "", old="model.train(was_training)", new="model.train()"
     )
     with pytest.raises(AssertionError, match="expected eval mode .*got train mode"):
-        checks.check_eval_mode(checks.broken(always_train), tiny)
+        checks.check_eval_mode(checks.reference_with(always_train), tiny)
