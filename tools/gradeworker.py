@@ -1,5 +1,5 @@
-"""The grade's worker, run inside the sandbox: imports pytest (and torch, where the steps use it)
-once, then runs each copy it is sent in a forked child, one at a time, so no copy sees another.
+"""The grade's worker, run inside the sandbox: imports torch and pytest once, then runs each copy it
+is sent in a forked child, one at a time, so no copy ever sees another.
 
 Standard library only until main() (it must not import the course: each copy brings its own).
 The grader (tools/grade.py) writes frames to its stdin and reads one frame back per copy:
@@ -188,20 +188,12 @@ def _read(path: Path, limit: int) -> bytes:
         return b""
 
 
-def _uses_torch(base: Path) -> bool:
-    """Whether any step of the base names torch (a torch-free step's worker skips its import)."""
-    return any("torch" in p.read_text("utf-8", "replace") for p in (base / "steps").rglob("*.py"))
-
-
-def _warm(base: Path) -> None:
+def _warm() -> None:
     """Import once what every copy's run imports, so each forked child starts warm."""
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = (
         "1"  # no entry-point scan per copy: -p names them
     )
     import pytest  # noqa: F401
-
-    if not _uses_torch(base):
-        return
     import torch
     import torch.nn.functional  # noqa: F401
 
@@ -229,7 +221,7 @@ def main() -> int:
     sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).parent]
     base, work = Path(sys.argv[1]), Path(sys.argv[2])
     sys.modules.setdefault("triton", None)  # as conftest.py: the CUDA build's triton stays out
-    _warm(base)
+    _warm()
     _dumpable(False)
 
     raw = open(os.dup(0), "rb", buffering=0)  # noqa: SIM115 - the grader's frames
