@@ -129,17 +129,15 @@ class Outcome:
 
     results: dict[str, Any]
     waiting: dict[str, str]  # experiment -> the TODO id it waits for
-    skipped: dict[str, str] = field(
-        default_factory=dict
-    )  # experiment -> the option that left it out
+    # experiment -> the option that left it out
+    skipped: dict[str, str] = field(default_factory=dict)
 
     def blocks(self, run: Run, kind: str = "all") -> dict[str, tuple[Block, str]]:
-        """The written blocks of the experiments that ran: all, 'checked', 'recorded' or 'printed'."""
+        """The written blocks of the experiments that ran: all, 'checked' or 'recorded'."""
         keep = {
             "all": lambda b: True,
             "checked": lambda b: b.check is not None,
             "recorded": lambda b: b.record,
-            "printed": lambda b: not b.record,
         }[kind]
         return {
             b.name: (b, b.write(self.results[e.name]))
