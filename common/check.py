@@ -143,6 +143,10 @@ def pytest_sessionstart(session):
                     load(step, module_name(solution, path), "solution")
                 except ImplImportError:
                     pass  # a broken reference is the maintainers' problem: its tests say so
+        if "torch" in sys.modules:  # an optimiser built by a TODO not written yet costs nothing
+            from common.optim import build_without_compiler
+
+            build_without_compiler()
         config.stash[JUDGES] = judges = Judges()  # before any student code runs
         refuse_exit()  # os._exit() in student code would end Python before any report
     limit = getattr(config.option, "timeout", None)
@@ -158,10 +162,37 @@ def pytest_unconfigure(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    """The tests of a step set aside at the start do not run: its one line says why."""
-    if broken := config.stash.get(BROKEN, {}):
-        config.hook.pytest_deselected(items=[i for i in items if _step_of(i.path) in broken])
-        items[:] = [i for i in items if _step_of(i.path) not in broken]
+    """The tests of a step set aside at the start do not run: its one line says why. A starter's
+    run leaves out the tests marked `course`: they never run the student's code, so they say
+    nothing of it (and cost a check seconds: some train a model, some draw)."""
+    if wrong := misplaced_markers(items):
+        raise pytest.UsageError(wrong[0])
+    broken = config.stash.get(BROKEN, {})
+    starter = config.getoption("--impl") == "starter"
+    left = [
+        i
+        for i in items
+        if _step_of(i.path) in broken or (starter and i.get_closest_marker("course"))
+    ]
+    if left:
+        config.hook.pytest_deselected(items=left)
+        gone = set(left)
+        items[:] = [i for i in items if i not in gone]
+
+
+def misplaced_markers(items) -> list[str]:
+    """A test marked `course` that asks for `impl` (the code under test) says something of the
+    student's code; a test marked `given` that does not runs none of it. One line for each."""
+    wrong = []
+    for i in items:
+        uses_impl = "impl" in getattr(i, "fixturenames", ())  # directly or through a fixture
+        if i.get_closest_marker("course") and uses_impl:
+            wrong.append(f"{i.nodeid} is marked course but tests the code under test (impl)")
+        if i.get_closest_marker("given") and not uses_impl:
+            wrong.append(
+                f"{i.nodeid} is marked given but runs none of the student's code: mark it course"
+            )
+    return wrong
 
 
 @pytest.hookimpl(wrapper=True)

@@ -8,11 +8,13 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import execnet
 import pytest
 
 from common import REPO_ROOT, STEPS_DIR
+from common.check import misplaced_markers
 from common.course import course, course_step
 from common.docs import read_block
 from common.screen import k_name
@@ -268,3 +270,41 @@ def test_progress_prints_no_scorecard_above_its_line(tmp_path):
         f"expected --progress's line for step-04 first, got:\n{done.stdout}{done.stderr}"
     )
     assert len(lines) == 2, f"expected that line and pytest's counts alone, got:\n{done.stdout}"
+
+
+class Marked:
+    """A pytest plugin: the markers of each test a run selected."""
+
+    def pytest_collection_finish(self, session):
+        self.items = {i.nodeid: {m.name for m in i.iter_markers()} for i in session.items}
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_a_starters_run_leaves_out_exactly_the_tests_of_the_courses_own_code(step):
+    tests = str(course_step(step).folder / "tests")
+    suite, check = Marked(), Marked()
+    run_pytest([tests, "--collect-only", "-qq"], plugins=[suite])
+    run_pytest([tests, "--collect-only", "-qq", "--impl", "starter", "--full"], plugins=[check])
+    own = {nodeid for nodeid, names in suite.items.items() if "course" in names}
+    assert set(check.items) == set(suite.items) - own
+    assert not any("course" in names for names in check.items.values())
+
+
+def test_a_given_test_without_impl_and_a_course_test_with_it_are_refused():
+    def item(nodeid: str, marker: str, fixtures: list[str]) -> SimpleNamespace:
+        return SimpleNamespace(
+            nodeid=nodeid,
+            fixturenames=fixtures,
+            get_closest_marker=lambda name: name if name == marker else None,
+        )
+
+    items = [
+        item("t.py::test_given_ok", "given", ["attention", "impl"]),
+        item("t.py::test_course_ok", "course", ["run", "tmp_path"]),
+        item("t.py::test_given_bad", "given", ["run"]),
+        item("t.py::test_course_bad", "course", ["train", "impl"]),
+    ]
+    assert misplaced_markers(items) == [
+        "t.py::test_given_bad is marked given but runs none of the student's code: mark it course",
+        "t.py::test_course_bad is marked course but tests the code under test (impl)",
+    ]

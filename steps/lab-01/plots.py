@@ -4,13 +4,10 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from matplotlib.colors import ListedColormap
-from matplotlib.patches import Patch, Rectangle
 
 from common.figures import plt, save
 
 BLOCKED, ALLOWED = "0.85", "tab:blue"  # a False cell (may not attend) and a True one
-MASK_COLOURS = ListedColormap([BLOCKED, ALLOWED])
 LEAK = "tab:red"  # outline of a future weight that leaked
 
 
@@ -26,13 +23,17 @@ def cell_grid(ax, rows: int, cols: int) -> None:
 
 def draw_mask(ax, mask: torch.Tensor, title: str, xlabel: str, ylabel: str) -> None:
     """One bool mask as two colours, True (may attend) blue and False grey."""
-    ax.imshow(mask.numpy(), cmap=MASK_COLOURS, vmin=0, vmax=1)
+    from matplotlib.colors import ListedColormap  # loaded to draw, not on import
+
+    ax.imshow(mask.numpy(), cmap=ListedColormap([BLOCKED, ALLOWED]), vmin=0, vmax=1)
     cell_grid(ax, *mask.shape)
     ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
 
 
 def masks(result: dict, path: Path) -> Path:
     """The causal mask, the key-padding mask and their AND for every sequence of the batch."""
+    from matplotlib.patches import Patch  # loaded to draw, not on import
+
     causal, padding, combined = result["causal"], result["padding"], result["combined"]
     B, T = padding.shape
     fig, axes = plt.subplots(1, 2 + B, figsize=(3.2 * (2 + B), 4.2), layout="constrained")
@@ -50,6 +51,8 @@ def masks(result: dict, path: Path) -> Path:
 
 def draw_weights(ax, weights: torch.Tensor, mask: torch.Tensor, title: str, outline: bool):
     """Weights (T, T) with their values written in, blocked cells grey, leaked ones outlined."""
+    from matplotlib.patches import Rectangle  # loaded to draw, not on import
+
     T = weights.shape[-1]
     shown = np.ma.masked_array(weights.numpy(), mask=(~mask).numpy())  # blocked cells hidden
     colours = plt.get_cmap("Blues").with_extremes(bad=BLOCKED)
@@ -69,6 +72,8 @@ def draw_weights(ax, weights: torch.Tensor, mask: torch.Tensor, title: str, outl
 
 def leak(result: dict, path: Path) -> Path:
     """The exhibit's attention weights; once your future_leak has run, its leaks outlined in red."""
+    from matplotlib.patches import Rectangle  # loaded to draw, not on import
+
     diagnosed = "buggy_count" in result  # task 7 written: the diagnostic has spoken
     fig, ax = plt.subplots(figsize=(6, 5.2), layout="constrained")
     title = (

@@ -4,7 +4,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from matplotlib.colors import Normalize, PowerNorm
 
 from common.figures import plt, save
 
@@ -50,6 +49,8 @@ def printable(ch: str) -> str:
 
 def attention_image(ax, A, norm=None, cmap="Blues"):
     """Draw A (T, T) with the masked future in grey; return the image for a colorbar."""
+    from matplotlib.colors import PowerNorm  # loaded to draw, not on import
+
     future = torch.ones_like(A, dtype=torch.bool).triu(diagonal=1)  # (T, T) True where j > i
     shown = np.ma.masked_array(A.numpy(), mask=future.numpy())  # (T, T) future cells hidden
     colours = plt.get_cmap(cmap).with_extremes(bad=FUTURE)
@@ -68,6 +69,8 @@ def weight_colorbar(fig, image, ax):
 
 def real_text(result, path: Path) -> Path:
     """Heatmaps of untrained heads on the first 64 characters, one column per seed."""
+    from matplotlib.colors import Normalize  # loaded to draw, not on import
+
     A = result["A"]  # (S, T, T)
     T = A.shape[-1]
     visible = torch.arange(1, T + 1, dtype=A.dtype)[:, None]  # (T, 1) row i sees i + 1 keys
@@ -151,6 +154,8 @@ def smoothing(result, path: Path) -> Path:
 
 def mask_order(result, path: Path) -> Path:
     """The right order and the wrong one, side by side, with the wrong order's row sums."""
+    from matplotlib.colors import Normalize  # loaded to draw, not on import
+
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), layout="constrained")
     pairs = [(result["A_good"], "mask, then softmax"), (result["A_bad"], "softmax, then mask")]
     for ax, (mat, title) in zip(axes[:2], pairs, strict=True):

@@ -2,8 +2,6 @@
 
 import math
 
-from matplotlib.ticker import MaxNLocator
-
 from common.figures import plt, save
 
 SMOOTH = 10  # steps in the training curve's running mean
@@ -11,6 +9,8 @@ SMOOTH = 10  # steps in the training curve's running mean
 
 def loss_curve(result, path):
     """Training loss per step, its running mean, the held-out loss; ln V, counting baselines, 2.5."""
+    from matplotlib.ticker import MaxNLocator  # loaded to draw, not on import
+
     fig, ax = plt.subplots(figsize=(9, 4), layout="constrained")
     curve = result["curve"]
     steps = range(1, len(curve) + 1)

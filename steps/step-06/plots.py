@@ -5,7 +5,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from matplotlib.colors import Normalize, PowerNorm
 
 from common.figures import plt, save
 from common.loader import reference
@@ -135,6 +134,8 @@ def induction_phase(result, path: Path) -> Path:
 
 def induction_heads(result, path: Path, b: int | None = None) -> Path:
     """Prefix-matching and previous-token scores of every head, and the two heads of the circuit."""
+    from matplotlib.colors import Normalize, PowerNorm  # loaded to draw, not on import
+
     if b is None:  # a sequence whose repeat is long and ends before the last position
         T = result["A"].shape[-1]
         fits = [i for i in range(len(result["L"])) if int(result["s"][i] + 2 * result["L"][i]) < T]

@@ -87,7 +87,7 @@ def test_untrained_heads_on_text_are_close_to_uniform(head, experiments):
     expect.close("uniform", result["uniform"], sum(1 / n for n in range(1, 65)) / 64, 1e-12)
 
 
-@pytest.mark.given  # pattern_metrics and pattern_name are given code: no TODO on the path
+@pytest.mark.course  # pattern_metrics and pattern_name are given code: no TODO on the path
 def test_pattern_metrics_name_textbook_matrices(experiments):
     T = 8
     causal = torch.tril(torch.ones(T, T))  # (T, T)
@@ -283,7 +283,7 @@ def test_cost_counts_and_times_without_checking_speed(head, experiments):
     assert result["flop_exponent"] == pytest.approx(math.log2(high / low))  # two points, T doubles
 
 
-@pytest.mark.given  # FLOP counts from the sizes only: no TODO on its path
+@pytest.mark.course  # FLOP counts from the sizes only: no TODO on its path
 def test_flop_slope_over_the_handout_lengths_is_below_2(experiments):
     # linear projection terms 6 T d d_head pull the slope below the 2 of the q k^T and A v terms
     assert experiments.flop_exponent((256, 512, 1024, 2048), 64, 64) == pytest.approx(
@@ -309,7 +309,7 @@ def figures(run) -> dict:
     return {f"{f.name}.png": e for e in run.RUN.experiments for f in e.figures}
 
 
-@pytest.mark.given  # reads the declaration only: no TODO on its path
+@pytest.mark.course  # reads the declaration only: no TODO on its path
 def test_run_draws_the_handouts_figures(run):
     assert sorted(figures(run)) == sorted(FIGURES)
 
@@ -326,13 +326,13 @@ def test_figure_is_a_png(impl, run, file, tmp_path):
     assert data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) > 10_000, f"{len(data)} bytes"
 
 
-@pytest.mark.given  # counts FLOPs from the sizes: no head, so no TODO on its path
+@pytest.mark.course  # counts FLOPs from the sizes: no head, so no TODO on its path
 def test_cost_count_names_the_flop_slope(run):
     # the FLOP count's log-log slope below the table is the timed exponent's yardstick
     assert "FLOPs ~ T^1.87" in run.cost_count_block()
 
 
-@pytest.mark.given  # experiments replaced by stand-ins: no code of yours runs
+@pytest.mark.course  # experiments replaced by stand-ins: no code of yours runs
 @pytest.mark.parametrize(
     "todo, code", [("optional 1: online_softmax", 0), ("4.4: smoothing_weights", 1)]
 )

@@ -51,7 +51,7 @@ def test_generate_crops_the_context(gpt, checks):
     checks.assert_generate_crops_the_context(gpt)
 
 
-@pytest.mark.given  # reads checks.py and this file only
+@pytest.mark.course  # reads checks.py and this file only
 def test_every_check_has_its_test_in_the_same_order():
     names = [n.removeprefix("test_") for n in globals() if n.startswith("test_")]
     checks = load_file(HERE / "checks.py")
@@ -61,7 +61,7 @@ def test_every_check_has_its_test_in_the_same_order():
     )
 
 
-@pytest.mark.given  # a bug is a replacement in the reference's gpt.py: no TODO of yours runs
+@pytest.mark.course  # a bug is a replacement in the reference's gpt.py: none of your code runs
 @pytest.mark.parametrize("bug", CURATED, ids=[b.name for b in CURATED])
 def test_each_curated_bug_fails_the_check_that_names_it(bug, checks):
     broken = broken_copy(HERE / "solution", "gpt", bug)  # a fresh copy of the reference, broken

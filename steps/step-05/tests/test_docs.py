@@ -9,7 +9,7 @@ from common.docs import parse_table, read_block
 pytestmark = pytest.mark.whole_run
 
 
-@pytest.mark.given  # reads the README only
+@pytest.mark.course  # reads the README only
 def test_the_recorded_run_fell_below_the_threshold_and_says_where(run):
     block = read_block(run.README, "training")
     rows = parse_table(block)

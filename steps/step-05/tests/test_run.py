@@ -82,14 +82,14 @@ def test_quick_run_writes_its_figures_and_exits_0(quick, run, impl, tmp_path, ca
     assert "(training)" in capsys.readouterr().out
 
 
-@pytest.mark.given
+@pytest.mark.course
 def test_write_docs_needs_the_full_reference_run():
     for argv in (["--write-docs", "--quick"], ["--write-docs", "--impl", "starter"]):
         with pytest.raises(SystemExit):
             options("step-05", argv)  # common.run refuses it before run.main starts
 
 
-@pytest.mark.given  # counts characters: no model, no TODO
+@pytest.mark.course  # counts characters: no model, no TODO
 def test_counting_baselines_fall_from_uniform_to_unigram_to_bigram(run):
     ids, V, _ = run.corpus()
     b = run.baselines(ids, V)

@@ -6,9 +6,11 @@ from common.course import course_step
 from common.loader import load_file
 
 checks = load_file(course_step("step-06").folder / "checks.py")
+# every test runs the reference with one line changed: none of your code runs, so the check
+# (--impl starter) leaves them out
+pytestmark = pytest.mark.course
 
 
-@pytest.mark.given  # runs the reference with one line changed: no TODO of yours on its path
 @pytest.mark.parametrize("bug", checks.BUGS, ids=[b.name for b in checks.BUGS])
 def test_the_check_named_in_the_symptom_table_catches_the_bug(bug, tiny):
     caught_by = checks.first_failing(checks.reference_with(bug), tiny)
@@ -17,7 +19,6 @@ def test_the_check_named_in_the_symptom_table_catches_the_bug(bug, tiny):
     )
 
 
-@pytest.mark.given
 def test_the_reference_passes_every_check(tiny):
     module = checks.reference_with(
         checks.Bug("none", "", "", old="model.eval()", new="model.eval()")
@@ -26,7 +27,6 @@ def test_the_reference_passes_every_check(tiny):
     assert failed is None, f"the first check to fail on the reference: expected none, got {failed}"
 
 
-@pytest.mark.given
 def test_an_estimate_that_always_ends_in_train_mode_fails_the_eval_mode_check(tiny):
     """Task 2's contract: back to the mode it was in, so a model measured in eval mode stays there."""
     always_train = checks.Bug(

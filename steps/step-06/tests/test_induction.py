@@ -14,7 +14,7 @@ def cfg(induction):
     return induction.InductionConfig(B=256)
 
 
-@pytest.mark.given
+@pytest.mark.course
 def test_every_sequence_repeats_one_block_at_its_own_length_and_place(induction, cfg):
     x, y, s, L = induction.repeat_batch(cfg, generator(0))
     assert x.shape == y.shape == (cfg.B, cfg.T) and torch.equal(x[:, 1:], y[:, :-1])
@@ -27,7 +27,7 @@ def test_every_sequence_repeats_one_block_at_its_own_length_and_place(induction,
     assert len(set(s.tolist())) > 10 and len(set((s + L).tolist())) > 10, "the repeat moves"
 
 
-@pytest.mark.given
+@pytest.mark.course
 def test_the_repeat_mask_marks_exactly_the_predictable_targets(induction, cfg):
     x, y, s, L = induction.repeat_batch(cfg, generator(1))
     first, repeat = induction.target_masks(s, L, cfg.T)
@@ -39,7 +39,7 @@ def test_the_repeat_mask_marks_exactly_the_predictable_targets(induction, cfg):
         )
 
 
-@pytest.mark.given
+@pytest.mark.course
 def test_a_block_too_long_for_the_sequence_is_refused(induction, cfg):
     with pytest.raises(ValueError, match="two blocks of L_max = 20 need T \\+ 1 >= 40, got T = 32"):
         induction.repeat_batch(replace(cfg, L_max=20), generator(0))
@@ -58,7 +58,7 @@ def perfect_induction(induction, cfg, s, L):
     return A
 
 
-@pytest.mark.given
+@pytest.mark.course
 def test_prefix_matching_and_previous_token_scores_on_built_patterns(induction, cfg):
     _, _, s, L = induction.repeat_batch(replace(cfg, B=8), generator(2))
     A = perfect_induction(induction, cfg, s, L)
@@ -72,7 +72,7 @@ def test_prefix_matching_and_previous_token_scores_on_built_patterns(induction, 
     assert induction.prefix_matching(stacked, s, L).shape == (2, 2)
 
 
-@pytest.mark.given
+@pytest.mark.course
 def test_the_model_is_causal_and_an_ablated_head_writes_nothing(induction, cfg):
     small = replace(cfg, B=2, d=16, h=2)
     seed_all(0)

@@ -11,7 +11,7 @@ from common.experiment import execute
 from common.run import options
 
 # run.py is course code: these tests pass on the untouched starter
-pytestmark = [pytest.mark.given, pytest.mark.whole_run]
+pytestmark = [pytest.mark.course, pytest.mark.whole_run]
 
 
 def induction_result(repeat=0.3, one=2.8, prefix=0.9, ablated=3.0):

@@ -19,7 +19,7 @@ from common.run import options
 SOLUTION = course_step("step-06").solution / "train.py"
 
 # copies of the reference's train.py stand in for the code: these pass on the untouched starter
-pytestmark = [pytest.mark.given, pytest.mark.whole_run]  # it runs run.py: a whole run
+pytestmark = [pytest.mark.course, pytest.mark.whole_run]  # it runs run.py: a whole run
 
 
 @pytest.fixture
