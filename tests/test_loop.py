@@ -120,8 +120,8 @@ def _bug(step: str, todo: str) -> tuple[str, int, str, str] | None:
     for region in regions.regions:
         lines = Path(regions.file).read_text(encoding="utf-8").splitlines()
         end = next(n for n in range(region.line, len(lines)) if lines[n].strip() == END) + 1
-        for mutant in _mutants(step, regions.module):
-            if not (region.line < mutant.line < end) or mutant.before.endswith(":"):
+        for mutant, _ in mutants(step, regions.module, range(region.line + 1, end)):
+            if mutant.before.endswith(":"):
                 continue  # outside the TODO's lines, or a compound statement's header
             if _statement(
                 lines[mutant.line - 1]
@@ -135,11 +135,6 @@ def _kind(before: str, after: str) -> int:
     may change nothing); 2: the line deleted (a NameError, not a subtle bug)."""
     numbers = re.compile(r"-?\d+(\.\d+)?")
     return 2 if after == "pass" else int(numbers.sub("N", before) == numbers.sub("N", after))
-
-
-@functools.cache
-def _mutants(step: str, module: str) -> list:
-    return [mutant for mutant, _ in mutants(step, module)]
 
 
 def _statement(line: str) -> str | None:

@@ -139,6 +139,7 @@ class Mutator(ast.NodeTransformer):
 
     def __init__(self, target: int = -1):
         self.target, self.count, self.hit = target, 0, None
+        self.lines: list[int] = []  # the line of each site, in order
         self.stmts: list[ast.stmt] = []
         self.functions: list[str] = []
 
@@ -146,6 +147,9 @@ class Mutator(ast.NodeTransformer):
         """Number one possible mutation of `node`; apply it if it is the target."""
         if not self.functions:
             return node  # module level: imports and definitions only
+        self.lines.append(
+            getattr(node, "lineno", None) or self.stmts[-1].lineno
+        )  # a made node: its statement's
         if self.count == self.target:
             stmt = self.stmts[-1]
             self.hit = (node.lineno, ".".join(self.functions), _text(stmt), stmt, removal)
@@ -277,14 +281,17 @@ def _tree(step: str, module: str) -> tuple[Path, ast.Module]:
     return path, ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
 
 
-def mutants(step: str, module: str) -> list[tuple[Mutant, ast.Module]]:
-    """Every distinct mutant of the file, with its tree; duplicates and no-ops are dropped."""
+def mutants(step: str, module: str, within: range | None = None) -> list[tuple[Mutant, ast.Module]]:
+    """Every distinct mutant of the file (of its lines `within`), with its tree; duplicates and
+    no-ops are dropped."""
     path, tree = _tree(step, module)
     counter = Mutator()
     counter.visit(copy.deepcopy(tree))
     seen = {ast.unparse(tree)}
     found = []
     for index in range(counter.count):
+        if within is not None and counter.lines[index] not in within:
+            continue  # each mutant copies the whole tree: only the lines asked for
         mutator = Mutator(index)
         mutated = ast.fix_missing_locations(mutator.visit(copy.deepcopy(tree)))
         source = ast.unparse(mutated)
