@@ -16,10 +16,12 @@ from tools import run_pytest
 
 # The same arguments for the unbroken guard and every variant, so a kill can only be the variant's.
 # Slow tests sit out: in the steps they only render figures, which takes seconds. So do the tests
-# marked course: they never run the module a bug is put in (step 6's train a model per bug).
+# marked course (they never run the module a bug is put in; Step 6's train a model per bug) and
+# those marked whole_run: the check holds their failures back while a TODO's own tests fail, as a
+# curated bug's do, so a student never meets them (Step 5's train the quick run twice per bug).
 SUITE_ARGS = [
     *("--impl", "solution", "-x", "-qq", "--no-header", "--tb=no"),
-    *("-m", "not slow and not course"),
+    *("-m", "not slow and not course and not whole_run"),
 ]
 
 
