@@ -195,6 +195,7 @@ def _warm() -> None:
     )
     import pytest  # noqa: F401
     import torch
+    import torch._dynamo  # noqa: F401 - an optimiser's first step imports it: once, not per copy
     import torch.nn.functional  # noqa: F401
 
     try:
