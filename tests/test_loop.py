@@ -122,7 +122,7 @@ def _bug(step: str, todo: str) -> tuple[str, int, str, str] | None:
         end = next(n for n in range(region.line, len(lines)) if lines[n].strip() == END) + 1
         for mutant, _ in mutants(step, regions.module, range(region.line + 1, end)):
             if mutant.before.endswith(":"):
-                continue  # outside the TODO's lines, or a compound statement's header
+                continue  # a compound statement's header
             if _statement(
                 lines[mutant.line - 1]
             ) == mutant.before and mutant.key not in equivalents(step):

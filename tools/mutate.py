@@ -147,9 +147,8 @@ class Mutator(ast.NodeTransformer):
         """Number one possible mutation of `node`; apply it if it is the target."""
         if not self.functions:
             return node  # module level: imports and definitions only
-        self.lines.append(
-            getattr(node, "lineno", None) or self.stmts[-1].lineno
-        )  # a made node: its statement's
+        # a node made by the walk has no line of its own: its statement's
+        self.lines.append(getattr(node, "lineno", None) or self.stmts[-1].lineno)
         if self.count == self.target:
             stmt = self.stmts[-1]
             self.hit = (node.lineno, ".".join(self.functions), _text(stmt), stmt, removal)
