@@ -44,7 +44,7 @@ class Line:
     """One TODO's score."""
 
     todo: str
-    state: str  # done, partial, failed, not written, not run, refused
+    state: str  # done, partial, failed, not written, not run, refused, flagged
     score: float
     weight: float  # 0 for optional work: shown, not counted
     reason: str
@@ -72,6 +72,11 @@ class Grade:
     @property
     def score(self) -> float:
         return sum(line.score for line in self.lines if line.counted)
+
+    @property
+    def flagged(self) -> list[str]:
+        """The TODOs whose copy did what a check never does (their score is 0)."""
+        return [line.todo for line in self.lines if line.state == "flagged"]
 
     @property
     def max_score(self) -> float:
@@ -157,11 +162,10 @@ def grade(
 
 
 def _grade_in(worker, step, todos, files, submitted, heldout, screen) -> tuple[list[Line], str]:
-    """The reference's run (once per process), the student's check, then one copy per TODO."""
+    """The reference's run (once per process), one copy per TODO, each with its own time, then
+    the student's check of the whole submission, with a time of its own, for the feedback."""
     reference = reference_files(step)
     owners = Owners.cached(worker, todos)
-    deselect = [a for n in owners.broken for a in ("--deselect", n)]
-    check = worker.run("check", files, [f"steps/{step}/tests"], deselect) if screen else None
     lines = []
     for todo in todos.values():
         rel = todo.module.replace(".", "/") + ".py"
@@ -174,21 +178,55 @@ def _grade_in(worker, step, todos, files, submitted, heldout, screen) -> tuple[l
             )
         else:
             run = worker.run(todo.id, variant(files, reference, todos, todo.id), own)
-            if run.report is None:
-                state, why = _ended(run)
+            if run.flags:
+                lines.append(_zero(todo.id, "flagged", f"flagged: {'; '.join(run.flags)}"))
+            elif run.record is None:
+                state, why = _ended(run, step)
                 lines.append(_zero(todo.id, state, scrub(why, todos, todo.id)))
-                continue
-            lines.append(
-                _score(todo.id, *own_outcome(run, own, partial(scrub, todos=todos, mine=todo.id)))
-            )
-    return lines, check.screen if check else ""
+            else:
+                lines.append(
+                    _score(
+                        todo.id, *own_outcome(run, own, partial(scrub, todos=todos, mine=todo.id))
+                    )
+                )
+    if not screen:
+        return lines, ""
+    deselect = [a for n in owners.broken for a in ("--deselect", n)]
+    check = worker.run("check", files, [f"steps/{step}/tests"], deselect, wall=worker.limits.check)
+    if check.timed_out:
+        where = hung_at(check.screen, step)
+        return lines, (
+            f"{check.screen}\nThe check of your whole submission was stopped after "
+            f"{check.wall:.0f} s{f', in {where}' if where else ''}: its screen is cut short."
+        )
+    return lines, check.screen
 
 
-def _ended(run) -> tuple[str, str]:
-    """(state, reason) of a copy that wrote no report: its code does not import (the check's own
-    one line, a failure of the TODO), the grade's time ran out, or how the copy ended."""
-    if run.timed_out:
+def hung_at(screen: str, step: str) -> str:
+    """Where a copy stopped for its time was (the innermost line of the step's starter in the
+    stacks faulthandler wrote on its screen), or ''."""
+    marker = f"steps/{step}/starter/"
+    for line in screen.splitlines():
+        if 'File "' in line and marker in line and ", line " in line:
+            path = line.split('File "', 1)[1].split('"', 1)[0]
+            rel = marker + path.split(marker, 1)[1]
+            number, _, function = line.split(", line ", 1)[1].partition(" in ")
+            return f"{rel}:{number.strip()} ({function.strip()})"
+    return ""
+
+
+def _ended(run, step: str) -> tuple[str, str]:
+    """(state, reason) of a copy that wrote no record to its end: it ran out of its time (a hang:
+    the TODO fails, with the line it was in), its code does not import (the check's own one line,
+    a failure of the TODO), or how the copy ended."""
+    if run.timed_out and run.wall < 5:
         return "not run", "the grade's time ran out before this TODO's copy ran"
+    if run.timed_out:
+        where = hung_at(run.screen, step)
+        return "failed", (
+            f"its copy was still running after {run.wall:.0f} s (a hang or a sleep?)"
+            + (f", in {where}" if where else "")
+        )
     said = [
         ln.removeprefix("ERROR: ") for ln in run.screen.splitlines() if " does not import" in ln
     ]

@@ -5,9 +5,11 @@ Standard library only until main() (it must not import the course: each copy bri
 The grader (tools/grade.py) writes frames to its stdin and reads one frame back per copy:
   in:  4-byte length, a JSON header {name, step, args, wall, cpu, memory, files: [[path, size]]},
        then the files' bytes (the copy's starter, written over the base's);  {"end": true} stops.
-  out: 4-byte length, a JSON header {name, returncode, timed_out, sizes}, then check.json and
-       the screen.
-Between copies it kills every process the last one left and empties the folders it could write.
+  out: 4-byte length, a JSON header {name, returncode, timed_out, left, sizes}, then check.json,
+       the screen and the record: one JSON line per test, sent by the check over a pipe as each
+       test ends and read here while the copy runs, so nothing the copy does later rewrites it.
+Between copies it kills every process the last one left (counted: `left`), and puts every place
+it could write back as it was when the worker started, so no copy finds what another wrote.
 """
 
 import json
@@ -21,6 +23,7 @@ from pathlib import Path
 
 _exit = os._exit  # the check replaces os._exit while it runs; the child leaves through this one
 OUT = ".grade"  # inside a copy: check.json and the screen
+RECORD_FD = 3  # where the copy's check writes its record (COURSE_GRADE_RECORD names it)
 
 
 def _read_exact(raw, n: int) -> bytearray:
@@ -69,12 +72,16 @@ def _write_copy(raw, header: dict, base: Path, copy: Path) -> None:
     (copy / OUT).mkdir()
 
 
-def _child(copy: Path, header: dict, private: list[int]) -> None:
+def _child(copy: Path, header: dict, private: list[int], record: int) -> None:
     """In the forked child: limits, the copy as its world, pytest in this process; never returns."""
     code = 70
     try:
         for fd in private:
             os.close(fd)
+        if record != RECORD_FD:  # first, before an open below takes its number
+            os.dup2(record, RECORD_FD)
+            os.close(record)
+        os.environ["COURSE_GRADE_RECORD"] = str(RECORD_FD)
         _dumpable(True)
         os.setsid()  # its own group: the worker kills what it starts
         fd = os.open(copy / OUT / "screen.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -82,6 +89,12 @@ def _child(copy: Path, header: dict, private: list[int]) -> None:
         os.dup2(null, 0)
         os.dup2(fd, 1)
         os.dup2(fd, 2)
+        import faulthandler
+
+        # a copy out of time is sent SIGUSR1 before it is killed: its stacks on the screen say
+        # which line it hung in (its own descriptor: pytest points 2 elsewhere while a test runs)
+        stacks = open(os.dup(fd), "w")  # noqa: SIM115 - open until the process ends
+        faulthandler.register(signal.SIGUSR1, file=stacks, all_threads=True)
         try:
             import resource
 
@@ -104,88 +117,237 @@ def _child(copy: Path, header: dict, private: list[int]) -> None:
 
 
 def _others() -> list[int]:
-    """Every process this worker may and must kill: in a PID namespace of its own, all but itself
-    and its init; elsewhere, every process of this user but itself (the grade's own user)."""
-    me, uid, alone = os.getpid(), os.getuid(), os.environ.get("COURSE_GRADE_PIDNS") == "1"
-    found = []
+    """Every live process a copy may have left: in a PID namespace of its own, all but this worker
+    and its init; as a user of its own, every process of that user but this worker; elsewhere,
+    this worker's descendants (it is their subreaper: a daemon that left its parent comes here)."""
+    me, uid = os.getpid(), os.getuid()
+    alone, own_user = os.environ.get("COURSE_GRADE_PIDNS") == "1", _kill_all()
+    found, parents = [], {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) in (me, 1):
             continue
         try:
-            if alone or entry.stat().st_uid == uid:
+            state, parent = (entry / "stat").read_text().rsplit(")", 1)[1].split()[:2]
+            if state in "ZX":
+                continue  # dead already: only its exit status is left, for this worker to reap
+            if alone or (own_user and entry.stat().st_uid == uid):
                 found.append(int(entry.name))
-        except OSError:
+            else:
+                parents[int(entry.name)] = int(parent)
+        except (OSError, ValueError):
             continue  # gone already
-    return found
+    mine, grew = {me}, True
+    while grew:  # descendants of this worker, however deep
+        more = {pid for pid, parent in parents.items() if parent in mine} - mine
+        mine |= more
+        grew = bool(more)
+    return sorted(set(found) | (mine - {me}))
+
+
+def _kill_all() -> bool:
+    return os.environ.get("COURSE_GRADE_KILL") == "all"
 
 
 def _kill_leftovers(child: int) -> int:
-    """Kill the child's group and, where this worker owns a user or a namespace, every other
-    process of it; return how many were left running."""
-    left = 0
-    try:
-        os.killpg(child, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    if os.environ.get("COURSE_GRADE_KILL") == "all":
-        for _ in range(20):  # a process may fork while we kill: until none is left
-            pids = _others()
-            if not pids:
-                break
-            left = max(left, len(pids))
-            for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
-            time.sleep(0.05)
-    return left
+    """Kill every process the copy left, once its child has ended (its group, and _others);
+    return how many were left running."""
+    left: set[int] = set()
+    for _ in range(20):  # a process may fork while we kill: until none is left
+        pids = _others()
+        if not pids:
+            break
+        left |= set(pids)
+        try:
+            os.killpg(child, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        time.sleep(0.05)
+        _reap()
+    _reap()
+    return len(left)
 
 
-def _wait(child: int, wall: float) -> tuple[int | None, bool]:
-    """(exit code or -signal, timed out) of the child, killed at `wall` seconds."""
+def _reap() -> None:
+    """Collect the exit status of every dead child (orphans come to this worker, the subreaper)."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if not pid:
+            return
+
+
+def _subreaper() -> None:
+    """Linux: orphans of a copy become this worker's children, not init's, so none escapes."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+
+
+def _wait(child: int, wall: float, record: int, got: bytearray) -> tuple[int | None, bool]:
+    """(exit code or -signal, timed out) of the child, killed at `wall` seconds; what it writes
+    to the record pipe is read into `got` meanwhile (a full pipe would stop it)."""
     deadline = time.monotonic() + wall
     while time.monotonic() < deadline:
+        _drain(record, got)
         pid, status = os.waitpid(child, os.WNOHANG)
         if pid:
             return os.waitstatus_to_exitcode(status), False
         time.sleep(0.02)
-    _kill_leftovers(child)
+    try:
+        os.kill(child, signal.SIGUSR1)  # faulthandler writes where each thread is
+        time.sleep(0.5)
+        os.kill(child, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
     os.waitpid(child, 0)  # SIGKILL cannot be refused: this returns
     return None, True
 
 
-def _wipe(keep: Path) -> None:
-    """Empty what a copy could write besides itself: whatever this user owns in the temporary
-    folders and home (in bwrap all of them are the sandbox's own)."""
-    if os.environ.get("COURSE_GRADE_WIPE") != "1":
-        return
-    places = {Path(os.environ.get("TMPDIR", "/tmp")), Path.home(), Path("/tmp"), Path("/var/tmp")}
-    for folder in places | {Path("/dev/shm")}:
+RECORD_LIMIT = 16 * 2**20  # bytes of record a copy may send: far more than a step's tests need
+
+
+def _drain(fd: int, got: bytearray) -> None:
+    """Whatever the record pipe holds now, appended to `got` (non-blocking; nothing past the limit)."""
+    import select
+
+    while select.select([fd], [], [], 0)[0]:
         try:
-            entries = list(folder.iterdir())
+            chunk = os.read(fd, 65536)
+        except BlockingIOError:
+            return
+        if not chunk or len(got) > RECORD_LIMIT:
+            return
+        got += chunk
+
+
+class Places:
+    """Every folder a copy could write, and what was in each when the worker started: after each
+    copy, whatever this user made there since is removed (its folders put back as they were), and
+    its SysV IPC objects and keyrings emptied, so nothing one copy leaves is there for the next,
+    nor for the next student."""
+
+    FIXED = ("/tmp", "/var/tmp", "/dev", "/run/lock", "/var/lock")
+
+    def __init__(self, work: Path):
+        roots = {Path(p) for p in self.FIXED} | {work, Path.home()}
+        roots.add(Path(os.environ.get("TMPDIR", "/tmp")))
+        if os.environ.get("COURSE_GRADE_SCAN") == "1":  # user mode: the machine's own folders too
+            roots.add(Path("/"))
+        self.uid = os.getuid()
+        self.folders: dict[Path, tuple[set[str], int | None]] = {}  # -> (entries, mode if ours)
+        for root in sorted(r for r in roots if r.is_dir()):
+            for folder in _writable(root):
+                if folder not in self.folders:
+                    st = folder.stat()
+                    entries = set(os.listdir(folder))
+                    self.folders[folder] = (entries, st.st_mode if st.st_uid == self.uid else None)
+
+    def wipe(self) -> None:
+        """Remove what this user made in these folders since the worker started."""
+        for folder, (entries, mode) in self.folders.items():
+            if mode is not None:  # ours: a copy may have closed it, moved it or removed it
+                try:
+                    folder.mkdir(parents=True, exist_ok=True)
+                    os.chmod(folder, mode & 0o7777)
+                except OSError:
+                    pass
+            try:
+                now = os.listdir(folder)
+            except OSError:
+                continue
+            for name in now:
+                path = folder / name
+                try:
+                    if name in entries or path.lstat().st_uid != self.uid:
+                        continue
+                except OSError:
+                    continue
+                _remove(path)
+        _clear_ipc(self.uid)
+
+
+PRUNED = ("/proc", "/sys", "/usr", sys.base_prefix, sys.prefix)  # never writable by a copy
+
+
+def _writable(root: Path) -> list[Path]:
+    """Every folder under `root` (itself included) this user may create files in."""
+    found = []
+    for folder, dirs, _ in os.walk(root, onerror=lambda e: None):
+        dirs[:] = [d for d in dirs if os.path.join(folder, d) not in PRUNED]
+        if os.access(folder, os.W_OK | os.X_OK):
+            found.append(Path(folder))
+    return found
+
+
+def _remove(path: Path) -> None:
+    """Remove a file or a whole folder this user owns, even one it made unreadable to itself."""
+    try:
+        if path.is_dir() and not path.is_symlink():
+            os.chmod(path, 0o700)
+            for folder, dirs, _ in os.walk(path, onerror=lambda e: None):
+                for name in dirs:
+                    try:
+                        os.chmod(Path(folder) / name, 0o700)
+                    except OSError:
+                        pass
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink()
+    except OSError:
+        pass
+
+
+KEYCTL = {"x86_64": 250, "aarch64": 219}  # the keyctl system call's number on each machine
+
+
+def _clear_ipc(uid: int) -> None:
+    """Linux: remove this user's SysV shared memory, message queues and semaphores, and clear its
+    keyrings: each outlives the process that made it."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    # the owner's column in each of /proc/sysvipc's tables; IPC_RMID is 0 for all three calls
+    for kind, column in (("shm", 7), ("msg", 7), ("sem", 4)):
+        try:
+            rows = Path(f"/proc/sysvipc/{kind}").read_text().splitlines()[1:]
         except OSError:
             continue
-        for entry in entries:
-            try:
-                if keep.is_relative_to(entry) or entry.lstat().st_uid != os.getuid():
-                    continue
-                if entry.is_dir() and not entry.is_symlink():
-                    shutil.rmtree(entry, ignore_errors=True)
-                else:
-                    entry.unlink()
-            except OSError:
-                pass
+        for row in rows:
+            cols = row.split()
+            if int(cols[column]) != uid:
+                continue
+            if kind == "shm":
+                libc.shmctl(int(cols[1]), 0, None)
+            elif kind == "msg":
+                libc.msgctl(int(cols[1]), 0, None)
+            else:
+                libc.semctl(int(cols[1]), 0, 0)
+    if number := KEYCTL.get(os.uname().machine):
+        for ring in (-4, -5):  # KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING
+            libc.syscall(number, 7, ring)  # KEYCTL_CLEAR
 
 
-def _read(path: Path, limit: int) -> bytes:
-    """A file's last `limit` bytes ('' when the copy left none)."""
+def _read(path: Path, limit: int) -> bytearray:
+    """A file's last `limit` bytes (empty when the copy left none), in a buffer zeroed after use."""
     try:
-        with path.open("rb") as f:
-            f.seek(max(0, path.stat().st_size - limit))
-            return f.read()
+        with path.open("rb", buffering=0) as f:
+            size = os.fstat(f.fileno()).st_size
+            f.seek(max(0, size - limit))
+            buf = bytearray(min(size, limit))
+            n = f.readinto(buf)
+            return buf[:n] if n < len(buf) else buf
     except OSError:
-        return b""
+        return bytearray()
 
 
 def _warm() -> None:
@@ -224,6 +386,7 @@ def main() -> int:
     sys.modules.setdefault("triton", None)  # as conftest.py: the CUDA build's triton stays out
     _warm()
     _dumpable(False)
+    _subreaper()
 
     raw = open(os.dup(0), "rb", buffering=0)  # noqa: SIM115 - the grader's frames
     out = open(os.dup(1), "wb")  # noqa: SIM115 - the answers
@@ -232,23 +395,32 @@ def main() -> int:
     os.dup2(null, 1)  # a child never writes into the answers by accident, nor on purpose
     private = [raw.fileno(), out.fileno()]
     copy = work / "copy"
+    places = Places(work) if os.environ.get("COURSE_GRADE_WIPE") == "1" else None
     while True:
         header = _header(raw)
         if header.get("end"):
             return 0
         _write_copy(raw, header, base, copy)
+        record_r, record_w = os.pipe()
         child = os.fork()
         if child == 0:
-            _child(copy, header, private)
-        code, timed_out = _wait(child, header["wall"])
+            _child(copy, header, [*private, record_r], record_w)
+        os.close(record_w)  # the copy's processes hold the only writing end
+        got = bytearray()
+        code, timed_out = _wait(child, header["wall"], record_r, got)
         left = _kill_leftovers(child)
+        _drain(record_r, got)  # what the copy wrote before it ended; nothing can be added now
+        os.close(record_r)
         report = _read(copy / OUT / "check.json", 8 * 2**20)
         screen = _read(copy / OUT / "screen.txt", 200_000)
         shutil.rmtree(copy, ignore_errors=True)
-        _wipe(work)
-        sizes = [len(report), len(screen)]
+        if places:
+            places.wipe()
+        sizes = [len(report), len(screen), len(got)]
         answer = {"name": header["name"], "returncode": code, "timed_out": timed_out}
-        _send(out, answer | {"sizes": sizes, "left": left}, report, screen)
+        _send(out, answer | {"sizes": sizes, "left": left}, report, screen, got)
+        for buf in (report, screen, got):  # what the next copy's child could find in memory
+            buf[:] = bytes(len(buf))
 
 
 if __name__ == "__main__":

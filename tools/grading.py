@@ -100,9 +100,59 @@ class Run:
     screen: str
     returncode: int | None
     timed_out: bool = False
+    record: dict[str, dict] | None = None  # the grader's record of each test (None: incomplete)
+    flags: list[str] = field(default_factory=list)  # why the copy's own word cannot be taken
+    wall: float = 0.0  # the seconds it was given
 
     def tests(self) -> dict[str, dict]:
-        return (self.report or {}).get("tests", {})
+        """Each test's outcome as the grader recorded it while the copy ran."""
+        return self.record or {}
+
+
+WORST = {"passed": 0, "skipped": 1, "failed": 2}  # a test reported twice keeps its worst outcome
+
+
+def read_record(blob: bytes) -> tuple[dict[str, dict] | None, list[str]]:
+    """The grader's record of a copy (each test's outcome, None when the check never reached its
+    end) and what in it cannot be the check's own doing: lines after its end, lines it never writes."""
+    tests: dict[str, dict] = {}
+    flags, ended = [], False
+    for raw in blob.decode("utf-8", errors="replace").splitlines():
+        try:
+            line = json.loads(raw)
+            if not isinstance(line, dict):
+                raise ValueError(line)
+        except ValueError:
+            flags.append("its record holds a line the check never writes")
+            break
+        if ended:
+            flags.append("its processes wrote to the grade's record after its check had ended")
+            break
+        if "end" in line:
+            ended = True
+        elif isinstance(line.get("test"), str) and line.get("outcome") in WORST:
+            nodeid = line.pop("test")
+            if WORST[line["outcome"]] >= WORST[tests.get(nodeid, {"outcome": "passed"})["outcome"]]:
+                tests[nodeid] = line
+        else:
+            flags.append("its record holds a line the check never writes")
+            break
+    return (tests if ended else None), flags
+
+
+def disagreement(report: dict | None, record: dict[str, dict]) -> str:
+    """'' when the check's report says of each test what the grader recorded, else how it differs."""
+    said = {n: t.get("outcome") for n, t in ((report or {}).get("tests") or {}).items()}
+    seen = {n: t["outcome"] for n, t in record.items()}
+    differ = sorted(n for n in said.keys() | seen.keys() if said.get(n) != seen.get(n))
+    if not differ:
+        return ""
+    first = differ[0]
+    return (
+        f"its check's report disagrees with the grader's record on {len(differ)} "
+        f"test{'s' if len(differ) != 1 else ''} ({first.split('::')[-1]}: the report says "
+        f"{said.get(first, 'nothing')}, the record {seen.get(first, 'nothing')})"
+    )
 
 
 class Worker:
@@ -124,6 +174,7 @@ class Worker:
     def begin(self) -> None:
         """A new submission: a fresh time budget (the process starts with the first copy)."""
         self.deadline = time.monotonic() + self.limits.wall
+        self.answer_by = self.deadline + self.grace
 
     def _ensure(self) -> None:
         """A running worker: started on first use, and again if a submission stopped it."""
@@ -137,9 +188,11 @@ class Worker:
         self.proc = start(self.base, work, self.limits, self.log)
 
     def run(
-        self, name: str, files: dict[str, str], tests: list[str], extra=(), per_test=None
-    ) -> Run:
-        """Run `tests` (paths or node ids) on a copy whose starter is `files`; a copy this worker
+        self, name: str, files: dict[str, str], tests: list[str], extra=(), per_test=None,
+        wall: float | None = None,
+    ) -> Run:  # fmt: skip
+        """Run `tests` (paths or node ids) on a copy whose starter is `files`, for at most `wall`
+        seconds (default: the limits' per copy) within the submission's; a copy this worker
         already ran with the same bytes and tests is not run again (its result cannot differ)."""
         key = hashlib.sha256(
             json.dumps([sorted(files.items()), tests, list(extra)]).encode()
@@ -148,16 +201,19 @@ class Worker:
             return self.done[key]
         if not tests:  # pytest given no path runs every test it finds: never what is meant
             raise ValueError(f"{name}: no test to run")
-        run = self._run(name, files, tests, extra, per_test or self.per_test)
-        if run.report is not None and not run.timed_out:
+        wall = min(wall or self.limits.copy, self.deadline - time.monotonic())
+        run = self._run(name, files, tests, extra, per_test or self.per_test, wall)
+        if run.record is not None and not run.timed_out and not run.flags:
             self.done[key] = run
         return run
 
-    def _run(self, name: str, files: dict[str, str], tests: list[str], extra, per_test) -> Run:
-        left = self.deadline - time.monotonic()
+    def _run(
+        self, name: str, files: dict[str, str], tests: list[str], extra, per_test, left: float
+    ) -> Run:
         if left < 5:
-            return Run(name, None, "", None, timed_out=True)
+            return Run(name, None, "", None, timed_out=True, wall=0)
         self._ensure()
+        self.answer_by = time.monotonic() + left + self.grace
         blobs = [(rel, text.encode("utf-8")) for rel, text in sorted(files.items())]
         args = [*tests, "--impl", "starter", "--check-json", ".grade/check.json", "-q"]
         args += [f"--timeout={per_test:g}", "-p", "pytest_timeout", "-p", "no:cacheprovider"]
@@ -169,16 +225,24 @@ class Worker:
             self._send(header, [b for _, b in blobs])
             answer = self._receive()
         except TimeoutError:
-            return Run(name, None, "", None, timed_out=True)
+            return Run(name, None, "", None, timed_out=True, wall=left)
         except (OSError, EOFError, ValueError):
-            return Run(name, None, self._log_tail(), None)
-        report, screen = answer["blobs"]
+            return Run(name, None, self._log_tail(), None, wall=left)
+        report, screen, blob = answer["blobs"]
         try:
             data = json.loads(report.decode("utf-8")).get(self.step) if report else None
         except (ValueError, AttributeError):
             data = None  # what came back is not the check's JSON
         text = screen.decode("utf-8", errors="replace")
-        return Run(name, data, text, answer["returncode"], answer["timed_out"])
+        record, flags = read_record(blob)
+        if answer.get("left") and not answer["timed_out"]:  # a hang is charged as one
+            n = answer["left"]
+            flags.append(
+                f"{n} of its processes {'were' if n > 1 else 'was'} still running after it ended"
+            )
+        if record is not None and not answer["timed_out"] and (why := disagreement(data, record)):
+            flags.append(why)
+        return Run(name, data, text, answer["returncode"], answer["timed_out"], record, flags, left)
 
     def _send(self, header: dict, blobs: list[bytes]) -> None:
         data = json.dumps(header).encode("utf-8")
@@ -189,9 +253,9 @@ class Worker:
             view = view[os.write(fd, view[:PIPE]) :]
 
     def _ready(self, fd: int, write: bool = False) -> None:
-        """Wait until the worker's pipe can be used, at most until this submission's deadline
-        and a grace: a worker a copy stopped (SIGSTOP) is killed, never waited for."""
-        left = max(0.0, self.deadline + self.grace - time.monotonic())
+        """Wait until the worker's pipe can be used, at most until this copy's time and a grace:
+        a worker a copy stopped (SIGSTOP) is killed, never waited for."""
+        left = max(0.0, self.answer_by - time.monotonic())
         readable, writable, _ = select.select(
             [] if write else [fd], [fd] if write else [], [], left
         )
@@ -292,13 +356,16 @@ class Owners:
         other TODOs: a test that still passes tests nothing a student writes: no TODO's own."""
         step = worker.step
         reference = reference_files(step)
-        run = worker.run("reference", reference, [f"steps/{step}/tests"], per_test=TRUSTED)
+        wall = worker.limits.wall  # the course's own runs: the whole submission's time
+        run = worker.run(
+            "reference", reference, [f"steps/{step}/tests"], per_test=TRUSTED, wall=wall
+        )
         owners = cls.from_run(run, todos)
         stubs = {rel: stubbed(text, rel) for rel, text in reference.items()}
         for todo, tests in owners.tests.items():
             if tests:
                 copy = variant(stubs, reference, todos, todo)
-                run = worker.run(f"stub {todo}", copy, tests, per_test=TRUSTED)
+                run = worker.run(f"stub {todo}", copy, tests, per_test=TRUSTED, wall=wall)
                 idle = {n for n, t in run.tests().items() if t["outcome"] == "passed"}
                 owners.tests[todo] = [n for n in tests if n not in idle]
                 owners.given += len(idle)
@@ -307,7 +374,7 @@ class Owners:
 
     @classmethod
     def from_run(cls, run: Run, todos: dict[str, Todo]) -> "Owners":
-        if run.report is None or run.report.get("stopped"):
+        if run.record is None or run.report is None or run.report.get("stopped"):
             raise RuntimeError(
                 f"the reference did not run in the graded copy:\n{run.screen[-1500:]}"
             )

@@ -40,6 +40,8 @@ class Limits:
     cpu: int = 300  # CPU seconds for one copy's run (each test has its own, smaller, limit)
     memory: int = 6 * 2**30  # bytes of address space per copy (torch alone maps about 1.5 GB)
     wall: int = 600  # seconds for the whole grade of one submission, every copy included
+    copy: int = 120  # seconds for one TODO's copy: a hang costs that TODO, not the others
+    check: int = 120  # seconds for the check of the whole submission (the feedback's screen)
 
 
 @dataclass(frozen=True)
