@@ -154,15 +154,20 @@ def hostile_cases(marker: str, clones: dict[str, Path], bundle: Path) -> dict[st
             full=False,
             reason=r"the graded copy holds no reference solution",
         ),
+        # a process that outlives its copy could rewrite the copy's report: flagged, never passing
         "a daemon that outlives the grade": Case(
-            _spawn(m("daemon"), daemon, session=True), full=True, host=[daemon_file], once=True
+            _spawn(m("daemon"), daemon, session=True), False, LEFT, host=[daemon_file], once=True
         ),
         "a child that holds stdout open": Case(
-            _spawn(m("stdout"), "import time\ntime.sleep(60)", session=False), full=True, once=True
+            _spawn(m("stdout"), "import time\ntime.sleep(60)", session=False),
+            False,
+            LEFT,
+            once=True,
         ),
         "processes left behind": Case(
             "\n".join(_spawn(m(f"left{i}"), sleeper, session=i % 2 == 0) for i in range(4)),
-            full=True,
+            full=False,
+            reason=LEFT,
             once=True,
         ),
         "a loop that never ends": Case(
@@ -185,7 +190,9 @@ def hostile_cases(marker: str, clones: dict[str, Path], bundle: Path) -> dict[st
             full=False,
             reason=r"gaierror|Network is unreachable|Temporary failure",
         ),
-        "forging the check's report": Case(FORGE, full=False, reason=r"."),
+        "forging the check's report": Case(
+            FORGE, full=False, reason=r"flagged: its check's report disagrees with the grader's"
+        ),
         LEAK: Case(
             "    import inspect\n\n"
             '    raise ValueError(" | ".join(inspect.getsource(stable_softmax).splitlines()))',
@@ -196,13 +203,16 @@ def hostile_cases(marker: str, clones: dict[str, Path], bundle: Path) -> dict[st
     return cases
 
 
+LEFT = r"flagged: \d+ of its processes (was|were) still running after it ended"
+
 # A copy of task 3 holds the reference of every other TODO (the variant swaps them in): this
 # puts task 1's reference into task 3's reason, which the student reads
 LEAK = "showing another TODO's reference in its reason"
 SECRET = "x.amax(dim=dim, keepdim=True)"  # a line of task 1's reference
 
 # The check writes its report with json.dumps in the process that runs the student's code: this
-# turns every outcome in it into "passed", and returns a mask that is wrong everywhere
+# turns every outcome in it into "passed", and returns a mask that is wrong everywhere (the
+# grader's own record, sent as each test ends with functions bound before student code, disagrees)
 FORGE = """\
     import json
 
@@ -265,6 +275,7 @@ class Graded:
     left_files: list[str]  # host files a case made
     left_running: list[str]  # processes a case left
     changed: list[str]  # course files that changed
+    modes: dict = field(default_factory=dict)  # user mode: folder -> (mode before, after)
 
 
 @pytest.fixture(scope="module")
@@ -330,17 +341,7 @@ def check_host(g: Graded) -> None:
     assert g.changed == [], f"expected the course unchanged, changed: {g.changed}"
 
 
-FORGED = (
-    "a real hole: the check writes its report from the process that runs the student's code, and"
-    " in-process Python cannot keep a judge from the code it judges (held-out tests and reading"
-    " the code are the defence)"
-)
-CASES = [
-    pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=FORGED))
-    if n == "forging the check's report"
-    else n
-    for n in hostile_cases("m", dict.fromkeys(CLONES, REFERENCE), REFERENCE)
-]
+CASES = list(hostile_cases("m", dict.fromkeys(CLONES, REFERENCE), REFERENCE))
 
 
 def _bwrap_problem() -> str:
@@ -406,7 +407,8 @@ def _user_mode_problem() -> str:
             [sys.executable, "-c", "import torch, pytest"], capture_output=True, text=True,
             preexec_fn=lambda: sandbox._as_user(uid, gid), timeout=120,
         )  # fmt: skip
-    except OSError as exc:  # exec itself refused: a folder above the interpreter is closed
+    except (OSError, subprocess.SubprocessError) as exc:  # a folder above it is closed, or
+        # there is no user to become (root inside a user namespace maps no other uid)
         return f"nobody cannot run this interpreter ({sys.executable}): {exc}"
     return f"nobody cannot run this interpreter: {done.stderr[-200:]}" if done.returncode else ""
 
@@ -417,11 +419,13 @@ def as_nobody(tmp_path_factory, bundle) -> Graded:
     if why := _user_mode_problem():
         pytest.skip(why)
     closed = [*REPO_ROOT.glob("steps/*/solution"), REPO_ROOT / "out", REPO_ROOT / ".git"]
-    kept = {p: p.stat().st_mode for p in closed if p.exists()}  # user mode closes these: put back
+    kept = {p: p.stat().st_mode for p in closed if p.exists()}  # user mode closes these
     try:
-        return graded_in("user", tmp_path_factory.mktemp("user"), bundle, USER_CASES)
+        graded = graded_in("user", tmp_path_factory.mktemp("user"), bundle, USER_CASES)
+        graded.modes = {str(p): (oct(m), oct(p.stat().st_mode)) for p, m in kept.items()}
+        return graded
     finally:
-        for path, mode in kept.items():
+        for path, mode in kept.items():  # put back here too, so a failure leaves them as found
             path.chmod(mode)
 
 
@@ -438,6 +442,10 @@ def test_as_root_without_namespaces_nothing_changes_outside_and_nothing_is_left_
 ):
     check_host(as_nobody)
     assert as_nobody.grades, "expected the user-mode cases graded, got none"
+    changed = {p: m for p, m in as_nobody.modes.items() if m[0] != m[1]}
+    assert not changed, (
+        f"expected the modes user mode closed put back, got (before, after) {changed}"
+    )
 
 
 THEFTS = [n for n in USER_CASES if n.startswith("reading")]  # every theft, each shown real

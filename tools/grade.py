@@ -352,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--allow-uncontained",
         action="store_true",
-        help="with --class: grade even where nothing contains the code",
+        help="grade someone else's code (a submission, a class) even where nothing contains it",
     )
     parser.add_argument(
         "--prepare",
@@ -393,6 +393,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.submission is not None and not args.submission.exists():
         parser.error(f"no submission at {args.submission}")
+    if args.submission is not None and not mode().contained and not args.allow_uncontained:
+        parser.error(f"{mode().said}; add --allow-uncontained to grade this submission anyway")
     g = grade(args.step, args.submission, limits, args.timeout, args.tests)
     if args.format == "gradescope":
         out = args.out or Path("results.json")

@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from functools import cache
@@ -59,6 +60,8 @@ class Mode:
 def _bwrap_args(base: Path) -> list[str]:
     """bubblewrap's view: system libraries, the interpreter, the base read-only; /tmp and home private."""
     args = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+    # the private /tmp first: an interpreter or venv that lives under /tmp is bound over it below
+    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", "/tmp/home"]
     args += ["--ro-bind", "/usr", "/usr"]
     for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64"):
         if os.path.islink(top):
@@ -69,7 +72,6 @@ def _bwrap_args(base: Path) -> list[str]:
         args += ["--ro-bind-try", etc, etc]
     for prefix in _packages():
         args += ["--ro-bind", prefix, prefix]
-    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", "/tmp/home"]
     args += ["--ro-bind", str(base), str(INSIDE), "--chdir", "/tmp", "--clearenv"]
     env = {"HOME": "/tmp/home", "TMPDIR": "/tmp", "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
     env["PIXI_PROJECT_ROOT"] = str(INSIDE)  # the screen prints the student's `pixi run` commands
@@ -80,9 +82,12 @@ def _bwrap_args(base: Path) -> list[str]:
 
 
 def _packages() -> list[str]:
-    """The interpreter's prefixes and every site-packages folder on sys.path: a venv may chain
-    another's packages through a .pth. Other sys.path entries stay out (the repository is one)."""
+    """The interpreter's prefixes (as named and as resolved: a venv behind a symlink) and every
+    site-packages folder on sys.path: a venv may chain another's packages through a .pth. Other
+    sys.path entries stay out (the repository is one)."""
     found = {sys.base_prefix, sys.prefix, str(Path(sys.executable).resolve().parents[1])}
+    found |= {str(Path(p).resolve()) for p in (sys.base_prefix, sys.prefix)}
+    found.add(str(Path(sys.executable).parent.parent))  # the venv the interpreter is called by
     for entry in sys.path:
         path = Path(entry or ".").resolve()
         if path.name in ("site-packages", "dist-packages") and path.is_dir():
@@ -120,8 +125,10 @@ def mode() -> Mode:
     if forced in ("", "user") and _is_root():
         if not (problem := _nobody_problem()):
             return Mode("user", f"contained: as the unprivileged user nobody ({why}): it cannot "
-                        "read the repository's references or write the results; its processes "
-                        "are killed after each copy")  # fmt: skip
+                        "read this repository's references (its solution/, out/ and .git are "
+                        "closed to others while the grade runs) or write the results, but it can "
+                        "read whatever else on this machine is readable by all, another clone "
+                        "included; its processes are killed after each copy")  # fmt: skip
         if forced == "user":
             raise RuntimeError(f"COURSE_GRADE_SANDBOX=user, but {problem}")
         why = f"{why}; {problem}"
@@ -145,8 +152,13 @@ def _bwrap_problem() -> str:
         )  # fmt: skip
     except (OSError, subprocess.SubprocessError) as exc:
         return f"bubblewrap failed ({exc})"
+    said = (done.stderr.strip() or "no message")[-160:]
+    if done.returncode and "execvp" in said:
+        return f"the interpreter {sys.executable} cannot be started inside bubblewrap ({said})"
+    if done.returncode and ("setting up uid map" in said or "No permissions" in said):
+        return f"this machine does not let bubblewrap make a user namespace ({said})"
     if done.returncode:
-        return f"bubblewrap cannot make a sandbox here ({(done.stderr.strip() or 'no message')[-160:]})"
+        return f"bubblewrap cannot make a sandbox here ({said})"
     return ""
 
 
@@ -209,7 +221,7 @@ def start(base: Path, work: Path, limits: Limits, log: Path) -> subprocess.Popen
         _close(REPO_ROOT)
         for path in [work, *work.rglob("*")]:
             os.chown(path, uid, gid)
-        env |= {"COURSE_GRADE_KILL": "all", "COURSE_GRADE_WIPE": "1"}
+        env |= {"COURSE_GRADE_KILL": "all", "COURSE_GRADE_WIPE": "1", "COURSE_GRADE_SCAN": "1"}
 
         def preexec():  # noqa: F811 - the child's: drop rights, then limit memory
             _limits(limits)
@@ -218,20 +230,46 @@ def start(base: Path, work: Path, limits: Limits, log: Path) -> subprocess.Popen
     elif resource is not None:
         preexec = lambda: _limits(limits)  # noqa: E731
     with log.open("wb") as err:
-        return subprocess.Popen(
+        proc = subprocess.Popen(
             cmd, env=env, cwd=work, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
             preexec_fn=preexec, start_new_session=os.name == "posix",
         )  # fmt: skip
+    proc.closed = m.name == "user"  # stop() reopens what _close closed for it
+    return proc
+
+
+_closed: dict[Path, int] = {}  # what user mode closed -> its mode before
+_closers = 0  # workers that still need them closed
+_closing = threading.Lock()
 
 
 def _close(repository: Path) -> None:
     """User mode: what in the repository holds a reference (each step's solution/, out/ with its
-    autograder zips and caches, .git) readable by its owner only; the rest, the interpreter
-    perhaps among it, stays as it is."""
+    autograder zips and caches, .git) readable by its owner only, until the last worker that
+    needs it closed ends (reopen); the rest, the interpreter perhaps among it, stays as it is."""
+    global _closers
     secret = [*repository.glob("steps/*/solution"), repository / "out", repository / ".git"]
-    for path in secret:
-        if path.is_dir() and (st := path.stat()).st_mode & 0o077:
-            path.chmod(st.st_mode & 0o700)
+    with _closing:
+        _closers += 1
+        for path in secret:
+            if path.is_dir() and (st := path.stat()).st_mode & 0o077 and path not in _closed:
+                _closed[path] = st.st_mode
+                path.chmod(st.st_mode & 0o700)
+
+
+def reopen() -> None:
+    """Put back the modes user mode changed, once no worker needs them closed."""
+    global _closers
+    with _closing:
+        _closers = max(0, _closers - 1)
+        if _closers:
+            return
+        for path, mode in list(_closed.items()):
+            try:
+                path.chmod(mode)
+            except OSError:
+                pass
+            del _closed[path]
 
 
 def stop(worker: subprocess.Popen) -> None:
@@ -255,6 +293,9 @@ def stop(worker: subprocess.Popen) -> None:
             pass
     if mode().name == "user":
         kill_user(_nobody()[0])
+        if getattr(worker, "closed", False):
+            worker.closed = False
+            reopen()
 
 
 def kill_user(uid: int) -> int:
