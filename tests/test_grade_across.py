@@ -233,5 +233,5 @@ def test_the_stash_attack_is_real_where_nothing_wipes_between_copies(tmp_path):
     """The same stashes graded uncontained, where no one wipes between copies: the second student
     steals every TODO, so the zeros above come from the wipe, not from an attack that fails."""
     graded = grade_cases("none", tmp_path, ("first stasher", "second stasher"))
-    g = graded.grades["second stasher"]
-    assert g.score == g.max_score, f"expected the stash to work uncontained:\n{text(g)}"
+    g = graded.grades["second stasher"]  # stubs earn nothing by themselves: a point is stolen
+    assert g.score > 0, f"expected the stash to steal where nothing wipes:\n{text(g)}"
