@@ -3,12 +3,16 @@ rewritten by a process that outlives its copy, and a hang. Graded as a class is,
 containment mode, with the lab-01 submissions built here."""
 
 import re
+import site
+import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from common import REPO_ROOT
 from common.course import course_step
 from common.todos import parse
 from tests.test_grade import STEP, caught_up_starter, copy_files, with_change
@@ -235,3 +239,28 @@ def test_the_stash_attack_is_real_where_nothing_wipes_between_copies(tmp_path):
     graded = grade_cases("none", tmp_path, ("first stasher", "second stasher"))
     g = graded.grades["second stasher"]  # stubs earn nothing by themselves: a point is stolen
     assert g.score > 0, f"expected the stash to steal where nothing wipes:\n{text(g)}"
+
+
+def test_a_venv_under_tmp_or_behind_a_symlink_runs_in_bubblewrap(tmp_path):
+    """An instructor's clone under /tmp, its venv reached through a symlink: the sandbox binds
+    the interpreter over its private /tmp, and the packages it chains to, so torch imports."""
+    if why := _bwrap_problem():
+        pytest.skip(why)
+    venv = tmp_path / "clone" / "real-venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    linked = tmp_path / "clone" / ".venv"
+    linked.symlink_to(venv, target_is_directory=True)
+    packages = next(venv.glob("lib/python3*/site-packages"))
+    ours = site.getsitepackages()  # this venv's packages, chained as pixi's or uv's may be
+    (packages / "course.pth").write_text("\n".join(ours) + "\n", encoding="utf-8")
+    probe = (
+        "from tools import sandbox; import subprocess, sys; "
+        "print(sandbox._bwrap_problem() or 'ok'); "
+        "args = [*sandbox._bwrap_args(sandbox.WORKER.parent), sys.executable, '-c', 'import torch']; "
+        "print(subprocess.run(args, capture_output=True, text=True).stderr[-300:] or 'torch ok')"
+    )
+    done = subprocess.run(
+        [str(linked / "bin" / "python"), "-c", probe], cwd=REPO_ROOT, capture_output=True,
+        text=True, timeout=300,
+    )  # fmt: skip
+    assert done.stdout.split() == ["ok", "torch", "ok"], done.stdout + done.stderr

@@ -407,8 +407,9 @@ def _user_mode_problem() -> str:
             [sys.executable, "-c", "import torch, pytest"], capture_output=True, text=True,
             preexec_fn=lambda: sandbox._as_user(uid, gid), timeout=120,
         )  # fmt: skip
-    except (OSError, subprocess.SubprocessError) as exc:  # a folder above it is closed, or
-        # there is no user to become (root inside a user namespace maps no other uid)
+    except subprocess.SubprocessError:  # setuid refused: root inside a user namespace
+        return "no user nobody to become here (root inside a user namespace maps no other uid)"
+    except OSError as exc:  # exec itself refused: a folder above the interpreter is closed
         return f"nobody cannot run this interpreter ({sys.executable}): {exc}"
     return f"nobody cannot run this interpreter: {done.stderr[-200:]}" if done.returncode else ""
 
