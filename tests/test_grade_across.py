@@ -18,7 +18,7 @@ from common.todos import parse
 from tests.test_grade import STEP, caught_up_starter, copy_files, with_change
 from tests.test_grade_hostile import _bwrap_problem, _user_mode_problem
 from tools import sandbox
-from tools.grade import PER_TEST, Grade, grade, text
+from tools.grade import PER_TEST, Grade, feedback, grade, gradescope, text
 from tools.grading import Worker
 from tools.sandbox import Limits
 
@@ -202,7 +202,9 @@ def test_a_report_rewritten_by_a_process_the_copy_left_is_flagged_and_scores_not
     line = task(g, 3)
     assert line.state == "flagged" and line.score == 0, f"expected task 3 flagged, 0:\n{text(g)}"
     assert "still running after it ended" in line.reason, line.reason
-    assert [t for t in g.flagged] == [line.todo], g.flagged
+    assert g.flagged == [line.todo], g.flagged
+    assert gradescope(g)["extra_data"]["flagged"] == [line.todo], gradescope(g)["extra_data"]
+    assert "flagged: " in feedback(g), feedback(g)[:800]
     others = [x for x in g.lines if x is not line]
     assert all(x.score == x.weight for x in others), f"expected the others full:\n{text(g)}"
 

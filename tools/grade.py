@@ -290,7 +290,7 @@ def class_csv(step: str, folder: Path, limits: Limits, per_test: float, jobs: in
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     header = ["student", "score", "max_score", *todos, *(f"{t} reason" for t in todos)]
-    writer.writerow([*header, "contained", "missing files", "stray files", "notes"])
+    writer.writerow([*header, "contained", "flagged", "missing files", "stray files", "notes"])
     entries = _submissions(folder)
     chunks = [entries[i :: max(1, jobs)] for i in range(max(1, jobs))]
 
@@ -306,7 +306,7 @@ def class_csv(step: str, folder: Path, limits: Limits, per_test: float, jobs: in
         writer.writerow([
             name, _n(g.score), _n(g.max_score),
             *(_n(line.score) for line in g.lines), *(line.reason for line in g.lines),
-            "yes" if g.contained else "no (uncontained)", " ".join(g.missing),
+            "yes" if g.contained else "no (uncontained)", " | ".join(g.flagged), " ".join(g.missing),
             " ".join(g.stray), " | ".join(n for n in g.notes if not n.startswith("contained")),
         ])  # fmt: skip
         if out:

@@ -53,6 +53,8 @@ def results_json(grade) -> dict:
             "total": sum(getattr(line, "total", 0) or 0 for line in counted),
             # a grade that does not say how it was contained is not claimed to be
             "contained": bool(getattr(grade, "contained", False)),
+            # TODOs whose copy left a process running or reported what the grader did not see
+            "flagged": [line.todo for line in grade.lines if line.state == "flagged"],
             "missing": missing,
             "stray": stray,
         },
