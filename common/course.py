@@ -3,6 +3,7 @@
 starter, tests, regions, open TODOs), and what is derived from it: the course map, the pixi tasks a
 step needs: `python -m common.course --write-docs` rewrites the README's map."""
 
+import functools
 import sys
 import tomllib
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ KEYS = {
     "run": (dict, False),
     "grade": (dict, False),
     "predictions": (dict, False),
+    "uses": (dict, False),
 }
 
 
@@ -48,6 +50,7 @@ class Step:
     run: dict = field(default_factory=dict)  # [run.options.<name>]: type, default, min, help
     grade: dict = field(default_factory=dict)  # [grade]: weights per task, reference_kept modules
     predictions: dict = field(default_factory=dict)  # [predictions]: task -> slots to fill first
+    uses: dict = field(default_factory=dict)  # [uses]: earlier step -> the modules of it loaded
 
     @property
     def checkpoint(self) -> bool:
@@ -97,13 +100,21 @@ class Step:
 
 
 def describe(folder: Path) -> Step:
-    """The step.toml of a step folder, checked: a ValueError names the file and the fix."""
+    """The step.toml of a step folder, checked: a ValueError names the file and the fix. Read
+    once per process, and again only when the file changes."""
     path = folder / "step.toml"
     if not path.is_file():
         raise ValueError(
             f"{shown(path)} is missing: every step describes itself there "
             "(CONTRIBUTING.md, 'A step describes itself'; python -m tools.newstep writes one)"
         )
+    stat = path.stat()
+    return _describe(folder, (stat.st_mtime_ns, stat.st_size))
+
+
+@functools.cache
+def _describe(folder: Path, stamp: tuple[int, int]) -> Step:
+    path = folder / "step.toml"
     data = tomllib.loads(path.read_text(encoding="utf-8"))
     for key, (kind, needed) in KEYS.items():
         if key not in data and needed:
@@ -112,6 +123,11 @@ def describe(folder: Path) -> Step:
             raise ValueError(f"{shown(path)}: {key!r} must be a {kind.__name__}, got {data[key]!r}")
     if unknown := sorted(set(data) - set(KEYS)):
         raise ValueError(f"{shown(path)}: unknown keys {unknown}; known: {', '.join(KEYS)}")
+    for earlier, modules in data.get("uses", {}).items():
+        if not (isinstance(modules, list) and all(isinstance(m, str) for m in modules)):
+            raise ValueError(
+                f"{shown(path)}: [uses] {earlier} must list module names, got {modules!r}"
+            )
     return Step(folder.name, folder, **data)
 
 
@@ -197,10 +213,21 @@ def course_map(steps: list[Step] | None = None) -> str:
     return markdown_table(header, rows)
 
 
+def course_graph(steps: list[Step] | None = None) -> str:
+    """CONTRIBUTING's map of what each step loads from earlier ones, from their [uses]."""
+    rows = []
+    for s in course() if steps is None else steps:
+        uses = "; ".join(f"{e}: {', '.join(f'`{m}`' for m in ms)}" for e, ms in s.uses.items())
+        rows.append([s.name, s.starts_from or "—", uses or "—"])
+    return markdown_table(["step", "starts from", "loads (its step.toml's [uses])"], rows)
+
+
 def main(argv: list[str]) -> int:
     if "--write-docs" in argv:
         changed = write_block(REPO_ROOT / "README.md", "course-map", course_map())
         print(f"README.md course-map: {'updated' if changed else 'already up to date'}")
+        changed = write_block(REPO_ROOT / "CONTRIBUTING.md", "course-graph", course_graph())
+        print(f"CONTRIBUTING.md course-graph: {'updated' if changed else 'already up to date'}")
     else:
         print(course_map(), end="")
     return 0

@@ -88,12 +88,43 @@ def check_syntax(path: Path) -> None:
         raise _one_line(path, exc.lineno, "SyntaxError", exc.msg) from exc
 
 
+class UndeclaredStepError(ValueError):
+    """A step loads another step's module that its step.toml's [uses] does not name."""
+
+
+def _caller_step() -> str | None:
+    """The step whose file (under steps/) called into this module: the nearest such frame."""
+    roots = {str(STEPS_DIR) + os.sep, str(STEPS_DIR.resolve()) + os.sep}
+    frame = sys._getframe(2)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        for root in roots:
+            if name.startswith(root):
+                return name[len(root) :].split(os.sep, 1)[0]
+        frame = frame.f_back
+    return None
+
+
+def declared(step: str, module: str) -> None:
+    """Raise UndeclaredStepError when a step's file loads `module` of another step `step` that
+    its step.toml does not declare: steps use each other only where a file says so."""
+    caller = _caller_step()
+    if caller is None or caller == step or not (STEPS_DIR / caller / "step.toml").is_file():
+        return
+    if module not in _step(caller).uses.get(step, []):
+        raise UndeclaredStepError(
+            f"{caller} loads {step}'s {module} without declaring it: add {module!r} to "
+            f"{step} = [...] under [uses] in steps/{caller}/step.toml"
+        )
+
+
 def load(step: str, module: str, impl: str = "solution") -> ModuleType:
     """Return module `module` (dotted, e.g. 'exercises.wrong_mask') of a step's starter or solution."""
     if impl not in IMPLS:
         raise ValueError(f"impl must be one of {', '.join(IMPLS)}, got {impl!r}")
     if (step, module) in _overrides:
         return _overrides[(step, module)]
+    declared(step, module)
     folder = _step(step).impl(impl)
     return load_from(folder, module, package_name(folder))
 
@@ -102,7 +133,9 @@ def reference(name: str, module: str) -> ModuleType:
     """An earlier step's reference `module`: steps/<name>/solution/, or checkpoint solutions/<name>/;
     a module the step keeps beside its solution/ (steps/<name>/<module>.py) when solution/ has none.
 
-    The one route a later step (and catch-up's checkpoint) takes to code it builds on."""
+    The one route a later step (and catch-up's checkpoint) takes to code it builds on; the step
+    that calls it declares the module in its step.toml's [uses]."""
+    declared(name, module)
     found = _step(name)
     own = found.folder / f"{module}.py"  # course material of the step, not a TODO's code
     if own.is_file() and not (found.solution / own.name).is_file():

@@ -5,7 +5,7 @@ import re
 import pytest
 
 from common import REPO_ROOT, STEPS_DIR
-from common.course import course, course_map, pixi_tasks
+from common.course import course, course_graph, course_map, pixi_tasks
 from common.docs import read_block
 from common.envreport import pins_table
 
@@ -20,6 +20,13 @@ def test_pins_block_is_generated_from_requirements():
 def test_course_map_is_generated_from_the_steps_descriptions():
     assert read_block(README, "course-map") == course_map(), (
         "the course map is made from each step.toml: python -m common.course --write-docs"
+    )
+
+
+def test_contributings_course_graph_is_drawn_from_each_steps_uses():
+    assert read_block(REPO_ROOT / "CONTRIBUTING.md", "course-graph") == course_graph(), (
+        "CONTRIBUTING's course graph is made from each step.toml's [uses]: "
+        "python -m common.course --write-docs"
     )
 
 
