@@ -246,9 +246,10 @@ def test_the_stash_attack_is_real_where_nothing_wipes_between_copies(tmp_path):
     assert g.score > 0, f"expected the stash to steal where nothing wipes:\n{text(g)}"
 
 
-def test_a_venv_under_tmp_or_behind_a_symlink_runs_in_bubblewrap(tmp_path):
-    """An instructor's clone under /tmp, its venv reached through a symlink: the sandbox binds
-    the interpreter over its private /tmp, and the packages it chains to, so torch imports."""
+def test_a_venv_under_tmp_or_behind_a_symlink_grades_in_bubblewrap(tmp_path):
+    """An instructor's clone under /tmp, its venv reached through a symlink (this one's packages
+    chained by a .pth, as a uv or pixi venv may): the sandbox binds the interpreter over its
+    private /tmp, and the packages it chains to, so a caught-up starter grades full, contained."""
     if why := _bwrap_problem():
         pytest.skip(why)
     venv = tmp_path / "clone" / "real-venv"
@@ -258,14 +259,11 @@ def test_a_venv_under_tmp_or_behind_a_symlink_runs_in_bubblewrap(tmp_path):
     packages = next(venv.glob("lib/python3*/site-packages"))
     ours = site.getsitepackages()  # this venv's packages, chained as pixi's or uv's may be
     (packages / "course.pth").write_text("\n".join(ours) + "\n", encoding="utf-8")
-    probe = (
-        "from tools import sandbox; import subprocess, sys; "
-        "print(sandbox._bwrap_problem() or 'ok'); "
-        "args = [*sandbox._bwrap_args(sandbox.WORKER.parent), sys.executable, '-c', 'import torch']; "
-        "print(subprocess.run(args, capture_output=True, text=True).stderr[-300:] or 'torch ok')"
-    )
+    starter = caught_up_starter(tmp_path / "caught-up")
     done = subprocess.run(
-        [str(linked / "bin" / "python"), "-c", probe], cwd=REPO_ROOT, capture_output=True,
-        text=True, timeout=300,
+        [str(linked / "bin" / "python"), "-m", "tools.grade", STEP, str(starter)],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
-    assert done.stdout.split() == ["ok", "torch", "ok"], done.stdout + done.stderr
+    said = done.stdout + done.stderr
+    assert done.returncode == 0 and said.startswith(f"{STEP}: 7 of 7\n"), said
+    assert "\ncontained: bubblewrap" in said, said
