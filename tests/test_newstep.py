@@ -41,7 +41,8 @@ def test_a_new_step_with_its_printed_tasks_passes_every_contract(tmp_path):
     assert len(lines) == 3, made.stdout  # run, test- and check- tasks
     with (copy / "pixi.toml").open("a", encoding="utf-8") as toml:  # [tasks] is its last table
         toml.write("\n".join(lines) + "\n")
-    chosen = f"{STEP} or course_map or every_step_has_its_tasks or every_pixi_run or layer"
+    chosen = f"{STEP} or course_map or course_graph or every_step_has_its_tasks or every_pixi_run"
+    chosen += " or layer"
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", chosen]
     cmd += ["tests", f"steps/{STEP}"]  # every repository test that takes its steps from step.toml
     suite = subprocess.run(cmd, cwd=copy, capture_output=True, text=True)
@@ -49,4 +50,4 @@ def test_a_new_step_with_its_printed_tasks_passes_every_contract(tmp_path):
     passed = re.search(r"(\d+) passed", suite.stdout)
     assert passed and int(passed[1]) >= 15, suite.stdout[-3000:]  # the new step's contracts ran
     changed = sorted(line[3:] for line in _git(copy, "status", "--porcelain").splitlines())
-    assert changed == ["README.md", "pixi.toml", f"steps/{STEP}/"], changed
+    assert changed == ["CONTRIBUTING.md", "README.md", "pixi.toml", f"steps/{STEP}/"], changed

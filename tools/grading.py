@@ -7,6 +7,7 @@ Tests that run no TODO test code the starter gives, and count for none; tests th
 reference in the graded copy (a run that needs the reference) count for none and are not shown.
 """
 
+import compileall
 import hashlib
 import json
 import os
@@ -85,6 +86,9 @@ def build_base(step: str, dest: Path, heldout: Path | None = None) -> Path:
             test,
             root / "steps" / step / "tests" / f"test_heldout_{test.stem.removeprefix('test_')}.py",
         )
+    # compiled once here: every copy is the base copied with its times kept, so Python reads these
+    # (a copy may write none: PYTHONDONTWRITEBYTECODE) instead of compiling the course again
+    compileall.compile_dir(root, quiet=2, workers=1)
     return root
 
 

@@ -8,7 +8,7 @@ import re
 import sys
 
 from common import REPO_ROOT, STEPS_DIR, command, shown
-from common.course import course, course_map, describe, step_tasks, task_line
+from common.course import course, course_graph, course_map, describe, step_tasks, task_line
 from common.docs import write_block
 from common.experiment import fresh_blocks
 from common.loader import load_file
@@ -152,6 +152,7 @@ def create(name: str, title: str) -> list[str]:
     for block, (text, _) in fresh_blocks(run.RUN).items():
         write_block(folder / "README.md", block, text)
     write_block(REPO_ROOT / "README.md", "course-map", course_map())
+    write_block(REPO_ROOT / "CONTRIBUTING.md", "course-graph", course_graph())
     step = describe(folder)
     return [task_line(n, cmd, about) for n, (cmd, about) in step_tasks(step).items()]
 
@@ -166,7 +167,9 @@ def main(argv: list[str] | None = None) -> int:
         lines = create(args.name, args.title)
     except ValueError as exc:
         parser.error(str(exc))
-    print(f"wrote steps/{args.name}/ and its row of the README's course map.")
+    print(
+        f"wrote steps/{args.name}/, its row of the README's course map and of CONTRIBUTING's graph."
+    )
     print("Add these lines under [tasks] in pixi.toml:\n")
     print("\n".join(lines))
     test = command("pixi run test", "python -m pytest -n auto --maxprocesses=4 --dist=worksteal")
