@@ -206,7 +206,8 @@ def hung_at(screen: str, step: str) -> str:
     """Where a copy stopped for its time was (the innermost line of the step's starter in the
     stacks faulthandler wrote on its screen), or ''."""
     marker = f"steps/{step}/starter/"
-    for line in screen.splitlines():
+    stacks = screen[screen.find("(most recent call first):") :]  # faulthandler's, not a failure's
+    for line in stacks.splitlines():
         if 'File "' in line and marker in line and ", line " in line:
             path = line.split('File "', 1)[1].split('"', 1)[0]
             rel = marker + path.split(marker, 1)[1]
@@ -292,6 +293,9 @@ def class_csv(step: str, folder: Path, limits: Limits, per_test: float, jobs: in
     header = ["student", "score", "max_score", *todos, *(f"{t} reason" for t in todos)]
     writer.writerow([*header, "contained", "flagged", "missing files", "stray files", "notes"])
     entries = _submissions(folder)
+    if mode().name == "user" and jobs > 1:  # every process of nobody is killed after a copy
+        print("user mode grades one submission at a time (--jobs 1)", file=sys.stderr)
+        jobs = 1
     chunks = [entries[i :: max(1, jobs)] for i in range(max(1, jobs))]
 
     def grade_chunk(chunk: list[Path]) -> list[tuple[Path, Grade]]:

@@ -246,6 +246,9 @@ class Worker:
             )
         if record is not None and not answer["timed_out"] and (why := disagreement(data, record)):
             flags.append(why)
+        code = answer["returncode"]
+        if record is not None and code is not None and code < 0:  # pytest never ends so
+            flags.append(f"its check was killed (signal {-code}) after its record said it ended")
         return Run(name, data, text, answer["returncode"], answer["timed_out"], record, flags, left)
 
     def _send(self, header: dict, blobs: list[bytes]) -> None:
