@@ -366,6 +366,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=PER_TEST, help="CPU seconds per test")
     parser.add_argument("--screen", action="store_true", help="also print the check's screen")
     parser.add_argument("--wall", type=int, default=Limits.wall, help="seconds per submission")
+    parser.add_argument(
+        "--copy-wall", type=int, default=Limits.copy,
+        help="seconds for each TODO's copy, and for the check of the whole submission",
+    )  # fmt: skip
     args = parser.parse_args(argv)  # fmt: skip
     try:
         course_step(args.step, STEPS_DIR)  # a step: a checkpoint has nothing to grade
@@ -373,7 +377,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(exc))
     if args.tests is not None and not args.tests.is_dir():
         parser.error(f"--tests needs a folder of test files, got {args.tests}")
-    limits = Limits(wall=args.wall)
+    limits = Limits(wall=args.wall, copy=args.copy_wall, check=args.copy_wall)
     if args.prepare:
         with Worker(args.step, limits, args.timeout, args.tests) as worker:
             owners = Owners.cached(worker, course_step(args.step).regions())
