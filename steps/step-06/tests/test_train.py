@@ -94,10 +94,14 @@ def test_estimate_loss_gives_the_mode_back_even_when_a_forward_raises(train):
     expect.equal("model.training after a forward raised", model.training, True, "try/finally")
 
 
-def test_estimate_loss_leaves_the_weights_and_their_gradients_alone(train, tiny):
+@pytest.mark.core  # its trap: measured with gradients (a graph kept at every estimate)
+def test_estimate_loss_builds_no_graph_and_leaves_the_weights_alone(train, tiny):
     model = tiny(0)
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
     train.estimate_loss(model, [checks.batch(1), checks.batch(2)])
+    expect.equal("the forwards estimate_loss ran", len(model.seen), 2, "one per batch")
+    expect.equal("grad enabled in each forward", [s[1] for s in model.seen], [False, False],
+                 "torch.no_grad() around the forwards")  # fmt: skip
     for name, p in model.named_parameters():
         expect.equal(f"{name} after estimate_loss", p.detach(), before[name], "untouched")
         expect.equal(f"{name}.grad after estimate_loss", p.grad, None, "no backward pass")
