@@ -247,7 +247,12 @@ def shares(line: Line) -> list[str]:
         return []
     share = line.weight / len(line.tests)
     width = min(60, max(len(n.split("::")[-1]) for n, _, _ in line.tests))
-    rows = [f"TODO({line.todo}): {len(line.tests)} tests, each {_n(share)} of {_n(line.weight)}"]
+    earned = share * sum(ok for _, ok, _ in line.tests)
+    capped = any(core and not ok for _, ok, core in line.tests) and earned > line.score
+    rows = [
+        f"TODO({line.todo}): {len(line.tests)} tests, each {_n(share)} of {_n(line.weight)}"
+        + (f"; {_n(earned)} passed, {_n(line.score)} kept: a core test fails" if capped else "")
+    ]
     for nodeid, ok, core in line.tests:
         name = nodeid.split("::")[-1]
         name = name if len(name) <= width else name[: width - 3] + "..."

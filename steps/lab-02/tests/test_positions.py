@@ -92,8 +92,7 @@ def test_rope_turns_each_pair_by_plus_m_omega_counterclockwise(layers, start):
         layers.rope(x, start),
         torch.stack((torch.cos(m), torch.sin(m)), dim=-1),
         atol=FLOAT32,
-        why="(cos m, sin m): (1, 0) turned counterclockwise by the angle +m·ω; "
-        "(cos m, -sin m) is a turn the wrong way (the angle's sign flipped)",
+        why="(1, 0) turned by +m·ω is (cos m, sin m); (cos m, -sin m) turned the wrong way",
     )
 
 
