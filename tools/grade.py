@@ -106,11 +106,11 @@ def _score(todo: str, passed: int, total: int, why: str, refused: str | None, ea
     if split_id(todo)[1] in whole and share < 1:
         share = 0.0
     core_failed = [n for n, ok, core in each if core and not ok]
-    if core_failed and share > CORE_CAP:
-        share = CORE_CAP
+    capped = bool(core_failed) and share > CORE_CAP
+    share = CORE_CAP if capped else share
     state = "done" if passed == total else "failed" if passed == 0 else "partial"
     reason = f"{passed} of its {total} tests pass"
-    if core_failed:
+    if capped:
         n = len(core_failed)
         reason += f" ({n} core test{'s' if n > 1 else ''} failing: at most half its weight)"
     reason += f"; first failure: {why}" if why else ""

@@ -398,6 +398,7 @@ def _stub(todo: Todo, text: str) -> bool:
     except (SyntaxError, ValueError):
         return False  # its copy says why, in its own words
     lines, found = text.splitlines(), []
+    given = {g.split("#")[0].strip() for g in todo.given}  # its lines without their comments
     for name in filter(None, todo.functions):
         node = tree
         for part in name.split("."):
@@ -407,7 +408,7 @@ def _stub(todo: Todo, text: str) -> bool:
             return False
         body = node.body[1:] if ast.get_docstring(node) is not None else node.body
         code = [ln.split("#")[0].strip() for s in body for ln in lines[s.lineno - 1 : s.end_lineno]]
-        found += [c for c in code if c and c not in todo.given]
+        found += [c for c in code if c and c not in given]
     return bool(found) and set(found) <= STUB
 
 
