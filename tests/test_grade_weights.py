@@ -160,7 +160,7 @@ def test_a_named_trap_leaves_its_todo_at_most_half_its_weight(graded, trap):
 @pytest.mark.slow
 def test_the_reason_of_a_rope_turned_the_wrong_way_is_its_direction_not_the_halves(graded):
     reason = line_of(graded["rope turned the wrong way"][0], "task 1.2").reason
-    assert "test_rope_turns_each_pair_by_plus_m_omega" in reason, reason
+    assert "test_rope_turns_each_pair_by_plus_m_omega_counterclockwise:" in reason, reason
     assert "halves" not in reason and "adjacent" not in reason, reason
 
 
