@@ -426,7 +426,7 @@ def reference_files(step: str) -> dict[str, str]:
     return read_tree(course_step(step).solution)
 
 
-SHOWN = 200  # characters of a failure's message a student's reason may quote
+SHOWN = 400  # characters of a failure's message a student's reason may quote (its first line: whole, but for a runaway)
 PLACE = re.compile(r'(?P<file>[\w./\\-]+\.py)(?P<sep>:|", line )(?P<line>\d+)')  # x.py:12
 
 
