@@ -12,8 +12,9 @@ from common.course import course, course_step
 from common.todos import optional, split_id
 from tests.test_grade import caught_up_starter, copy_files, with_change
 from tools import pristine
-from tools.grade import Grade, feedback, grade, text
-from tools.grading import Owners, Worker
+from tools.grade import Grade, _score, feedback, grade, text
+from tools.gradescope import results_json
+from tools.grading import Owners, Worker, moved_lines, scrub
 from tools.sandbox import Limits
 
 STEPS = [s.name for s in course() if not s.checkpoint]
@@ -203,3 +204,32 @@ def test_the_feedback_shows_each_tests_share_and_keeps_every_reason_whole(graded
     assert all(f"0/{round(share, 2):g}" in r for r in failed if "check_zero_grad" in r), failed
     for x in g.lines:
         assert x.reason in said, f"expected the whole reason in the feedback: {x.reason}"
+
+
+def test_a_failing_core_test_caps_a_todo_at_half_and_gradescope_lists_each_share():
+    """tools.grade._score and the results.json, no run: 4 of 5 with a core failure is 0.5, with
+    an ordinary failure 0.8; 2 of 5 keeps its 0.4; each test's share is on its own line."""
+    tests = [(f"t.py::test_{i}", i != 0, i < 2) for i in range(5)]  # test_0: core, failing
+    ordinary = [(n, i != 4, core) for i, (n, _, core) in enumerate(tests)]  # test_4 failing
+    low = [(n, i > 2, core) for i, (n, _, core) in enumerate(tests)]  # 2 of 5, test_0 failing
+    todo = "step-06 task 4: train_step"
+    got = [_score(todo, sum(ok for _, ok, _ in each), 5, "why", None, each).score
+           for each in (tests, ordinary, low)]  # fmt: skip
+    assert got == [0.5, 0.8, 0.4], f"expected [0.5, 0.8, 0.4], got {got}"
+    line = _score(todo, 4, 5, "why", None, tests)
+    rows = results_json(Grade("step-06", [line]))["tests"][0]["output"].splitlines()
+    expected = [line.reason, "FAILED  core  0/0.2  test_0", "passed  core  0.2/0.2  test_1"]
+    assert rows[:3] == expected and len(rows) == 6, f"expected {expected} first, got {rows}"
+    assert "(1 core test failing: at most half its weight)" in line.reason, line.reason
+
+
+def test_a_place_in_a_reason_is_said_at_the_students_own_line():
+    """moved_lines and scrub, no run: a copy with a longer function before the student's line."""
+    mine = "def a():\n    raise NotImplementedError\n\n\ndef b():\n    x = (((\n"
+    copy = "def a():\n    y = 1\n    z = 2\n    return y + z\n\n\ndef b():\n    x = (((\n"
+    moved = moved_lines({"layers.py": mine}, {"layers.py": copy})
+    todos = course_step("lab-02").regions()
+    said = scrub("steps/lab-02/starter/layers.py:8 does not import: SyntaxError", todos, "x", moved)
+    assert said.startswith("steps/lab-02/starter/layers.py:6 does not"), f"expected :6, got {said}"
+    quoted = scrub('File "/tmp/w/layers.py", line 8, in b', todos, "x", moved)
+    assert quoted == 'File "/tmp/w/layers.py", line 6, in b', f"expected line 6, got {quoted}"

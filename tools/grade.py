@@ -208,11 +208,11 @@ def _ended(run) -> tuple[str, str]:
         ln.removeprefix("ERROR: ") for ln in run.screen.splitlines() if " does not import" in ln
     ]
     if said:
-        return "failed", said[0][:200]
+        return "failed", said[0]  # cut, if ever, by scrub as any reason
     last = [ln for ln in run.screen.strip().splitlines() if ln.strip()][-1:] or ["no output"]
     code = run.returncode
     how = "was killed" if code is not None and code < 0 else f"ended with code {code}"
-    return "not run", f"its copy {how} before the check could report: {last[0][:160]}"
+    return "not run", f"its copy {how} before the check could report: {last[0]}"
 
 
 # --- output -----------------------------------------------------------------------------------
