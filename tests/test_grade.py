@@ -161,6 +161,17 @@ def test_a_bug_costs_only_the_todo_it_is_in(graded, task):
 
 @pytest.mark.process
 @pytest.mark.slow
+def test_keys_made_by_the_query_map_leave_task_5_at_most_half(graded):
+    """Task 5's named trap (FIRST_BUG's): every shape test passes, its parity (core) fails."""
+    line = next(line for line in graded["task 5"].lines if " task 5:" in line.todo)
+    print(f"keys from the query map: {line.todo} scores {line.score} ({line.reason})")
+    assert line.passed > line.total / 2, f"expected most of its tests passing, got {line.reason}"
+    assert line.score <= 0.5, f"expected at most 0.5 of 1, got {line.score}: {line.reason}"
+    assert "test_self_attention_is_sdpa_of_its_projections" in line.reason, line.reason
+
+
+@pytest.mark.process
+@pytest.mark.slow
 def test_uploads_without_their_folder_or_zipped_in_a_folder_score_full(graded):
     for case in ("flat", "nested"):
         g = graded[case]
