@@ -175,8 +175,9 @@ class Collector:
             sys.monitoring.free_tool_id(self.TOOL)
 
     def pytest_collection_modifyitems(self, items):
-        """The TODO a test's `todo` marker names (an instructor's held-out test), for --check-json."""
+        """What --check-json says of a test's markers: the TODO its `todo` names, and `core`."""
         self.marked = {i.nodeid: m.args[0] for i in items if (m := i.get_closest_marker("todo"))}
+        self.core = {i.nodeid for i in items if i.get_closest_marker("core")}
 
     def pytest_runtest_logstart(self, nodeid, location):
         self.ran, self.current = set(), nodeid
@@ -308,6 +309,7 @@ class Collector:
             "refused": refusal(r.error) if r.outcome == "failed" else None,
             "marked": getattr(self, "marked", {}).get(r.nodeid),
             "given": r.given,
+            "core": r.nodeid in getattr(self, "core", ()),  # the grade: half at most if it fails
         }
 
     def pytest_sessionfinish(self, session):

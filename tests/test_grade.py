@@ -6,6 +6,7 @@ copies two submissions share are run once."""
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -32,9 +33,9 @@ def shipped_starter(dest: Path) -> Path:
     return pristine([STEP], dest) / STEP / "starter"
 
 
-def caught_up_starter(dest: Path) -> Path:
-    """A caught-up student's starter: common.catchup run on a copy of lab-01."""
-    step = pristine([STEP], dest) / STEP
+def caught_up_starter(dest: Path, name: str = STEP) -> Path:
+    """A caught-up student's starter: common.catchup run on a copy of the step (lab-01)."""
+    step = pristine([name], dest) / name
     catch_up(step)
     return step / "starter"
 
@@ -127,8 +128,8 @@ def test_the_untouched_starter_and_stubs_that_return_none_earn_nothing(graded):
         g = graded[case]
         assert g.score == 0 and g.max_score == 7, text(g)
     assert all(line.state == "not written" for line in graded["untouched"].lines)
-    for line in graded["none"].lines:  # written, run on its own tests, and every one fails
-        assert line.state in ("failed", "refused") and line.passed == 0 < line.total, text(
+    for line in graded["none"].lines:  # a stub is not written, and says so: nothing of it runs
+        assert line.state == "not written" and "only returns None" in line.reason, text(
             graded["none"]
         )
 
@@ -151,8 +152,22 @@ def test_a_bug_costs_only_the_todo_it_is_in(graded, task):
     assert scores(g)[task] < 1, text(g)
     line = next(line for line in g.lines if f" {task}:" in line.todo)
     reason = line.reason.removeprefix("[uncontained] ")  # where nothing contains the grade
-    assert reason.startswith(f"{line.passed} of its {line.total} tests pass; first failure: ")
+    said = rf"{line.passed} of its {line.total} tests pass( \(\d+ core tests? failing: at most half its weight\))?; first failure: "
+    assert re.match(said, reason), f"expected /{said}/, got {reason}"
+    capped = line.score < round(line.passed / line.total, 4)  # a core test fails: half at most
+    assert capped == ("at most half" in reason), f"capped {capped}: {reason}"
     assert "assert False" not in line.reason, line.reason
+
+
+@pytest.mark.process
+@pytest.mark.slow
+def test_keys_made_by_the_query_map_leave_task_5_at_most_half(graded):
+    """Task 5's named trap (FIRST_BUG's): every shape test passes, its parity (core) fails."""
+    line = next(line for line in graded["task 5"].lines if " task 5:" in line.todo)
+    print(f"keys from the query map: {line.todo} scores {line.score} ({line.reason})")
+    assert line.passed > line.total / 2, f"expected most of its tests passing, got {line.reason}"
+    assert line.score <= 0.5, f"expected at most 0.5 of 1, got {line.score}: {line.reason}"
+    assert "test_self_attention_is_sdpa_of_its_projections" in line.reason, line.reason
 
 
 @pytest.mark.process

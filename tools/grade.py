@@ -26,6 +26,7 @@ from tools.gradescope import results_json
 from tools.grading import (
     Owners,
     Worker,
+    moved_lines,
     not_written,
     own_outcome,
     reference_files,
@@ -50,6 +51,7 @@ class Line:
     reason: str
     passed: int = 0  # its own tests passed
     total: int = 0  # its own tests run
+    tests: list = field(default_factory=list)  # (node id, passed, core) of each of its own tests
 
     @property
     def counted(self) -> bool:
@@ -91,20 +93,33 @@ def grade_settings(step: str) -> tuple[dict[str, float], set[str]]:
     return weights, set(spec.get("all_or_nothing", []))
 
 
-def _score(todo: str, passed: int, total: int, why: str, refused: str | None) -> Line:
-    """A written TODO's line from its own tests' outcome."""
+CORE_CAP = 0.5  # the most of its weight a TODO that fails one of its core tests earns
+
+
+def _score(todo: str, passed: int, total: int, why: str, refused: str | None, each=()) -> Line:
+    """A written TODO's line from its own tests' outcome: the share of them that pass, at most
+    half its weight while one of its core tests fails (`each`: own_outcome's per-test list)."""
     weights, whole = grade_settings(split_id(todo)[0])
     weight = 0.0 if optional(todo) else weights.get(split_id(todo)[1], 1.0)
+    each = [tuple(e) for e in each]
     if refused:
-        return Line(todo, "refused", 0.0, weight, f"0: {refused} ({why})", passed, total)
+        return Line(todo, "refused", 0.0, weight, f"0: {refused} ({why})", passed, total, each)
     if total == 0:
-        return Line(todo, "not run", 0.0, weight, why or "none of its tests ran", passed, total)
+        reason = why or "none of its tests ran"
+        return Line(todo, "not run", 0.0, weight, reason, passed, total, each)
     share = passed / total
     if split_id(todo)[1] in whole and share < 1:
         share = 0.0
+    core_failed = [n for n, ok, core in each if core and not ok]
+    capped = bool(core_failed) and share > CORE_CAP
+    share = CORE_CAP if capped else share
     state = "done" if passed == total else "failed" if passed == 0 else "partial"
-    reason = f"{passed} of its {total} tests pass" + (f"; first failure: {why}" if why else "")
-    return Line(todo, state, round(weight * share, 4), weight, reason, passed, total)
+    reason = f"{passed} of its {total} tests pass"
+    if capped:
+        n = len(core_failed)
+        reason += f" ({n} core test{'s' if n > 1 else ''} failing: at most half its weight)"
+    reason += f"; first failure: {why}" if why else ""
+    return Line(todo, state, round(weight * share, 4), weight, reason, passed, total, each)
 
 
 def _zero(todo: str, state: str, reason: str) -> Line:
@@ -177,18 +192,16 @@ def _grade_in(worker, step, todos, files, submitted, heldout, screen) -> tuple[l
                 _zero(todo.id, "not run", "no test of its own (ask the course's maintainers)")
             )
         else:
-            run = worker.run(todo.id, variant(files, reference, todos, todo.id), own)
+            copy = variant(files, reference, todos, todo.id)
+            run = worker.run(todo.id, copy, own)
+            said = partial(scrub, todos=todos, mine=todo.id, moved=moved_lines(files, copy))
             if run.flags:
                 lines.append(_zero(todo.id, "flagged", f"flagged: {'; '.join(run.flags)}"))
             elif run.record is None:
                 state, why = _ended(run, step)
-                lines.append(_zero(todo.id, state, scrub(why, todos, todo.id)))
+                lines.append(_zero(todo.id, state, said(why)))
             else:
-                lines.append(
-                    _score(
-                        todo.id, *own_outcome(run, own, partial(scrub, todos=todos, mine=todo.id))
-                    )
-                )
+                lines.append(_score(todo.id, *own_outcome(run, own, said, owners.core)))
     if not screen:
         return lines, ""
     deselect = [a for n in owners.broken for a in ("--deselect", n)]
@@ -232,11 +245,11 @@ def _ended(run, step: str) -> tuple[str, str]:
         ln.removeprefix("ERROR: ") for ln in run.screen.splitlines() if " does not import" in ln
     ]
     if said:
-        return "failed", said[0][:200]
+        return "failed", said[0]  # cut, if ever, by scrub as any reason
     last = [ln for ln in run.screen.strip().splitlines() if ln.strip()][-1:] or ["no output"]
     code = run.returncode
     how = "was killed" if code is not None and code < 0 else f"ended with code {code}"
-    return "not run", f"its copy {how} before the check could report: {last[0][:160]}"
+    return "not run", f"its copy {how} before the check could report: {last[0]}"
 
 
 # --- output -----------------------------------------------------------------------------------
@@ -253,8 +266,7 @@ def text(g: Grade) -> str:
     rows = [f"{'TODO':<{width}} {'score':>8}  {'state':<11} reason"]
     for line in g.lines:
         score = f"{_n(line.score)}/{_n(line.weight)}" if line.counted else "optional"
-        reason = line.reason if len(line.reason) <= 110 else line.reason[:107] + "..."
-        rows.append(f"{f'TODO({line.todo})':<{width}} {score:>8}  {line.state:<11} {reason}")
+        rows.append(f"{f'TODO({line.todo})':<{width}} {score:>8}  {line.state:<11} {line.reason}")
     rows.append(f"{'total':<{width}} {_n(g.score) + '/' + _n(g.max_score):>8}")
     flag = "" if g.contained else f" ({UNCONTAINED})"
     return "\n".join([f"{g.step}: {_n(g.score)} of {_n(g.max_score)}{flag}", *rows, *g.notes])
@@ -265,15 +277,43 @@ def gradescope(g: Grade) -> dict:
     return results_json(g)
 
 
+def shares(line: Line) -> list[str]:
+    """Each of a TODO's own tests on a line: its name, passed or failed, core or not, and its
+    share of the TODO's weight (a core test that fails also caps the TODO at half)."""
+    if not line.tests:
+        return []
+    share = line.weight / len(line.tests)
+    width = min(60, max(len(n.split("::")[-1]) for n, _, _ in line.tests))
+    earned = share * sum(ok for _, ok, _ in line.tests)
+    capped = any(core and not ok for _, ok, core in line.tests) and earned > line.score
+    rows = [
+        f"TODO({line.todo}): {len(line.tests)} tests, each {_n(share)} of {_n(line.weight)}"
+        + (f"; {_n(earned)} passed, {_n(line.score)} kept: a core test fails" if capped else "")
+    ]
+    for nodeid, ok, core in line.tests:
+        name = nodeid.split("::")[-1]
+        name = name if len(name) <= width else name[: width - 3] + "..."
+        rows.append(
+            f"  {name:<{width}}  {'passed' if ok else 'FAILED':<6}  {'core' if core else '    '}"
+            f"  {_n(share if ok else 0)}/{_n(share)}"
+        )
+    return rows
+
+
 def feedback(g: Grade) -> str:
-    """A student's feedback file: the grade table, then the check's screen as they would see it."""
+    """A student's feedback file: the grade table, each TODO's tests and their shares, then the
+    check's screen as they would see it."""
     table = text(Grade(g.step, g.lines, [n for n in g.notes if not n.startswith("contained")]))
+    tests = [row for line in g.lines for row in ["", *shares(line)] if line.tests]
     return (
         f"{table}\n\nHow to read this: each TODO above is graded alone, on its own tests, with the\n"
-        "reference standing in for your other TODOs, so a bug costs only the TODO it is in. The\n"
+        "reference standing in for your other TODOs, so a bug costs only the TODO it is in. A TODO\n"
+        "earns the share of its tests that pass; one that fails a core test (its parity, its\n"
+        "property or its trap, as the handout names them) earns at most half its weight. The\n"
         "check below ran all your code together, as `check` does on your machine: its counts\n"
-        "include tests that stop at, or fail through, another TODO.\n\n"
-        f"The check's screen on your submission:\n{g.screen}"
+        "include tests that stop at, or fail through, another TODO.\n"
+        + "\n".join(tests)
+        + f"\n\nThe check's screen on your submission:\n{g.screen}"
     )
 
 

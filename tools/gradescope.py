@@ -1,12 +1,23 @@
 """A grade as Gradescope's results.json, per its "Autograder Specifications" page
 (gradescope-autograders.readthedocs.io/en/latest/specs/): a test per TODO, plain text throughout.
 
-What a student reads is each TODO's one-line reason and the total; how the grade was contained
-goes only where instructors look (`extra_data`, and the autograder's stdout, which run_autograder
-keeps hidden from students).
+What a student reads is each TODO's reason, a line per test of it (its share) and the total;
+how the grade was contained goes only where instructors look (`extra_data`, and the autograder's
+stdout, which run_autograder keeps hidden from students).
 """
 
 TEXT = "text"  # no Markdown, HTML or ANSI: a traceback or a `*` is shown as it was written
+
+
+def _each(line) -> list[str]:
+    """A line per test of the TODO: passed or FAILED, core or not, its share of the weight."""
+    tests = getattr(line, "tests", None) or []
+    share = line.weight / len(tests) if tests else 0.0
+    return [
+        f"{'passed' if ok else 'FAILED'}  {'core' if core else '    '}  "
+        f"{round(share if ok else 0, 2):g}/{round(share, 2):g}  {nodeid.split('::')[-1]}"
+        for nodeid, ok, core in tests
+    ]
 
 
 def _test(number: int, step: str, line) -> dict:
@@ -21,7 +32,7 @@ def _test(number: int, step: str, line) -> dict:
         "score": line.score,
         "max_score": line.weight,
         "status": "passed" if line.state == "done" else "failed",
-        "output": line.reason,
+        "output": "\n".join([line.reason, *_each(line)]),
         "output_format": TEXT,
         "visibility": "visible",
         "tags": list(dict.fromkeys([step, line.state] + ([] if counted else ["optional"]))),

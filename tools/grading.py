@@ -7,17 +7,20 @@ Tests that run no TODO test code the starter gives, and count for none; tests th
 reference in the graded copy (a run that needs the reference) count for none and are not shown.
 """
 
+import ast
 import compileall
+import difflib
 import hashlib
 import json
 import os
+import re
 import select
 import shutil
 import struct
 import subprocess
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from common import OUT_DIR, REPO_ROOT, SOLUTIONS_DIR, STEPS_DIR, shown
@@ -342,20 +345,41 @@ class Owners:
     tests: dict[str, list[str]] = field(default_factory=dict)  # TODO id -> its tests' node ids
     broken: list[str] = field(default_factory=list)  # fail on the reference: counted for none
     given: int = 0  # tests of code the starter gives: counted for none
+    core: list[str] = field(default_factory=list)  # owned tests marked `core`: failing one halves
 
     @classmethod
     def cached(cls, worker: "Worker", todos: dict[str, Todo]) -> "Owners":
         """The owners of this exact base (its files' hash): read once, then kept in out/ (the
-        autograder's setup.sh reads them into its image), which no graded copy can see."""
+        autograder's setup.sh reads them into its image), which no graded copy can see; a file
+        there that is not what this code writes (forged, stale, cut short) is read again."""
         path = OUT_DIR / "grade-owners" / f"{worker.step}-{worker.fingerprint[:16]}.json"
-        if path.is_file():
-            return cls(**json.loads(path.read_text(encoding="utf-8")))
+        if (kept := cls.parsed(path, todos)) is not None:
+            return kept
         owners = cls.read(worker, todos)
         path.parent.mkdir(parents=True, exist_ok=True)
         part = path.with_name(f"{path.name}.{os.getpid()}.part")
         part.write_text(json.dumps(asdict(owners), indent=1) + "\n", encoding="utf-8")
         os.replace(part, path)  # never half-written, whoever else writes it at the same time
         return owners
+
+    @classmethod
+    def parsed(cls, path: Path, todos: dict[str, Todo]) -> "Owners | None":
+        """The owners a cache file holds, or None when it is missing or not exactly their shape:
+        the four keys, each TODO's list of node ids, core tests among them."""
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        if not isinstance(data, dict) or set(data) != {f.name for f in fields(cls)}:
+            return None
+        tests, broken, given, core = (data[k] for k in ("tests", "broken", "given", "core"))
+        lists = [broken, core, *(tests.values() if isinstance(tests, dict) else [None])]
+        if not all(isinstance(v, list) and all(isinstance(n, str) for n in v) for v in lists):
+            return None
+        owned = {n for v in tests.values() for n in v}
+        if not set(todos) <= set(tests) or type(given) is not int or not set(core) <= owned:
+            return None
+        return cls(tests, broken, given, core)
 
     @classmethod
     def read(cls, worker: "Worker", todos: dict[str, Todo]) -> "Owners":
@@ -376,6 +400,7 @@ class Owners:
                 idle = {n for n, t in run.tests().items() if t["outcome"] == "passed"}
                 owners.tests[todo] = [n for n in tests if n not in idle]
                 owners.given += len(idle)
+        owners.core = [n for n in owners.core if any(n in v for v in owners.tests.values())]
         worker.begin()  # reading the owners is the course's time, not the submission's
         return owners
 
@@ -395,6 +420,8 @@ class Owners:
                 t["ran"], key=order_key, default=None
             ):
                 owners.tests.setdefault(todo, []).append(nodeid)
+                if t.get("core"):
+                    owners.core.append(nodeid)
             else:
                 owners.given += 1
         return owners
@@ -429,7 +456,34 @@ def not_written(todo: Todo, files: dict[str, str], submitted: set[str], rel: str
     shipped = todo.shipped
     if shipped and all(line.strip() in {t.strip() for t in text.splitlines()} for line in shipped):
         return "not written yet (the code it ships with is unchanged)"
+    if _stub(todo, text):
+        return "not written yet (its code only returns None)"
     return None
+
+
+STUB = {"pass", "...", "return", "return None"}  # a body that does nothing
+
+
+def _stub(todo: Todo, text: str) -> bool:
+    """Does every function of the TODO hold nothing of the student's but `pass` or `return None`
+    (beside the code the starter gives, its docstring and comments)?"""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return False  # its copy says why, in its own words
+    lines, found = text.splitlines(), []
+    given = {g.split("#")[0].strip() for g in todo.given}  # its lines without their comments
+    for name in filter(None, todo.functions):
+        node = tree
+        for part in name.split("."):
+            body = getattr(node, "body", [])
+            node = next((n for n in body if getattr(n, "name", None) == part), None)
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            return False
+        body = node.body[1:] if ast.get_docstring(node) is not None else node.body
+        code = [ln.split("#")[0].strip() for s in body for ln in lines[s.lineno - 1 : s.end_lineno]]
+        found += [c for c in code if c and c not in given]
+    return bool(found) and set(found) <= STUB
 
 
 def starter_files(step: str) -> dict[str, str]:
@@ -446,14 +500,46 @@ def reference_files(step: str) -> dict[str, str]:
     return read_tree(course_step(step).solution)
 
 
-SHOWN = 200  # characters of a failure's message a student's reason may quote
+SHOWN = 400  # characters of a failure's message a student's reason may quote (its first line: whole, but for a runaway)
+PLACE = re.compile(r'(?P<file>[\w./\\-]+\.py)(?P<sep>:|", line )(?P<line>\d+)')  # x.py:12
 
 
-def scrub(message: str, todos: dict[str, Todo], mine: str) -> str:
-    """A failure's message as a student may read it: cut to SHOWN characters, and withheld when it
+def moved_lines(files: dict[str, str], copy: dict[str, str]) -> dict[str, dict[int, int]]:
+    """For each file the graded copy changed: its lines -> the same lines' numbers in the
+    student's file (the copy swaps other TODOs' functions, which moves what follows them)."""
+    out = {}
+    for rel, text in copy.items():
+        mine = files.get(rel)
+        if mine is None or mine == text:
+            continue
+        a, b = mine.splitlines(), text.splitlines()
+        blocks = difflib.SequenceMatcher(None, a, b, autojunk=False).get_matching_blocks()
+        out[rel] = {j + k + 1: i + k + 1 for i, j, n in blocks for k in range(n)}
+    return out
+
+
+def students_lines(message: str, moved: dict[str, dict[int, int]]) -> str:
+    """`message` with each place in a file the copy changed (`layers.py:110`, `layers.py", line
+    110`) said at its line in the student's own file (the copy's line, when the student's file
+    has no such line: a line the reference put there)."""
+
+    def place(m: re.Match) -> str:
+        path = m["file"].replace("\\", "/")
+        rel = max((r for r in moved if path == r or path.endswith(f"/{r}")), key=len, default=None)
+        line = moved[rel].get(int(m["line"]), int(m["line"])) if rel else int(m["line"])
+        return f"{m['file']}{m['sep']}{line}"
+
+    return PLACE.sub(place, message) if moved else message
+
+
+def scrub(
+    message: str, todos: dict[str, Todo], mine: str, moved: dict[str, dict[int, int]] | None = None
+) -> str:
+    """A failure's message as a student may read it: its places at the student's own lines
+    (`moved`: moved_lines of the graded copy), cut to SHOWN characters, and withheld when it
     quotes a line of another TODO's reference code (that TODO's copy holds it, so a submission
     could raise it back)."""
-    flat = " ".join(message.split())
+    flat = " ".join(students_lines(message, moved or {}).split())
     for todo in todos.values():
         if todo.id == mine:
             continue
@@ -466,15 +552,20 @@ def scrub(message: str, todos: dict[str, Todo], mine: str) -> str:
     return flat if len(flat) <= SHOWN else flat[: SHOWN - 3] + "..."
 
 
-def own_outcome(run: Run, own: list[str], scrubbed=lambda m: m) -> tuple[int, int, str, str | None]:
-    """(passed, total, the first failure's reason, the guard's refusal if any) of a TODO's tests;
-    `scrubbed` makes the failure's message fit to show."""
-    tests = run.tests()
-    passed = sum(1 for n in own if tests.get(n, {}).get("outcome") == "passed")
+def own_outcome(
+    run: Run, own: list[str], scrubbed=lambda m: m, core=()
+) -> tuple[int, int, str, str | None, list[tuple[str, bool, bool]]]:
+    """(passed, total, the first failure's reason, the guard's refusal if any, and each test's
+    (node id, passed, core)) of a TODO's tests; `scrubbed` makes the failure's message fit to
+    show; the reason is the first core test's that fails (`core`: the owners' core tests), else
+    the first failure's."""
+    tests, core = run.tests(), set(core)
+    each = [(n, tests.get(n, {}).get("outcome") == "passed", n in core) for n in own]
+    passed = sum(ok for _, ok, _ in each)
     failures = [(n, tests[n]) for n in own if n in tests and tests[n]["outcome"] != "passed"]
     refused = next((t["refused"] for _, t in failures if t.get("refused")), None)
     if failures:
-        nodeid, first = failures[0]
+        nodeid, first = next(((n, t) for n, t in failures if n in core), failures[0])
         why = f"{nodeid.split('::')[-1]}: {scrubbed(first['error'] or first['outcome'])}"
     elif missing := [n for n in own if n not in tests]:
         why = f"{len(missing)} of its tests did not report" + (
@@ -482,4 +573,4 @@ def own_outcome(run: Run, own: list[str], scrubbed=lambda m: m) -> tuple[int, in
         )
     else:
         why = ""
-    return passed, len(own), why, refused
+    return passed, len(own), why, refused, each

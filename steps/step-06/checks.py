@@ -92,7 +92,8 @@ def check_eval_mode(train, make):
     batches = [batch(1), batch(2)]
     model.seen.clear()
     first = train.estimate_loss(model, batches)
-    assert model.seen and all(not seen[0] for seen in model.seen), (
+    assert model.seen, "estimate_loss never ran the model: the loss of each batch is model(x, y)[1]"
+    assert all(not seen[0] for seen in model.seen), (
         "estimate_loss ran the model in train mode: call model.eval() first (dropout stays on)"
     )
     assert all(not seen[1] for seen in model.seen), "estimate_loss built a graph: torch.no_grad()"

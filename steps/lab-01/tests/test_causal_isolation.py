@@ -18,6 +18,7 @@ def right_padding(lengths: list[int], T: int) -> torch.Tensor:
     return torch.arange(T)[None, :] < torch.tensor(lengths)[:, None]  # (1, T) < (B, 1) -> (B, T)
 
 
+@pytest.mark.core  # task 3's trap: triu, or the diagonal dropped
 @pytest.mark.parametrize("T", [1, 4, 9])
 def test_causal_mask_is_the_lower_triangle(attention, T):
     """causal_mask(T) is bool [T, T] with True exactly where key j <= query t."""
@@ -81,6 +82,7 @@ def test_modules_with_a_causal_mask_isolate_earlier_tokens(attention, module):
     expect.differs("output 3 once token 3 changed", out2[:, 3], out[:, 3])
 
 
+@pytest.mark.core  # task 4's trap: AND, not OR
 def test_combine_is_causal_and_padding(attention):
     """combine_causal_and_padding gives [B, T, T] with True iff j <= i AND key j is real."""
     T, padding = 5, right_padding([5, 3], 5)  # (B, T)
@@ -136,6 +138,7 @@ def test_combine_refuses_a_float_mask(attention, which):
         attention.combine_causal_and_padding(causal, padding)
 
 
+@pytest.mark.core  # task 4's property
 def test_padded_keys_get_zero_weight(attention):
     """No query, real or padded, puts any weight on a padding key."""
     T, lengths = 6, [6, 4, 2]

@@ -60,6 +60,7 @@ def test_multi_head_shapes(attention, d_model, n_heads, T):
     expect.shape("the output", out, (2, T, d_model), "[B, T, d_model]")
 
 
+@pytest.mark.core  # task 6's property: the merge undoes the split
 def test_split_then_merge_heads_is_identity(attention):
     """merge_heads(split_heads(x)) gives x back exactly: the split only reorders numbers."""
     seed_all(0)
@@ -68,6 +69,7 @@ def test_split_then_merge_heads_is_identity(attention):
     expect.equal("merge_heads(split_heads(x))", mha.merge_heads(mha.split_heads(x)), x, "x itself")
 
 
+@pytest.mark.core  # task 6's trap: the head axis before T
 def test_head_i_owns_columns_i_times_d_head(attention):
     """Head i is columns [i*d_head, (i+1)*d_head) of x: nn.MultiheadAttention's layout."""
     seed_all(0)

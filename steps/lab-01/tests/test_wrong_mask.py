@@ -18,6 +18,7 @@ LEAK = ("count", "largest")  # the members of future_leak's result
 # them prove, on broken.py's masks, that the diagnostic has no blind spot.
 
 
+@pytest.mark.core  # task 7's property
 def test_your_diagnostic_catches_the_exhibit(wrong_mask):
     """future_leak on the exhibit's weights finds all 6 future weights; the assertion names it."""
     weights = wrong_mask.attention_weights(wrong_mask.buggy_causal_mask(T))  # (1, T, T)
@@ -40,6 +41,7 @@ def test_your_diagnostic_passes_the_causal_mask_which_matches_sdpa(attention, wr
     expect.close("your output, against SDPA is_causal's", ours, expected, runner.SINGLE_HEAD_TOL)
 
 
+@pytest.mark.core  # task 7's trap: the diagonal
 def test_the_diagonal_is_not_the_future(wrong_mask):
     """Weight on the diagonal (a token attending to itself) is no leak: identity weights give 0."""
     leak = wrong_mask.future_leak(torch.eye(T)[None])
@@ -115,6 +117,7 @@ def test_diagnostic_passes_and_combined_padding(attention, wrong_mask):
     wrong_mask.assert_no_future_leak(weights, "AND-combined padding")
 
 
+@pytest.mark.core  # task 7's trap: a tiny leak, no tolerance
 def test_diagnostic_counts_even_a_tiny_leak(attention, wrong_mask):
     """Any non-zero weight on a later key is a leak, however small: causality is exact."""
     weights = wrong_mask.attention_weights(attention.causal_mask(T)).clone()  # (1, T, T)

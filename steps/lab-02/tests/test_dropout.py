@@ -16,6 +16,7 @@ def binomial_bound(p: float, n: int = N) -> float:
     return 6 * math.sqrt(p * (1 - p) / n)
 
 
+@pytest.mark.core  # its property
 @pytest.mark.parametrize("p", [0.0, 0.3, 1.0])
 def test_dropout_is_the_identity_in_eval_mode(layers, p):
     x = randn(4, 8, seed=0)
@@ -42,6 +43,7 @@ def test_dropout_zeros_a_share_p_within_binomial_bounds(layers, p):
                  why="p is the share dropped, not the share kept")  # fmt: skip
 
 
+@pytest.mark.core  # its property, and its trap: the 1 / (1 - p) scale forgotten
 @pytest.mark.parametrize("p", [0.1, 0.5, 0.8])
 def test_dropout_keeps_the_mean(layers, p):
     out = layers.dropout(torch.ones(N), p, True, generator(2))

@@ -50,6 +50,7 @@ def worst(got, expected):
 # --- task 3a: the cache keeps what it is given ------------------------------------------------
 
 
+@pytest.mark.core  # its trap: only the new keys kept
 def test_append_joins_the_new_positions_after_the_held_ones(kv):
     cache = kv.KVCache(model_of(kv), B)
     k1, v1, k2, v2 = (
@@ -63,6 +64,35 @@ def test_append_joins_the_new_positions_after_the_held_ones(kv):
     expect.equal("values after two appends", values, torch.cat((v1, v2), dim=2))
     expect.equal("cache.keys[0]", cache.keys[0], keys, "the cache keeps what append returns")
     expect.equal("cache.keys[1]", cache.keys[1], None, "another layer's keys are its own")
+
+
+@pytest.mark.core  # its property: the handout's count of numbers
+def test_appends_of_T_positions_hold_2_n_layer_B_h_T_d_head_numbers(kv):
+    cache = kv.KVCache(model_of(kv), B)
+    for t in (3, 2, 1):  # a prefill of 3, then 2, then 1: T = 6
+        for layer in range(N_LAYER):
+            k, v = (torch.randn(B, H, t, D // H, generator=generator(t + s)) for s in (0, 10))
+            keys, values = cache.append(layer, k, v)
+    expect.shape("the last layer's keys", keys, (B, H, 6, D // H), "(B, h, P + t, d_head)")
+    expect.equal("cache.length", cache.length, 6, "the positions held")
+    expect.equal("cache.numel()", cache.numel(), kv.cache_numbers(N_LAYER, B, H, 6, D // H))
+
+
+def test_each_layer_keeps_its_own_keys_and_values(kv):
+    cache = kv.KVCache(model_of(kv), B)
+    made = {
+        (layer, n): tuple(torch.randn(B, H, 2, D // H, generator=generator(9 * layer + 2 * n + s))
+                          for s in (0, 1))
+        for layer in range(N_LAYER) for n in range(2)
+    }  # fmt: skip
+    for n in range(2):
+        for layer in reversed(range(N_LAYER)):  # the last layer first: no layer is the default
+            cache.append(layer, *made[(layer, n)])
+    for layer in range(N_LAYER):
+        (k0, v0), (k1, v1) = made[(layer, 0)], made[(layer, 1)]
+        expect.equal(f"cache.keys[{layer}]", cache.keys[layer], torch.cat((k0, k1), dim=2))
+        expect.equal(f"cache.values[{layer}]", cache.values[layer], torch.cat((v0, v1), dim=2),
+                     "the values, not the keys, in the values' list")  # fmt: skip
 
 
 # --- task 3b: cached attention is Step 5's attention ------------------------------------------
@@ -86,6 +116,7 @@ def test_cached_attention_of_a_prefill_is_step_5_causal_attention(kv):
     expect.shape("layer 0's cached keys", cache.keys[0], (B, H, 7, D // H))
 
 
+@pytest.mark.core  # its parity, and its trap: the mask's rows
 def test_cached_attention_gives_step_5_attention_at_the_new_rows(kv):
     got, expected, cache = cached_attention_run(kv, [(0, 4), (4, 6), (6, 7)])
     print(f"max |cached - Step 5| over 7 positions fed as 4, 2, 1: {worst(got, expected):.2e}")
@@ -93,9 +124,25 @@ def test_cached_attention_gives_step_5_attention_at_the_new_rows(kv):
     expect.shape("layer 0's cached values", cache.values[0], (B, H, 7, D // H))
 
 
+def test_the_new_keys_and_values_join_the_cache_through_each_heads_own_maps(kv):
+    model = model_of(kv)
+    attn = model.blocks[1].attn
+    x = torch.randn(B, 5, D, generator=generator(6))  # (B, 5, d)
+    cache = kv.KVCache(model, B)
+    with torch.no_grad():
+        kv.cached_attention(attn, x[:, :3], cache, 1)
+        kv.cached_attention(attn, x[:, 3:], cache, 1)
+        keys = torch.stack([head.key(x) for head in attn.heads], dim=1)  # (B, h, 5, d_head)
+        values = torch.stack([head.value(x) for head in attn.heads], dim=1)
+    expect.close("layer 1's cached keys", cache.keys[1], keys, 1e-6, "head i's key map, in order")
+    expect.close("layer 1's cached values", cache.values[1], values, 1e-6, "head i's value map")
+    expect.equal("layer 0's keys", cache.keys[0], None, "the layer it is given, only")
+
+
 # --- task 3c: the forward of the new ids only -------------------------------------------------
 
 
+@pytest.mark.core  # its property
 def test_the_prefill_gives_the_uncached_logits(kv):
     model, idx = model_of(kv), ids((B, 5))
     with torch.no_grad():
@@ -105,6 +152,7 @@ def test_the_prefill_gives_the_uncached_logits(kv):
     expect.close("the prefill's logits", got, expected, LOGITS_TOL)
 
 
+@pytest.mark.core  # its trap: positions from 0
 def test_new_ids_are_embedded_at_the_positions_after_the_cached_ones(kv):
     model, idx = model_of(kv), ids((B, 7))
     seen = []  # the positions of each call, as pos_emb receives them
@@ -155,6 +203,7 @@ def test_the_cache_holds_2_n_layer_B_h_T_d_head_numbers(kv):
 # --- task 3d: next_logits and generate --------------------------------------------------------
 
 
+@pytest.mark.core  # its parity
 def test_logits_at_every_generated_position_equal_the_uncached_models(kv):
     model, idx = model_of(kv), ids((B, 3))
     cache, distances = None, []
@@ -177,6 +226,7 @@ def test_logits_at_every_generated_position_equal_the_uncached_models(kv):
         )
 
 
+@pytest.mark.core  # its trap: the full cache slid
 def test_a_full_cache_is_rebuilt_from_the_window_not_slid(kv):
     model, idx = model_of(kv), ids((B, T_MAX + 1))
     with torch.no_grad():

@@ -26,6 +26,7 @@ def test_sinusoidal_is_T_by_d_and_bounded(layers):
     expect.at_most("|sinusoidal(50, 16)|", pe.abs(), 1.0, "sines and cosines lie in [-1, 1]")
 
 
+@pytest.mark.core  # its parity, and its trap: sin and cos in halves
 def test_sinusoidal_matches_the_papers_formula_computed_one_entry_at_a_time(layers):
     T, d = 40, 12
     pe = layers.sinusoidal(T, d)
@@ -38,6 +39,7 @@ def test_sinusoidal_matches_the_papers_formula_computed_one_entry_at_a_time(laye
     expect.close("sinusoidal(40, 12) - the paper's PE", pe, want, atol=FLOAT32)
 
 
+@pytest.mark.core  # its property
 def test_sinusoidal_pos_plus_k_is_pos_rotated_by_an_angle_of_k_only(layers):
     T, d = 64, 8
     pe = layers.sinusoidal(T, d).double()  # (T, d)
@@ -80,6 +82,20 @@ def complex_rope(x: torch.Tensor, start: int) -> torch.Tensor:
     return torch.view_as_real(z * turn).flatten(-2)  # (..., T, d_head)
 
 
+@pytest.mark.core  # its direction: a turn by +m·ω, whatever the pairing (d_head = 2: one pair)
+def test_rope_turns_each_pair_by_plus_m_omega_counterclockwise(layers):
+    x = torch.tensor([[1.0, 0.0]]).repeat(5, 1)  # (T, 2): the unit vector (1, 0) at every position
+    m = torch.arange(5, dtype=torch.float32)  # ω_0 = 1: the angle is the position m itself
+    expect.close(
+        "rope of (1, 0) at positions 0 to 4",
+        layers.rope(x),
+        torch.stack((torch.cos(m), torch.sin(m)), dim=-1),
+        atol=FLOAT32,
+        why="(1, 0) turned by +m·ω is (cos m, sin m); (cos m, -sin m) turned the wrong way",
+    )
+
+
+@pytest.mark.core  # its parity, and its trap: the halves pairing
 @pytest.mark.parametrize("start", [0, 7])
 def test_rope_matches_the_complex_number_computation(layers, start):
     x = randn(2, 3, 10, 16, seed=1)  # (B, h, T, d_head)
@@ -90,7 +106,7 @@ def test_rope_matches_the_complex_number_computation(layers, start):
         got.double(),
         complex_rope(x, start),
         atol=FLOAT32,
-        why="the pairs are adjacent columns (2i, 2i + 1), as in the paper",
+        why="each pair of adjacent columns (2i, 2i + 1) turned by +m·ω_i, as in the paper",
     )
 
 
@@ -106,6 +122,7 @@ def test_rope_at_position_0_is_the_identity(layers):
     expect.equal("rope(x) with start left out", layers.rope(x), x, "start defaults to 0")
 
 
+@pytest.mark.core  # its property
 def test_rope_scores_depend_on_n_minus_m_only(layers):
     """Shift the query and the key by the same s: the score q_m · k_n stays (float32 tolerance)."""
     q, k = randn(1, 16, seed=4), randn(1, 16, seed=5)  # (1, d_head) each

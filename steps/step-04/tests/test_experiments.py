@@ -179,6 +179,7 @@ def test_lecture_mask_low_end_is_one_sequences_smallest_row(head, experiments):
     assert experiments.mask_order(head)["bad"][0] < batch["low"][0]
 
 
+@pytest.mark.core  # 4.4's parity, and its trap: the mask
 def test_smoothing_weights_are_a_causal_gaussian_kernel(head):
     s = 1.5
     W = head.smoothing_weights(6, s)  # (6, 6)

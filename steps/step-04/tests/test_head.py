@@ -44,6 +44,7 @@ def test_shapes_parameters_and_stashed_attention(head):
     )
 
 
+@pytest.mark.core  # 4.1's trap: -inf before the softmax, not 0 after
 def test_rows_are_in_the_simplex(head):
     h, x = make(head)
     h(x)
@@ -78,6 +79,7 @@ def test_output_stays_in_the_convex_hull_of_the_values(head):
         expect.at_most(f"out[:, {i}] - max(v[:, :{i + 1}])", out[:, i] - high, FLOAT32_TOL)
 
 
+@pytest.mark.core  # 4.1's property: causal
 def test_causality_by_perturbation(head):
     h, x = make(head)
     out = h(x)
@@ -121,6 +123,7 @@ def test_causality_by_gradient(head):
     )
 
 
+@pytest.mark.core  # 4.1's trap: tril cut to [:T, :T]
 def test_a_shorter_sequence_gives_the_same_prefix(head):
     h, x = make(head)
     out = h(x)
@@ -133,6 +136,7 @@ def test_a_shorter_sequence_gives_the_same_prefix(head):
     )
 
 
+@pytest.mark.core  # 4.1's parity
 def test_attention_matches_the_formula(head):
     h, x = make(head)
     out = h(x)
@@ -198,6 +202,7 @@ def test_attention_scores_with_and_without_the_scaling(head):
     )
 
 
+@pytest.mark.core  # 4.2.4's parity, and its trap: the axis
 def test_score_stats_measures_the_spread_and_the_saturation(head):
     """Your scale check: stds of q k^T with and without 1/sqrt(d_k), and the mean row max."""
     q, k = randn(8, 8, 64, seed=1), randn(8, 8, 64, seed=2)  # (B, T, d_k) iid N(0, 1)

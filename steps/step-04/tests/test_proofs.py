@@ -10,6 +10,7 @@ grading = load_file(course_step("step-04").folder / "scorecard.py")
 GRADED = []  # the cards of the proofs graded so far in this session, for the printed scorecard
 
 
+@pytest.mark.core  # the whole proof: sound on the reference, and every broken head of its property
 @pytest.mark.parametrize("proof", list(grading.OWN))
 def test_your_proof_is_sound_and_catches_the_bugs_of_its_property(impl, proof, leave_scorecard):
     card = grading.grade(
@@ -24,3 +25,33 @@ def test_your_proof_is_sound_and_catches_the_bugs_of_its_property(impl, proof, l
     )
     assert card.reference[proof] == "pass", card.render()
     assert [bug.name for bug in card.own_missed(proof)] == [], card.render()
+
+
+TRAPS = {  # each proof's named trap (the CONTRACT's): the broken head that only it catches
+    "prove_simplex": "mask after softmax",  # the future must be exactly 0, the rows only ~1
+    "prove_causality_by_perturbation": "mask after softmax, renormalised",  # bitwise, not close
+    "prove_causality_by_gradient": "diagonal excluded",  # j == 3 itself must get a gradient
+}
+CASES = [
+    pytest.param(proof, bug, id=f"{proof}-{bug}", marks=[pytest.mark.core] * (TRAPS[proof] == bug))
+    for proof, bugs in grading.OWN.items()
+    for bug in bugs
+]
+
+
+@pytest.mark.parametrize(("proof", "bug"), CASES)
+def test_your_proof_catches_this_broken_head_of_its_property(impl, proof, bug):
+    """One broken head at a time: the proof must pass on the reference Head and fail on it."""
+    heads = [b for b in grading.catalogue.HEAD_BUGS if b.name == bug]
+    assert len(heads) == 1, f"broken heads named {bug!r}: expected 1, got {len(heads)}"
+    card = grading.grade(
+        load("step-04", "proofs", impl), load("step-04", "head").Head, heads, only=[proof]
+    )
+    if todo := grading.todo_or_none(card):
+        raise NotImplementedError(todo)
+    assert card.reference[proof] == "pass", (
+        f"{proof} on the reference Head: expected pass, got {card.reference[proof]}"
+    )
+    assert card.results[bug][proof] == "caught", (
+        f"{proof} on the broken head '{bug}': expected caught, got {card.results[bug][proof]}"
+    )

@@ -31,6 +31,7 @@ def test_zeroed_branches_give_the_embedding_back(gpt, checks):
     checks.assert_zeroed_branches_give_the_embedding_back(gpt)
 
 
+@pytest.mark.core  # task 4's property
 def test_causal_by_perturbation(gpt, checks):
     checks.assert_causal_by_perturbation(gpt)
 
@@ -39,14 +40,17 @@ def test_causal_by_gradient(gpt, checks):
     checks.assert_causal_by_gradient(gpt)
 
 
+@pytest.mark.core  # task 4's trap: the classes on axis 1
 def test_loss_is_the_next_token_cross_entropy(gpt, checks):
     checks.assert_loss_is_the_next_token_cross_entropy(gpt)
 
 
+@pytest.mark.core  # task 5's parity
 def test_generate_samples_the_softmax(gpt, checks):
     checks.assert_generate_samples_the_softmax(gpt)
 
 
+@pytest.mark.core  # task 5's trap: not cropping
 def test_generate_crops_the_context(gpt, checks):
     checks.assert_generate_crops_the_context(gpt)
 

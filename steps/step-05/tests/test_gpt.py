@@ -41,6 +41,7 @@ def ids(shape, seed=1, high=V):
 # --- task 1: multi-head attention ------------------------------------------------------------
 
 
+@pytest.mark.core  # task 1's trap: a plain list
 def test_multi_head_attention_holds_h_step_4_heads_and_a_projection(gpt):
     m = mha(gpt)
     expect.equal("heads is an nn.ModuleList", isinstance(m.heads, nn.ModuleList), True)
@@ -56,6 +57,7 @@ def test_multi_head_attention_holds_h_step_4_heads_and_a_projection(gpt):
     expect.shape("the output", m(x_of()), (B, T, D))
 
 
+@pytest.mark.core  # task 1's trap: the joining axis
 def test_output_is_the_projection_of_the_concatenated_heads(gpt):
     m = mha(gpt)
     x = x_of()
@@ -65,6 +67,7 @@ def test_output_is_the_projection_of_the_concatenated_heads(gpt):
         expect.close("the output", m(x), want, FLOAT32_TOL, "proj of the concatenated heads")
 
 
+@pytest.mark.core  # task 1's parity
 def test_matches_lab_01_multi_head_attention_with_copied_weights(gpt):
     lab = reference("lab-01", "attention")
     ours = mha(gpt)
@@ -144,6 +147,7 @@ def test_bad_widths_of_the_mlp_are_refused(gpt):
 # --- task 2: the feed-forward network --------------------------------------------------------
 
 
+@pytest.mark.core  # task 2's trap: another hidden width
 def test_feedforward_widens_fourfold_with_biases(gpt):
     seed_all(0)
     mlp = gpt.FeedForward(D)
@@ -155,6 +159,7 @@ def test_feedforward_widens_fourfold_with_biases(gpt):
     expect.equal("parameters", total, 8 * D * D + 5 * D, "8 d^2 + 5 d")
 
 
+@pytest.mark.core  # task 2's parity, and its trap: a ReLU
 def test_feedforward_is_proj_of_exact_gelu_of_fc(gpt):
     seed_all(0)
     mlp = gpt.FeedForward(D)
@@ -188,6 +193,7 @@ def block(gpt, seed=0):
     return gpt.Block(D, H, T)
 
 
+@pytest.mark.core  # task 3's trap: one LayerNorm shared
 def test_block_holds_two_layernorms_attention_and_mlp(gpt):
     b = block(gpt)
     children = [name for name, _ in b.named_children()]
@@ -202,6 +208,7 @@ def test_block_holds_two_layernorms_attention_and_mlp(gpt):
     expect.equal("mlp is a FeedForward", isinstance(b.mlp, gpt.FeedForward), True)
 
 
+@pytest.mark.core  # task 3's parity
 def test_block_is_pre_layernorm_residual(gpt):
     b = block(gpt)
     with torch.no_grad():  # distinct gains and biases, so swapping ln1 and ln2 shows
@@ -214,6 +221,7 @@ def test_block_is_pre_layernorm_residual(gpt):
         expect.close("the block's output", b(x), want, FLOAT32_TOL, "pre-LN residual")
 
 
+@pytest.mark.core  # task 3's property
 def test_block_with_zeroed_branches_is_the_identity(gpt):
     b = block(gpt)
     x = x_of()
@@ -270,6 +278,7 @@ def test_forward_gives_logits_and_no_loss_without_targets(gpt):
     expect.equal("the loss without targets", loss, None)
 
 
+@pytest.mark.core  # task 4's parity
 def test_logits_follow_algorithm_10(gpt):
     m = model(gpt)
     idx = ids((B, T))
@@ -346,6 +355,7 @@ def test_generate_appends_tokens_to_the_prompt(gpt):
     expect.equal("its requires_grad", out.requires_grad, False)
 
 
+@pytest.mark.core  # task 5's property
 def test_generate_is_deterministic_for_a_generator(gpt):
     m = model(gpt)
     idx = ids((2, 1))

@@ -1,5 +1,7 @@
 """Fixtures for Step 6: the training module under test, and a tiny model that trains in milliseconds."""
 
+import math
+
 import pytest
 import torch
 import torch.nn as nn
@@ -62,3 +64,72 @@ def tiny():
         return Tiny(**kw)
 
     return make
+
+
+# --- the four TODOs as a test writes them: a test of the given loop runs none of yours ------------
+
+
+def given_batch(data, B, T, generator):
+    """Task 1, the test's own: B windows at seeded starts, y one id later."""
+    ix = torch.randint(len(data) - T, (B,), generator=generator)
+    return torch.stack([data[i : i + T] for i in ix]), torch.stack(
+        [data[i + 1 : i + 1 + T] for i in ix]
+    )
+
+
+def given_estimate(model, batches):
+    """Task 2, the test's own: the mean loss in eval mode, without gradients, the mode restored."""
+    was = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            losses = [model(x, y)[1].item() for x, y in batches]
+    finally:
+        model.train(was)
+    return sum(losses) / len(losses)
+
+
+def given_lr(step, cfg):
+    """Task 3, the test's own: linear warm-up to cfg.lr, then a cosine down to cfg.min_lr."""
+    if step < cfg.warmup:
+        return cfg.lr * (step + 1) / cfg.warmup
+    p = (step - cfg.warmup) / (cfg.steps - cfg.warmup)
+    return cfg.min_lr + (cfg.lr - cfg.min_lr) * (1 + math.cos(math.pi * p)) / 2
+
+
+def given_step(model, optimizer, x, y, grad_clip):
+    """Task 4, the test's own: zero_grad, forward, backward, clip, step; the loss before it."""
+    optimizer.zero_grad(set_to_none=True)
+    _, loss = model(x, y)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+    optimizer.step()
+    return loss.item()
+
+
+GIVEN_TODOS = {
+    "get_batch": given_batch,
+    "estimate_loss": given_estimate,
+    "lr_at": given_lr,
+    "train_step": given_step,
+}
+
+
+def with_given_todos(module, monkeypatch):
+    """`module` (a train.py) with its four TODOs replaced by the test's own: what runs then is the
+    code the starter gives (the loop, the checkpoints), so the test is marked `given`."""
+    for name, function in GIVEN_TODOS.items():
+        monkeypatch.setattr(module, name, function)
+    return module
+
+
+@pytest.fixture
+def given_todos(monkeypatch):
+    """given_todos(module): a train.py (the one under test, or a copy of it) on the test's TODOs."""
+    return lambda module: with_given_todos(module, monkeypatch)
+
+
+@pytest.fixture
+def loop(train, given_todos):
+    """The training module under test with the test's own four TODOs: its given loop alone."""
+    return given_todos(train)

@@ -2,6 +2,7 @@
 
 import dataclasses
 import errno
+import math
 import os
 import re
 from pathlib import Path
@@ -16,11 +17,24 @@ from common.loader import load_file, load_fresh
 checks = load_file(course_step("step-06").folder / "checks.py")
 
 
-@pytest.mark.parametrize("check", checks.CHECKS, ids=[c.__name__ for c in checks.CHECKS])
-def test_check(check, train, tiny):
-    checks.assert_check_passes(check, train, tiny)
+LOOP = {"check_val_from_val_split", "check_first_step_size", "check_resume"}  # the given loop's
+CORE = {"check_targets_shifted", "check_eval_mode", "check_lr", "check_zero_grad", "check_clipping"}
 
 
+def _marks(check) -> list:
+    """A check of the given loop runs on the test's own TODOs (given); a TODO's trap is core."""
+    name = check.__name__
+    return [pytest.mark.given] if name in LOOP else [pytest.mark.core] if name in CORE else []
+
+
+@pytest.mark.parametrize(
+    "check", [pytest.param(c, id=c.__name__, marks=_marks(c)) for c in checks.CHECKS]
+)
+def test_check(check, train, tiny, given_todos):
+    checks.assert_check_passes(check, given_todos(train) if check.__name__ in LOOP else train, tiny)
+
+
+@pytest.mark.core  # its parity: windows of the data, targets one id later
 def test_batches_are_windows_of_the_data_at_seeded_starts(train):
     data = torch.arange(50)  # (50,) id == position
     g1, g2 = torch.Generator().manual_seed(3), torch.Generator().manual_seed(3)
@@ -42,6 +56,96 @@ def test_get_batch_draws_only_from_its_generator(train):
     torch.manual_seed(1)  # another global state: the batch must not change
     b = train.get_batch(data, 8, 6, torch.Generator().manual_seed(1))[0]
     expect.equal("the batch after another global seed", b, a, "the same batch: only g draws")
+
+
+@pytest.mark.core  # its parity: the mean of the batches' losses, each computed here
+def test_estimate_loss_is_the_mean_loss_over_the_batches(train, tiny):
+    model = tiny(0).eval()
+    batches = [checks.batch(seed, B=2 + seed) for seed in range(3)]  # unequal sizes: a plain mean
+    with torch.no_grad():
+        each = [model(x, y)[1].item() for x, y in batches]
+    got = train.estimate_loss(model, batches)
+    expect.equal("the type estimate_loss returns", type(got), float, "a Python float (.item())")
+    expect.close("estimate_loss", got, sum(each) / 3, 1e-6, f"the mean of the 3 losses {each}")
+
+
+@pytest.mark.core  # its trap: measured in train mode, dropout on
+def test_estimate_loss_of_a_model_with_dropout_is_its_eval_mode_loss(train, tiny):
+    model = tiny(0, p=0.5).train()
+    batches = [checks.batch(1), checks.batch(2)]
+    got = train.estimate_loss(model, batches)
+    model.eval()
+    with torch.no_grad():
+        want = sum(model(x, y)[1].item() for x, y in batches) / 2
+    expect.close("estimate_loss with dropout 0.5", got, want, 1e-6, "dropout off while measuring")
+
+
+class ForwardFailed(Exception):
+    """What Refuses raises: no NotImplementedError (a RuntimeError), so a starter's TODO is not it."""
+
+
+class Refuses(torch.nn.Module):
+    """A model whose forward raises in eval mode: an estimate must still give train mode back."""
+
+    def forward(self, x, y):
+        raise ForwardFailed("a forward that fails")
+
+
+def test_estimate_loss_gives_the_mode_back_even_when_a_forward_raises(train):
+    model = Refuses().train()
+    with pytest.raises(ForwardFailed, match="a forward that fails"):
+        train.estimate_loss(model, [checks.batch(1)])
+    expect.equal("model.training after a forward raised", model.training, True, "try/finally")
+
+
+@pytest.mark.core  # its trap: measured with gradients (a graph kept at every estimate)
+def test_estimate_loss_builds_no_graph_and_leaves_the_weights_alone(train, tiny):
+    model = tiny(0)
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    train.estimate_loss(model, [checks.batch(1), checks.batch(2)])
+    expect.equal("the forwards estimate_loss ran", len(model.seen), 2, "one per batch")
+    expect.equal("grad enabled in each forward", [s[1] for s in model.seen], [False, False],
+                 "torch.no_grad() around the forwards")  # fmt: skip
+    for name, p in model.named_parameters():
+        expect.equal(f"{name} after estimate_loss", p.detach(), before[name], "untouched")
+        expect.equal(f"{name}.grad after estimate_loss", p.grad, None, "no backward pass")
+
+
+def nanogpt_lr(step: int, cfg) -> float:
+    """nanoGPT's get_lr, written here on its own: warm-up to lr over `warmup` steps, then a cosine."""
+    if step < cfg.warmup:
+        return cfg.lr * (step + 1) / cfg.warmup
+    ratio = (step - cfg.warmup) / (cfg.steps - cfg.warmup)
+    return cfg.min_lr + 0.5 * (1.0 + math.cos(math.pi * ratio)) * (cfg.lr - cfg.min_lr)
+
+
+SCHEDULES = [(1000, 100, 3e-3, 3e-4), (50, 7, 1e-2, 1e-3), (20, 0, 5e-4, 5e-5), (9, 3, 2e-3, 2e-3)]
+
+
+@pytest.mark.core  # its parity with nanoGPT's get_lr, at every step
+@pytest.mark.parametrize(("steps", "warmup", "lr", "min_lr"), SCHEDULES)
+def test_lr_at_is_nanogpts_schedule_at_every_step(train, steps, warmup, lr, min_lr):
+    cfg = train.TrainConfig(steps=steps, warmup=warmup, lr=lr, min_lr=min_lr)
+    for step in range(steps + 1):
+        expect.close(
+            f"lr_at({step}) of {cfg}", train.lr_at(step, cfg), nanogpt_lr(step, cfg), 1e-12
+        )
+
+
+def test_lr_at_returns_a_float_that_never_exceeds_the_peak(train):
+    cfg = train.TrainConfig(steps=40, warmup=5, lr=1e-3, min_lr=1e-4)
+    for step in range(cfg.steps + 1):
+        rate = train.lr_at(step, cfg)
+        expect.equal(f"the type of lr_at({step})", type(rate), float)
+        expect.at_most(f"lr_at({step})", rate, cfg.lr + 1e-15, "the peak is lr")
+        expect.at_least(f"lr_at({step})", rate, cfg.min_lr * (step >= cfg.warmup), "min_lr floor")
+
+
+def test_lr_at_reads_the_sizes_from_its_config_not_the_defaults(train):
+    cfg = train.TrainConfig(steps=10, warmup=2, lr=0.5, min_lr=0.05)
+    got = [train.lr_at(s, cfg) for s in (0, 1, 2, 10)]
+    expect.close("lr_at at steps 0, 1, 2 and 10", torch.tensor(got),
+                 torch.tensor([0.25, 0.5, 0.5, 0.05]), 1e-12, "lr / 2, lr, lr, then min_lr")  # fmt: skip
 
 
 def test_train_step_returns_the_loss_before_the_step(train, tiny):
@@ -66,19 +170,20 @@ def test_training_lowers_the_validation_loss(train, tiny):
     expect.equal("the training losses recorded", len(out["losses"]["train"]), 60, "one per step")
 
 
-def test_each_step_trains_at_the_rate_lr_at_gives(train, tiny, monkeypatch):
+@pytest.mark.given  # the loop and the checkpoints, run on the test's own TODOs
+def test_each_step_trains_at_the_rate_lr_at_gives(loop, tiny, monkeypatch):
     """train() sets the schedule's rate before every step (a mutant that dropped it passed)."""
-    cfg = checks.tiny_config(train, steps=12, eval_every=6, lr=3e-2, min_lr=3e-3, warmup=3)
-    seen, real = [], train.train_step
+    cfg = checks.tiny_config(loop, steps=12, eval_every=6, lr=3e-2, min_lr=3e-3, warmup=3)
+    seen, real = [], loop.train_step
 
     def recording(model, optimizer, x, y, grad_clip):
         seen.append(optimizer.param_groups[0]["lr"])  # the rate this step is taken at
         return real(model, optimizer, x, y, grad_clip)
 
-    monkeypatch.setattr(train, "train_step", recording)
-    train.train(tiny(0), {}, cfg, checks.corpus(800), progress=False)
+    monkeypatch.setattr(loop, "train_step", recording)
+    loop.train(tiny(0), {}, cfg, checks.corpus(800), progress=False)
     expect.equal(
-        "the rate of each step", seen, [train.lr_at(step, cfg) for step in range(cfg.steps)]
+        "the rate of each step", seen, [loop.lr_at(step, cfg) for step in range(cfg.steps)]
     )
 
 
@@ -106,12 +211,13 @@ def test_a_context_longer_than_the_validation_split_is_refused(train, tiny):
         train.train(tiny(0), {}, dataclasses.replace(cfg, B=0), checks.corpus(), progress=False)
 
 
-def test_a_checkpoint_of_another_config_is_refused(train, tiny, tmp_path):
-    cfg = checks.tiny_config(train, steps=2, warmup=1)
+@pytest.mark.given  # the loop and the checkpoints, run on the test's own TODOs
+def test_a_checkpoint_of_another_config_is_refused(loop, tiny, tmp_path):
+    cfg = checks.tiny_config(loop, steps=2, warmup=1)
     path = tmp_path / "ckpt.pt"
-    train.train(tiny(0), {"V": 8}, cfg, checks.corpus(), path, progress=False)
+    loop.train(tiny(0), {"V": 8}, cfg, checks.corpus(), path, progress=False)
     with pytest.raises(ValueError, match=r"another config.*'train.lr': \(0.01, 0.02\)"):
-        train.train(
+        loop.train(
             tiny(0),
             {"V": 8},
             dataclasses.replace(cfg, lr=0.02),
@@ -120,14 +226,15 @@ def test_a_checkpoint_of_another_config_is_refused(train, tiny, tmp_path):
             progress=False,
         )
     with pytest.raises(ValueError, match=r"'model.V': \(8, 9\)"):
-        train.train(tiny(0), {"V": 9}, cfg, checks.corpus(), path, progress=False)
+        loop.train(tiny(0), {"V": 9}, cfg, checks.corpus(), path, progress=False)
 
 
 @pytest.mark.parametrize("damage", ["truncated", "garbage", "empty", "not a checkpoint"])
-def test_a_corrupt_or_partial_checkpoint_is_refused_with_its_path(train, tiny, tmp_path, damage):
-    cfg = checks.tiny_config(train, steps=2, warmup=1)
+@pytest.mark.given  # the loop and the checkpoints, run on the test's own TODOs
+def test_a_corrupt_or_partial_checkpoint_is_refused_with_its_path(loop, tiny, tmp_path, damage):
+    cfg = checks.tiny_config(loop, steps=2, warmup=1)
     path = tmp_path / "ckpt.pt"
-    train.train(tiny(0), {}, cfg, checks.corpus(), path, progress=False)
+    loop.train(tiny(0), {}, cfg, checks.corpus(), path, progress=False)
     raw = path.read_bytes()
     if damage == "not a checkpoint":
         torch.save({"weights": torch.zeros(3)}, path)
@@ -142,7 +249,7 @@ def test_a_corrupt_or_partial_checkpoint_is_refused_with_its_path(train, tiny, t
     with pytest.raises(
         ValueError, match=rf"{path}.*(not a readable checkpoint|not a step-06 checkpoint)"
     ) as info:
-        train.train(model, {}, cfg, checks.corpus(), path, progress=False)
+        loop.train(model, {}, cfg, checks.corpus(), path, progress=False)
     assert "\n" not in str(info.value) and f"delete {path} to train from step 0" in str(info.value)
     assert all(torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True)), (
         "never used"
@@ -168,8 +275,9 @@ def test_a_save_interrupted_by_ctrl_c_leaves_the_last_checkpoint(train, tmp_path
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt.pt"], "no temporary file is left"
 
 
-def test_ctrl_c_mid_run_says_where_the_next_run_resumes(train, tiny, tmp_path):
-    cfg = checks.tiny_config(train)  # a checkpoint every 2 steps
+@pytest.mark.given  # the loop and the checkpoints, run on the test's own TODOs
+def test_ctrl_c_mid_run_says_where_the_next_run_resumes(loop, tiny, tmp_path):
+    cfg = checks.tiny_config(loop)  # a checkpoint every 2 steps
     path: Path = tmp_path / "ckpt.pt"
 
     def stop(step):
@@ -177,7 +285,7 @@ def test_ctrl_c_mid_run_says_where_the_next_run_resumes(train, tiny, tmp_path):
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt) as info:
-        train.train(tiny(0), {}, cfg, checks.corpus(), path, progress=False, on_step=stop)
+        loop.train(tiny(0), {}, cfg, checks.corpus(), path, progress=False, on_step=stop)
     said = (
         f"stopped at step 3 (Ctrl-C); run the same command again to resume from {path} at "
         "step 2: the 1 step since is trained again"
@@ -185,7 +293,7 @@ def test_ctrl_c_mid_run_says_where_the_next_run_resumes(train, tiny, tmp_path):
     expect.equal("the Ctrl-C message", str(info.value), said)
     assert torch.load(path, weights_only=True)["step"] == 2, "the last checkpoint, step 2"
     with pytest.raises(KeyboardInterrupt, match="before the first checkpoint .*starts from step 0"):
-        train.train(tiny(0), {}, cfg, checks.corpus(), tmp_path / "new.pt", progress=False,
+        loop.train(tiny(0), {}, cfg, checks.corpus(), tmp_path / "new.pt", progress=False,
                     on_step=lambda step: stop(step + 2))  # fmt: skip
 
 
@@ -207,14 +315,15 @@ def nan_at(train, monkeypatch, call: int, weights: bool = False):
     monkeypatch.setattr(train, "train_step", step)
 
 
+@pytest.mark.given  # the loop and the checkpoints, run on the test's own TODOs
 def test_a_nan_loss_stops_the_run_at_once_and_no_checkpoint_holds_it(
-    train, tiny, tmp_path, monkeypatch
+    loop, tiny, tmp_path, monkeypatch
 ):
-    cfg = checks.tiny_config(train)  # a checkpoint every 2 steps
+    cfg = checks.tiny_config(loop)  # a checkpoint every 2 steps
     path = tmp_path / "ckpt.pt"
-    nan_at(train, monkeypatch, call=4)  # step 3's loss: after the checkpoint of step 2
+    nan_at(loop, monkeypatch, call=4)  # step 3's loss: after the checkpoint of step 2
     with pytest.raises(FloatingPointError) as info:
-        train.train(tiny(0), {}, cfg, checks.corpus(), path, progress=False)
+        loop.train(tiny(0), {}, cfg, checks.corpus(), path, progress=False)
     message = str(info.value)
     assert message.startswith("training stopped at step 3: its training loss is nan, not a finite")
     assert "learning rate too high" in message and "train_step" in message and "\n" not in message
@@ -225,30 +334,32 @@ def test_a_nan_loss_stops_the_run_at_once_and_no_checkpoint_holds_it(
         expect.finite(f"the checkpoint's {name}", t)
 
 
-def test_nan_weights_are_never_saved(train, tiny, tmp_path, monkeypatch):
-    cfg = checks.tiny_config(train)
+@pytest.mark.given  # the loop and the checkpoints, run on the test's own TODOs
+def test_nan_weights_are_never_saved(loop, tiny, tmp_path, monkeypatch):
+    cfg = checks.tiny_config(loop)
     path = tmp_path / "ckpt.pt"
-    nan_at(train, monkeypatch, call=2, weights=True)  # a finite loss, then NaN weights, then a save
+    nan_at(loop, monkeypatch, call=2, weights=True)  # a finite loss, then NaN weights, then a save
     with pytest.raises(
         FloatingPointError,
         match="step 2: the weights hold NaN or inf after it.*no checkpoint was written",
     ):
-        train.train(tiny(0), {}, cfg, checks.corpus(), path, progress=False)
+        loop.train(tiny(0), {}, cfg, checks.corpus(), path, progress=False)
     assert not path.exists()
 
 
-def test_a_checkpoint_that_is_not_finite_is_never_resumed(train, tiny, tmp_path):
-    cfg = checks.tiny_config(train, steps=2, warmup=1)
+@pytest.mark.given  # the loop and the checkpoints, run on the test's own TODOs
+def test_a_checkpoint_that_is_not_finite_is_never_resumed(loop, tiny, tmp_path):
+    cfg = checks.tiny_config(loop, steps=2, warmup=1)
     path = tmp_path / "ckpt.pt"
-    train.train(tiny(0), {}, cfg, checks.corpus(), path, progress=False)
+    loop.train(tiny(0), {}, cfg, checks.corpus(), path, progress=False)
     state = torch.load(path, weights_only=True)
     next(iter(state["model"].values()))[0] = float("nan")  # as an older run that diverged left it
     torch.save(state, path)
     with pytest.raises(
-        train.CheckpointError,
+        loop.CheckpointError,
         match=rf"{path} holds weights .* not finite .*delete {path} to train from step 0",
     ):
-        train.train(tiny(0), {}, cfg, checks.corpus(), path, progress=False)
+        loop.train(tiny(0), {}, cfg, checks.corpus(), path, progress=False)
 
 
 def copy_of(train, tmp_path: Path, folder: str, extra: str = ""):
@@ -259,16 +370,17 @@ def copy_of(train, tmp_path: Path, folder: str, extra: str = ""):
     return load_fresh(tmp_path / folder, "train")
 
 
+@pytest.mark.given  # the loop and the checkpoints, run on the test's own TODOs
 def test_a_checkpoint_records_whose_code_trained_it_and_other_code_never_resumes_it(
-    train, tiny, tmp_path
+    loop, tiny, tmp_path, given_todos
 ):
-    cfg = checks.tiny_config(train, steps=2, warmup=1)
+    cfg = checks.tiny_config(loop, steps=2, warmup=1)
     path = tmp_path / "ckpt.pt"
-    train.train(tiny(0), {}, cfg, checks.corpus(), path, progress=False)
-    impl = Path(train.__file__).parent.name  # solution or starter
+    loop.train(tiny(0), {}, cfg, checks.corpus(), path, progress=False)
+    impl = Path(loop.__file__).parent.name  # solution or starter
     code = torch.load(path, weights_only=True)["code"]
-    expect.equal("the checkpoint's code", code, train.code_identity())
-    other = copy_of(train, tmp_path, "starter" if impl == "solution" else "solution")
+    expect.equal("the checkpoint's code", code, loop.code_identity())
+    other = given_todos(copy_of(loop, tmp_path, "starter" if impl == "solution" else "solution"))
     with pytest.raises(
         other.OtherCode,
         match=rf"{path} was trained by .*\({impl}/train.py\), not by the code running now",
@@ -276,37 +388,39 @@ def test_a_checkpoint_records_whose_code_trained_it_and_other_code_never_resumes
         other.train(
             tiny(0), {}, dataclasses.replace(cfg, steps=4), checks.corpus(), path, progress=False
         )
-    edited = copy_of(train, tmp_path / "edited", impl, extra="# an edit\n")
+    edited = given_todos(copy_of(loop, tmp_path / "edited", impl, extra="# an edit\n"))
     with pytest.raises(edited.OtherCode, match=f"trained by an earlier version of {impl}/train.py"):
         edited.train(
             tiny(0), {}, dataclasses.replace(cfg, steps=4), checks.corpus(), path, progress=False
         )
 
 
-def test_an_old_format_checkpoint_names_the_fix(train, tiny, tmp_path):
-    cfg = checks.tiny_config(train, steps=2, warmup=1)
+@pytest.mark.given  # the loop and the checkpoints, run on the test's own TODOs
+def test_an_old_format_checkpoint_names_the_fix(loop, tiny, tmp_path):
+    cfg = checks.tiny_config(loop, steps=2, warmup=1)
     path = tmp_path / "ckpt.pt"
     torch.save({"format": 1, "config": {}, "model": {}, "step": 1}, path)  # format 1: no code key
-    with pytest.raises(train.CheckpointError) as info:
-        train.train(tiny(0), {}, cfg, checks.corpus(), path, progress=False)
+    with pytest.raises(loop.CheckpointError) as info:
+        loop.train(tiny(0), {}, cfg, checks.corpus(), path, progress=False)
     said = (
         f"{path} is a checkpoint of format 1, it lacks code, generator, losses, optimizer, rng "
-        f"(this code reads format {train.CHECKPOINT_FORMAT}, written by an older version of the "
+        f"(this code reads format {loop.CHECKPOINT_FORMAT}, written by an older version of the "
         f"course); it was not used: delete {path} to train from step 0"
     )
     expect.equal("the message", str(info.value), said)
 
 
-def test_stale_temporary_files_of_a_killed_save_are_removed_at_the_start(train, tiny, tmp_path):
+@pytest.mark.given  # the loop and the checkpoints, run on the test's own TODOs
+def test_stale_temporary_files_of_a_killed_save_are_removed_at_the_start(loop, tiny, tmp_path):
     path = tmp_path / "ckpt.pt"
     stale = tmp_path / ".ckpt.pt.k1ll3d.tmp"  # what a kill -9 during save_checkpoint leaves
     stale.write_bytes(b"half a checkpoint")
     other = tmp_path / ".notes.pt.abc.tmp"  # another file's: not ours to delete
     other.write_bytes(b"")
-    train.train(
+    loop.train(
         tiny(0),
         {},
-        checks.tiny_config(train, steps=2, warmup=1),
+        checks.tiny_config(loop, steps=2, warmup=1),
         checks.corpus(),
         path,
         progress=False,
@@ -315,8 +429,9 @@ def test_stale_temporary_files_of_a_killed_save_are_removed_at_the_start(train, 
     expect.equal("the files left", left, [".notes.pt.abc.tmp", "ckpt.pt"], "the stale one removed")
 
 
-def test_a_full_disk_is_one_line_naming_the_disk(train, tiny, tmp_path, monkeypatch):
-    cfg = checks.tiny_config(train, steps=4, warmup=1)
+@pytest.mark.given  # the loop and the checkpoints, run on the test's own TODOs
+def test_a_full_disk_is_one_line_naming_the_disk(loop, tiny, tmp_path, monkeypatch):
+    cfg = checks.tiny_config(loop, steps=4, warmup=1)
     path = tmp_path / "ckpt.pt"
 
     def stop(step):
@@ -324,14 +439,14 @@ def test_a_full_disk_is_one_line_naming_the_disk(train, tiny, tmp_path, monkeypa
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):  # a checkpoint of step 2, then resumed on a full disk
-        train.train(tiny(0), {}, cfg, checks.corpus(), path, progress=False, on_step=stop)
+        loop.train(tiny(0), {}, cfg, checks.corpus(), path, progress=False, on_step=stop)
 
     def full(fd):
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(os, "fsync", full)
-    with pytest.raises(train.CheckpointError) as info:
-        train.train(tiny(0), {}, cfg, checks.corpus(), path, progress=False)
+    with pytest.raises(loop.CheckpointError) as info:
+        loop.train(tiny(0), {}, cfg, checks.corpus(), path, progress=False)
     monkeypatch.undo()
     message = str(info.value)
     assert re.fullmatch(
