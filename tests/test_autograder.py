@@ -256,6 +256,7 @@ def test_results_json_follows_gradescopes_specification():
         "passed": 5,  # the counted TODOs' own tests: 3 + 2 + 0
         "total": 9,
         "contained": True,
+        "flagged": [],  # no copy left a process or disagreed with the grader's record
         "missing": ["heads.py"],
         "stray": ["notes.txt"],
     }, results["extra_data"]
