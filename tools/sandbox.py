@@ -89,10 +89,11 @@ def _packages() -> list[str]:
     found |= {str(Path(p).resolve()) for p in (sys.base_prefix, sys.prefix)}
     found.add(str(Path(sys.executable).parent.parent))  # the venv the interpreter is called by
     for entry in sys.path:
-        path = Path(entry or ".").resolve()
-        if path.name in ("site-packages", "dist-packages") and path.is_dir():
-            if not any(path.is_relative_to(p) for p in found):
-                found.add(str(path))
+        named = Path(os.path.abspath(entry or "."))  # as sys.path has it inside the sandbox too
+        for path in (named, named.resolve()):
+            if path.name in ("site-packages", "dist-packages") and path.is_dir():
+                if not any(path.is_relative_to(p) for p in found):
+                    found.add(str(path))
     return sorted(found)
 
 
