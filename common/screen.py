@@ -242,7 +242,7 @@ def _bug_lines(status: StepStatus) -> list[str]:
         return []
     results, bugs = status.results, status.shown
     many = f"{len(bugs)} failures are bugs" if len(bugs) > 1 else "1 failure is a bug"
-    lines = ["", f"{many}, not a TODO{_whose(status)} (shortened; -v shows all):"]
+    lines = ["", f"{many} in code already written{_whose(status)} (shortened; -v shows all):"]
     if any(results[n].warning for n in bugs):
         lines.append(
             "(a warning counts as a failure: the reference runs without one, and what it "
@@ -258,10 +258,18 @@ def _bug_lines(status: StepStatus) -> list[str]:
         message = error[-1].strip() if error else ""
         todo = status.owner[nodeid]
         owner = "" if todo == status.next and todo else f" ({_owner(todo)})"
-        lines.append(f"{nodeid}{owner}: {message}"[:160])
+        lines.append(cut(f"{nodeid}{owner}: {message}", 160))
     if len(rest) > 3:
         lines.append(f"... and {len(rest) - 3} more")
     return lines
+
+
+def cut(line: str, width: int) -> str:
+    """`line` in at most `width` characters, cut after a whole word and marked with "..."."""
+    if len(line) <= width:
+        return line
+    head = line[: width - 4]
+    return (head.rsplit(" ", 1)[0] if " " in head[width // 2 :] else head) + " ..."
 
 
 def _next_lines(status: StepStatus) -> list[str]:
@@ -270,7 +278,12 @@ def _next_lines(status: StepStatus) -> list[str]:
     lines = ["", f"Next: TODO({nxt}) at {where.file}:{where.line}"]
     lines += textwrap.wrap(where.contract or "", 96, initial_indent="  ", subsequent_indent="  ")
     if where.contract is None:  # written but failing: its first failure is the place to start
-        lines.append(f"  {status.todos[nxt].failing} of its tests fail; the first is shown above")
+        failing = status.todos[nxt].failing
+        lines.append(
+            "  1 of its tests fails; it is shown above"
+            if failing == 1
+            else f"  {failing} of its tests fail; the first is shown above"
+        )
     if name := k_name(status.first_test) if status.first_test else "":
         pixi = f"pixi run check-{step}"
         python = f"python -m pytest {typed(STEPS_DIR / step)} --impl starter"
