@@ -258,10 +258,26 @@ def _bug_lines(status: StepStatus) -> list[str]:
         message = error[-1].strip() if error else ""
         todo = status.owner[nodeid]
         owner = "" if todo == status.next and todo else f" ({_owner(todo)})"
-        lines.append(cut(f"{nodeid}{owner}: {message}", 160))
+        lines.append(fitted(f"{nodeid}{owner}: ", message, 160))
     if len(rest) > 3:
         lines.append(f"... and {len(rest) - 3} more")
     return lines
+
+
+def fitted(head: str, message: str, width: int) -> str:
+    """`head` and a failure's message in `width` characters, its expected and got kept first: the
+    entry count, then the reason after the got value, go before words are cut."""
+    counted_out = re.sub(r" \(\d+ of \d+ entries differ\)", "", message)
+    got = counted_out.find(", got ")
+    reason_out = (
+        counted_out[: counted_out.find(": ", got)]
+        if got >= 0 and ": " in counted_out[got:]
+        else counted_out
+    )
+    for shorter in (message, counted_out, reason_out):
+        if len(head + shorter) <= width:
+            return head + shorter
+    return cut(head + reason_out, width)
 
 
 def cut(line: str, width: int) -> str:

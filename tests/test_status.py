@@ -59,3 +59,17 @@ def test_a_long_failure_line_is_cut_after_a_whole_word():
     assert len(got) <= 80 and got.endswith(" ...") and line.startswith(got[:-4]), got
     assert got[:-4].split()[-1] in line.split(), f"expected a cut after a whole word, got {got!r}"
     assert cut("short", 80) == "short", "expected a short line unchanged"
+
+
+def test_a_long_failure_line_keeps_expected_and_got():
+    """Issue 42: the cut fell on the got value; the entry count and the reason go first."""
+    from common.screen import fitted
+
+    head = "tests/test_parity_torch.py::test_boolean_padding_mask_matches_sdpa_attn_mask[B2-T8-1]: "
+    message = (
+        "AssertionError: max |yours - SDPA|: expected <= 1e-06, got 0.4017: the mask is inverted"
+    )
+    got = fitted(head, message, 160)
+    assert got.endswith("expected <= 1e-06, got 0.4017"), (
+        f"expected the got value kept, got {got!r}"
+    )

@@ -105,7 +105,7 @@ BUGS = [
         "no scaling (task 2, on paper); look at what dropout returns",
         old="return x * keep / (1 - p)",
         new="return x * keep",
-        says="scaled by 1 / (1 - p)",
+        says="yours kept its value",
         passes=("test_dropout_zeros_a_share_p_within_binomial_bounds[0.5]",),
     ),
     Bug(
@@ -261,7 +261,7 @@ BUGS = [
         module="kvcache",
         old='scores = scores.masked_fill(mask == 0, float("-inf"))',
         new="pass",
-        says="the prefill's attention",
+        says="the others saw later keys",
     ),
     Bug(
         "no residual around the cached attention",
@@ -272,7 +272,7 @@ BUGS = [
         module="kvcache",
         old="x = x + cached_attention(block.attn, block.ln1(x), cache, layer)",
         new="x = cached_attention(block.attn, block.ln1(x), cache, layer)",
-        says="the prefill's logits",
+        says="instead of adding to it",
         passes=("test_cached_attention_of_a_prefill_is_step_5_causal_attention",),
     ),
 ]
