@@ -11,7 +11,7 @@ from common.bugs import Bug, committed
 from common.course import at, course_step, step_names
 from tools import check_in_a_child, pristine
 
-BUGS = {bug.name: bug for bug in course_step("lab-02").bugs()}
+CURATED = {bug.name: bug for bug in course_step("lab-02").bugs()}
 # the findings (and the student walk's): (bug, its TODO's task, its row is shown)
 CASES = [
     ("RoPE turned the wrong way", "task 1.2", True),
@@ -63,7 +63,7 @@ def function_of(lines: list[str], number: int) -> str:
     ("bug", "task", "row"), CASES, ids=[b if isinstance(b, str) else b.name for b, _, _ in CASES]
 )
 def test_the_first_screen_names_the_todo_the_row_and_expected_against_got(tmp_path, bug, task, row):
-    bug = BUGS[bug] if isinstance(bug, str) else bug
+    bug = CURATED[bug] if isinstance(bug, str) else bug
     screen, lines = first_screen(tmp_path, bug)
     where = re.search(r"^Next: TODO\(lab-02 ([^:)]+)[^)]*\) at \S+\.py:(\d+)$", screen, re.M)
     assert where and where[1] == task, f"expected Next: TODO(lab-02 {task}), got:\n{screen}"
