@@ -149,8 +149,13 @@ def test_cached_attention_of_a_prefill_is_step_5_causal_attention(kv):
 def test_cached_attention_gives_step_5_attention_at_the_new_rows(kv):
     got, expected, cache = cached_attention_run(kv, [(0, 4), (4, 6), (6, 7)])
     print(f"max |cached - Step 5| over 7 positions fed as 4, 2, 1: {worst(got, expected):.2e}")
-    expect.close("cached attention", got, expected, LOGITS_TOL,
-                 "each new query at its own row: rows P to P + t - 1 of the causal mask")  # fmt: skip
+    prefill_right = worst(got[:, :, :4], expected[:, :, :4]) < LOGITS_TOL  # positions 0 to 3
+    why = (
+        "each new query at its own row: rows P to P + t - 1 of the causal mask"
+        if prefill_right
+        else "the 4 positions fed first, at once, already differ: the prefill's test says more"
+    )
+    expect.close("cached attention", got, expected, LOGITS_TOL, why)
     expect.shape(f"layer {LAST}'s cached values", cache.values[LAST], (B, H, 7, D // H))
 
 
