@@ -33,7 +33,10 @@ def equal(name: str, got, expected, why: str = "") -> None:
     if isinstance(got, torch.Tensor) or isinstance(expected, torch.Tensor):
         _tensors_close(name, torch.as_tensor(got), torch.as_tensor(expected), None, why)
     elif got != expected:
-        fail(name, show(expected), got, why)
+        shown = show(expected), show(got)
+        if shown[0] == shown[1]:  # 1 and 0.99999 both print as 1: show every digit
+            shown = repr(expected), repr(got)
+        fail(name, shown[0], shown[1], why)
 
 
 def close(name: str, got, expected, atol: float, why: str = "") -> None:

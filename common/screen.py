@@ -242,7 +242,7 @@ def _bug_lines(status: StepStatus) -> list[str]:
         return []
     results, bugs = status.results, status.shown
     many = f"{len(bugs)} failures are bugs" if len(bugs) > 1 else "1 failure is a bug"
-    lines = ["", f"{many}, not a TODO{_whose(status)} (shortened; -v shows all):"]
+    lines = ["", f"{many} in code already written{_whose(status)} (shortened; -v shows all):"]
     if any(results[n].warning for n in bugs):
         lines.append(
             "(a warning counts as a failure: the reference runs without one, and what it "
@@ -258,10 +258,34 @@ def _bug_lines(status: StepStatus) -> list[str]:
         message = error[-1].strip() if error else ""
         todo = status.owner[nodeid]
         owner = "" if todo == status.next and todo else f" ({_owner(todo)})"
-        lines.append(f"{nodeid}{owner}: {message}"[:160])
+        lines.append(fitted(f"{nodeid}{owner}: ", message, 160))
     if len(rest) > 3:
         lines.append(f"... and {len(rest) - 3} more")
     return lines
+
+
+def fitted(head: str, message: str, width: int) -> str:
+    """`head` and a failure's message in `width` characters, its expected and got kept first: the
+    entry count, then the reason after the got value, go before words are cut."""
+    counted_out = re.sub(r" \(\d+ of \d+ entries differ\)", "", message)
+    got = counted_out.find(", got ")
+    reason_out = (
+        counted_out[: counted_out.find(": ", got)]
+        if got >= 0 and ": " in counted_out[got:]
+        else counted_out
+    )
+    for shorter in (message, counted_out, reason_out):
+        if len(head + shorter) <= width:
+            return head + shorter
+    return cut(head + reason_out, width)
+
+
+def cut(line: str, width: int) -> str:
+    """`line` in at most `width` characters, cut after a whole word and marked with "..."."""
+    if len(line) <= width:
+        return line
+    head = line[: width - 4]
+    return (head.rsplit(" ", 1)[0] if " " in head[width // 2 :] else head) + " ..."
 
 
 def _next_lines(status: StepStatus) -> list[str]:
@@ -270,7 +294,12 @@ def _next_lines(status: StepStatus) -> list[str]:
     lines = ["", f"Next: TODO({nxt}) at {where.file}:{where.line}"]
     lines += textwrap.wrap(where.contract or "", 96, initial_indent="  ", subsequent_indent="  ")
     if where.contract is None:  # written but failing: its first failure is the place to start
-        lines.append(f"  {status.todos[nxt].failing} of its tests fail; the first is shown above")
+        failing = status.todos[nxt].failing
+        lines.append(
+            "  1 of its tests fails; it is shown above"
+            if failing == 1
+            else f"  {failing} of its tests fail; the first is shown above"
+        )
     if name := k_name(status.first_test) if status.first_test else "":
         pixi = f"pixi run check-{step}"
         python = f"python -m pytest {typed(STEPS_DIR / step)} --impl starter"

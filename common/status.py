@@ -149,15 +149,16 @@ def _state(todo: str, todos: dict, facts: StarterFacts, counts: dict, ran: list)
 
 def _show_order(status: StepStatus, nodeid: str, symptom_tests: set[str]) -> tuple:
     """The next TODO's failures first: those that ran the student's functions themselves (not a
-    fresh copy of the module, as a curated-bug test makes), raised ones, then those that ran the
-    fewest functions, then those the symptom table names."""
+    fresh copy of the module, as a curated-bug test makes), then those that ran the fewest
+    functions (the closest to the cause: append's own test before a forward that raised in it),
+    raised ones, then those the symptom table names."""
     r = status.results[nodeid]
     return (
         status.owner[nodeid] != status.next,
         r.whole_run,
         not r.ran,
-        r.raised_at is None,
         len(r.ran),
+        r.raised_at is None,
         not (
             {test := nodeid.rsplit("tests/", 1)[-1].split("[")[0], test.split("::")[-1]}
             & symptom_tests

@@ -42,5 +42,34 @@ def test_a_failure_of_no_todo_is_named_so_and_counted_apart():
     facts = StarterFacts({}, frozenset(), {(t, "GPT.forward"): LINE for t in TODOS})
     screen = "\n".join(step_lines(step_status("s", results, TODOS, facts), RunFacts()))
     assert "TODO(None)" not in screen, f"expected no TODO(None), got:\n{screen}"
-    expected = "3 failures are bugs, not a TODO: 2 of TODO(s task 2), 1 in no TODO's code"
+    expected = (
+        "3 failures are bugs in code already written: 2 of TODO(s task 2), 1 in no TODO's code"
+    )
     assert expected in screen, f"expected {expected!r}, got:\n{screen}"
+
+
+def test_a_long_failure_line_is_cut_after_a_whole_word():
+    """Issue 42: one-line failures were cut mid-word ("expected 0, got 1 (2 ")."""
+    from common.screen import cut
+
+    line = (
+        "tests/test_x.py::test_y: AssertionError: sinusoidal(1, 2)[0, 0]: expected 0, got 1 (2 of 2"
+    )
+    got = cut(line, 80)
+    assert len(got) <= 80 and got.endswith(" ...") and line.startswith(got[:-4]), got
+    assert got[:-4].split()[-1] in line.split(), f"expected a cut after a whole word, got {got!r}"
+    assert cut("short", 80) == "short", "expected a short line unchanged"
+
+
+def test_a_long_failure_line_keeps_expected_and_got():
+    """Issue 42: the cut fell on the got value; the entry count and the reason go first."""
+    from common.screen import fitted
+
+    head = "tests/test_parity_torch.py::test_boolean_padding_mask_matches_sdpa_attn_mask[B2-T8-1]: "
+    message = (
+        "AssertionError: max |yours - SDPA|: expected <= 1e-06, got 0.4017: the mask is inverted"
+    )
+    got = fitted(head, message, 160)
+    assert got.endswith("expected <= 1e-06, got 0.4017"), (
+        f"expected the got value kept, got {got!r}"
+    )

@@ -167,6 +167,7 @@ BUGS = [
         "of the positions (task 6); look at the axis order split_heads returns",
         old="return x.transpose(1, 2)  # (B, T, h, d_head) -> (B, h, T, d_head)",
         new="return x.reshape(B, self.n_heads, T, self.d_head)",
+        says="once token",
         passes=UPSTREAM + ONE_HEAD,
     ),
     Bug(
@@ -176,6 +177,7 @@ BUGS = [
         "needs a call that copies when it must (task 6); look at the last line of merge_heads",
         old="return x.reshape(B, T, h * d_head)",
         new="return x.view(B, T, h * d_head)",
+        says="view size is not compatible",
         passes=UPSTREAM + ONE_HEAD,
     ),
     Bug(
@@ -185,6 +187,7 @@ BUGS = [
         "at the axis order merge_heads reshapes",
         old="x = x.transpose(1, 2)  # (B, h, T, d_head) -> (B, T, h, d_head), no longer contiguous",
         new="x = x.contiguous()",
+        says="once token",
         passes=UPSTREAM + ONE_HEAD,
     ),
     Bug(

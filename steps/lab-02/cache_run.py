@@ -2,6 +2,7 @@
 and without it for prompts of growing length (recorded, not checked: it varies by machine)."""
 
 import copy
+import math
 import os
 import textwrap
 
@@ -22,6 +23,7 @@ ROUNDS, MIN_RUN_TIME = 5, 0.2  # interleaved rounds (the median kept), seconds p
 # --quick (the tests): the same code on a model and contexts small enough for a second
 QUICK_SPEED = dict(V=65, T_max=32, d=32, h=4, n_layer=2)
 QUICK_CONTEXTS, QUICK_ROUNDS, QUICK_MIN_RUN_TIME = (4, 8, 32), 1, 0.01
+STEP = "lab-02"  # whose predictions.toml the speed table reads
 THREADS = 1  # every contender on one thread (common/timing.py says why)
 FLAT = 1.5  # cached time per token at the longest context, at most this times the shortest's
 PARITY_TOL = 1e-4  # cached against uncached logits of the timed model (d = 128, 4 layers)
@@ -153,6 +155,33 @@ def speed(ctx: Context) -> dict:
     )
 
 
+def flop_ratio(row) -> float:
+    """Uncached over cached FLOPs of one new token at this row's T: what counting promises."""
+    return row["uncached"]["flops"] / row["cached"]["flops"]
+
+
+def grows(ratio: float, digits: int) -> str:
+    """'grows 1.35x', or 'shrinks to 0.81x' when the later time is the smaller."""
+    return f"grows {ratio:.{digits}f}x" if ratio >= 1 else f"shrinks to {ratio:.2f}x"
+
+
+def prediction_line(r) -> str:
+    """The student's cache_speedup beside the measured speed-up and the FLOP ratio (not recorded)."""
+    from common import predictions
+
+    last = r["rows"][-1]
+    mine, problem = predictions.read(STEP)
+    answer = predictions.Answer(
+        "cache_speedup", "", round(last["speedup"], 1), f"{last['speedup']:.1f}x"
+    )
+    said = problem or predictions.compare(mine.get("cache_speedup", predictions.EMPTY), answer)
+    quick = " (--quick: a tiny GPT, not the question's)" if r["quick"] else ""
+    return (
+        f"cache_speedup at T={last['T']}{quick}: {said}; the FLOP counts give "
+        f"{flop_ratio(last):,.0f}x\n"
+    )
+
+
 def speed_block(r) -> str:
     """The table of time per new token, the growth of each way, and the machine it ran on."""
     table = markdown_table(
@@ -161,6 +190,7 @@ def speed_block(r) -> str:
             "uncached ms/token",
             "cached ms/token",
             "speed-up",
+            "FLOP ratio",
             "uncached tokens/s",
             "cached tokens/s",
             "uncached MFLOP/token",
@@ -173,6 +203,7 @@ def speed_block(r) -> str:
                 f"{1e3 * row['uncached']['seconds']:.2f}",
                 f"{1e3 * row['cached']['seconds']:.2f}",
                 f"{row['speedup']:.1f}x",
+                f"{flop_ratio(row):,.0f}x",
                 f"{1 / row['uncached']['seconds']:.0f}",
                 f"{1 / row['cached']['seconds']:.0f}",
                 f"{row['uncached']['flops'] / 1e6:.1f}",
@@ -183,21 +214,43 @@ def speed_block(r) -> str:
         ],
     )
     first, last, m = r["rows"][0], r["rows"][-1], r["model"]
+    rounds = (
+        "one round (--quick: no median)"
+        if r["rounds"] == 1
+        else f"the median of {r['rounds']} interleaved rounds"
+    )
     lines = [
-        f"From T={first['T']} to T={last['T']}, the cached time per new token grows "
-        f"{r['growth']['cached']:.2f}x (the bar: at most {FLAT}x), the uncached "
-        f"{r['growth']['uncached']:.1f}x; at T={last['T']} the cache is {last['speedup']:.1f}x faster.",
+        f"From T={first['T']} to T={last['T']}, the cached time per new token "
+        f"{grows(r['growth']['cached'], 2)} (the bar: at most {FLAT}x), the uncached "
+        f"{grows(r['growth']['uncached'], 1)}; at T={last['T']} the cache is "
+        f"{last['speedup']:.1f}x faster, where the FLOP counts (questions 4 and 5) promise "
+        f"{flop_ratio(last):,.0f}x: what the cached step costs is not its FLOPs.",
         f"Step 5's GPT, untrained, V={m['V']}, T_max={m['T_max']}, d={m['d']}, h={m['h']}, "
-        f"n_layer={m['n_layer']}; the median of {r['rounds']} interleaved rounds, {r['clock']}. "
+        f"n_layer={m['n_layer']}; {rounds}, {r['clock']}. "
         f"Recorded on {r['machine']}: times vary from machine to machine and from run to run.",
         *(f"warning: {w}" for w in r["warnings"]),
     ]
     return table + "\n" + "\n".join(lines) + "\n"
 
 
+def nice_ticks(low: float, high: float, most: int = 7) -> list[float]:
+    """Values of the 1-1.5-2-3-5-7 series from `low` to `high` (at most `most`, evenly thinned)."""
+    found = [
+        m * 10.0**k
+        for k in range(math.floor(math.log10(low)) - 1, math.ceil(math.log10(high)) + 1)
+        for m in (1, 1.5, 2, 3, 5, 7)
+        if low / 1.15 <= m * 10.0**k <= high * 1.15
+    ]
+    step = max(1, math.ceil(len(found) / most))
+    return found[::step] or [low, high]
+
+
 def speed_figure(r, path):
     """Time per new token against context length, with and without the cache, quartiles as bars."""
-    from matplotlib.ticker import FormatStrFormatter  # with pyplot, when a figure is drawn
+    from matplotlib.ticker import (  # with pyplot, when a figure is drawn
+        FormatStrFormatter,
+        NullFormatter,
+    )
 
     fig, ax = pyplot().subplots(figsize=(7, 4.2), layout="constrained")
     Ts = [row["T"] for row in r["rows"]]
@@ -209,11 +262,17 @@ def speed_figure(r, path):
             else "KV cache: one new position"
         )
         ax.errorbar(Ts, med, yerr=bars, marker="o", color=color, capsize=3, label=label)
+        for T, ms in zip(Ts, med, strict=True):  # each point's value, readable on any axis
+            ax.annotate(f"{ms:.3g}", (T, ms), textcoords="offset points", xytext=(0, 7),
+                        ha="center", fontsize=7, color=color)  # fmt: skip
     ax.set_xscale("log", base=2)
     ax.set_xticks(Ts, labels=[str(T) for T in Ts])
     ax.set_yscale("log")
-    for axis in (ax.yaxis.set_major_formatter, ax.yaxis.set_minor_formatter):
-        axis(FormatStrFormatter("%g"))  # 2, 3, 5 ms rather than 2 x 10^0
+    times = [1e3 * row[way]["seconds"] for row in r["rows"] for way in ("uncached", "cached")]
+    ax.set_yticks(nice_ticks(min(times), max(times)))  # a few readable ms on any range
+    ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))  # 2, 3, 5 ms rather than 2 x 10^0
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.set_ylim(min(times) / 1.15, max(times) * 1.15)
     ax.set_xlabel("context length T (ids the next token is computed from)")
     ax.set_ylabel("time per new token (ms, one thread)")
     m = r["model"]
@@ -252,6 +311,12 @@ EXPERIMENTS = (
         blocks=(
             Block(
                 "cache-speed", speed_block, title="Time per new token, with and without the cache"
+            ),
+            Block(
+                "cache-speedup-prediction",
+                prediction_line,
+                title="Your prediction beside the clock and the FLOP count",
+                record=False,
             ),
         ),
         figures=(Figure("cache_speed", speed_figure),),

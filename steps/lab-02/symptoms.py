@@ -23,8 +23,34 @@ BUGS = [
         "of one angle (task 1.1); look at which columns sinusoidal writes the sines and cosines into",
         old="return pe.to(torch.float32)",
         new="return torch.cat((torch.sin(angle), torch.cos(angle)), dim=1).to(torch.float32)",
-        says="the paper's PE",
+        says="the halves layout",
         passes=("test_sinusoidal_is_T_by_d_and_bounded",),
+    ),
+    Bug(
+        "sin and cos swapped in each pair",
+        "every pair holds (cos, sin) instead of (sin, cos): position 0 reads (1, 0), and the "
+        "table is no longer the paper's PE(pos, 2i) = sin",
+        "the sine of pair i goes in the even column 2i and its cosine in the odd column 2i + 1 "
+        "(task 1.1); look at which of the two sinusoidal writes into the even columns",
+        old="pe[:, 0::2] = torch.sin(angle)  # (T, d/2) the even columns\n"
+        "    pe[:, 1::2] = torch.cos(angle)",
+        new="pe[:, 0::2] = torch.cos(angle)  # (T, d/2) the even columns\n"
+        "    pe[:, 1::2] = torch.sin(angle)",
+        says="sin and cos swapped inside each pair",
+        passes=("test_sinusoidal_is_T_by_d_and_bounded",),
+    ),
+    Bug(
+        "angles in float32",
+        "right for short sequences, off in the fourth decimal at position 10^4: the angles "
+        "pos · ω were computed in float32",
+        "float32 keeps about seven digits, so pos · ω near 10^4 keeps three decimals: compute the "
+        "angles in float64 and return the table in float32 (task 1.1); look at the dtype of the "
+        "positions and of the angles",
+        old="angle = torch.outer(torch.arange(T, dtype=torch.float64), frequencies(d // 2, d))",
+        new="angle = torch.outer(torch.arange(T, dtype=torch.float32), "
+        "frequencies(d // 2, d).float())",
+        says="compute the angles in float64",
+        passes=("test_sinusoidal_matches_the_papers_formula_computed_one_entry_at_a_time",),
     ),
     Bug(
         "RoPE in halves (GPT-NeoX pairing)",
@@ -36,8 +62,30 @@ BUGS = [
         old="a, b = x[..., 0::2], x[..., 1::2]",
         new="a, b = x[..., : d_head // 2], x[..., d_head // 2 :]; "
         "return torch.cat((a * cos - b * sin, a * sin + b * cos), dim=-1)",
-        says="adjacent columns (2i, 2i + 1)",
+        says="GPT-NeoX's halves",
         passes=("test_rope_keeps_every_rows_norm", "test_rope_scores_depend_on_n_minus_m_only"),
+    ),
+    Bug(
+        "RoPE turned the wrong way",
+        "norms kept, position 0 the identity, scores relative, but each pair turns clockwise: "
+        "the angle's sign is flipped, another model's positions",
+        "a pair (a, b) turned by the angle θ is (a cos θ - b sin θ, a sin θ + b cos θ) (task 1.2, "
+        "HINT 1); look at the signs of the two products with sin",
+        old="turned = torch.stack((a * cos - b * sin, a * sin + b * cos), dim=-1)",
+        new="turned = torch.stack((a * cos + b * sin, b * cos - a * sin), dim=-1)",
+        says="the angle's sign flipped",
+        passes=("test_rope_keeps_every_rows_norm", "test_rope_scores_depend_on_n_minus_m_only"),
+    ),
+    Bug(
+        "RoPE returns float64",
+        "every value right, but a float32 x comes back float64, and the next matmul with a "
+        "float32 weight refuses: 'expected m1 and m2 to have the same dtype'",
+        "the angles are float64 for their digits, then cos and sin are cast to x's dtype, so rope "
+        "returns what it was given (task 1.2); look at the dtype of cos and sin",
+        old="cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)",
+        new="cos, sin = angle.cos(), angle.sin()",
+        says="cast cos and sin to x's dtype",
+        passes=("test_rope_matches_the_complex_number_computation[0]",),
     ),
     Bug(
         "start ignored (position 0 every call)",
@@ -57,8 +105,19 @@ BUGS = [
         "no scaling (task 2, on paper); look at what dropout returns",
         old="return x * keep / (1 - p)",
         new="return x * keep",
-        says="scaled by 1 / (1 - p)",
+        says="yours kept its value",
         passes=("test_dropout_zeros_a_share_p_within_binomial_bounds[0.5]",),
+    ),
+    Bug(
+        "dropout in place",
+        "the output is right, but x itself is zeroed and scaled: the caller's activations (a "
+        "residual stream, the eval pass after) change behind its back",
+        "dropout returns a new tensor and leaves x as it was (task 2); look for an in-place "
+        "operation (a method ending in _) on x",
+        old="return x * keep / (1 - p)",
+        new="return x.mul_(keep).div_(1 - p)",
+        says="an in-place op",
+        passes=("test_dropout_keeps_the_mean[0.5]",),
     ),
     Bug(
         "p kept, not dropped",
@@ -152,7 +211,19 @@ BUGS = [
         "            v if self.values[layer] is None else torch.cat((self.values[layer], v), 2)\n"
         "        )\n",
         new="self.keys[layer], self.values[layer] = k, v  # the held positions dropped\n",
-        says="keys after two appends",
+        says="the held positions, then the new",
+        passes=("test_the_prefill_gives_the_uncached_logits",),
+    ),
+    Bug(
+        "append along the last axis",
+        "the first append is right, the second raises: new keys are joined along d_head, not "
+        "along the positions",
+        "keys and values are (B, h, t, d_head): the positions are axis 2, and append joins along "
+        "it (task 3a); look at the axis append joins on",
+        module="kvcache",
+        old="torch.cat((self.keys[layer], k), 2)",
+        new="torch.cat((self.keys[layer], k), -1)",
+        says="the positions on axis 2",
         passes=("test_the_prefill_gives_the_uncached_logits",),
     ),
     Bug(
@@ -163,11 +234,23 @@ BUGS = [
         module="kvcache",
         old="mask = attn.heads[0].tril[T - t : T, :T]",
         new="mask = attn.heads[0].tril[:t, :T]",
-        says="cached attention",
+        says="each new query at its own row",
         passes=(
             "test_append_joins_the_new_positions_after_the_held_ones",
             "test_cached_attention_of_a_prefill_is_step_5_causal_attention",
         ),
+    ),
+    Bug(
+        "the mask cut to the new positions",
+        "the prefill is right, then torch refuses the mask: t x t of it against scores over all "
+        "P + t keys",
+        "the new queries are rows P to P + t - 1 of the causal mask, and each row covers every "
+        "key, 0 to P + t - 1 (task 3b); look at the columns of tril cached_attention keeps",
+        module="kvcache",
+        old="mask = attn.heads[0].tril[T - t : T, :T]",
+        new="mask = attn.heads[0].tril[:t, :t]",
+        says="masked by (",
+        passes=("test_cached_attention_of_a_prefill_is_step_5_causal_attention",),
     ),
     Bug(
         "no causal mask in the prefill",
@@ -178,7 +261,19 @@ BUGS = [
         module="kvcache",
         old='scores = scores.masked_fill(mask == 0, float("-inf"))',
         new="pass",
-        says="the prefill's attention",
+        says="the others saw later keys",
+    ),
+    Bug(
+        "no residual around the cached attention",
+        "even the prefill differs from Step 5's logits: the block's attention replaces x instead "
+        "of adding to it",
+        "each block adds its attention and its MLP to x, as Step 5's Block.forward does (task "
+        "3c); look at what forward_cached assigns to x in each block",
+        module="kvcache",
+        old="x = x + cached_attention(block.attn, block.ln1(x), cache, layer)",
+        new="x = cached_attention(block.attn, block.ln1(x), cache, layer)",
+        says="instead of adding to it",
+        passes=("test_cached_attention_of_a_prefill_is_step_5_causal_attention",),
     ),
 ]
 

@@ -3,6 +3,7 @@
 import torch
 import torch.nn.functional as F
 
+from common import counted
 from common.loader import reference
 
 # Step 5's reference GPT, through the one route to an earlier step's code: the cache reads its
@@ -92,9 +93,11 @@ def check_state(model, idx, cache):
     T = idx.shape[1]
     if cache.length not in (cache.T_max, T - 1):
         raise ValueError(
-            f"the cache holds {cache.length} positions and idx has T={T}: next_logits feeds the "
-            f"cache one id a call, so it must hold T - 1 = {T - 1} (or T_max={cache.T_max}, full); "
-            "pass the cache it returned with idx one id longer, or cache=None to start again"
+            f"the cache holds {counted(cache.length, 'position')} and idx has T={T}: next_logits "
+            f"feeds the cache one id a call, so it must hold T - 1 = {T - 1} (or T_max="
+            f"{cache.T_max}, full); pass the cache it returned with idx one id longer, or "
+            "cache=None to start again (a cache next_logits made itself: its prefill fed fewer "
+            "ids than idx's last T_max)"
         )
 
 

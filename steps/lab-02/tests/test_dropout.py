@@ -48,26 +48,42 @@ def test_dropout_zeros_a_share_p_within_binomial_bounds(layers, p):
 def test_dropout_keeps_the_mean(layers, p):
     out = layers.dropout(torch.ones(N), p, True, generator(2))
     kept = out[out != 0]
+    unscaled = bool(kept.numel()) and bool((kept == 1).all())  # the kept ones left as they were
+    why = "each kept entry is scaled by 1 / (1 - p)" + (
+        ", yours kept its value" if unscaled else ""
+    )
     expect.close(f"kept entries at p={p}", kept, torch.full_like(kept, 1 / (1 - p)), atol=1e-6,
-                 why="each kept entry is scaled by 1 / (1 - p)")  # fmt: skip
+                 why=why)  # fmt: skip
     # the mean of N entries of 0 or 1 / (1 - p): its spread is the share's, scaled by 1 / (1 - p)
     expect.close(f"mean of dropout(ones) at p={p}", out.mean().item(), 1.0,
                  atol=binomial_bound(p) / (1 - p), why="the 1 / (1 - p) scale keeps it")  # fmt: skip
 
 
-def test_dropout_keeps_the_shape_and_dtype(layers):
-    x = randn(2, 3, 5, seed=3, dtype=torch.float64)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+def test_dropout_keeps_the_shape_and_dtype(layers, dtype):
+    x = randn(2, 3, 5, seed=3, dtype=dtype)  # (2, 3, 5)
     out = layers.dropout(x, 0.5, True, generator(0))
     expect.shape("dropout(x)", out, x.shape)
-    expect.equal("dropout(x).dtype", out.dtype, torch.float64)
+    expect.equal(f"dropout({str(dtype).removeprefix('torch.')} x).dtype", out.dtype, dtype,
+                 "the dtype of x: make the mask in x's dtype")  # fmt: skip
+
+
+def test_dropout_leaves_its_input_unchanged(layers):
+    x = randn(4, 64, seed=4)  # (4, 64)
+    before = x.clone()  # (4, 64)
+    layers.dropout(x, 0.5, True, generator(0))
+    changed = int((x != before).sum())
+    expect.equal("entries of x changed by dropout(x)", changed, 0,
+                 "dropout returns a new tensor: an in-place op (mul_, div_, masked_fill_) "
+                 "changes the activations the caller still holds")  # fmt: skip
 
 
 def test_dropout_same_seed_same_mask_other_seed_other_mask(layers):
-    x = torch.ones(1000)
-    first = layers.dropout(x, 0.5, True, generator(7))
-    expect.equal("masks from generator(7), twice", layers.dropout(x, 0.5, True, generator(7)), first,
+    first = layers.dropout(torch.ones(1000), 0.5, True, generator(7)).clone()  # (1000,)
+    again = layers.dropout(torch.ones(1000), 0.5, True, generator(7))  # (1000,)
+    expect.equal("masks from generator(7), twice", again, first,
                  "the mask is drawn from the generator passed in")  # fmt: skip
-    other = layers.dropout(x, 0.5, True, generator(8))
+    other = layers.dropout(torch.ones(1000), 0.5, True, generator(8))  # (1000,)
     expect.differs("masks from generator(7) and generator(8)", other, first)
 
 

@@ -26,17 +26,57 @@ def test_sinusoidal_is_T_by_d_and_bounded(layers):
     expect.at_most("|sinusoidal(50, 16)|", pe.abs(), 1.0, "sines and cosines lie in [-1, 1]")
 
 
+def paper_table(T: int, d: int, even=math.sin, odd=math.cos, halves=False) -> torch.Tensor:
+    """[T, d] float64, one entry at a time: the paper's PE, or a layout a bug writes instead."""
+
+    def row(pos: int) -> list[float]:
+        if halves:  # every `even` (sine) in the first d / 2 columns, every `odd` in the last
+            return [f(pos * omega(i, d)) for f in (even, odd) for i in range(d // 2)]
+        # PE(pos, 2i) = even(pos·ω_i), PE(pos, 2i + 1) = odd(pos·ω_i)
+        return [(even if c % 2 == 0 else odd)(pos * omega(c // 2, d)) for c in range(d)]
+
+    return torch.tensor([row(pos) for pos in range(T)], dtype=torch.float64)  # (T, d)
+
+
+def layout_said(pe: torch.Tensor, T: int, d: int) -> str:
+    """What a table that is not the paper's is, in words: the halves, sin and cos swapped, or other."""
+    if pe.shape != (T, d):
+        return f"a [T, d] = [{T}, {d}] table"
+    near = lambda want: (pe.double() - want).abs().max().item() < 1e-4  # noqa: E731
+    if near(paper_table(T, d, halves=True)):
+        return (
+            "the halves layout (every sine in the first d / 2 columns, every cosine in the last); "
+            "the course interleaves them: the sine of pair i in column 2i, its cosine in 2i + 1"
+        )
+    if near(paper_table(T, d, math.cos, math.sin)):
+        return (
+            "sin and cos swapped inside each pair (the cosine in the even column 2i); "
+            "the paper's PE(pos, 2i) is the sine, PE(pos, 2i + 1) the cosine"
+        )
+    return "PE(pos, 2i) = sin(pos·ω_i) and PE(pos, 2i + 1) = cos(pos·ω_i), ω_i = 10000^(-2i/d)"
+
+
 @pytest.mark.core  # its parity, and its trap: sin and cos in halves
 def test_sinusoidal_matches_the_papers_formula_computed_one_entry_at_a_time(layers):
     T, d = 40, 12
     pe = layers.sinusoidal(T, d)
+    want = paper_table(T, d).float()  # (T, d) PE(pos, 2i) = sin, PE(pos, 2i + 1) = cos
+    expect.close("sinusoidal(40, 12) - the paper's PE", pe, want, atol=FLOAT32,
+                 why=layout_said(pe, T, d))  # fmt: skip
+
+
+def test_sinusoidal_keeps_every_digit_at_position_10000(layers):
+    short = layers.sinusoidal(40, 12)  # (40, 12) the cause first: the layout, at small positions
+    expect.close("sinusoidal(40, 12) - the paper's PE", short, paper_table(40, 12).float(),
+                 atol=FLOAT32, why=layout_said(short, 40, 12))  # fmt: skip
+    pos, d = 10_000, 64
+    pe = layers.sinusoidal(pos + 1, d)[pos]  # (d,) the row of position 10^4
     want = torch.tensor(
-        [
-            [(math.sin if c % 2 == 0 else math.cos)(pos * omega(c // 2, d)) for c in range(d)]
-            for pos in range(T)
-        ]
-    )  # (T, d) PE(pos, 2i) = sin, PE(pos, 2i + 1) = cos
-    expect.close("sinusoidal(40, 12) - the paper's PE", pe, want, atol=FLOAT32)
+        [(math.sin if c % 2 == 0 else math.cos)(pos * omega(c // 2, d)) for c in range(d)]
+    )  # (d,) float32 of float64 angles
+    expect.close("sinusoidal(10001, 64)[10000] - the paper's PE", pe, want, atol=1e-6,
+                 why="compute the angles in float64: in float32, pos·ω at pos = 10^4 keeps "
+                 "only about three decimals")  # fmt: skip
 
 
 @pytest.mark.core  # its property
@@ -72,13 +112,14 @@ def test_sinusoidal_refuses_bad_sizes(layers, T, d):
 # ---- rotary
 
 
-def complex_rope(x: torch.Tensor, start: int) -> torch.Tensor:
-    """RoPE as the paper writes it: adjacent pairs as complex numbers times e^{i·m·ω}, in float64."""
+def complex_rope(x: torch.Tensor, start: int, sign: int = 1) -> torch.Tensor:
+    """RoPE as the paper writes it: adjacent pairs as complex numbers times e^{i·m·ω}, in float64
+    (sign -1: e^{-i·m·ω}, the turn the wrong way a bug makes)."""
     T, d_head = x.shape[-2], x.shape[-1]
     z = torch.view_as_complex(x.double().reshape(*x.shape[:-1], d_head // 2, 2).contiguous())
     w = torch.tensor([omega(i, d_head) for i in range(d_head // 2)], dtype=torch.float64)
     m = torch.arange(start, start + T, dtype=torch.float64)
-    turn = torch.polar(torch.ones(T, d_head // 2, dtype=torch.float64), torch.outer(m, w))
+    turn = torch.polar(torch.ones(T, d_head // 2, dtype=torch.float64), sign * torch.outer(m, w))
     return torch.view_as_real(z * turn).flatten(-2)  # (..., T, d_head)
 
 
@@ -95,8 +136,35 @@ def test_rope_turns_each_pair_by_plus_m_omega_counterclockwise(layers):
     )
 
 
+def halves_rope(x: torch.Tensor, start: int) -> torch.Tensor:
+    """RoPE with GPT-NeoX's pairing, column i with column i + d_head / 2 (a bug here), float64."""
+    half = x.shape[-1] // 2
+    a, b = x.double()[..., :half], x.double()[..., half:]  # (..., T, d_head/2) each
+    z = torch.stack((a, b), dim=-1).flatten(-2)  # (..., T, d_head) the halves' pairs side by side
+    turned = complex_rope(z, start)  # (..., T, d_head)
+    return torch.cat((turned[..., 0::2], turned[..., 1::2]), dim=-1)  # back to the halves
+
+
+def rope_said(got: torch.Tensor, x: torch.Tensor, start: int) -> str:
+    """What a rope that is not the paper's did, in words: which pairing, which way, which start."""
+    near = lambda want: (got.double() - want).abs().max().item() < 1e-4  # noqa: E731
+    if near(complex_rope(x, start, sign=-1)):
+        return (
+            "each pair turned the wrong way, by -m·ω_i: the angle's sign flipped; a pair (a, b) "
+            "turned by θ is (a cos θ - b sin θ, a sin θ + b cos θ)"
+        )
+    if near(halves_rope(x, start)):
+        return (
+            "column i paired with column i + d_head / 2 (GPT-NeoX's halves); the course pairs "
+            "adjacent columns (2i, 2i + 1), as in the paper"
+        )
+    if start and near(complex_rope(x, 0)):
+        return "row t turned as if the rows started at position 0: row t sits at start + t"
+    return "each adjacent pair (2i, 2i + 1) of row t turned by the angle (start + t)·ω_i"
+
+
 @pytest.mark.core  # its parity, and its trap: the halves pairing
-@pytest.mark.parametrize("start", [0, 7])
+@pytest.mark.parametrize("start", [0, 7, 10_000])
 def test_rope_matches_the_complex_number_computation(layers, start):
     x = randn(2, 3, 10, 16, seed=1)  # (B, h, T, d_head)
     got = layers.rope(x, start)
@@ -106,8 +174,17 @@ def test_rope_matches_the_complex_number_computation(layers, start):
         got.double(),
         complex_rope(x, start),
         atol=FLOAT32,
-        why="each pair of adjacent columns (2i, 2i + 1) turned by +m·ω_i, as in the paper",
+        why=rope_said(got, x, start) + ("; compute the angles in float64" if start > 1000 else ""),
     )
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+def test_rope_returns_the_dtype_of_x(layers, dtype):
+    x = randn(2, 4, 8, seed=7, dtype=dtype)  # (B, T, d_head)
+    got = layers.rope(x, 3)
+    expect.equal(f"rope({str(dtype).removeprefix('torch.')} x).dtype", got.dtype, dtype,
+                 "cast cos and sin to x's dtype: a float64 result turns the model's float32 "
+                 "into float64, and its next matmul refuses")  # fmt: skip
 
 
 def test_rope_keeps_every_rows_norm(layers):

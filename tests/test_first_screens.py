@@ -1,0 +1,86 @@
+"""Issue 42: lab-02 caught up, then one bug a student made, and the check's first screen: the TODO and
+line it names, its symptom row (its own or none), expected against got in words, no torch error."""
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from common.bugs import Bug, committed
+from common.course import at, course_step, step_names
+from tools import check_in_a_child, pristine
+
+CURATED = {bug.name: bug for bug in course_step("lab-02").bugs()}
+# the issue's findings (and the student walk's): (bug, its TODO's task, its row is shown)
+CASES = [
+    ("RoPE turned the wrong way", "task 1.2", True),
+    ("sin and cos swapped in each pair", "task 1.1", True),
+    ("angles in float32", "task 1.1", True),
+    ("RoPE returns float64", "task 1.2", True),
+    ("p kept, not dropped", "task 2", True),
+    ("dropout in place", "task 2", True),
+    ("append along the last axis", "task 3a", True),
+    ("the mask cut to the new positions", "task 3b", True),
+    ("no residual around the cached attention", "task 3c", True),
+    (
+        Bug(
+            "P read after the append",
+            "",
+            "",
+            module="kvcache",
+            old="    T = K.shape[2]\n",
+            new="    T = cache.length\n",
+        ),
+        "task 3b",
+        False,
+    ),
+]
+
+
+def first_screen(tmp: Path, bug: Bug) -> tuple[str, list[str]]:
+    """(the check's screen on lab-02 caught up with `bug`, the buggy file's lines)."""
+    steps = pristine(step_names(), tmp)
+    layout = at(steps / "lab-02")
+    shutil.rmtree(layout.starter)
+    shutil.copytree(layout.solution, layout.starter)
+    path = layout.starter / f"{bug.module or 'layers'}.py"
+    path.write_text(committed(path.read_text(encoding="utf-8"), bug, path.name), encoding="utf-8")
+    done = check_in_a_child(steps, [str(steps / "lab-02"), "--impl", "starter", "-m", "not slow"])
+    return done.stdout, path.read_text(encoding="utf-8").splitlines()
+
+
+def function_of(lines: list[str], number: int) -> str:
+    """The `def` line above line `number` (1-based) of a file."""
+    return next(
+        (line.strip() for line in reversed(lines[:number]) if line.lstrip().startswith("def ")), ""
+    )
+
+
+@pytest.mark.process
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("bug", "task", "row"), CASES, ids=[b if isinstance(b, str) else b.name for b, _, _ in CASES]
+)
+def test_the_first_screen_names_the_todo_the_row_and_expected_against_got(tmp_path, bug, task, row):
+    bug = CURATED[bug] if isinstance(bug, str) else bug
+    screen, lines = first_screen(tmp_path, bug)
+    where = re.search(r"^Next: TODO\(lab-02 ([^:)]+)[^)]*\) at \S+\.py:(\d+)$", screen, re.M)
+    assert where and where[1] == task, f"expected Next: TODO(lab-02 {task}), got:\n{screen}"
+    changed = next(i for i, line in enumerate(lines, 1) if bug.new.splitlines()[0].strip() in line)
+    assert function_of(lines, int(where[2])) == function_of(lines, changed), (
+        f"expected the Next line in the function of line {changed}, got line {where[2]}:\n{screen}"
+    )
+    shown = screen.split("(shortened; -v shows all):\n", 1)[-1].splitlines()
+    error = next(line for line in shown if re.match(r"  \w*(Error|Exception)\b", line))
+    assert "expected" in error and "got" in error and not error.startswith("  RuntimeError"), (
+        f"expected the first failure to say expected and got in words, got {error!r}:\n{screen}"
+    )
+    rows = " ".join(line.strip() for line in shown if line.startswith(("  Symptom", "    ")))
+    if row:
+        mine = " ".join(bug.breaks.split()[:6])
+        assert "Symptom table:" in rows and mine in rows, (
+            f"expected its own row ({mine} ...), got:\n{screen}"
+        )
+    else:
+        assert "Symptom table" not in rows, f"expected no row for {bug.name}, got:\n{screen}"

@@ -1,0 +1,110 @@
+"""`pixi run watch <step>` (common/watch.py): the check again on every save, as a student runs it in
+a terminal, on a pristine copy of the steps (the working tree is never touched)."""
+
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from common import REPO_ROOT
+from common.course import step_names
+from common.watch import changed, main, syntax_error
+from tools import pristine
+
+FOOTER = b"Ctrl-C stops."  # the last line of every screen the watcher draws
+
+
+def read_until(fd: int, screens: int, seconds: float, seen: bytes = b"") -> bytes:
+    """What the terminal shows until `screens` screens are drawn or `seconds` pass."""
+    end = time.monotonic() + seconds
+    while seen.count(FOOTER) < screens and time.monotonic() < end:
+        if select.select([fd], [], [], 0.2)[0]:
+            try:
+                seen += os.read(fd, 65536)
+            except OSError:  # the child closed the terminal
+                break
+    return seen
+
+
+@pytest.mark.process
+@pytest.mark.slow
+@pytest.mark.skipif(sys.platform == "win32", reason="a pseudo-terminal is POSIX (pty)")
+def test_two_saves_in_a_burst_redraw_once_and_ctrl_c_exits_0(tmp_path):
+    steps = pristine(step_names(), tmp_path)
+    layers = steps / "lab-02" / "starter" / "layers.py"
+    text = layers.read_text(encoding="utf-8")
+    master, slave = os.openpty()  # the student's terminal
+    env = os.environ | {"COURSE_STEPS_DIR": str(steps), "COLUMNS": "100"}
+    child = subprocess.Popen(
+        [sys.executable, "-m", "common.watch", "lab-02"],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        cwd=REPO_ROOT,
+        env=env,
+        start_new_session=True,
+    )
+    os.close(slave)
+    try:
+        seen = read_until(master, 1, 120)
+        assert seen.count(FOOTER) == 1, f"expected the first screen, got:\n{seen.decode()[-2000:]}"
+        time.sleep(1.0)  # the watcher starts watching once its first screen is drawn
+        layers.write_text(text + "\n", encoding="utf-8")  # two saves, 1 ms apart: one burst
+        layers.write_text(text, encoding="utf-8")
+        seen = read_until(master, 2, 120, seen)
+        time.sleep(1.0)  # a third screen, if the burst were two runs, would start by now
+        child.send_signal(signal.SIGINT)  # Ctrl-C
+        code = child.wait(30)
+        seen = read_until(master, 3, 2, seen).decode("utf-8", errors="replace")
+    finally:
+        if child.poll() is None:
+            child.kill()
+        os.close(master)
+    screens = seen.count(FOOTER.decode())
+    assert screens == 2, f"expected 2 screens (start, one burst of saves), got {screens}:\n{seen}"
+    assert seen.count("lab-02 with your starter:") == 2, f"expected the check twice, got:\n{seen}"
+    assert "layers.py saved" in seen, f"expected the screen to name the saved file, got:\n{seen}"
+    assert code == 0, f"expected exit 0 after Ctrl-C, got {code}:\n{seen}"
+    assert "Traceback" not in seen and "KeyboardInterrupt" not in seen, (
+        f"expected no traceback on Ctrl-C, got:\n{seen}"
+    )
+    assert seen.rstrip().endswith("Stopped watching steps/lab-02/starter."), (
+        f"expected the last line to say the watch stopped, got:\n{seen[-300:]}"
+    )
+    assert layers.read_text(encoding="utf-8") == text, "expected the starter as it was saved"
+
+
+def test_a_syntax_error_is_one_line_naming_the_file_and_line(tmp_path):
+    starter = tmp_path / "starter"
+    starter.mkdir()
+    (starter / "layers.py").write_text("def f(:\n    pass\n", encoding="utf-8")
+    line = syntax_error(starter)
+    assert line is not None and "\n" not in line, f"expected one line, got {line!r}"
+    assert "layers.py:1: SyntaxError:" in line and "save again" in line, (
+        f"expected the file, its line and what to do, got {line!r}"
+    )
+    (starter / "layers.py").write_text("x = 1\n", encoding="utf-8")
+    assert syntax_error(starter) is None, "expected no line for a file that compiles"
+
+
+def test_only_the_starters_own_files_trigger_a_check():
+    changes = {(1, "/s/starter/layers.py"), (2, "/s/starter/__pycache__/layers.cpython-312.pyc")}
+    changes |= {(2, "/s/starter/predictions.toml"), (1, "/s/starter/.layers.py.swp")}
+    got = changed(Path("/s/starter"), changes)
+    assert got == ["layers.py", "predictions.toml"], (
+        f"expected layers.py and predictions.toml, got {got}"
+    )
+
+
+def test_an_unknown_step_names_the_steps_and_exits_2(capsys):
+    code = main(["lab-99"])
+    out = capsys.readouterr().out
+    assert code == 2, f"expected exit 2, got {code}"
+    assert "no step 'lab-99'" in out and "lab-02" in out and "usage:" in out, (
+        f"expected the valid steps and the usage line, got {out!r}"
+    )
