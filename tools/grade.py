@@ -342,8 +342,16 @@ def class_csv(step: str, folder: Path, limits: Limits, per_test: float, jobs: in
         with Worker(step, limits, per_test, heldout) as worker:  # one per job, reused in turn
             return [(e, grade(step, e, limits, per_test, heldout, worker)) for e in chunk]
 
-    with ThreadPoolExecutor(max_workers=len(chunks)) as pool:
-        graded = dict(pair for done in pool.map(grade_chunk, chunks) for pair in done)
+    # user mode: nobody could read a classmate's upload (the class folder is in the grader's
+    # command line): closed to others while the class is graded, then put back
+    kept = folder.stat().st_mode
+    if mode().name == "user":
+        folder.chmod(kept & 0o700)
+    try:
+        with ThreadPoolExecutor(max_workers=len(chunks)) as pool:
+            graded = dict(pair for done in pool.map(grade_chunk, chunks) for pair in done)
+    finally:
+        folder.chmod(kept)
     for entry in entries:
         g = graded[entry]
         name = entry.stem if entry.suffix == ".zip" else entry.name
@@ -432,6 +440,8 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"{mode().said}; add --allow-uncontained to grade a class anyway")
         feedback_dir = args.feedback or args.klass.parent / f"{args.klass.name}-feedback"
         feedback_dir.mkdir(parents=True, exist_ok=True)
+        if mode().name == "user":  # earlier students' screens: not for a later one's code to read
+            feedback_dir.chmod(feedback_dir.stat().st_mode & 0o700)
         sys.stdout.write(
             class_csv(
                 args.step, args.klass, limits, args.timeout, args.jobs, args.tests, feedback_dir

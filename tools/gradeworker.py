@@ -43,12 +43,28 @@ def _header(raw) -> dict:
     return json.loads(bytes(_read_exact(raw, n)).decode("utf-8"))
 
 
-def _send(out, header: dict, *blobs: bytes) -> None:
+def _send(out: int, header: dict, *blobs) -> None:
+    """A frame to the grader: the header, then each blob (bytes or a Held's view), unbuffered."""
     data = json.dumps(header).encode("utf-8")
-    out.write(struct.pack(">I", len(data)) + data)
-    for blob in blobs:
-        out.write(blob)
-    out.flush()
+    for blob in (struct.pack(">I", len(data)) + data, *blobs):
+        view = memoryview(blob)
+        while view:
+            view = view[os.write(out, view) :]
+
+
+class Held:
+    """A buffer allocated once and zeroed after each copy: what a copy sends this worker is never
+    left in memory that a later copy's child inherits (Python's bytes would leave copies behind)."""
+
+    def __init__(self, size: int):
+        self.buf, self.n = bytearray(size), 0
+
+    def view(self) -> memoryview:
+        return memoryview(self.buf)[: self.n]
+
+    def clear(self) -> None:
+        self.buf[: self.n] = bytes(self.n)
+        self.n = 0
 
 
 def _write_copy(raw, header: dict, base: Path, copy: Path) -> None:
@@ -100,6 +116,10 @@ def _child(copy: Path, header: dict, private: list[int], record: int) -> None:
 
             resource.setrlimit(resource.RLIMIT_CPU, (header["cpu"], header["cpu"] + 5))
             resource.setrlimit(resource.RLIMIT_AS, (header["memory"], header["memory"]))
+            # no POSIX message queue (a place outside any folder, which outlives its maker) and
+            # no file larger than the memory limit (a private /tmp is memory)
+            resource.setrlimit(resource.RLIMIT_MSGQUEUE, (0, 0))
+            resource.setrlimit(resource.RLIMIT_FSIZE, (header["memory"], header["memory"]))
         except ImportError:  # pragma: no cover - Windows has no fork either
             pass
         os.chdir(copy)
@@ -159,6 +179,8 @@ def _kill_leftovers(child: int) -> int:
         left |= set(pids)
         try:
             os.killpg(child, signal.SIGKILL)
+            if _kill_all():  # every process of its namespace or user but itself, in one call:
+                os.kill(-1, signal.SIGKILL)  # one that forks to change its PID cannot slip by
         except (ProcessLookupError, PermissionError):
             pass
         for pid in pids:
@@ -191,7 +213,7 @@ def _subreaper() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
 
 
-def _wait(child: int, wall: float, record: int, got: bytearray) -> tuple[int | None, bool]:
+def _wait(child: int, wall: float, record: int, got: "Held") -> tuple[int | None, bool]:
     """(exit code or -signal, timed out) of the child, killed at `wall` seconds; what it writes
     to the record pipe is read into `got` meanwhile (a full pipe would stop it)."""
     deadline = time.monotonic() + wall
@@ -211,21 +233,21 @@ def _wait(child: int, wall: float, record: int, got: bytearray) -> tuple[int | N
     return None, True
 
 
-RECORD_LIMIT = 16 * 2**20  # bytes of record a copy may send: far more than a step's tests need
+RECORD_LIMIT = 4 * 2**20  # bytes of record a copy may send: far more than a step's tests need
 
 
-def _drain(fd: int, got: bytearray) -> None:
-    """Whatever the record pipe holds now, appended to `got` (non-blocking; nothing past the limit)."""
+def _drain(fd: int, got: Held) -> None:
+    """Whatever the record pipe holds now, appended to `got` (non-blocking; nothing past its end)."""
     import select
 
-    while select.select([fd], [], [], 0)[0]:
+    while got.n < len(got.buf) and select.select([fd], [], [], 0)[0]:
         try:
-            chunk = os.read(fd, 65536)
+            k = os.readv(fd, [memoryview(got.buf)[got.n :]])
         except BlockingIOError:
             return
-        if not chunk or len(got) > RECORD_LIMIT:
+        if not k:
             return
-        got += chunk
+        got.n += k
 
 
 class Places:
@@ -257,7 +279,10 @@ class Places:
                 try:
                     folder.mkdir(parents=True, exist_ok=True)
                     os.chmod(folder, mode & 0o7777)
-                except OSError:
+                    for name in os.listxattr(folder):  # a stash needs no file: an attribute
+                        if name.startswith("user."):
+                            os.removexattr(folder, name)
+                except (OSError, AttributeError):  # AttributeError: no xattrs on this OS
                     pass
             try:
                 now = os.listdir(folder)
@@ -337,17 +362,15 @@ def _clear_ipc(uid: int) -> None:
             libc.syscall(number, 7, ring)  # KEYCTL_CLEAR
 
 
-def _read(path: Path, limit: int) -> bytearray:
-    """A file's last `limit` bytes (empty when the copy left none), in a buffer zeroed after use."""
+def _read(path: Path, into: Held) -> None:
+    """A file's last bytes, as many as `into` holds (none when the copy left no such file)."""
     try:
         with path.open("rb", buffering=0) as f:
-            size = os.fstat(f.fileno()).st_size
-            f.seek(max(0, size - limit))
-            buf = bytearray(min(size, limit))
-            n = f.readinto(buf)
-            return buf[:n] if n < len(buf) else buf
+            f.seek(max(0, os.fstat(f.fileno()).st_size - len(into.buf)))
+            while into.n < len(into.buf) and (k := f.readinto(memoryview(into.buf)[into.n :])):
+                into.n += k
     except OSError:
-        return bytearray()
+        pass
 
 
 def _warm() -> None:
@@ -389,11 +412,13 @@ def main() -> int:
     _subreaper()
 
     raw = open(os.dup(0), "rb", buffering=0)  # noqa: SIM115 - the grader's frames
-    out = open(os.dup(1), "wb")  # noqa: SIM115 - the answers
+    out = os.dup(1)  # the answers, written unbuffered (no copy of them left in a buffer)
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
     os.dup2(null, 1)  # a child never writes into the answers by accident, nor on purpose
-    private = [raw.fileno(), out.fileno()]
+    private = [raw.fileno(), out]
+    report, screen, got = Held(8 * 2**20), Held(200_000), Held(RECORD_LIMIT)
+    held = (report, screen, got)
     copy = work / "copy"
     places = Places(work) if os.environ.get("COURSE_GRADE_WIPE") == "1" else None
     while True:
@@ -406,21 +431,20 @@ def main() -> int:
         if child == 0:
             _child(copy, header, [*private, record_r], record_w)
         os.close(record_w)  # the copy's processes hold the only writing end
-        got = bytearray()
         code, timed_out = _wait(child, header["wall"], record_r, got)
         left = _kill_leftovers(child)
         _drain(record_r, got)  # what the copy wrote before it ended; nothing can be added now
         os.close(record_r)
-        report = _read(copy / OUT / "check.json", 8 * 2**20)
-        screen = _read(copy / OUT / "screen.txt", 200_000)
+        _read(copy / OUT / "check.json", report)
+        _read(copy / OUT / "screen.txt", screen)
         shutil.rmtree(copy, ignore_errors=True)
         if places:
             places.wipe()
-        sizes = [len(report), len(screen), len(got)]
+        sizes = [report.n, screen.n, got.n]
         answer = {"name": header["name"], "returncode": code, "timed_out": timed_out}
-        _send(out, answer | {"sizes": sizes, "left": left}, report, screen, got)
-        for buf in (report, screen, got):  # what the next copy's child could find in memory
-            buf[:] = bytes(len(buf))
+        _send(out, answer | {"sizes": sizes, "left": left}, *(h.view() for h in held))
+        for h in held:  # what the next copy's child could find in memory: zeros
+            h.clear()
 
 
 if __name__ == "__main__":

@@ -72,7 +72,10 @@ def _bwrap_args(base: Path) -> list[str]:
         args += ["--ro-bind-try", etc, etc]
     for prefix in _packages():
         args += ["--ro-bind", prefix, prefix]
-    args += ["--ro-bind", str(base), str(INSIDE), "--chdir", "/tmp", "--clearenv"]
+    args += ["--ro-bind", str(base), str(INSIDE)]
+    # the sandbox's own root read-only: only /tmp and /dev are left to write (a stash in / would
+    # outlive the copy that made it)
+    args += ["--remount-ro", "/", "--chdir", "/tmp", "--clearenv"]
     env = {"HOME": "/tmp/home", "TMPDIR": "/tmp", "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
     env["PIXI_PROJECT_ROOT"] = str(INSIDE)  # the screen prints the student's `pixi run` commands
     env |= {"COURSE_GRADE_PIDNS": "1", "COURSE_GRADE_KILL": "all", "COURSE_GRADE_WIPE": "1"}

@@ -132,7 +132,8 @@ def test_rope_turns_each_pair_by_plus_m_omega_counterclockwise(layers):
         layers.rope(x),
         torch.stack((torch.cos(m), torch.sin(m)), dim=-1),
         atol=FLOAT32,
-        why="(1, 0) turned by +m·ω is (cos m, sin m); (cos m, -sin m) turned the wrong way",
+        why="(1, 0) turned by +m·ω is (cos m, sin m); (cos m, -sin m) means the angle's sign "
+        "flipped: each pair turned the wrong way",
     )
 
 
