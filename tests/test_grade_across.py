@@ -130,7 +130,7 @@ REWRITE = """\
 SLEEP = "    import time\n\n    time.sleep(3600)"
 
 
-HOST = [Path(d) for d in ("/tmp", "/dev/shm", "/dev", "/var/tmp", "/run/lock")] + [Path.home()]
+HOST = [Path(d) for d in ("/", "/tmp", "/dev/shm", "/dev", "/var/tmp", "/run/lock")] + [Path.home()]
 
 
 def stashes() -> list[Path]:
