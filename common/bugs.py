@@ -27,6 +27,9 @@ class Bug:
     # bug leaves passing (a failure of one is another bug); the table's "Recognised by" column.
     says: str = ""
     passes: tuple[str, ...] = ()
+    # the test that fails first with the bug in (file::function, with its [case] if it has one):
+    # the symptom table's second column; tests/test_curated_bugs.py runs the suite to hold it true
+    fails: str = ""
     # lab-01's and Step 4's attention bugs only, until they are replacements: the mistakes their
     # step's `broken` (and steps/lab-01/broken.py's broken_head) builds in
     settings: dict = field(default_factory=dict)
