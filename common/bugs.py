@@ -1,11 +1,9 @@
-"""A step's curated bugs, one protocol for every step: a `Bug` is a replacement in one reference
-file (its step.toml [mutation] target) with its symptom and fix, and `broken_copy` builds a fresh
-copy of that module that commits it (the attention bugs of steps/lab-01/broken.py, not yet
-replacements, carry `settings` that their step's `broken` reads)."""
+"""A step's curated bugs, one protocol for every step: a `Bug` in its bugs.py is a replacement in
+one reference file with what the student sees, the fix and how the check recognises it, and
+`broken_copy` builds a fresh copy of that module that commits it."""
 
 import re
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
@@ -30,9 +28,6 @@ class Bug:
     # the test that fails first with the bug in (file::function, with its [case] if it has one):
     # the symptom table's second column; tests/test_curated_bugs.py runs the suite to hold it true
     fails: str = ""
-    # lab-01's and Step 4's attention bugs only, until they are replacements: the mistakes their
-    # step's `broken` (and steps/lab-01/broken.py's broken_head) builds in
-    settings: dict = field(default_factory=dict)
     # the reference module it is a replacement in, when not its step's [mutation] target (a step
     # with two TODO modules, lab-02: layers and kvcache)
     module: str = ""
@@ -45,12 +40,6 @@ def recognised_by(bug: Bug) -> str:
     """The symptom table's "Recognised by" cell: what the failure says, the tests still passing."""
     said = [f'the failure saying "{bug.says}"'] if bug.says else []
     return "; ".join(said + [f"{test} passing" for test in bug.passes]) or NO_MORE
-
-
-def recognition(cell: str) -> tuple[str, tuple[str, ...]]:
-    """(what the failure says, the tests that must pass) read back from a "Recognised by" cell."""
-    said = re.search(r'the failure saying "([^"]*)"', cell)
-    return (said[1] if said else ""), tuple(re.findall(r"([\w:.\[\]-]+) passing", cell))
 
 
 def _in_code(text: str, start: int) -> bool:
@@ -75,11 +64,6 @@ def commit(fresh: ModuleType, bug: Bug) -> ModuleType:
     return fresh
 
 
-def broken_copy(
-    folder: Path,
-    module: str,
-    bug: Bug,
-    inject: Callable[[ModuleType, Bug], ModuleType] = commit,
-) -> ModuleType:
-    """A new copy of `module` from `folder` that commits `bug` (`inject`: the step's `broken`)."""
-    return inject(load_fresh(folder, module), bug)
+def broken_copy(folder: Path, module: str, bug: Bug) -> ModuleType:
+    """A new copy of `module` from `folder` that commits `bug`."""
+    return commit(load_fresh(folder, module), bug)

@@ -85,18 +85,18 @@ class Step:
         """TODO id -> (starter file, line, Region) of each TODO the starter still raises."""
         return raised_in(self.starter, self.regions() if todos is None else todos)
 
-    def mutation_module(self, key: str) -> ModuleType | None:
-        """The step's own file that its step.toml's [mutation] `key` (symptoms, equivalent) names."""
-        return load_file(self.folder / self.mutation[key]) if key in self.mutation else None
+    def catalogue(self) -> ModuleType | None:
+        """Its bugs.py (every step has one; a checkpoint none): its BUGS and EQUIVALENT."""
+        path = self.folder / "bugs.py"
+        return load_file(path) if path.is_file() else None
 
     def bugs(self) -> list:
-        """Its curated bugs (common.bugs.Bug): BUGS of its [mutation] symptoms file."""
-        return module.BUGS if (module := self.mutation_module("symptoms")) else []
+        """Its curated bugs (common.bugs.Bug) in its handout's order: bugs.py's BUGS."""
+        return getattr(self.catalogue(), "BUGS", [])
 
     def equivalents(self) -> dict[str, str]:
-        """The mutants of tools.mutate no test can kill, Mutant.key -> why: its [mutation]
-        equivalent file's EQUIVALENT."""
-        return module.EQUIVALENT if (module := self.mutation_module("equivalent")) else {}
+        """The mutants of tools.mutate no test can kill, Mutant.key -> why: bugs.py's EQUIVALENT."""
+        return getattr(self.catalogue(), "EQUIVALENT", {})
 
 
 def describe(folder: Path) -> Step:

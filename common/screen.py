@@ -6,9 +6,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from common import STEPS_DIR, command, counted, predictions, shown, typed
-from common.bugs import recognition
-from common.course import course
-from common.docs import parse_table, read_block
+from common.bugs import Bug
+from common.course import course, course_step
 from common.status import StepStatus
 from common.todos import order_key, split_id
 
@@ -24,32 +23,14 @@ class RunFacts:
     renamed: dict[str, str] = field(default_factory=dict)  # TODO -> "file name" it no longer has
 
 
-@dataclass(frozen=True)
-class Symptom:
-    """One row of a step's symptom table, as the check reads it."""
-
-    symptom: str  # what the student sees
-    test: str  # the test that fails first (file::function or function, with its [case] or not)
-    fix: str
-    says: str = ""  # what the failure must say for the row to be this bug's ("": any failure)
-    passes: tuple[str, ...] = ()  # tests the bug leaves passing: a failure of one is another bug
-
-
-def symptom_rows(step: str) -> list[Symptom]:
-    """The rows of the step's symptom table, if it has one: four columns (symptom, first test to
-    fail, recognised by, fix), or five (bug, symptom, the check that fails, recognised by, fix)."""
-    try:
-        rows = parse_table(read_block(STEPS_DIR / step / "README.md", "symptoms"))
-    except (OSError, ValueError, KeyError, IndexError):
-        return []
-    rows = [[c.replace("\\|", "|") for c in r] for r in rows]  # a Markdown escape, not the screen's
-    rows = [[f"{r[0]}: {r[1]}", *r[2:]] if len(r) == 5 else r for r in rows]
-    return [Symptom(r[0], r[1].strip("`"), r[3], *recognition(r[2])) for r in rows if len(r) == 4]
+def symptom_rows(step: str) -> list[Bug]:
+    """The step's curated bugs (its bugs.py), the rows of its handout's symptom table in order."""
+    return course_step(step).bugs()
 
 
 def symptom_tests(step: str) -> set[str]:
-    """The tests the symptom table names (file::function, or function; no case)."""
-    return {r.test.split("[")[0] for r in symptom_rows(step)}
+    """The tests the symptom rows fail first (file::function, or function; no case)."""
+    return {bug.fails.split("[")[0] for bug in symptom_rows(step)}
 
 
 def _fails(row_test: str, failures: dict[str, str]) -> list[str]:
@@ -57,7 +38,7 @@ def _fails(row_test: str, failures: dict[str, str]) -> list[str]:
     return [error for nodeid, error in failures.items() if _names(row_test, nodeid)]
 
 
-def recognised(rows: list[Symptom], failures: dict[str, str]) -> list[Symptom]:
+def recognised(rows: list[Bug], failures: dict[str, str]) -> list[Bug]:
     """The rows whose bug these failures (nodeid -> its error) are: the row's test fails saying
     what the row says, and no test the bug leaves passing fails. None after a test out of time:
     a loop that never ends is no row's bug."""
@@ -66,7 +47,7 @@ def recognised(rows: list[Symptom], failures: dict[str, str]) -> list[Symptom]:
     return [
         r
         for r in rows
-        if any(r.says in error for error in _fails(r.test, failures))
+        if any(r.says in error for error in _fails(r.fails, failures))
         and not any(_fails(test, failures) for test in r.passes)
     ]
 
@@ -92,10 +73,10 @@ def symptom_lines(step: str, failures: dict[str, str]) -> list[str]:
     "one of these" and the rows that share the failure; nothing when no row is recognised."""
     rows = recognised(symptom_rows(step), failures)
     if len(rows) == 1:
-        return _wrapped(f"Symptom table: {rows[0].symptom}; fix: {rows[0].fix}", "  ")
+        return _wrapped(f"Symptom table: {rows[0].breaks}; fix: {rows[0].fix}", "  ")
     lines = [f"  Symptom table, one of these {len(rows)} bugs:"] if rows else []
     for r in rows[:SHOWN_ROWS]:
-        lines += _wrapped(f"{r.symptom}; fix: {r.fix}", "  - ")
+        lines += _wrapped(f"{r.breaks}; fix: {r.fix}", "  - ")
     if len(rows) > SHOWN_ROWS:
         lines.append(f"  - and {len(rows) - SHOWN_ROWS} more: the handout's symptom table")
     return lines

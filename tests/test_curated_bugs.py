@@ -11,15 +11,14 @@ from common import STEPS_DIR
 from common.bugs import Bug, broken_copy
 from common.check import short_traceback
 from common.course import course_step
-from common.docs import parse_table, read_block
-from common.screen import Symptom, recognised, symptom_rows
+from common.docs import read_block
+from common.screen import recognised, symptom_rows
 from tests.test_failure_messages import bare
-from tools.symptoms import SUITE_ARGS, injector, run_with, targets
+from tools.symptoms import SUITE_ARGS, run_with, table, targets
 
 TARGETS = targets()  # from each step.toml's [mutation]: every step's one catalogue
 CASES = [(step, bug.module or module, bug) for step, module, bugs in TARGETS for bug in bugs]
 IDS = [f"{s}-{b.name}" for s, _, b in CASES]
-ROW = {(step, bug.name): i for step, _, bugs in TARGETS for i, bug in enumerate(bugs)}
 WRITE = "python -m tools.symptoms --write-docs"
 EVERY = [arg for arg in SUITE_ARGS if arg != "-x"]  # every failure: a row may need a test to pass
 
@@ -52,7 +51,7 @@ class Scan:
 def scan_of(step: str, module: str, bug: Bug) -> Scan:
     """The step's suite with `bug` in a copy of `module`, the step's [mutation] target."""
     layout = course_step(step)
-    copy = broken_copy(layout.solution, module, bug, injector(layout))
+    copy = broken_copy(layout.solution, module, bug)
     return run_with(step, module, copy, Scan(), [str(layout.tests), *EVERY])
 
 
@@ -63,9 +62,9 @@ def scan(request) -> tuple[str, Bug, Scan]:
     return step, bug, scan_of(step, module, bug)
 
 
-def named_tests(rows: list[Symptom]) -> list[str]:
+def named_tests(rows: list[Bug]) -> list[str]:
     """The test functions the rows name: each row's test and those it needs to pass."""
-    return [test.split("::")[-1].split("[")[0] for r in rows for test in (r.test, *r.passes)]
+    return [test.split("::")[-1].split("[")[0] for r in rows for test in (r.fails, *r.passes)]
 
 
 def function(test: str) -> str:
@@ -73,30 +72,28 @@ def function(test: str) -> str:
     return test.split("[")[0]
 
 
-def own_row(step: str, bug: Bug) -> Symptom:
-    """The table's row of a curated bug."""
-    rows = [r for r in symptom_rows(step) if r.symptom.endswith(bug.breaks.replace("\\|", "|"))]
-    assert len(rows) == 1, (
-        f"expected one row of steps/{step}/README.md for {bug.name!r}, got {rows}"
-    )
-    return rows[0]
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("scan", CASES, ids=IDS, indirect=True)
-def test_suite_kills_the_variant_with_the_test_the_handout_names(scan):
+def test_suite_kills_the_variant_with_the_test_its_bug_names(scan):
     step, bug, run = scan
     assert run.first, f"{step}'s tests all pass with a copy broken by '{bug.name}': {bug.breaks}"
+    assert bug.fails == run.first, (
+        f"steps/{step}/bugs.py: {bug.name!r} says fails={bug.fails!r}, but the suite's first "
+        f"failure is {run.first!r}: set fails to it, then run {WRITE}"
+    )
+
+
+@pytest.mark.parametrize("step", [step for step, _, _ in TARGETS])
+def test_the_handouts_symptom_table_is_written_from_its_bugs(step):
     readme = STEPS_DIR / step / "README.md"
     try:
-        rows = parse_table(read_block(readme, "symptoms"))
+        block = read_block(readme, "symptoms")
     except ValueError:
         pytest.fail(
             f"steps/{step}/README.md has no symptoms block: add the two lines "
             f"'<!-- BEGIN symptoms -->' and '<!-- END symptoms -->', then run {WRITE}"
         )
-    assert len(rows) == sum(s == step for s, _ in ROW), f"one row per bug: run {WRITE}"
-    assert rows[ROW[step, bug.name]][1] == run.first, f"regenerate the handouts' tables: {WRITE}"
+    assert block == table(step), f"steps/{step}/README.md's symptom table is stale: run {WRITE}"
 
 
 @pytest.mark.slow
@@ -123,13 +120,12 @@ def test_each_curated_bug_is_recognised_as_its_own_row(scan):
     found = {n: e for n, e in run.errors.items() if function(n).split("::")[-1] in named}
     assert found, f"{step} with {bug.name!r} failed none of the tests its symptom table names"
     shown = recognised(symptom_rows(step), found)
-    mine = own_row(step, bug)
-    assert mine in shown, (
-        f"{step} with {bug.name!r}: expected its row {mine.symptom!r} among the rows recognised, "
-        f"got {[r.symptom for r in shown]} from the failures {sorted(found)}"
+    assert bug in shown, (
+        f"{step} with {bug.name!r}: expected its row {bug.breaks!r} among the rows recognised, "
+        f"got {[r.breaks for r in shown]} from the failures {sorted(found)}"
     )
-    foreign = [r.symptom for r in shown if function(r.test) != function(mine.test)]
+    foreign = [r.breaks for r in shown if function(r.fails) != function(bug.fails)]
     assert not foreign, (
         f"{step} with {bug.name!r}: expected only rows that share its failing test "
-        f"{mine.test}, got also {foreign}"
+        f"{bug.fails}, got also {foreign}"
     )

@@ -1,58 +1,65 @@
-"""Issue 34: one bug protocol. Each step's curated bugs are one list, `BUGS` in the file its
-step.toml [mutation] `symptoms` names, and nothing else in the repository is called BUGS; every
-handout's symptom table comes from one generator, tools/symptoms.py."""
+"""One bug protocol: every curated bug is a `common.bugs.Bug`, found by its type, held in its
+step's bugs.py and nowhere else, and each commits into its step's reference as a replacement."""
 
-import ast
+import importlib
+
+import pytest
 
 from common import REPO_ROOT
+from common.bugs import Bug, broken_copy, committed
 from common.course import course
+from common.loader import load_file
+from tools.symptoms import targets
 
-FOLDERS = ("common", "steps", "tools", "tests", "bench")
-# what only the generator writes: the table's first column header and its block
-GENERATOR = REPO_ROOT / "tools" / "symptoms.py"
-TABLE_MARKS = ('"Symptom"', 'write_block(STEPS_DIR / step / "README.md", "symptoms"')
-
-
-def sources() -> list:
-    """Every Python file of the course's folders, fixtures left out (they break rules on purpose)."""
-    files = [p for folder in FOLDERS for p in (REPO_ROOT / folder).rglob("*.py")]
-    return [p for p in files if "fixtures" not in p.parts and ".venv" not in p.parts]
+STEPS = [s for s in course() if not s.checkpoint]
+CASES = [(step, bug.module or module, bug) for step, module, bugs in targets() for bug in bugs]
 
 
-def binds_bugs(path) -> int:
-    """How many assignments in the file bind the name BUGS."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    targets = [
-        t
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign)
-        for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
-    ]
-    names = [n for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
-    return sum(n.id == "BUGS" for n in names)
+def bugs_in(module) -> list[Bug]:
+    """The Bug objects a module holds at its top level, alone or in a list, tuple or dict."""
+    found = []
+    for value in vars(module).values():
+        items = value.values() if isinstance(value, dict) else value
+        items = items if isinstance(value, list | tuple | dict) else [value]
+        found += [item for item in items if isinstance(item, Bug)]
+    return found
 
 
-def test_each_step_binds_bugs_once_and_nothing_else_does():
-    catalogues = {s.folder / s.mutation["symptoms"] for s in course() if "symptoms" in s.mutation}
-    assert catalogues, "no step.toml names a [mutation] symptoms file"
-    bound = {p: n for p in sources() if (n := binds_bugs(p))}
-    twice = {p.relative_to(REPO_ROOT).as_posix(): n for p, n in bound.items() if n != 1}
-    assert not twice, f"a catalogue is one list, bound once: expected 1 binding, got {twice}"
-    others = sorted(p.relative_to(REPO_ROOT).as_posix() for p in set(bound) - catalogues)
-    assert not others, f"BUGS is each step's one catalogue only; also bound in {others}"
-    missing = sorted(p.relative_to(REPO_ROOT).as_posix() for p in catalogues - set(bound))
-    assert not missing, f"expected BUGS in every step's symptoms file, not bound in {missing}"
+def modules() -> dict[str, object]:
+    """Every module of common/ and tools/, and every step's own top-level files but its bugs.py."""
+    found = {}
+    for folder in ("common", "tools"):
+        for path in sorted((REPO_ROOT / folder).glob("*.py")):
+            name = f"{folder}.{path.stem}".removesuffix(".__init__")
+            found[name] = importlib.import_module(name)
+    for step in STEPS:
+        for path in sorted(step.folder.glob("*.py")):
+            if path.name != "bugs.py":
+                found[path.relative_to(REPO_ROOT).as_posix()] = load_file(path)
+    return found
 
 
-def test_one_module_generates_the_symptom_tables():
-    writers = sorted(
-        p.relative_to(REPO_ROOT).as_posix()
-        for p in sources()
-        if p != GENERATOR and p.parent.name != "tests" and p.parent != REPO_ROOT / "tests"
-        if any(mark in p.read_text(encoding="utf-8") for mark in TABLE_MARKS)
-    )
-    assert not writers, f"only tools/symptoms.py makes a symptom table; also {writers}"
-    text = GENERATOR.read_text(encoding="utf-8")
-    assert all(mark in text for mark in TABLE_MARKS), (
-        "tools/symptoms.py no longer writes the tables"
-    )
+def test_every_step_has_one_catalogue_in_its_bugs_py():
+    empty = [s.name for s in STEPS if not s.bugs()]
+    assert not empty, f"expected curated bugs in every step's bugs.py (BUGS), none in {empty}"
+
+
+def test_no_module_holds_a_bug_of_its_own():
+    catalogued = [bug for step in STEPS for bug in step.bugs()]
+    extra = {
+        name: [bug.name for bug in found if bug not in catalogued]
+        for name, module in modules().items()
+        if (found := bugs_in(module))
+    }
+    extra = {name: bugs for name, bugs in extra.items() if bugs}
+    assert not extra, f"expected every curated bug in its step's bugs.py, found others in {extra}"
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{s}-{b.name}" for s, _, b in CASES])
+def test_each_bug_commits_into_its_reference(case):
+    step, module, bug = case
+    layout = next(s for s in STEPS if s.name == step)
+    source = (layout.solution / f"{module}.py").read_text(encoding="utf-8")
+    broken_copy(layout.solution, module, bug)  # runs: a ValueError unless `old` is there once
+    assert committed(source, bug, f"{module}.py") != source, f"{bug.name!r} changes nothing"
+    assert bug.fails, f"steps/{step}/bugs.py: {bug.name!r} names no test it fails first (fails=)"

@@ -25,7 +25,7 @@ def test_warm_up_one_step_short_is_no_row_of_the_table():
     )
     found = injected("step-06", "train", short)
     assert any("check_lr" in n for n in found), f"expected check_lr to fail, got {sorted(found)}"
-    shown = [r.symptom for r in recognised(symptom_rows("step-06"), found)]
+    shown = [r.breaks for r in recognised(symptom_rows("step-06"), found)]
     assert shown == [], f"expected no row for a warm-up one step short, got {shown}"
 
 
@@ -46,7 +46,7 @@ def test_a_failure_that_says_another_thing_is_not_the_row():
     """check_eval_mode fails for both estimate bugs; each row is recognised by its own words."""
     case = "steps/step-06/tests/test_train.py::test_check[check_eval_mode]"
     graph = "  AssertionError: estimate_loss built a graph: torch.no_grad()"
-    shown = [r.symptom for r in recognised(symptom_rows("step-06"), {case: graph})]
+    shown = [r.breaks for r in recognised(symptom_rows("step-06"), {case: graph})]
     graphs = next(b for b in course_step("step-06").bugs() if b.name == "evaluated with gradients")
     assert shown == [graphs.breaks], f"expected the row {graphs.breaks!r} alone, got {shown}"
 

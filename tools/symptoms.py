@@ -1,4 +1,4 @@
-"""Symptom -> failing test -> fix, per step, from each step.toml's [mutation]: `python -m tools.symptoms --write-docs`."""
+"""Each handout's symptom table, written from its step's bugs.py: `python -m tools.symptoms --write-docs`."""
 
 import contextlib
 import io
@@ -8,8 +8,8 @@ from types import ModuleType
 import pytest
 
 from common import STEPS_DIR
-from common.bugs import broken_copy, commit, recognised_by
-from common.course import Step, course, course_step
+from common.bugs import broken_copy, recognised_by
+from common.course import course, course_step
 from common.docs import markdown_table, write_block
 from common.loader import override
 from tools import run_pytest
@@ -25,16 +25,10 @@ SUITE_ARGS = [
 ]
 
 
-def injector(step: Step):
-    """How a bug gets into a fresh copy of the step's target: its symptoms file's `broken` if it has
-    one (lab-01's and Step 4's settings), else the replacement (common.bugs.commit)."""
-    return getattr(step.mutation_module("symptoms"), "broken", commit)
-
-
 def targets() -> list[tuple[str, str, list]]:
-    """(step, the module its curated bugs replace, the bugs), for every step.toml with symptoms:
-    every step's one catalogue, its BUGS."""
-    return [(s.name, s.mutation["target"], s.bugs()) for s in course() if "symptoms" in s.mutation]
+    """(step, the module its curated bugs replace, the bugs), for every step with bugs: its
+    bugs.py's BUGS, each in its step.toml's [mutation] target unless it names its module."""
+    return [(s.name, s.mutation.get("target", ""), bugs) for s in course() if (bugs := s.bugs())]
 
 
 class FirstFailure:
@@ -55,7 +49,7 @@ class FirstFailure:
 def first_failure(step: str, module: str, bug=None) -> FirstFailure:
     """Run `step`'s suite with `module` broken by `bug` (None: unbroken); .nodeid failed first."""
     layout = course_step(step)
-    copy = None if bug is None else broken_copy(layout.solution, module, bug, injector(layout))
+    copy = None if bug is None else broken_copy(layout.solution, module, bug)
     return run_with(step, module, copy, FirstFailure(), [str(layout.tests), *SUITE_ARGS])
 
 
@@ -96,18 +90,13 @@ def failures(step: str, module: str, copy: ModuleType, tests: list[str]) -> dict
 
 
 def table(step: str) -> str:
-    """The handout's table, every step's one format (common.screen.symptom_rows reads it back): what
-    each bug does, the test that catches it first, what else the check recognises it by, the fix."""
-    _, module, bugs = next(t for t in targets() if t[0] == step)
+    """The handout's table, every step's one format, written from its bugs.py and never read back:
+    what each bug does, the test that catches it first, what else the check recognises it by, the
+    fix (tests/test_curated_bugs.py runs the suite to hold each `fails` true)."""
     cell = lambda text: text.replace("|", "\\|")  # noqa: E731 (a pipe would end the cell)
     rows = [
-        [
-            cell(b.breaks),
-            f"`{first_failure(step, b.module or module, b).nodeid}`",
-            cell(recognised_by(b)),
-            cell(b.fix),
-        ]
-        for b in bugs
+        [cell(b.breaks), f"`{b.fails}`", cell(recognised_by(b)), cell(b.fix)]
+        for b in course_step(step).bugs()
     ]
     return markdown_table(["Symptom", "First test to fail", "Recognised by", "Fix"], rows)
 
