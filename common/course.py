@@ -1,7 +1,8 @@
 """The one registry of steps: which folders are steps and checkpoints (`step_names`, `course_step`,
 `at`), what each says about itself (`step.toml`) and where its files are (`Step`: its solution,
 starter, tests, regions, open TODOs), and what is derived from it: the course map, the pixi tasks a
-step needs: `python -m common.course --write-docs` rewrites the README's map."""
+step needs: `python -m common.course --write-docs` rewrites the README's map, CONTRIBUTING's
+graph and pixi.toml's step tasks."""
 
 import functools
 import sys
@@ -29,6 +30,7 @@ KEYS = {
     "grade": (dict, False),
     "predictions": (dict, False),
     "uses": (dict, False),
+    "modules": (dict, False),
 }
 
 
@@ -51,6 +53,7 @@ class Step:
     grade: dict = field(default_factory=dict)  # [grade]: weights per task, reference_kept modules
     predictions: dict = field(default_factory=dict)  # [predictions]: task -> slots to fill first
     uses: dict = field(default_factory=dict)  # [uses]: earlier step -> the modules of it loaded
+    modules: dict = field(default_factory=dict)  # [modules]: its own files beyond the fixed ones
 
     @property
     def checkpoint(self) -> bool:
@@ -183,18 +186,35 @@ def step_tasks(step: Step) -> dict[str, tuple[str, str]]:
     tasks = {step.name: (f"python -m common.run {step.name}", f"{step.title}: {step.topic}")}
     if not step.checkpoint:
         tests = f"python -m pytest steps/{step.name}"
-        tasks[f"test-{step.name}"] = (f"{tests} --impl solution", f"{step.name} tests, reference")
+        tasks[f"test-{step.name}"] = (f"{tests} --impl solution", f"{step.name}'s tests, reference")
         tasks[f"check-{step.name}"] = (
             f"{tests} --impl starter",
-            f"{step.name} tests, your starter",
+            f"{step.name}'s tests, your starter (steps/{step.name}/starter)",
         )
     return tasks
 
 
 def task_line(name: str, cmd: str, description: str) -> str:
-    """One pixi.toml task line, ready to paste under [tasks]."""
+    """One pixi.toml task line."""
     description = description.replace("\\", "\\\\").replace('"', '\\"')
     return f'{name} = {{ cmd = "{cmd}", description = "{description}" }}'
+
+
+def pixi_block(steps: list[Step] | None = None) -> str:
+    """pixi.toml's step tasks, written from each step.toml: a step's run, test- and check- tasks."""
+    groups = [
+        "\n".join(task_line(n, cmd, about) for n, (cmd, about) in step_tasks(s).items())
+        for s in (course() if steps is None else steps)
+    ]
+    return "\n\n".join(groups) + "\n"
+
+
+# the blocks written from the step.tomls: (file, block name, what writes its text)
+WRITTEN = (
+    (REPO_ROOT / "README.md", "course-map", lambda: course_map()),
+    (REPO_ROOT / "CONTRIBUTING.md", "course-graph", lambda: course_graph()),
+    (PIXI_TOML, "step-tasks", lambda: pixi_block()),
+)
 
 
 def course_map(steps: list[Step] | None = None) -> str:
@@ -222,12 +242,18 @@ def course_graph(steps: list[Step] | None = None) -> str:
     return markdown_table(["step", "starts from", "loads (its step.toml's [uses])"], rows)
 
 
+def write_docs() -> list[str]:
+    """Write every block made from the step.tomls; one line per block: updated or up to date."""
+    lines = []
+    for path, name, text in WRITTEN:
+        changed = write_block(path, name, text())
+        lines.append(f"{path.name} {name}: {'updated' if changed else 'already up to date'}")
+    return lines
+
+
 def main(argv: list[str]) -> int:
     if "--write-docs" in argv:
-        changed = write_block(REPO_ROOT / "README.md", "course-map", course_map())
-        print(f"README.md course-map: {'updated' if changed else 'already up to date'}")
-        changed = write_block(REPO_ROOT / "CONTRIBUTING.md", "course-graph", course_graph())
-        print(f"CONTRIBUTING.md course-graph: {'updated' if changed else 'already up to date'}")
+        print("\n".join(write_docs()))
     else:
         print(course_map(), end="")
     return 0

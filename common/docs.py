@@ -1,4 +1,5 @@
-"""Generated blocks in handouts: `<!-- BEGIN name -->` ... `<!-- END name -->`, written by the code."""
+"""Generated blocks in handouts: `<!-- BEGIN name -->` ... `<!-- END name -->` (in a TOML file
+`# BEGIN name` ... `# END name`), written by the code."""
 
 import re
 from collections.abc import Callable
@@ -13,7 +14,11 @@ def _block(path: Path, name: str) -> tuple[str, re.Match]:
     """The text of `path` and the match of its block `name` (group 1 is the body)."""
     text = path.read_text(encoding="utf-8")
     tag = re.escape(name)
-    if m := re.search(rf"<!-- BEGIN {tag} -->\n(.*?)<!-- END {tag} -->", text, re.S):
+    begin, end = (
+        rf"(?:<!-- BEGIN {tag} -->|# BEGIN {tag}(?::[^\n]*)?)\n",
+        rf"(?:<!--|#) END {tag}\b",
+    )
+    if m := re.search(rf"{begin}(.*?){end}", text, re.S):
         return text, m
     raise ValueError(
         f"{path}: no generated block named {name!r}: add the two lines <!-- BEGIN {name} --> and "

@@ -4,29 +4,57 @@ import ast
 import functools
 import inspect
 import re
+import tomllib
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from types import ModuleType
 
 from common import REPO_ROOT, shown
-from common.course import Step, at, course, step_tasks, task_line
+from common.course import Step, at, course
 from common.loader import ImplImportError, load_from
 from common.todos import id_problem, module_name, split_id, todo_in
 from tools import run_pytest, untouched  # noqa: F401 (c.untouched, for the tests)
 
 MAKE = "run pixi run make-starters (python -m tools.starters)"
-REQUIRED = ("README.md", "step.toml", "run.py", "starter", "solution", "tests")
+# what every step holds (CONTRIBUTING.md, "Adding a step"); more modules only as step.toml lists them
+FIXED = ("step.toml", "README.md", "solution", "starter", "tests", "background")
+FIXED += ("run.py", "experiments.py", "plots.py", "bugs.py")
+NEWSTEP = "(python -m tools.newstep writes every part of a step)"
 
 
 def layout_problems(folder: Path) -> list[str]:
-    """A step needs a handout, a run.py, a starter, a solution and tests."""
-    problems = [
-        f"{folder.name}: missing {name} (python -m tools.newstep writes every part of a step)"
-        for name in REQUIRED
-        if not (folder / name).exists()
-    ]
+    """A step has the fixed files; any other module is one its step.toml's [modules] lists with
+    what it holds; its run.py declares RUN and nothing else."""
+    problems = [f"{folder.name}: missing {n} {NEWSTEP}" for n in FIXED if not (folder / n).exists()]
     if (folder / "tests").is_dir() and not list((folder / "tests").glob("test_*.py")):
         problems.append(f"{folder.name}: tests/ holds no test_*.py: add one")
+    toml = folder / "step.toml"
+    listed = (
+        tomllib.loads(toml.read_text(encoding="utf-8")).get("modules", {}) if toml.is_file() else {}
+    )
+    for path in sorted(folder.glob("*.py")):
+        if path.name not in FIXED and path.stem not in listed:
+            problems.append(
+                f"{folder.name}: {path.name} is none of a step's files: list it in step.toml's "
+                f'[modules] with what it holds ({path.stem} = "...") or move it into one'
+            )
+    for name, what in listed.items():
+        if not (folder / f"{name}.py").is_file():
+            problems.append(
+                f"{folder.name}: step.toml's [modules] lists {name}, but {name}.py is missing"
+            )
+        elif not isinstance(what, str) or not what.strip():
+            problems.append(
+                f"{folder.name}: step.toml's [modules] says nothing of what {name} holds"
+            )
+    if (folder / "run.py").is_file():
+        body = ast.parse((folder / "run.py").read_text(encoding="utf-8")).body
+        defined = [n.name for n in body if isinstance(n, ast.FunctionDef | ast.ClassDef)]
+        if defined:
+            problems.append(
+                f"{folder.name}: run.py declares RUN and nothing else; move {', '.join(defined)} "
+                "to experiments.py"
+            )
     return problems
 
 
@@ -84,24 +112,6 @@ def signature_problems(folder: Path, strict: bool = True) -> list[str]:
                     f"{folder.name}: {rel.as_posix()}:{name} signature differs: "
                     f"solution {ref[name]}, starter {mine[name]}: {MAKE}"
                 )
-    return problems
-
-
-def task_problems(steps: list[Step], tasks: dict[str, dict]) -> list[str]:
-    """Every step has its run, test- and check- tasks; a missing one comes with the line to paste."""
-    problems, paste = [], {}
-    for step in steps:
-        for name, (cmd, description) in step_tasks(step).items():
-            if name not in tasks:
-                problems.append(f"{step.name}: no pixi task {name!r}")
-                paste.setdefault(step.name, []).append(task_line(name, cmd, description))
-            elif cmd.removeprefix("python -m ") not in tasks[name]["cmd"]:
-                problems.append(f"{step.name}: task {name!r} should run `{cmd}`")
-            elif not tasks[name].get("description"):
-                problems.append(f"{step.name}: task {name!r} has no description")
-    for step, lines in paste.items():
-        problems.append(f"{step}: add these lines under [tasks] in pixi.toml:")
-        problems += [f"    {line}" for line in lines]
     return problems
 
 

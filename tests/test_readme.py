@@ -5,7 +5,7 @@ import re
 import pytest
 
 from common import REPO_ROOT, STEPS_DIR
-from common.course import course, course_graph, course_map, pixi_tasks
+from common.course import WRITTEN, course, pixi_tasks
 from common.docs import read_block
 from common.envreport import pins_table
 
@@ -17,15 +17,12 @@ def test_pins_block_is_generated_from_requirements():
     assert "| torch | 2.15.0 |" in pins_table()
 
 
-def test_course_map_is_generated_from_the_steps_descriptions():
-    assert read_block(README, "course-map") == course_map(), (
-        "the course map is made from each step.toml: python -m common.course --write-docs"
-    )
-
-
-def test_contributings_course_graph_is_drawn_from_each_steps_uses():
-    assert read_block(REPO_ROOT / "CONTRIBUTING.md", "course-graph") == course_graph(), (
-        "CONTRIBUTING's course graph is made from each step.toml's [uses]: "
+@pytest.mark.parametrize("written", WRITTEN, ids=[f"{p.name}-{name}" for p, name, _ in WRITTEN])
+def test_what_the_step_tomls_say_is_written_where_it_is_read(written):
+    """The README's course map, CONTRIBUTING's graph and pixi.toml's step tasks, from step.toml."""
+    path, name, text = written
+    assert read_block(path, name) == text(), (
+        f"{path.name}'s {name} block is not what the step.tomls say: "
         "python -m common.course --write-docs"
     )
 
