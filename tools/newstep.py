@@ -1,18 +1,20 @@
 """Start a step that passes every contract: `python -m tools.newstep step-07 "Scratch"`.
 
-Writes steps/<name>/ (handout, step.toml, run.py, a solution with one marked TODO, its starter,
-one test), fills the course map and the handout's block, and prints the pixi tasks to paste."""
+Writes steps/<name>/ with every file a step has (CONTRIBUTING.md, "Adding a step"): a solution
+with one marked TODO, its starter, a test, its run, one curated bug; then the course map,
+CONTRIBUTING's graph and pixi.toml's tasks from its step.toml. Nothing to paste by hand."""
 
 import argparse
 import re
 import sys
 
-from common import REPO_ROOT, STEPS_DIR, command, shown
-from common.course import course, course_graph, course_map, describe, step_tasks, task_line
+from common import STEPS_DIR, command, shown
+from common.course import course, write_docs
 from common.docs import write_block
 from common.experiment import fresh_blocks
 from common.loader import load_file
 from common.todos import starter_text
+from tools.symptoms import table
 
 MODULE = "pooling"  # the one module of a new step; rename it (and step.toml) as the step grows
 
@@ -45,6 +47,7 @@ TEST = '''"""mean_pool: the mean over positions, one row per sequence."""
 import pytest
 import torch
 
+from common import expect
 from common.loader import load
 
 
@@ -57,18 +60,38 @@ def pooling(impl):
 def test_mean_pool_averages_each_sequence_over_its_positions(pooling):
     x = torch.arange(2 * 3 * 4, dtype=torch.float32).reshape(2, 3, 4)  # (B, T, d)
     pooled = pooling.mean_pool(x)  # (B, d)
-    assert pooled.shape == (2, 4)
-    assert torch.equal(pooled, torch.stack([x[b].sum(dim=0) / 3 for b in range(2)]))
+    expect.shape("mean_pool(x) for x of [2, 3, 4]", pooled, (2, 4), "one row of d per sequence")
+    expect.equal("mean_pool(x)", pooled, torch.stack([x[b].sum(dim=0) / 3 for b in range(2)]))
 '''
 
-RUN = '''"""{title}: print what mean_pool makes of a small input."""
+RUN = '''"""{title}: the run, declared (CONTRIBUTING.md, "A step's run"): `pixi run {name}`."""
+
+from common.course import course_step
+from common.docs import exact
+from common.experiment import Block, Experiment, Run
+from common.loader import load_file
+
+STEP = "{name}"
+experiments = load_file(course_step(STEP).folder / "experiments.py")
+
+RUN = Run(
+    STEP,
+    (
+        Experiment(
+            "pooled",
+            ("{name} task 1: mean_pool",),
+            lambda ctx: experiments.pooled(ctx.load("{module}")),
+            blocks=(Block("{name}-pooled", experiments.pooled_block, check=exact),),
+        ),
+    ),
+)
+'''
+
+EXPERIMENTS = '''"""{title}: what the run measures, and the handout tables it prints."""
 
 import torch
 
-from common.docs import exact, markdown_table
-from common.experiment import Block, Experiment, Run
-
-STEP = "{name}"
+from common.docs import markdown_table
 
 
 def pooled(pooling):
@@ -81,21 +104,37 @@ def pooled_block(pooled) -> str:
     """The handout's table: one row per sequence."""
     rows = [[b, " ".join(f"{{v:g}}" for v in row.tolist())] for b, row in enumerate(pooled)]
     return markdown_table(["sequence", "mean over its 3 positions"], rows)
-
-
-# The run, declared (CONTRIBUTING.md, "A step's run"): `pixi run {name}` executes it.
-RUN = Run(
-    STEP,
-    (
-        Experiment(
-            "pooled",
-            ("{name} task 1: mean_pool",),
-            lambda ctx: pooled(ctx.load("{module}")),
-            blocks=(Block("{name}-pooled", pooled_block, check=exact),),
-        ),
-    ),
-)
 '''
+
+PLOTS = '''"""{title}: its figures, one function per figure, each writing one PNG (none yet)."""
+'''
+
+BUGS = '''"""{title}: its curated bugs, each a replacement in solution/{module}.py: the handout's
+symptom table (python -m tools.symptoms --write-docs) and the check's symptom rows."""
+
+from common.bugs import Bug
+
+BUGS = [
+    Bug(
+        "mean over the width",
+        "each sequence pools to T numbers, one per position, instead of d: the shape is [B, T]",
+        "the mean runs over the positions, the axis between the batch and the width (task 1); "
+        "look at the dim the mean is given",
+        old="return x.mean(dim=1)",
+        new="return x.mean(dim=-1)",
+        fails="test_{module}.py::test_mean_pool_averages_each_sequence_over_its_positions",
+    ),
+]
+
+# the mutants of python -m tools.mutate that no test can kill, and why (none yet)
+EQUIVALENT: dict[str, str] = {{}}
+'''
+
+BACKGROUND = """# {name}: Python background
+
+No topic yet. A topic is one marimo notebook per piece of Python syntax this step's code uses
+for the first time: how to write one is in [Step 4's background README](../../step-04/background/README.md).
+"""
 
 HANDOUT = """# {title}
 
@@ -112,6 +151,11 @@ your code. The reference prints:
 
 <!-- BEGIN {name}-pooled -->
 <!-- END {name}-pooled -->
+
+## Symptoms
+
+<!-- BEGIN symptoms -->
+<!-- END symptoms -->
 """
 
 TOML = """# What the course knows about this step (CONTRIBUTING.md, "A step describes itself").
@@ -120,11 +164,15 @@ topic = "what the step covers"
 order = {order}  # its row in the README's course map
 starts_from = "{start}"  # the step or checkpoint whose reference it builds on
 todo_modules = ["{module}"]  # solution/ modules that hold its TODOs
+
+[mutation]
+target = "{module}"  # the module its curated bugs (bugs.py) replace
 """
 
 
 def create(name: str, title: str) -> list[str]:
-    """Write the new step's folder and blocks; return the pixi.toml lines to paste under [tasks]."""
+    """Write the new step's folder and its blocks, then what the course derives from step.toml:
+    the README's course map, CONTRIBUTING's graph, pixi.toml's tasks (a line each, as written)."""
     folder = STEPS_DIR / name
     if not re.fullmatch(r"[a-z]+-\d+", name):
         raise ValueError(f"a step's name is a word, a dash and a number (step-07), got {name!r}")
@@ -141,6 +189,10 @@ def create(name: str, title: str) -> list[str]:
         "README.md": HANDOUT.format(**fill),
         "step.toml": TOML.format(**fill),
         "run.py": RUN.format(**fill),
+        "experiments.py": EXPERIMENTS.format(**fill),
+        "plots.py": PLOTS.format(**fill),
+        "bugs.py": BUGS.format(**fill),
+        "background/README.md": BACKGROUND.format(**fill),
         f"solution/{MODULE}.py": solution,
         f"starter/{MODULE}.py": starter_text(solution, f"solution/{MODULE}.py"),
         f"tests/test_{MODULE}.py": TEST.format(**fill),
@@ -151,10 +203,8 @@ def create(name: str, title: str) -> list[str]:
     run = load_file(folder / "run.py")
     for block, (text, _) in fresh_blocks(run.RUN).items():
         write_block(folder / "README.md", block, text)
-    write_block(REPO_ROOT / "README.md", "course-map", course_map())
-    write_block(REPO_ROOT / "CONTRIBUTING.md", "course-graph", course_graph())
-    step = describe(folder)
-    return [task_line(n, cmd, about) for n, (cmd, about) in step_tasks(step).items()]
+    write_block(folder / "README.md", "symptoms", table(name))
+    return write_docs()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -164,16 +214,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("title", help='its title, e.g. "Scratch"')
     args = parser.parse_args(argv)
     try:
-        lines = create(args.name, args.title)
+        written = create(args.name, args.title)
     except ValueError as exc:
         parser.error(str(exc))
-    print(
-        f"wrote steps/{args.name}/, its row of the README's course map and of CONTRIBUTING's graph."
-    )
-    print("Add these lines under [tasks] in pixi.toml:\n")
-    print("\n".join(lines))
+    print(f"wrote steps/{args.name}/, and from its step.toml:")
+    print("\n".join(f"  {line}" for line in written))
     test = command("pixi run test", "python -m pytest -n auto --maxprocesses=4 --dist=worksteal")
-    print(f"\nThen: {test}. Next, write the step: CONTRIBUTING.md, 'Adding a step'.")
+    starters = command("pixi run make-starters", "python -m tools.starters")
+    print(f"Next: {test}  (green as it is)")
+    print("Then write the step (CONTRIBUTING.md, 'Adding a step'); after each change to its")
+    print(f"solution/: {starters}")
     return 0
 
 
