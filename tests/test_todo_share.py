@@ -25,8 +25,8 @@ from pathlib import Path
 import pytest
 
 from common import todos
+from common.bugs import Bug, recognised_by
 from common.course import at, course
-from common.docs import parse_table, read_block
 from tools.starters import starters
 
 RUN = 3  # the shortest run of tokens that counts as transcribed, in the starter
@@ -97,15 +97,14 @@ FENCED = re.compile(r"^ *```[^\n]*\n(.*?)^ *```", re.S | re.M)
 INLINE = re.compile(r"(`+)(.+?)\1", re.S)
 
 
-def handout_streams(step: Path) -> list[list[str]]:
-    """The token streams of the handout's fenced blocks, inline code and symptom-table cells."""
+def handout_streams(step: Path, bugs: list[Bug] | None = None) -> list[list[str]]:
+    """The token streams of the handout's fenced blocks, inline code and symptom-table cells (the
+    step's bugs, whose words the table shows)."""
     text = (step / "README.md").read_text(encoding="utf-8")
     streams = [s for block in FENCED.findall(text) for s in streams_of(textwrap.dedent(block))]
     streams += [prose(span) for _, span in INLINE.findall(FENCED.sub("", text))]
-    if "<!-- BEGIN symptoms -->" in text:
-        rows = parse_table(read_block(step / "README.md", "symptoms"))
-        streams += [prose(cell.replace("\\|", "|")) for row in rows for cell in row]
-    return streams
+    rows = at(step).bugs() if bugs is None else bugs
+    return streams + [prose(cell) for b in rows for cell in (b.breaks, recognised_by(b), b.fix)]
 
 
 def shown_share(tokens: list[str], streams: list[list[str]], run: int = RUN) -> float:
@@ -159,24 +158,21 @@ def test_the_measure_sees_a_hint_that_gives_the_code_away():
 
 
 def test_the_measure_reads_the_handouts_code_and_its_symptom_table(tmp_path):
-    """Fenced code, inline code and a symptom table's cells all count; prose does not."""
+    """Fenced code, inline code and a symptom table's cells (a bug's words) count; prose does not."""
     tokens = [t.string for t in _tokens("x = x + self.attn(self.ln1(x))") if t.type not in SKIP]
-    table = "| Symptom | First test to fail | Fix |\n| --- | --- | --- |\n| a | `t` | {} |\n"
+    code, words = "x = x + self.attn(self.ln1(x))", "add the attention of the normalised stream"
     cases = {
-        "```python\nx = x + self.attn(self.ln1(x))  # (B, T, d)\n```\n": 1.0,
-        "Write `x = x + self.attn(self.ln1(x))` here.\n": 1.0,
-        "<!-- BEGIN symptoms -->\n"
-        + table.format("x = x + self.attn(self.ln1(x))")
-        + "<!-- END symptoms -->\n": 1.0,
-        "<!-- BEGIN symptoms -->\n"
-        + table.format("add the attention of the normalised stream to the stream")
-        + "<!-- END symptoms -->\n": 0.0,
-        "x = x + self.attn(self.ln1(x)) written as prose, outside any code\n": 0.0,
+        ("```python\nx = x + self.attn(self.ln1(x))  # (B, T, d)\n```\n", ""): 1.0,
+        ("Write `x = x + self.attn(self.ln1(x))` here.\n", ""): 1.0,
+        ("x = x + self.attn(self.ln1(x)) written as prose, outside any code\n", ""): 0.0,
+        ("", code): 1.0,
+        ("", words): 0.0,
     }
-    for readme, expected in cases.items():
+    for (readme, fix), expected in cases.items():
         (tmp_path / "README.md").write_text(readme, encoding="utf-8")
-        got = shown_share(tokens, handout_streams(tmp_path), HANDOUT_RUN)
-        assert got == expected, (readme, got)
+        bugs = [Bug("a", "a symptom", fix)] if fix else []
+        got = shown_share(tokens, handout_streams(tmp_path, bugs), HANDOUT_RUN)
+        assert got == expected, (readme, fix, got)
 
 
 if __name__ == "__main__":
