@@ -1,11 +1,10 @@
 """A step's curated bugs, one protocol for every step: a `Bug` is a replacement in one reference
 file (its step.toml [mutation] target) with its symptom and fix, and `broken_copy` builds a fresh
-copy of that module that commits it (the attention bugs of steps/lab-01/broken.py, not yet
-replacements, carry `settings` that their step's `broken` reads)."""
+copy of that module that commits it."""
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
@@ -30,9 +29,6 @@ class Bug:
     # the test that fails first with the bug in (file::function, with its [case] if it has one):
     # the symptom table's second column; tests/test_curated_bugs.py runs the suite to hold it true
     fails: str = ""
-    # lab-01's and Step 4's attention bugs only, until they are replacements: the mistakes their
-    # step's `broken` (and steps/lab-01/broken.py's broken_head) builds in
-    settings: dict = field(default_factory=dict)
     # the reference module it is a replacement in, when not its step's [mutation] target (a step
     # with two TODO modules, lab-02: layers and kvcache)
     module: str = ""

@@ -26,8 +26,8 @@ SUITE_ARGS = [
 
 
 def injector(step: Step):
-    """How a bug gets into a fresh copy of the step's target: its symptoms file's `broken` if it has
-    one (lab-01's and Step 4's settings), else the replacement (common.bugs.commit)."""
+    """How a bug gets into a fresh copy of the step's target: the replacement (common.bugs.commit),
+    or its symptoms file's own `broken` if it has one."""
     return getattr(step.mutation_module("symptoms"), "broken", commit)
 
 

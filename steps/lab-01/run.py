@@ -332,7 +332,7 @@ def lecture_leak(attention: ModuleType, wrong_mask: ModuleType, T: int = EXERCIS
     }
     rows = []
     for name, (q, k, v) in draws.items():
-        triu = reference("lab-01", "broken").triu_mask(T)  # (T, T), the mask as shipped
+        triu = torch.triu(torch.ones(T, T, dtype=torch.bool))  # (T, T), the mask as shipped
         _, weights = attention.scaled_dot_product_attention(q, k, v, triu)  # (1, T, T)
         rows.append((name, *wrong_mask.future_leak(weights)))
     return rows

@@ -7,6 +7,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from common.bugs import broken_copy
+from common.course import course_step
 from common.loader import reference
 from common.seeding import generator, randn, seed_all
 from common.timing import clock, fit_exponent, interleaved, quartiles
@@ -194,8 +196,14 @@ PROOFS = {
     "prove_causality_by_perturbation": "test_causality_by_perturbation",
     "prove_causality_by_gradient": "test_causality_by_gradient",
 }
-catalogue = reference("lab-01", "broken")  # steps/lab-01/broken.py: every attention bug
-SWAPPED = catalogue.BY_NAME["mask after softmax"]  # softmax over all keys, then the future zeroed
+SWAPPED = "mask after softmax"  # bugs.py's: softmax over all keys, then the future zeroed
+
+
+def swapped_head():
+    """The Head of a fresh copy of the reference head.py with the mask after the softmax."""
+    step = course_step("step-04")
+    bug = next(b for b in step.bugs() if b.name == SWAPPED)
+    return broken_copy(step.solution, "head", bug).Head
 
 
 def reference_proofs():
@@ -226,10 +234,8 @@ def seeded_weights(Head, seed, B=4, T=8):
 
 
 def mask_order(head, seed=0, B=4, T=8):
-    """Row sums of your head and of its swapped twin, and which reference 4.2 proofs fail."""
-    swapped = catalogue.broken_head(
-        head.Head, SWAPPED
-    )  # your head's weights, the two lines swapped
+    """Row sums of your head and of the reference's swapped twin, and which reference proofs fail."""
+    swapped = swapped_head()  # the same seeded weights as yours, the two lines swapped
     A = [seeded_weights(Head, seed, B, T) for Head in (head.Head, swapped)]  # 2 x (B, T, T)
     good, bad = A[0].sum(dim=-1), A[1].sum(dim=-1)  # (B, T) each
     return dict(
@@ -282,7 +288,7 @@ def scale_spread(head, draws=200, B=1, T=8):
 
 def mask_low_spread(head, seeds=100, B=4, T=8):
     """Smallest row sum of the swapped head, per seeded head and input: one sequence, and B."""
-    swapped = catalogue.broken_head(head.Head, SWAPPED)
+    swapped = swapped_head()
     sums = [seeded_weights(swapped, seed, B, T).sum(dim=-1) for seed in range(seeds)]  # (B, T) each
     rows = []
     for n in (1, B):  # the first sequence alone, then the whole batch (table (d)'s minimum)
