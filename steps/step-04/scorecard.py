@@ -36,7 +36,7 @@ def violates_4_2(bug: Bug) -> bool:
     return any(bug.name in own for own in OWN.values())
 
 
-def broken_head(bug: Bug) -> type:
+def head_with(bug: Bug) -> type:
     """The Head of a fresh copy of the reference head.py that commits `bug`."""
     return broken_copy(STEP.solution, "head", bug).Head
 
@@ -139,7 +139,7 @@ def grade(
     on_reference = {n: _outcome(getattr(proofs, n), reference) for n in names}
     results = {}
     for bug in bugs:
-        broken = broken_head(bug)
+        broken = head_with(bug)
         row = {}
         for n in names:
             if on_reference[n].startswith("TODO"):  # not written: nothing to run it on
