@@ -10,6 +10,7 @@ from common.docs import disagreements, exact, last_digit, read_block, within
 from common.experiment import fresh_blocks
 from common.loader import load_file
 from common.run import runnable
+from tools.counts import BLOCKS, count_block
 
 RUNS = runnable()
 # What a student whose handout disagrees reads, and the maintainer's fix.
@@ -30,6 +31,16 @@ def test_handout_blocks_match_a_fresh_run(step):
         problems += [f"{shown(readme)} block {name!r}: {line}" for line in found]
     fix = f"if the change is meant, record it: python -m common.run {step} --write-docs"
     assert not problems, "\n".join([f"{DIFFER} ({fix}):", *problems])
+
+
+@pytest.mark.parametrize("step", sorted(BLOCKS))
+def test_a_handouts_test_count_is_pytests_own(step):
+    readme = REPO_ROOT / "steps" / step / "README.md"
+    found = disagreements(read_block(readme, BLOCKS[step]), count_block(step), exact)
+    fix = "record the count: python -m tools.counts --write-docs"
+    assert not found, "\n".join(
+        [f"{shown(readme)}: the expected test count is stale ({fix}):", *found]
+    )
 
 
 def test_the_tolerances_on_examples():

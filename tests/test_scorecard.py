@@ -73,7 +73,7 @@ def test_an_empty_proof_catches_none_of_its_own_bugs(reference):
 @pytest.mark.process
 def test_every_4_2_bug_belongs_to_a_proof_and_the_reference_catches_its_own(reference):
     card = grade(load("step-04", "proofs", impl="solution"), reference)
-    assert {b.name for b in HEADS if b.settings["violates_4_2"]} == {
+    assert {b.name for b in HEADS if scorecard.violates_4_2(b)} == {
         n for own in OWN.values() for n in own
     }
     assert all(card.own_missed(proof) == [] for proof in OWN)

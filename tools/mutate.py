@@ -2,7 +2,7 @@
 
 Each mutant changes one thing in one function of a solution file (an operator, a constant, a
 condition, a statement removed), and the step's own suite runs against it in this process, as
-tests/test_curated_bugs.py runs the curated bugs of each step's symptoms.py. A mutant the suite
+tests/test_curated_bugs.py runs the curated bugs of each step's bugs.py. A mutant the suite
 passes survived; every survivor must be listed in its step's EQUIVALENT (the file step.toml's
 [mutation] `equivalent` names) with the reason no test can tell it apart.
 """

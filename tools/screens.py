@@ -1,6 +1,6 @@
 """The check's screens, recorded in tests/screens/: `python -m tools.screens --write` records them again.
 
-Each step's untouched starter, and lab-01 caught up with each of its curated bugs (its symptoms.py
+Each step's untouched starter, and lab-01 caught up with each of its curated bugs (its bugs.py
 BUGS) written into its attention.py: what the check prints (in a child, as inside pixi; the run's time left out), and
 beside it (.json) what the check's model took in, so tests replay the model without a child.
 """
@@ -19,7 +19,7 @@ BUGGY_FILE = Path("starter") / "attention.py"  # under steps/lab-01/
 
 
 def bugs() -> dict:
-    """name -> Bug: lab-01's one catalogue (its symptoms.py BUGS), each a replacement in
+    """name -> Bug: lab-01's one catalogue (its bugs.py BUGS), each a replacement in
     attention.py; every one has a recorded screen."""
     from common.course import course_step
 

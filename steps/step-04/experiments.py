@@ -7,6 +7,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from common.bugs import broken_copy
+from common.course import course_step
+from common.docs import markdown_table
 from common.loader import reference
 from common.seeding import generator, randn, seed_all
 from common.timing import clock, fit_exponent, interleaved, quartiles
@@ -194,8 +197,14 @@ PROOFS = {
     "prove_causality_by_perturbation": "test_causality_by_perturbation",
     "prove_causality_by_gradient": "test_causality_by_gradient",
 }
-catalogue = reference("lab-01", "broken")  # steps/lab-01/broken.py: every attention bug
-SWAPPED = catalogue.BY_NAME["mask after softmax"]  # softmax over all keys, then the future zeroed
+SWAPPED = "mask after softmax"  # bugs.py's: softmax over all keys, then the future zeroed
+
+
+def swapped_head():
+    """The Head of a fresh copy of the reference head.py with the mask after the softmax."""
+    step = course_step("step-04")
+    bug = next(b for b in step.bugs() if b.name == SWAPPED)
+    return broken_copy(step.solution, "head", bug).Head
 
 
 def reference_proofs():
@@ -226,10 +235,8 @@ def seeded_weights(Head, seed, B=4, T=8):
 
 
 def mask_order(head, seed=0, B=4, T=8):
-    """Row sums of your head and of its swapped twin, and which reference 4.2 proofs fail."""
-    swapped = catalogue.broken_head(
-        head.Head, SWAPPED
-    )  # your head's weights, the two lines swapped
+    """Row sums of your head and of the reference's swapped twin, and which reference proofs fail."""
+    swapped = swapped_head()  # the same seeded weights as yours, the two lines swapped
     A = [seeded_weights(Head, seed, B, T) for Head in (head.Head, swapped)]  # 2 x (B, T, T)
     good, bad = A[0].sum(dim=-1), A[1].sum(dim=-1)  # (B, T) each
     return dict(
@@ -282,7 +289,7 @@ def scale_spread(head, draws=200, B=1, T=8):
 
 def mask_low_spread(head, seeds=100, B=4, T=8):
     """Smallest row sum of the swapped head, per seeded head and input: one sequence, and B."""
-    swapped = catalogue.broken_head(head.Head, SWAPPED)
+    swapped = swapped_head()
     sums = [seeded_weights(swapped, seed, B, T).sum(dim=-1) for seed in range(seeds)]  # (B, T) each
     rows = []
     for n in (1, B):  # the first sequence alone, then the whole batch (table (d)'s minimum)
@@ -403,3 +410,219 @@ def cost(
         rounds=repeats,
         clock=clock(1)[1],
     )
+
+
+# The blocks the run prints, and the experiments it calls on the head under test
+
+TIMING_TS = (256, 512, 1024, 2048)
+COST_D = COST_D_HEAD = 64
+
+
+# What the tests time with: two short lengths, one round, a short timer (they never check speed).
+QUICK = dict(timing_Ts=(16, 32), repeats=1, min_run_time=0.002)
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def scale_block(rows) -> str:
+    """(a) the scale check."""
+    header = ["d_k", "raw std", "sqrt(d_k)", "scaled std"]
+    header += ["mean row max, raw", "mean row max, scaled"]
+    header += ["rows > 0.99, raw", "rows > 0.99, scaled"]
+    header += ["largest weight, raw", "largest weight, scaled"]
+    return markdown_table(
+        header,
+        [
+            [
+                r["d_k"],
+                f"{r['raw_std']:.2f}",
+                f"{r['sqrt_d_k']:.1f}",
+                f"{r['scaled_std']:.2f}",
+                f"{r['max_raw']:.3f}",
+                f"{r['max_scaled']:.3f}",
+                _pct(r["saturated_raw"]),
+                _pct(r["saturated_scaled"]),
+                f"{r['largest_raw']:.3f}",
+                f"{r['largest_scaled']:.3f}",
+            ]
+            for r in rows
+        ],
+    )
+
+
+def real_text_block(rt) -> str:
+    """(b) statistics of the untrained heads' attention on text."""
+    rows = [
+        [r["seed"], f"{r['first_column']:.3f}", f"{r['first_vs_uniform']:.2f}"]
+        + [f"{r['diagonal']:.3f}", f"{r['evenness']:.3f}"]
+        for r in rt["rows"]
+    ]
+    rows.append(["uniform rows", f"{rt['uniform']:.3f}", "1.00", f"{rt['uniform']:.3f}", "1.000"])
+    header = ["seed", "first column", "first column / 1/(i+1)", "diagonal", "evenness"]
+    return markdown_table(header, rows)
+
+
+def family_block(fam) -> str:
+    """(b2) which setting gives which pattern: seed 0's metrics and name, and how many seeds agree."""
+    rows = [
+        [r["setting"], f"{r['diagonal_rows']:.2f}", f"{r['column']:.2f}", r["column_key"]]
+        + [f"{r['evenness']:.2f}", r["pattern"], f"{r['same']} of {fam['seeds']}"]
+        for r in fam["rows"]
+    ]
+    header = ["setting", "rows peaked on the diagonal", "top key column's share", "that key"]
+    header += ["evenness", "pattern (seed 0)", "seeds with that pattern"]
+    return markdown_table(header, rows)
+
+
+def smoothing_block(sm) -> str:
+    """(c) the smoother at each bandwidth."""
+    rows = [["none (the noisy input)", "0.00", "1.00", f"{sm['noise']:.3f}"]]
+    rows += [
+        [f"{r['s']:g}", f"{r['look_back']:.2f}", f"{r['keys']:.2f}", f"{r['rmse']:.3f}"]
+        for r in sm["rows"]
+    ]
+    header = ["s", "look-back of the last row", "effective keys", "RMS error vs clean signal"]
+    return markdown_table(header, rows)
+
+
+def mask_order_block(mo) -> str:
+    """(d) row sums with the mask before and after the softmax, and the proofs that fail."""
+
+    def failed(proofs):
+        tests = [PROOFS[name] for name in proofs]
+        return [", ".join(f"`{name}`" for name in names) or "none" for names in (proofs, tests)]
+
+    good, bad = mo["good"], mo["bad"]
+    header = ["order", "smallest row sum", "largest row sum", "4.2 proofs that fail"]
+    return markdown_table(
+        header + ["tests of test_head.py for the same properties"],
+        [
+            ["mask, then softmax (your head)", f"{good[0]:.3f}", f"{good[1]:.3f}"]
+            + failed(mo["failed_good"]),
+            ["softmax, then mask", f"{bad[0]:.3f}", f"{bad[1]:.3f}"] + failed(mo["failed_bad"]),
+        ],
+    )
+
+
+def mask_rows_block(mo) -> str:
+    """(d) the wrong order's row sums, position by position."""
+    header = ["query i", "keys it may see", "row sum after softmax-then-mask (mean of 4)"]
+    return markdown_table(header, [[i, i + 1, f"{s:.3f}"] for i, s in enumerate(mo["bad_by_row"])])
+
+
+def scale_spread_block(sp) -> str:
+    """Appendix: the lecture's scale-table numbers against the spread of one draw of its size."""
+    rows = []
+    for r in sp["rows"]:
+        std, top = r["std"], r["top"]
+        rows.append(
+            [r["d_k"], f"{r['lecture_std']:.2f}", f"{std[0]:.2f}", f"{std[2]:.2f}"]
+            + [_pct(r["at_least"]), f"{r['lecture_max']:.3f}"]
+            + [f"{top[0]:.3f}", f"{top[1]:.3f}", f"{top[2]:.3f}"]
+        )
+    header = ["d_k", "raw std, lecture", "raw std, 5th pct", "raw std, 95th pct"]
+    header += ["draws >= lecture's std", "largest scaled weight, lecture"]
+    header += ["largest scaled weight, 5th pct", "median", "95th pct"]
+    return markdown_table(header, rows)
+
+
+def mask_spread_block(ms) -> str:
+    """Appendix: the smallest row sum after softmax-then-mask over seeded heads and inputs."""
+    rows = [
+        [f"{r['B']} x (8, 32)"] + [f"{v:.3f}" for v in r["low"]] + [_pct(r["at_least"])]
+        for r in ms["rows"]
+    ]
+    header = ["input", "smallest row sum, 5th pct", "median", "95th pct"]
+    header += [f"seeds >= lecture's {ms['lecture']:.2f}"]
+    return markdown_table(header, rows)
+
+
+def equivariance_block(diffs) -> str:
+    """(e) the four permutation checks."""
+    rows = [[name, f"{d:.1e}", "yes" if d < 1e-5 else "no"] for name, d in diffs.items()]
+    return markdown_table(["check (mask switched off)", "max abs difference", "equivariant?"], rows)
+
+
+def causal_order_block(diffs) -> str:
+    """4.3: what the causal head of 4.3 does with a reordered input, positions off or on."""
+    rows = [
+        [name, f"{d:.3f}" if d > 1e-5 else f"{d:.1e}", "yes" if d < 1e-5 else "no"]
+        for name, d in diffs.items()
+    ]
+    return markdown_table(
+        ["reordering (causal mask kept)", "max abs difference", "unchanged?"], rows
+    )
+
+
+def online_block(on) -> str:
+    """(e) streaming softmax and attention against the ordinary ones."""
+    rows = [[name, f"{d:.1e}"] for name, d in on["diffs"].items()]
+    rows.append(["(naive exp / sum on scores + 1000)", f"{_pct(on['naive_nan'])} nan"])
+    return markdown_table(["streamed one key at a time vs", "max abs difference"], rows)
+
+
+def cost_count_block(_=None) -> str:
+    """(e) counted FLOPs and memory: arithmetic only, the same on every machine."""
+    rows = []
+    for T in TIMING_TS:
+        flops = flop_count(T, COST_D, COST_D_HEAD)
+        quadratic = 4 * T * T * COST_D_HEAD  # q k^T and A v
+        rows.append([T, f"{flops:.3e}", _pct(quadratic / flops), f"{T * T * 4 / 2**20:g}"])
+    header = ["T", "FLOPs per forward", "of which q k^T and A v", "attention matrix (MiB, float32)"]
+    slope = flop_exponent(TIMING_TS, COST_D, COST_D_HEAD)
+    return markdown_table(header, rows) + (
+        f"\nFLOPs ~ T^{slope:.2f}: the least-squares slope of log FLOPs against log T, "
+        f"T = {TIMING_TS[0]} to {TIMING_TS[-1]}.\n"
+    )
+
+
+def timing_table(cost: dict) -> str:
+    """Measured forward times (printed only: they depend on the machine)."""
+    rows = [
+        [
+            r["T"],
+            f"{1e3 * r['seconds']:.2f}",
+            f"{1e3 * r['q1']:.2f} to {1e3 * r['q3']:.2f}",
+            f"{r['flops'] / r['seconds'] / 1e9:.1f}",
+        ]
+        for r in cost["rows"]
+    ]
+    header = ["T", "ms per forward (median)", "quartiles (ms)", "GFLOP/s"]
+    return markdown_table(header, rows) + (
+        f"fitted exponent: time ~ T^{cost['exponent']:.2f}; "
+        f"the FLOP count over the same T grows as T^{cost['flop_exponent']:.2f}\n"
+    )
+
+
+def measured_block(cost: dict) -> str:
+    """(e) the timing table, printed only: it changes from run to run and is checked nowhere."""
+    said = (
+        f"measured on this machine, one thread ({cost['clock']}), median of {cost['rounds']} "
+        "interleaved rounds: changes from run to run, checked nowhere\n"
+    )
+    return said + timing_table(cost)
+
+
+def timed_cost(ctx) -> dict:
+    """(e) forward times over T: two short lengths and one short round under --quick."""
+    timing = QUICK if ctx.quick else {"repeats": ctx.option("repeats", 3)}
+    return cost(
+        ctx.load("head"),
+        Ts=timing.get("timing_Ts", TIMING_TS),
+        d=COST_D,
+        d_head=COST_D_HEAD,
+        repeats=timing["repeats"],
+        min_run_time=timing.get("min_run_time", MIN_RUN_TIME),
+    )
+
+
+def on_head(experiment):
+    """An experiment of py, called on the head being run (yours or the reference)."""
+    return lambda ctx: experiment(ctx.load("head"))
+
+
+def at_64(rows):
+    """Table (a)'s row at d_k = 64, the row the handout's predictions ask about."""
+    return next(r for r in rows if r["d_k"] == 64)

@@ -3,11 +3,11 @@
 from dataclasses import dataclass
 from types import ModuleType
 
-from common.bugs import Bug
-from common.loader import reference
+from common.bugs import Bug, broken_copy
+from common.course import course_step
 
-catalogue = reference("lab-01", "broken")  # steps/lab-01/broken.py: Step 4's broken heads
-broken_head = catalogue.broken_head
+STEP = course_step("step-04")
+HEADS = STEP.bugs()  # bugs.py BUGS: each one replacement in the reference head.py
 
 # Each 4.2 proof answers for the broken heads that violate its own property; together they cover
 # every bug that breaks a 4.2 property. A proof counts as written only when it catches all of its
@@ -31,6 +31,16 @@ OWN = {
 }
 
 
+def violates_4_2(bug: Bug) -> bool:
+    """Does `bug` break a 4.2 property (simplex or causality)? Its own proof must catch it then."""
+    return any(bug.name in own for own in OWN.values())
+
+
+def head_with(bug: Bug) -> type:
+    """The Head of a fresh copy of the reference head.py that commits `bug`."""
+    return broken_copy(STEP.solution, "head", bug).Head
+
+
 @dataclass
 class Scorecard:
     """Outcome of every proof on the reference head and on each broken head."""
@@ -52,7 +62,7 @@ class Scorecard:
 
     def missed(self) -> list[Bug]:
         """Bugs that break a 4.2 property and that no proof caught."""
-        return [b for b in self.bugs if b.settings["violates_4_2"] and not self.caught(b)]
+        return [b for b in self.bugs if violates_4_2(b) and not self.caught(b)]
 
     def written(self, proof: str) -> bool:
         """Is `proof` more than its TODO?"""
@@ -93,12 +103,12 @@ class Scorecard:
                     "broken heads that violate its property"
                 )
         for bug in self.bugs:
-            if not bug.settings["violates_4_2"]:
+            if not violates_4_2(bug):
                 lines.append(f"NOT A 4.2 BUG  {bug.name}: {bug.breaks}")
             elif any(map(self.written, self.proofs)) and not self.caught(bug):
                 lines.append(f"MISSED  {bug.name}: {bug.breaks}. Hint: {bug.hint}")
-        caught = sum(self.caught(b) for b in self.bugs if b.settings["violates_4_2"])
-        total = sum(b.settings["violates_4_2"] for b in self.bugs)
+        caught = sum(self.caught(b) for b in self.bugs if violates_4_2(b))
+        total = sum(violates_4_2(b) for b in self.bugs)
         lines.append(f"score: {caught}/{total} broken heads caught that violate a 4.2 property")
         return "\n".join(lines)
 
@@ -119,16 +129,17 @@ def _outcome(proof, head_cls) -> str:
 def grade(
     proofs: ModuleType,
     reference: type,
-    bugs: list[Bug] = catalogue.HEAD_BUGS,
+    bugs: list[Bug] = HEADS,
     only: list[str] | None = None,
 ) -> Scorecard:
-    """Run every `prove_*` of `proofs` (or those in `only`) on `reference` and on each broken head."""
+    """Run every `prove_*` of `proofs` (or those in `only`) on `reference` and on each broken head
+    (a copy of the reference head.py with one bug in, whatever `reference` is)."""
     names = [n for n, f in vars(proofs).items() if n.startswith("prove_") and callable(f)]
     names = [n for n in names if only is None or n in only]
     on_reference = {n: _outcome(getattr(proofs, n), reference) for n in names}
     results = {}
     for bug in bugs:
-        broken = broken_head(reference, bug)
+        broken = head_with(bug)
         row = {}
         for n in names:
             if on_reference[n].startswith("TODO"):  # not written: nothing to run it on

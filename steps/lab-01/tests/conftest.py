@@ -1,4 +1,5 @@
-"""Fixtures for lab-01: the implementation under test (starter or solution, per --impl) and run.py."""
+"""Fixtures for lab-01: the implementation under test (starter or solution, per --impl), its
+experiments.py and its run.py."""
 
 from pathlib import Path
 
@@ -7,7 +8,7 @@ import pytest
 from common.loader import load, load_file
 
 STEP = "lab-01"
-RUN_PY = Path(__file__).resolve().parent.parent / "run.py"
+HERE = Path(__file__).resolve().parent.parent  # steps/lab-01/
 
 
 @pytest.fixture
@@ -24,5 +25,11 @@ def wrong_mask(impl):
 
 @pytest.fixture
 def runner():
-    """lab-01's run.py: the table's measurements, its thresholds and the README blocks."""
-    return load_file(RUN_PY)
+    """lab-01's experiments.py: the table's measurements, its thresholds and the README blocks."""
+    return load_file(HERE / "experiments.py")
+
+
+@pytest.fixture
+def lab():
+    """lab-01's run.py: its RUN and the ids of its TODOs."""
+    return load_file(HERE / "run.py")

@@ -7,7 +7,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from common import expect
 from common.seeding import randn, seed_all
 
-# Thresholds live in run.py next to their reasons (the handout's table uses the same ones):
+# Thresholds live in experiments.py next to their reasons (the handout's table uses the same ones):
 # SINGLE_HEAD_TOL = 1e-6, a few float32 rounding units of outputs of size ~1, vs SDPA's MATH backend;
 # MULTI_HEAD_TOL = 2e-5, rounding through three chained matmuls vs nn.MultiheadAttention.
 

@@ -29,9 +29,9 @@ def run_with(modules: dict, monkeypatch) -> None:
     )
 
 
-def test_run_passes_on_the_attention_under_test(impl, runner, capsys, tmp_path):
-    results(runner.RUN, impl)  # every TODO written: else this raises, naming the first one left
-    code = execute(undrawn(runner.RUN), options("lab-01", ["--impl", impl, "--out", str(tmp_path)]))
+def test_run_passes_on_the_attention_under_test(impl, lab, capsys, tmp_path):
+    results(lab.RUN, impl)  # every TODO written: else this raises, naming the first one left
+    code = execute(undrawn(lab.RUN), options("lab-01", ["--impl", impl, "--out", str(tmp_path)]))
     out = capsys.readouterr().out
     expect.equal(
         "the run's exit code", code, 0, f"every figure within its threshold; it printed\n{out}"
@@ -41,10 +41,10 @@ def test_run_passes_on_the_attention_under_test(impl, runner, capsys, tmp_path):
 
 
 def test_run_fails_when_a_figure_is_over_its_threshold(
-    attention, impl, runner, capsys, tmp_path, monkeypatch
+    attention, impl, lab, capsys, tmp_path, monkeypatch
 ):
     """Drop 1/sqrt(d_head) from the attention under test: the table must say FAIL and exit 1."""
-    results(runner.RUN, impl)  # every TODO written: else this raises, naming the first one left
+    results(lab.RUN, impl)  # every TODO written: else this raises, naming the first one left
     unscaled = load_fresh(Path(attention.__file__).parent, "attention")  # a copy we may break
     sdpa = unscaled.scaled_dot_product_attention
     unscaled.scaled_dot_product_attention = lambda q, k, v, mask=None, scale=None: sdpa(
@@ -52,15 +52,15 @@ def test_run_fails_when_a_figure_is_over_its_threshold(
     )
     run_with({"attention": unscaled}, monkeypatch)
     args = options("lab-01", ["--impl", impl, "--out", str(tmp_path)])
-    assert execute(undrawn(runner.RUN), args) == 1
+    assert execute(undrawn(lab.RUN), args) == 1
     out = capsys.readouterr().out
     assert "FAIL: 4 of the table's figures are above their threshold" in out, out
 
 
 @pytest.mark.slow  # about 1 s: matplotlib draws two figures
-def test_run_writes_the_mask_and_leak_figures(impl, runner, capsys, tmp_path):
-    results(runner.RUN, impl)  # every TODO written: else this raises, naming the first one left
-    execute(runner.RUN, options("lab-01", ["--impl", impl, "--out", str(tmp_path)]))
+def test_run_writes_the_mask_and_leak_figures(impl, lab, capsys, tmp_path):
+    results(lab.RUN, impl)  # every TODO written: else this raises, naming the first one left
+    execute(lab.RUN, options("lab-01", ["--impl", impl, "--out", str(tmp_path)]))
     out = capsys.readouterr().out
     written = sorted((tmp_path / "lab-01").iterdir())
     assert [p.name for p in written] == ["leak.png", "masks.png"]
@@ -114,7 +114,7 @@ def todo(todo_id: str):
     ids=["task 3 left", "task 7 left"],
 )
 def test_run_does_what_the_written_todos_allow(
-    runner, capsys, tmp_path, monkeypatch, unwritten, skips, predict
+    lab, capsys, tmp_path, monkeypatch, unwritten, skips, predict
 ):
     """Every part whose TODOs are written runs and draws; each other part is one 'skipped' line."""
 
@@ -123,18 +123,18 @@ def test_run_does_what_the_written_todos_allow(
         return path  # (test_run_writes_the_mask_and_leak_figures) outweighed the whole check
 
     run = replace(  # the run's figures hold plots' functions: swapped where it keeps them
-        runner.RUN,
+        lab.RUN,
         experiments=tuple(
             replace(e, figures=tuple(Figure(f.name, drawn) for f in e.figures))
-            for e in runner.RUN.experiments
+            for e in lab.RUN.experiments
         ),
     )
-    solution = Path(runner.__file__).parent / "solution"
+    solution = Path(lab.__file__).parent / "solution"
     modules = {"attention": load_fresh(solution, "attention")}
     modules["exercises.wrong_mask"] = load_fresh(solution, "exercises.wrong_mask")
     for module, names in unwritten.items():
         for name in names:
-            todo_id = next(t for t in runner.TODO.values() if t.endswith(f": {name}"))
+            todo_id = next(t for t in lab.TODO.values() if t.endswith(f": {name}"))
             setattr(modules[module], name, todo(todo_id))
     modules["exercises.wrong_mask"].causal_mask = modules["attention"].causal_mask  # its import
     run_with(modules, monkeypatch)

@@ -16,7 +16,7 @@ def test_matches_torch_softmax(attention, runner, seed, dim):
     """Ordinary logits (scaled up to +-30): same probabilities as torch.softmax along `dim`."""
     x = 10 * randn(4, 6, seed=seed)  # (4, 6)
     ours = attention.stable_softmax(x, dim=dim)
-    # runner.SOFTMAX_TOL = 1e-6: probabilities lie in [0, 1]; see run.py for the reason.
+    # runner.SOFTMAX_TOL = 1e-6: probabilities lie in [0, 1]; see experiments.py for the reason.
     torch.testing.assert_close(ours, torch.softmax(x, dim=dim), rtol=0, atol=runner.SOFTMAX_TOL)
 
 

@@ -3,11 +3,11 @@
 import pytest
 import torch
 
-from common import expect
-from common.loader import reference
+from common import STEPS_DIR, expect
+from common.loader import load_file
 from common.seeding import randn
 
-catalogue = reference("lab-01", "broken")  # steps/lab-01/broken.py: the handouts' broken masks
+catalogue = load_file(STEPS_DIR / "lab-01" / "tests" / "broken_masks.py")  # the broken masks
 
 T = 4  # the exercise's sequence length: T * (T - 1) / 2 = 6 weights sit above the diagonal
 LEAK = ("count", "largest")  # the members of future_leak's result
@@ -15,7 +15,7 @@ LEAK = ("count", "largest")  # the members of future_leak's result
 
 # The exercise's own tests come first: the exhibit buggy_causal_mask (given code, the transpose of
 # causal_mask) is caught by the student's future_leak, and a correct mask is not. The tests after
-# them prove, on broken.py's masks, that the diagnostic has no blind spot.
+# them prove, on broken_masks.py's masks, that the diagnostic has no blind spot.
 
 
 @pytest.mark.core  # task 7's property

@@ -328,9 +328,9 @@ def test_figure_is_a_png(impl, run, file, tmp_path):
 
 
 @pytest.mark.course  # counts FLOPs from the sizes: no head, so no TODO on its path
-def test_cost_count_names_the_flop_slope(run):
+def test_cost_count_names_the_flop_slope(experiments):
     # the FLOP count's log-log slope below the table is the timed exponent's yardstick
-    assert "FLOPs ~ T^1.87" in run.cost_count_block()
+    assert "FLOPs ~ T^1.87" in experiments.cost_count_block()
 
 
 @pytest.mark.course  # experiments replaced by stand-ins: no code of yours runs

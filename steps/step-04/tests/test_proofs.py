@@ -42,7 +42,7 @@ CASES = [
 @pytest.mark.parametrize(("proof", "bug"), CASES)
 def test_your_proof_catches_this_broken_head_of_its_property(impl, proof, bug):
     """One broken head at a time: the proof must pass on the reference Head and fail on it."""
-    heads = [b for b in grading.catalogue.HEAD_BUGS if b.name == bug]
+    heads = [b for b in grading.HEADS if b.name == bug]
     assert len(heads) == 1, f"broken heads named {bug!r}: expected 1, got {len(heads)}"
     card = grading.grade(
         load("step-04", "proofs", impl), load("step-04", "head").Head, heads, only=[proof]

@@ -1,11 +1,21 @@
 """lab-01's curated bugs (step.toml [mutation]): each one replacement in attention.py, the handout's
-symptom table, and the check's recorded screens (tools/screens.py) of lab-01 caught up with one."""
+symptom table, and the check's recorded screens (tools/screens.py) of lab-01 caught up with one;
+Step 4's bugs reuse their words (steps/step-04/bugs.py)."""
 
 from common.bugs import Bug
-from common.loader import reference
 
-known = reference("lab-01", "broken")  # broken.py: the tests each kind of bug leaves passing
-UPSTREAM = known.MASK_TESTS + known.PADDING_TESTS  # a bug after the masks leaves their tests
+# lab-01's tests of the masks alone: a bug elsewhere leaves them passing (Step 4 has none)
+MASK_TESTS = ("test_causal_mask_is_the_lower_triangle",)
+PADDING_TESTS = ("test_combine_is_causal_and_padding",)
+# at T = 1 both triangles, and no mask, are the one cell kept: a failure there is another mask's bug
+ONE_CELL = ("test_causal_mask_is_the_lower_triangle[1]",)
+# a padded key keeps weight 0 when the mask comes late or the softmax takes the wrong axis; a
+# failure there is a bug of the fill (its value, or its polarity)
+PADDED_KEYS = ("test_padded_keys_get_zero_weight",)
+# lab-01's and Step 4's tests that each row of A sums to 1 over past keys: a bug that keeps that
+# leaves them passing (a failure there is another bug: the mask's place, the softmax's axis)
+ROW_TESTS = ("test_weights_above_the_diagonal_are_exactly_zero", "test_rows_are_in_the_simplex")
+UPSTREAM = MASK_TESTS + PADDING_TESTS  # a bug after the masks leaves their tests
 # a bug of the multi-head module leaves one head's attention right: a failure of these is not it
 ONE_HEAD = (
     "test_weights_above_the_diagonal_are_exactly_zero",
@@ -25,7 +35,8 @@ BUGS = [
         "triangle (lesson 5, 1.1); look at which triangle the causal mask is cut from",
         old="return torch.tril(torch.ones(",
         new="return torch.triu(torch.ones(",
-        passes=known.ONE_CELL,
+        passes=ONE_CELL,
+        fails="test_causal_isolation.py::test_causal_mask_is_the_lower_triangle[4]",
     ),
     Bug(
         "no mask",
@@ -34,7 +45,8 @@ BUGS = [
         "look at where the scores meet the mask",
         old="return torch.tril(torch.ones(seq_len, seq_len)).bool()",
         new="return torch.ones(seq_len, seq_len).bool()",
-        passes=known.ONE_CELL,
+        passes=ONE_CELL,
+        fails="test_causal_isolation.py::test_causal_mask_is_the_lower_triangle[4]",
     ),
     Bug(
         "inverted polarity",
@@ -45,6 +57,7 @@ BUGS = [
         old='scores = scores.masked_fill(~mask, float("-inf"))',
         new='scores = scores.masked_fill(mask, float("-inf"))',
         passes=UPSTREAM,  # the masks are built right and read backwards
+        fails="test_causal_isolation.py::test_weights_above_the_diagonal_are_exactly_zero[1-0]",
     ),
     Bug(
         "no diagonal",
@@ -54,6 +67,7 @@ BUGS = [
         "triangle is built and which diagonal it starts from",
         old="torch.tril(torch.ones(seq_len, seq_len))",
         new="torch.tril(torch.ones(seq_len, seq_len), diagonal=-1)",
+        fails="test_causal_isolation.py::test_causal_mask_is_the_lower_triangle[1]",
     ),
     Bug(
         "mask after softmax",
@@ -63,7 +77,8 @@ BUGS = [
         old="weights = stable_softmax(scores, dim=-1)",
         new="weights = stable_softmax(q @ k.transpose(-2, -1) * scale, dim=-1)"
         " * (1.0 if mask is None else mask)",
-        passes=(*UPSTREAM, *known.PADDED_KEYS, "test_unmasked_matches_sdpa"),
+        passes=(*UPSTREAM, *PADDED_KEYS, "test_unmasked_matches_sdpa"),
+        fails="test_causal_isolation.py::test_weights_above_the_diagonal_are_exactly_zero[4-1]",
     ),
     Bug(
         "mask after softmax, renormalised",
@@ -75,7 +90,8 @@ BUGS = [
         new="weights = stable_softmax(q @ k.transpose(-2, -1) * scale, dim=-1)"
         " * (1.0 if mask is None else mask)\n"
         "    weights = weights / weights.sum(dim=-1, keepdim=True)",
-        passes=UPSTREAM + known.ROW_TESTS,
+        passes=UPSTREAM + ROW_TESTS,
+        fails="test_causal_isolation.py::test_changing_a_future_key_or_value_leaves_earlier_outputs_identical[4-k]",
     ),
     Bug(
         "masked with 0 instead of -inf",
@@ -90,6 +106,7 @@ BUGS = [
             "test_the_shipped_mask_passes_shape_and_row_sum_checks",
             "test_diagnostic_catches_a_missing_mask",
         ),
+        fails="test_causal_isolation.py::test_weights_above_the_diagonal_are_exactly_zero[4-1]",
     ),
     Bug(
         "no scale",
@@ -99,7 +116,8 @@ BUGS = [
         "(d_head, never d_model); look at where the scores are made",
         old="scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale",
         new="scale = 1.0 if scale is None else scale",
-        passes=UPSTREAM + known.ROW_TESTS,
+        passes=UPSTREAM + ROW_TESTS,
+        fails="test_parity_torch.py::test_unmasked_matches_sdpa[B2-T8-0]",
     ),
     Bug(
         "softmax over the wrong axis",
@@ -111,9 +129,10 @@ BUGS = [
         # a mask applied after the softmax fails it; the wrong axis leaves it passing
         passes=(
             *UPSTREAM,
-            *known.PADDED_KEYS,
+            *PADDED_KEYS,
             "test_changing_a_padding_token_changes_no_output_row",
         ),
+        fails="test_causal_isolation.py::test_weights_above_the_diagonal_are_exactly_zero[4-1]",
     ),
     Bug(
         "| for &",
@@ -122,7 +141,8 @@ BUGS = [
         "mask and the padding; look at how the two are combined",
         old="return causal & padding",
         new="return causal | padding",
-        passes=known.MASK_TESTS,
+        passes=MASK_TESTS,
+        fails="test_causal_isolation.py::test_combine_is_causal_and_padding",
     ),
     Bug(
         "padding inverted",
@@ -131,7 +151,8 @@ BUGS = [
         "at how the padding enters the combination, and that it gets a query axis",
         old="causal & padding[:, None, :]",
         new="causal & ~padding[:, None, :]",
-        passes=known.MASK_TESTS,
+        passes=MASK_TESTS,
+        fails="test_causal_isolation.py::test_combine_is_causal_and_padding",
     ),
     Bug(
         "no max shift",
@@ -140,6 +161,7 @@ BUGS = [
         "(task 1); look at what stable_softmax exponentiates",
         old="e = torch.exp(x - m)",
         new="e = torch.exp(x)",
+        fails="test_stable_softmax.py::test_large_logits_stay_finite",
     ),
     Bug(
         "NaN on an all -inf row",
@@ -149,6 +171,7 @@ BUGS = [
         old='m = m.masked_fill(m == float("-inf"), 0.0)',
         new="m = m + 0.0",
         passes=(*UPSTREAM, ONE_HEAD[0], ONE_HEAD[2]),  # a causal row keeps its diagonal
+        fails="test_causal_isolation.py::test_fully_masked_row_is_zero_not_nan[function]",
     ),
     Bug(
         "scale by d_model",
@@ -158,6 +181,7 @@ BUGS = [
         old="out, weights = scaled_dot_product_attention(q, k, v, mask)  #",
         new="out, weights = scaled_dot_product_attention(q, k, v, mask, 1 / math.sqrt(self.d_model))  #",
         passes=UPSTREAM + ONE_HEAD + CAUSAL_HEADS,
+        fails="test_parity_torch.py::test_multi_head_matches_nn_multihead_attention[16-4-no-mask]",
     ),
     Bug(
         "split without a transpose",
@@ -169,6 +193,7 @@ BUGS = [
         new="return x.reshape(B, self.n_heads, T, self.d_head)",
         says="once token",
         passes=UPSTREAM + ONE_HEAD,
+        fails="test_causal_isolation.py::test_modules_with_a_causal_mask_isolate_earlier_tokens[MultiHeadSelfAttention]",
     ),
     Bug(
         "view after a transpose",
@@ -179,6 +204,7 @@ BUGS = [
         new="return x.view(B, T, h * d_head)",
         says="view size is not compatible",
         passes=UPSTREAM + ONE_HEAD,
+        fails="test_causal_isolation.py::test_modules_with_a_causal_mask_isolate_earlier_tokens[MultiHeadSelfAttention]",
     ),
     Bug(
         "merge with view",
@@ -189,6 +215,7 @@ BUGS = [
         new="x = x.contiguous()",
         says="once token",
         passes=UPSTREAM + ONE_HEAD,
+        fails="test_causal_isolation.py::test_modules_with_a_causal_mask_isolate_earlier_tokens[MultiHeadSelfAttention]",
     ),
     Bug(
         "no head axis",
@@ -198,6 +225,7 @@ BUGS = [
         old="mask = mask.expand(B, T, T).unsqueeze(1)",
         new="mask = mask.expand(B, T, T)",
         passes=UPSTREAM + ONE_HEAD + CAUSAL_HEADS,
+        fails="test_parity_torch.py::test_multi_head_matches_nn_multihead_attention[16-4-causal]",
     ),
     Bug(
         "no out_proj",
@@ -207,6 +235,7 @@ BUGS = [
         old="return self.out_proj(self.merge_heads(out)), weights",
         new="return self.merge_heads(out), weights",
         passes=UPSTREAM + ONE_HEAD + CAUSAL_HEADS,
+        fails="test_parity_torch.py::test_multi_head_matches_nn_multihead_attention[16-4-no-mask]",
     ),
 ]
 
