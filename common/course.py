@@ -29,6 +29,7 @@ KEYS = {
     "grade": (dict, False),
     "predictions": (dict, False),
     "uses": (dict, False),
+    "modules": (dict, False),
 }
 
 
@@ -51,6 +52,9 @@ class Step:
     grade: dict = field(default_factory=dict)  # [grade]: weights per task, reference_kept modules
     predictions: dict = field(default_factory=dict)  # [predictions]: task -> slots to fill first
     uses: dict = field(default_factory=dict)  # [uses]: earlier step -> the modules of it loaded
+    modules: dict = field(
+        default_factory=dict
+    )  # [modules]: its own analysis module -> what it holds
 
     @property
     def checkpoint(self) -> bool:
