@@ -7,13 +7,13 @@ from common.course import course_step
 from common.loader import load_file
 
 checks = load_file(course_step("step-06").folder / "loop_checks.py")
-BUGS = course_step("step-06").bugs()  # bugs.py
+CURATED = course_step("step-06").bugs()  # bugs.py
 # every test runs the reference with one line changed: none of your code runs, so the check
 # (--impl starter) leaves them out
 pytestmark = pytest.mark.course
 
 
-@pytest.mark.parametrize("bug", BUGS, ids=[b.name for b in BUGS])
+@pytest.mark.parametrize("bug", CURATED, ids=[b.name for b in CURATED])
 def test_the_check_named_in_the_symptom_table_catches_the_bug(bug, tiny):
     caught_by = checks.first_failing(checks.reference_with(bug), tiny)
     assert caught_by == bug.check, (
