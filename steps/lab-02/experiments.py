@@ -189,8 +189,7 @@ def sizes_block(rows) -> str:
 
 
 def _cells(kv, model, T):
-    """The two ways to the next token's logits from T ids: Step 5's forward of all T, and one
-    cached step over a cache holding T - 1; and how far apart their logits are."""
+    """The two ways to the next token's logits from T ids (all T again, or one cached step), and their distance."""
     idx = torch.randint(model.V, (1, T), generator=generator(T))  # (1, T)
     base = kv.KVCache(model, 1)
     kv.forward_cached(model, idx[:, :-1], base)  # the prefill: T - 1 positions held

@@ -77,11 +77,10 @@ def initial_losses(train, quick: bool) -> dict:
 
 
 def resume_point(train, checkpoint: Path, config: dict) -> int:
-    """The step this run starts from; a checkpoint of other code is kept aside, never resumed.
-
-    Other code is your train.py edited since the checkpoint was saved, or the other
-    implementation's file copied here: the file is renamed <name>.old.pt and the run starts from
-    step 0 with the code it runs now. Every other refusal stops the run (CheckpointError)."""
+    """The step this run starts from; a checkpoint of other code is kept aside, never resumed."""
+    # Other code is your train.py edited since the checkpoint was saved, or the other
+    # implementation's file copied here: the file is renamed <name>.old.pt and the run starts from
+    # step 0 with the code it runs now. Every other refusal stops the run (CheckpointError).
     if not checkpoint.exists():
         return 0
     try:
