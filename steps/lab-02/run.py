@@ -1,64 +1,15 @@
-"""lab-02's run: Step 4's permutation table with four kinds of positions, and dropout's scale."""
+"""lab-02's run: Step 4's permutation table with four kinds of positions, dropout's scale, and the KV cache's size and speed."""
 
 from common.course import course_step
-from common.docs import exact, last_digit, markdown_table
-from common.experiment import Block, Experiment, Run, Slot
+from common.docs import exact, last_digit
+from common.experiment import Block, Experiment, Figure, Run, Slot
 from common.loader import load_file
 
 STEP = "lab-02"
 HERE = course_step(STEP).folder
 experiments = load_file(HERE / "experiments.py")
-CACHE = HERE / "cache_run.py"  # task 3 (the KV cache): its EXPERIMENTS join this run's when present
-SHOW_P = 0.5  # the dropout rate the prediction asks about
+plots = load_file(HERE / "plots.py")
 POSITIONS = ("lab-02 task 1.1: sinusoidal", "lab-02 task 1.2: rope")
-
-
-def shown(d: float) -> str:
-    """A difference as the table prints it: float32 rounding noise is shown as such."""
-    return f"< {experiments.NOISE:.0e}" if d < experiments.NOISE else f"{d:.3f}"
-
-
-def positions_block(rows: dict) -> str:
-    """The permutation table: equivariant over tokens? relative under a shift of every position?"""
-    yes = lambda d: "yes" if d < experiments.NOISE else "no"  # noqa: E731
-    table = [
-        [s, shown(r["permuted"]), yes(r["permuted"]), shown(r["shifted"]), yes(r["shifted"])]
-        for s, r in rows.items()
-    ]
-    header = ["positions", "max \\|head(idx[perm]) - head(idx)[perm]\\|", "equivariant?"]
-    header += [f"max \\|scores moved on by {experiments.SHIFT} - scores\\|", "relative?"]
-    return markdown_table(header, table)
-
-
-def dropout_block(rows: dict) -> str:
-    """The dropout table: share of zeros, and the training mean with and without the scale."""
-    table = [
-        [
-            f"{p:g}",
-            f"{r['zeros']:.3f}",
-            f"{r['mean']:.3f}",
-            f"{r['unscaled']:.3f}",
-            f"{r['eval']:g}",
-        ]
-        for p, r in rows.items()
-    ]
-    header = ["p", "share of zeros", "training mean", "training mean, no 1 / (1 - p)", "eval mean"]
-    return markdown_table(header, table)
-
-
-def below_noise(key: str):
-    """rows -> how many kinds of positions measure below float32 noise on `key`."""
-    return lambda rows: sum(r[key] < experiments.NOISE for r in rows.values())
-
-
-def unscaled_ratio(rows: dict) -> float:
-    """Eval mean over the unscaled training mean at SHOW_P: what the next layer sees grow by."""
-    return rows[SHOW_P]["eval"] / rows[SHOW_P]["unscaled"]
-
-
-def cache_experiments() -> tuple[Experiment, ...]:
-    """Task 3's experiments (cache_run.py's EXPERIMENTS), or none while the step has no cache run."""
-    return load_file(CACHE).EXPERIMENTS if CACHE.exists() else ()
 
 
 # How close a fresh run must be. The permutation table's differences of size ~1 are float32 sums
@@ -72,15 +23,21 @@ RUN = Run(
             "positions",
             POSITIONS,
             lambda ctx: experiments.positions(ctx.load("layers")),
-            blocks=(Block("positions", positions_block, check=last_digit(experiments.NOISE)),),
+            blocks=(
+                Block(
+                    "positions", experiments.positions_block, check=last_digit(experiments.NOISE)
+                ),
+            ),
             slots=(
                 Slot(
                     "equivariant_schemes",
                     "kinds of positions the head commutes with",
-                    below_noise("permuted"),
+                    experiments.below_noise("permuted"),
                 ),
                 Slot(
-                    "relative_schemes", "kinds whose scores ignore a shift", below_noise("shifted")
+                    "relative_schemes",
+                    "kinds whose scores ignore a shift",
+                    experiments.below_noise("shifted"),
                 ),
             ),  # fmt: skip
         ),
@@ -88,17 +45,59 @@ RUN = Run(
             "dropout",
             ("lab-02 task 2: dropout",),
             lambda ctx: experiments.dropout_means(ctx.load("layers")),
-            blocks=(Block("dropout", dropout_block, check=exact),),
+            blocks=(Block("dropout", experiments.dropout_block, check=exact),),
             slots=(
                 Slot(
                     "eval_mean_unscaled",
-                    f"eval mean / training mean, p = {SHOW_P:g}, no scale",
-                    unscaled_ratio,
+                    f"eval mean / training mean, p = {experiments.SHOW_P:g}, no scale",
+                    experiments.unscaled_ratio,
                     "{:.2f}".format,
                 ),
             ),  # fmt: skip
         ),
-        *cache_experiments(),
+        Experiment(
+            name="cache-size",
+            todos=(),
+            compute=experiments.cache_sizes,
+            blocks=(
+                Block(
+                    "cache-size",
+                    experiments.sizes_block,
+                    title="The KV cache of one sequence",
+                    check=exact,
+                ),
+            ),
+        ),
+        Experiment(
+            name="cache-speed",
+            todos=("lab-02 task 3c: forward_cached",),
+            compute=experiments.speed,
+            blocks=(
+                Block(
+                    "cache-speed",
+                    experiments.speed_block,
+                    title="Time per new token, with and without the cache",
+                ),
+                Block(
+                    "cache-speedup-prediction",
+                    experiments.prediction_line,
+                    title="Your prediction beside the clock and the FLOP count",
+                    record=False,
+                ),
+            ),
+            figures=(Figure("cache_speed", plots.speed_figure),),
+            slots=(
+                Slot(
+                    "cache_speedup",
+                    "uncached / cached time per new token at the longest context",
+                    value=lambda r: round(r["rows"][-1]["speedup"], 1),
+                    shown=lambda x: f"{x}x",
+                    quick="uncached / cached time per new token (--quick: a tiny GPT, T <= 32, "
+                    "not the model the question asks about)",
+                ),
+            ),
+            verdict=experiments.logits_differ,
+        ),
     ),
     threads=1,
 )

@@ -1,12 +1,11 @@
-"""Induction heads: a two-layer attention-only model learns to continue a repeated random block.
+"""Induction heads: a two-layer attention-only model learns to continue a repeated random block."""
 
-Each sequence holds a block of random tokens that appears twice. The block length L and where the
-first copy starts change from sequence to sequence, so no fixed offset finds the copy: the model
-has to look up "where did my current token occur before, and what came after it?" That is the
-induction circuit of Olsson et al. (2022): a previous-token head in layer 0 writes "my previous
-token was a" into each position, and a head in layer 1 matches its query (the current token a)
-against those keys, so it attends to the token after the earlier a and copies it.
-"""
+# Each sequence holds a block of random tokens that appears twice. The block length L and where the
+# first copy starts change from sequence to sequence, so no fixed offset finds the copy: the model
+# has to look up "where did my current token occur before, and what came after it?" That is the
+# induction circuit of Olsson et al. (2022): a previous-token head in layer 0 writes "my previous
+# token was a" into each position, and a head in layer 1 matches its query (the current token a)
+# against those keys, so it attends to the token after the earlier a and copies it.
 
 import math
 import time

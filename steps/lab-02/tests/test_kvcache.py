@@ -374,27 +374,30 @@ def test_sampled_ids_equal_step_5_generate_in_float64(kv):
     expect.equal("the sampled ids", got, expected, "the same generator draws the same ids")
 
 
-# --- the run's experiments (cache_run.py), --quick: what they compute, never how fast ----------
+# --- the run's cache experiments (experiments.py), --quick: what they compute, never how fast --
 
 
 @pytest.mark.slow
 def test_the_cache_experiments_compute_sizes_parity_and_a_figure(impl, tmp_path):
-    cache_run = load_file(course_step("lab-02").folder / "cache_run.py")
+    folder = course_step("lab-02").folder
+    experiments, plots = load_file(folder / "experiments.py"), load_file(folder / "plots.py")
     ctx = Context("lab-02", impl, quick=True)
-    sizes = cache_run.cache_sizes(ctx)
+    sizes = experiments.cache_sizes(ctx)
     expect.equal("GPT-2 small's cache, MB", round(sizes[1]["MB"], 1), 75.5, "18,874,368 x 4 bytes")
-    r = cache_run.speed(ctx)
-    expect.equal("contexts timed", [row["T"] for row in r["rows"]], list(cache_run.QUICK_CONTEXTS))
+    r = experiments.speed(ctx)
+    expect.equal(
+        "contexts timed", [row["T"] for row in r["rows"]], list(experiments.QUICK_CONTEXTS)
+    )
     for row in r["rows"]:
         expect.at_most(
             f"the timed step's logit distance at T={row['T']}", row["parity"], LOGITS_TOL
         )
         expect.at_least(f"cached seconds at T={row['T']}", row["cached"]["seconds"], 0.0)
-    expect.equal("the verdict", cache_run.logits_differ(r, ctx), None)
+    expect.equal("the verdict", experiments.logits_differ(r, ctx), None)
     expect.equal(
-        "the speed block names the machine", "Recorded on" in cache_run.speed_block(r), True
+        "the speed block names the machine", "Recorded on" in experiments.speed_block(r), True
     )
-    path = cache_run.speed_figure(r, tmp_path / "cache_speed_quick.png")
+    path = plots.speed_figure(r, tmp_path / "cache_speed_quick.png")
     expect.equal("the figure is written", path.stat().st_size > 0, True)
 
 

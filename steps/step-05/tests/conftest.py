@@ -1,4 +1,4 @@
-"""Fixtures for Step 5: the GPT under test (per --impl), its checks, the broken variants and run.py."""
+"""Fixtures for Step 5: the GPT under test (per --impl), its checks, its experiments and run.py."""
 
 import pytest
 
@@ -16,14 +16,20 @@ def gpt(impl):
 
 @pytest.fixture(scope="session")
 def checks():
-    """steps/step-05/checks.py: the classic-bug checks, each given a gpt module."""
-    return load_file(HERE / "checks.py")
+    """steps/step-05/gpt_checks.py: the classic-bug checks, each given a gpt module."""
+    return load_file(HERE / "gpt_checks.py")
 
 
 @pytest.fixture(scope="session")
 def run():
-    """steps/step-05/run.py: the tables, the training run, the figures and the README blocks."""
+    """steps/step-05/run.py: the run's declaration, RUN."""
     return load_file(HERE / "run.py")
+
+
+@pytest.fixture(scope="session")
+def experiments():
+    """steps/step-05/experiments.py: the tables, the training run and the README blocks."""
+    return load_file(HERE / "experiments.py")
 
 
 @pytest.fixture(scope="session")

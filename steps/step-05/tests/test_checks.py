@@ -8,7 +8,7 @@ from common.course import course_step
 from common.loader import load_file
 
 HERE = course_step("step-05").folder
-CURATED = load_file(HERE / "symptoms.py").BUGS
+CURATED = load_file(HERE / "bugs.py").BUGS
 
 
 def test_parameter_count(gpt, checks):
@@ -55,10 +55,10 @@ def test_generate_crops_the_context(gpt, checks):
     checks.assert_generate_crops_the_context(gpt)
 
 
-@pytest.mark.course  # reads checks.py and this file only
+@pytest.mark.course  # reads gpt_checks.py and this file only
 def test_every_check_has_its_test_in_the_same_order():
     names = [n.removeprefix("test_") for n in globals() if n.startswith("test_")]
-    checks = load_file(HERE / "checks.py")
+    checks = load_file(HERE / "gpt_checks.py")
     ordered = [n for n in names if n in checks.CHECKS]
     assert ordered == list(checks.CHECKS), (
         f"the tests of the checks in this file's order: expected {list(checks.CHECKS)}, got {ordered}"

@@ -25,21 +25,21 @@ def test_quick_run_repeats_bit_for_bit(quick, run, request):
     expect.equal("the initial losses of a second run", again["init"], quick["init"], "the first's")
 
 
-def test_quick_run_starts_near_ln_V_and_learns(quick, run):
+def test_quick_run_starts_near_ln_V_and_learns(quick, experiments):
     evals = quick["training"]["evals"]
     V = quick["training"]["V"]
     expect.close("the loss at step 0", evals[0][1], math.log(V), 0.05, f"ln V, V = {V}")
     fall = evals[0][1] - evals[-1][1]
     expect.at_least("the fall of the loss", fall, 0.5, f"20 steps should lower the loss: {evals}")
     steps = len(quick["training"]["curve"])
-    expect.equal("the points of the curve", steps, run.QUICK_TRAIN["steps"], "one per step")
+    expect.equal("the points of the curve", steps, experiments.QUICK_TRAIN["steps"], "one per step")
 
 
-def test_samples_come_from_the_vocabulary_and_change_with_training(quick, run):
-    vocab = set(run.corpus()[2].vocab())
+def test_samples_come_from_the_vocabulary_and_change_with_training(quick, experiments):
+    vocab = set(experiments.corpus()[2].vocab())
     r = quick["training"]
     for text in (r["before"], r["after"]):
-        expect.equal("a sample's length", len(text), run.QUICK_SAMPLE_TOKENS)
+        expect.equal("a sample's length", len(text), experiments.QUICK_SAMPLE_TOKENS)
         expect.equal("characters outside the vocabulary", sorted(set(text) - vocab), [])
     assert r["before"] != r["after"], (
         f"the samples before and after training: expected them to differ, got {r['before']!r} both times"
@@ -64,10 +64,10 @@ def test_blocks_name_the_machine_of_what_they_record(quick, run):
     assert set(checked) == {"params", "init-loss", "baselines"}
 
 
-def test_a_quick_run_claims_no_bar(quick, run):
-    said = run.training_block(quick["training"]).splitlines()[-1]
+def test_a_quick_run_claims_no_bar(quick, experiments):
+    said = experiments.training_block(quick["training"]).splitlines()[-1]
     assert said.endswith(": --quick, a tiny model: the 2.5 bar is the full run's."), said
-    full = run.training_block(dict(quick["training"], quick=False)).splitlines()[-1]
+    full = experiments.training_block(dict(quick["training"], quick=False)).splitlines()[-1]
     assert "below 2.5, and" in full, "the full run's verdict is unchanged"
 
 
@@ -90,9 +90,9 @@ def test_write_docs_needs_the_full_reference_run():
 
 
 @pytest.mark.course  # counts characters: no model, no TODO
-def test_counting_baselines_fall_from_uniform_to_unigram_to_bigram(run):
-    ids, V, _ = run.corpus()
-    b = run.baselines(ids, V)
+def test_counting_baselines_fall_from_uniform_to_unigram_to_bigram(experiments):
+    ids, V, _ = experiments.corpus()
+    b = experiments.baselines(ids, V)
     expect.equal("the uniform baseline", b["uniform"], math.log(V), "ln V")
     # each model sees more of the context than the one before: measured 4.127, 3.186, 2.427
     expect.at_least("uniform - unigram", b["uniform"] - b["unigram"], 0.5)

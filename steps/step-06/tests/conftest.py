@@ -32,7 +32,7 @@ def heads():
 
 @pytest.fixture
 def run():
-    """steps/step-06/run.py: tables, figures and the README's generated blocks."""
+    """steps/step-06/run.py: the run's declaration, RUN, and the modules it loads."""
     return load_file(course_step("step-06").folder / "run.py")
 
 

@@ -2,16 +2,18 @@
 
 import pytest
 
+from common.bugs import Bug
 from common.course import course_step
 from common.loader import load_file
 
-checks = load_file(course_step("step-06").folder / "checks.py")
+checks = load_file(course_step("step-06").folder / "loop_checks.py")
+CURATED = course_step("step-06").bugs()  # bugs.py
 # every test runs the reference with one line changed: none of your code runs, so the check
 # (--impl starter) leaves them out
 pytestmark = pytest.mark.course
 
 
-@pytest.mark.parametrize("bug", checks.BUGS, ids=[b.name for b in checks.BUGS])
+@pytest.mark.parametrize("bug", CURATED, ids=[b.name for b in CURATED])
 def test_the_check_named_in_the_symptom_table_catches_the_bug(bug, tiny):
     caught_by = checks.first_failing(checks.reference_with(bug), tiny)
     assert caught_by == bug.check, (
@@ -20,16 +22,14 @@ def test_the_check_named_in_the_symptom_table_catches_the_bug(bug, tiny):
 
 
 def test_the_reference_passes_every_check(tiny):
-    module = checks.reference_with(
-        checks.Bug("none", "", "", old="model.eval()", new="model.eval()")
-    )
+    module = checks.reference_with(Bug("none", "", "", old="model.eval()", new="model.eval()"))
     failed = checks.first_failing(module, tiny)
     assert failed is None, f"the first check to fail on the reference: expected none, got {failed}"
 
 
 def test_an_estimate_that_always_ends_in_train_mode_fails_the_eval_mode_check(tiny):
     """Task 2's contract: back to the mode it was in, so a model measured in eval mode stays there."""
-    always_train = checks.Bug(
+    always_train = Bug(
         "always train()", "", "", old="model.train(was_training)", new="model.train()"
     )
     with pytest.raises(AssertionError, match="expected eval mode .*got train mode"):

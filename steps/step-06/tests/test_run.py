@@ -1,4 +1,4 @@
-"""run.py's tables, verdicts and figures, on small made-up results (the real runs take minutes)."""
+"""The run's tables, verdicts and figures, on small made-up results (the real runs take minutes)."""
 
 from types import SimpleNamespace
 
@@ -6,11 +6,12 @@ import pytest
 import torch
 
 from common import STEPS_DIR
+from common.course import course_step
 from common.docs import parse_table, read_block
 from common.experiment import execute
 from common.run import options
 
-# run.py is course code: these tests pass on the untouched starter
+# the run is course code: these tests pass on the untouched starter
 pytestmark = [pytest.mark.course, pytest.mark.whole_run]
 
 
@@ -41,20 +42,22 @@ def induction_result(repeat=0.3, one=2.8, prefix=0.9, ablated=3.0):
 
 
 def test_the_verdicts_fail_each_target_on_its_own(run):
-    assert all(ok for _, ok in run.induction_verdicts(induction_result()))
+    assert all(ok for _, ok in run.experiments.induction_verdicts(induction_result()))
     for bad in (dict(repeat=0.6), dict(one=1.5), dict(prefix=0.4), dict(ablated=1.0)):
-        verdicts = run.induction_verdicts(induction_result(**bad))
+        verdicts = run.experiments.induction_verdicts(induction_result(**bad))
         assert sum(not ok for _, ok in verdicts) == 1, bad
 
 
 def test_the_induction_table_has_a_row_per_seed(run):
-    block = run.induction_block([induction_result(), induction_result(repeat=0.25)])
+    block = run.experiments.induction_block([induction_result(), induction_result(repeat=0.25)])
     assert block.count("\n| 0 | 4.20 |") == 2 and "0.90 (L1 H0)" in block and "3.00 / 0.40" in block
 
 
 def test_the_symptom_table_names_a_check_for_every_bug(run):
-    block = read_block(run.README, "symptoms")  # python -m tools.symptoms --write-docs writes it
-    assert block.count("::test_check[check_") == len(run.checks.BUGS) == 8, block
+    block = read_block(
+        course_step("step-06").folder / "README.md", "symptoms"
+    )  # python -m tools.symptoms --write-docs writes it
+    assert block.count("::test_check[check_") == len(course_step("step-06").bugs()) == 8, block
 
 
 def test_figures_are_written(run, tmp_path):
@@ -124,27 +127,29 @@ def gpt_result(quick=True, val=(4.1, 2.6), steps_run=120):
 
 
 def test_a_quick_run_claims_no_target_and_a_rerun_no_nan(run):
-    quick = run.training_block(gpt_result())
+    quick = run.experiments.training_block(gpt_result())
     assert "--quick: 120 steps of a small model, no target to meet" in quick
     assert not any(word in quick for word in ("PASS", "FAIL", "None", "target <=", "first <="))
-    full = run.training_block(gpt_result(quick=False))
+    full = run.experiments.training_block(gpt_result(quick=False))
     assert "(target <= 2.0: FAIL), never <= 2.0" in full and "None" not in full
-    assert "(target <= 2.0: PASS), first <= 2.0 at step 120" in run.training_block(
+    assert "(target <= 2.0: PASS), first <= 2.0 at step 120" in run.experiments.training_block(
         gpt_result(quick=False, val=(4.1, 1.9))
     )
-    again = run.training_block(gpt_result(steps_run=0))
+    again = run.experiments.training_block(gpt_result(steps_run=0))
     assert "nan" not in again.lower() and "no steps ran this time" in again
 
 
 def test_a_quick_induction_run_prints_its_numbers_without_a_verdict(run):
     quick = [dict(induction_result(repeat=4.14), quick=True)]
-    (line,) = run.targets_block(quick).splitlines()
+    (line,) = run.experiments.targets_block(quick).splitlines()
     assert line.startswith("seed 0 (--quick, 200 steps, too few for the circuit: no targets")
     assert "repeat loss 4.14" in line and not any(c in line for c in "<>") and "PASS" not in line
-    assert run.induction_failures(quick, None) is None, "--quick fails no target"
+    assert run.experiments.induction_failures(quick, None) is None, "--quick fails no target"
     full = [dict(induction_result(repeat=0.6), quick=False)]
-    assert run.targets_block(full).splitlines()[0] == "seed 0: FAIL repeat loss 0.60 < 0.5"
-    assert run.induction_failures(full, None) == "seed 0: repeat loss 0.60 < 0.5"
+    assert (
+        run.experiments.targets_block(full).splitlines()[0] == "seed 0: FAIL repeat loss 0.60 < 0.5"
+    )
+    assert run.experiments.induction_failures(full, None) == "seed 0: repeat loss 0.60 < 0.5"
 
 
 def drawn(run, monkeypatch, draw, result, tmp_path):

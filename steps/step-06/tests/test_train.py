@@ -1,4 +1,4 @@
-"""Step 6 tasks 1-4 and the loop around them: each classic bug has its check (checks.py)."""
+"""Step 6 tasks 1-4 and the loop around them: each classic bug has its check (loop_checks.py)."""
 
 import dataclasses
 import errno
@@ -14,7 +14,7 @@ from common import expect
 from common.course import course_step
 from common.loader import load_file, load_fresh
 
-checks = load_file(course_step("step-06").folder / "checks.py")
+checks = load_file(course_step("step-06").folder / "loop_checks.py")
 
 
 LOOP = {"check_val_from_val_split", "check_first_step_size", "check_resume"}  # the given loop's

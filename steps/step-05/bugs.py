@@ -1,5 +1,4 @@
-"""Step 5's curated bugs (step.toml [mutation]): classic broken GPTs, each one replacement in gpt.py
-with the check of checks.py that names it."""
+"""Step 5's curated bugs (step.toml [mutation]): classic broken GPTs, each one replacement in gpt.py with the check of gpt_checks.py that names it."""
 
 from common.bugs import Bug
 
@@ -16,6 +15,7 @@ BUGS = [
         new="self.attn(self.ln1(x))  # (B, T, d) the branch replaces x\n        x = self.mlp",
         check="zeroed_branches_give_the_embedding_back",
         passes=("test_positions_matter",),
+        fails="test_checks.py::test_zeroed_branches_give_the_embedding_back",
     ),
     Bug(
         "post-LN",
@@ -28,6 +28,7 @@ BUGS = [
         "        x = self.ln2(x + self.mlp(x))",
         check="zeroed_branches_give_the_embedding_back",
         passes=("test_positions_matter",),
+        fails="test_checks.py::test_zeroed_branches_give_the_embedding_back",
     ),
     Bug(
         "positions dropped",
@@ -37,6 +38,7 @@ BUGS = [
         old="x = self.tok_emb(idx) + self.pos_emb(pos)",
         new="x = self.tok_emb(idx)",
         check="positions_matter",
+        fails="test_checks.py::test_positions_matter",
     ),
     Bug(
         "target shifted by one",
@@ -47,6 +49,7 @@ BUGS = [
         new="loss = F.cross_entropy(logits[:, :-1].flatten(0, 1), targets[:, 1:].flatten())",
         check="loss_is_the_next_token_cross_entropy",
         passes=("test_init_loss_is_ln_V",),
+        fails="test_checks.py::test_loss_is_the_next_token_cross_entropy",
     ),
     Bug(
         "one block shared",
@@ -56,6 +59,7 @@ BUGS = [
         old="self.blocks = nn.Sequential(*(Block(d, h, T_max) for _ in range(n_layer)))",
         new="self.blocks = nn.Sequential(*[Block(d, h, T_max)] * n_layer)",
         check="parameter_count",
+        fails="test_checks.py::test_parameter_count",
     ),
     Bug(
         "MLP 2d wide",
@@ -67,6 +71,7 @@ BUGS = [
         new="self.fc = nn.Linear(d, 2 * d)  # (B, T, d) -> (B, T, 2d)\n"
         "        self.proj = nn.Linear(2 * d, d)",
         check="parameter_count",
+        fails="test_checks.py::test_parameter_count",
     ),
     Bug(
         "loss summed",
@@ -76,6 +81,7 @@ BUGS = [
         old="loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten())",
         new='loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), reduction="sum")',
         check="init_loss_is_ln_V",
+        fails="test_checks.py::test_init_loss_is_ln_V",
     ),
     Bug(
         "PyTorch's default init",
@@ -85,6 +91,7 @@ BUGS = [
         old="self.apply(self._init_weights)",
         new="pass",
         check="init_loss_is_ln_V",
+        fails="test_checks.py::test_init_loss_is_ln_V",
     ),
     Bug(
         "blocks skipped",
@@ -95,6 +102,7 @@ BUGS = [
         new="pass",
         check="overfits_one_batch",
         passes=("test_init_loss_is_ln_V",),
+        fails="test_checks.py::test_overfits_one_batch",
     ),
     Bug(
         "attention sees the future",
@@ -106,6 +114,7 @@ BUGS = [
         "self.proj = nn.Linear(d, d, bias=False)",
         check="causal_by_perturbation",
         passes=("test_overfits_one_batch",),
+        fails="test_checks.py::test_causal_by_perturbation",
     ),
     Bug(
         "no crop in generate",
@@ -116,6 +125,7 @@ BUGS = [
         new="self(idx)",
         check="generate_crops_the_context",
         passes=("test_generate_samples_the_softmax",),
+        fails="test_checks.py::test_generate_crops_the_context",
     ),
     Bug(
         "greedy generate",
@@ -125,6 +135,7 @@ BUGS = [
         old="torch.multinomial(probs, num_samples=1, generator=generator)",
         new="probs.argmax(dim=-1, keepdim=True)",
         check="generate_samples_the_softmax",
+        fails="test_checks.py::test_generate_samples_the_softmax",
     ),
 ]
 

@@ -1,9 +1,4 @@
-"""The classic training-loop bugs, each caught by one check: a function that raises AssertionError.
-
-Every check takes the training module under test (your starter or the solution) and a factory of
-small seeded models, `make(seed) -> model`, so the same checks run on your code, on the reference
-and, in the tests, on broken copies of the reference (BUGS below).
-"""
+"""Step 6's checks of the training loop, each a function of (train module, model factory) that raises AssertionError naming a classic bug."""
 
 import copy
 import tempfile
@@ -131,7 +126,9 @@ def check_val_from_val_split(train, make):
     assert trained and max(trained) <= 3, "a training step saw the held-out text (ids 4-7)"
 
 
-FLOOR = "it climbs to min_lr, the floor of the cosine"  # what the warm-up bug's failure says
+FLOOR = (
+    "it climbs to min_lr, the floor of the cosine"  # the warm-up bug's words (its says in bugs.py)
+)
 
 
 def check_lr(train, make=None):
@@ -237,101 +234,9 @@ def assert_check_passes(check, train, make) -> None:
     check(train, make)
 
 
-# --- the classic bugs, each one line of the reference changed -------------------------------------
+# --- a curated bug of bugs.py in a copy of the reference -------------------------------------
 
 SOLUTION = at(Path(__file__).resolve().parent).solution  # its train.py has the lines
-
-
-def line_bug(
-    name: str, old: str, new: str, symptom: str, check: str, fix: str, says: str = ""
-) -> Bug:
-    """A classic bug as the table below lists it: one line of solution/train.py changed; `says`,
-    what its check's failure says (other failures of that check are other bugs)."""
-    return Bug(name, symptom, fix, check=check, old=old, new=new, says=says)
-
-
-BUGS = [
-    line_bug(
-        "targets not shifted",
-        "y = torch.stack([data[i + 1 : i + 1 + T] for i in ix])",
-        "y = torch.stack([data[i : i + T] for i in ix])",
-        "the loss falls to ~0 within a few hundred steps, and samples repeat one character",
-        "check_targets_shifted",
-        "the target at each position is the id that follows it, so the target windows start one id "
-        "later than the inputs (task 1); look at how get_batch cuts y",
-        "targets not shifted",
-    ),
-    line_bug(
-        "no zero_grad",
-        "optimizer.zero_grad(set_to_none=True)",
-        "pass",
-        "the loss falls, then wobbles and climbs: every step adds all the past gradients",
-        "check_zero_grad",
-        "PyTorch adds each backward pass into .grad: the old gradients must be cleared before the new "
-        "backward pass (task 4); look at the start of train_step",
-        "old gradients accumulated",
-    ),
-    line_bug(
-        "clipped after the step",
-        "torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)",
-        "pass",
-        "a rare bad batch throws the loss up by a nat or more; the curve has spikes",
-        "check_clipping",
-        "clipping must change the gradient the step uses: after the backward pass, before the step "
-        "(task 4); look at the order of the calls in train_step",
-        "clip_grad_norm_ between backward() and step()",
-    ),
-    line_bug(
-        "evaluated in train mode",
-        "model.eval()",
-        "pass",
-        "with dropout, the validation loss is noisy and too high; the same batches give two numbers",
-        "check_eval_mode",
-        "a measurement runs in eval mode and leaves the model in the mode it found (task 2); look at "
-        "what estimate_loss switches before and after its loop",
-        "ran the model in train mode",
-    ),
-    line_bug(
-        "evaluated with gradients",
-        "with torch.no_grad():",
-        "if True:",
-        "memory grows at every estimate; nothing else changes, so nothing else shows it",
-        "check_eval_mode",
-        "a measurement needs no autograd graph (task 2); look at whether estimate_loss turns gradient "
-        "tracking off around its forward passes",
-        "built a graph",
-    ),
-    line_bug(
-        "validation batches from the training data",
-        "val_batches = fixed_batches(val_data, cfg, seed=cfg.seed + 1)",
-        "val_batches = fixed_batches(train_data, cfg, seed=cfg.seed + 1)",
-        "the validation loss tracks the training loss all the way down: overfitting stays invisible",
-        "check_val_from_val_split",
-        "validation batches come from the held-out end of the text, never from the training split; "
-        "look at which split train() draws them from",
-        "the validation estimate saw training text",
-    ),
-    line_bug(
-        "learning rate 10x too small",
-        "return cfg.lr * (step + 1) / cfg.warmup",
-        "return cfg.min_lr * (step + 1) / cfg.warmup",
-        "the loss falls ten times slower than the handout's curve, then jumps after warm-up",
-        "check_lr",
-        "the warm-up climbs to the peak learning rate, not to the floor of the cosine (task 3); look "
-        "at the value lr_at warms up to",
-        FLOOR,
-    ),
-    line_bug(
-        "resume restarts the optimiser",
-        'optimizer.load_state_dict(state["optimizer"])',
-        "pass",
-        "after a resume the loss jumps up, then recovers; the resumed run ends with other weights",
-        "check_resume",
-        "a resume restores Adam's moments along with the weights; look at what the resume loads "
-        "from the checkpoint",
-        "differs after resuming",
-    ),
-]
 
 
 def reference_with(bug: Bug) -> ModuleType:
@@ -347,13 +252,3 @@ def first_failing(train, make) -> str | None:
         except AssertionError:
             return check.__name__
     return None
-
-
-# Survivors of python -m tools.mutate that no test can kill (step.toml [mutation] equivalent),
-# keyed as its Mutant.key: "<module> <function>: <before> => <after>", with the reason.
-EQUIVALENT: dict[str, str] = {
-    "train train_step: optimizer.zero_grad(set_to_none=True) => "
-    "optimizer.zero_grad(set_to_none=False)": (
-        "zeros or None: either way the next backward starts from no gradient (None only saves memory)"
-    ),
-}

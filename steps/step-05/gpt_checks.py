@@ -1,7 +1,4 @@
-"""Step 5's classic-bug checks: each takes a gpt module, builds a tiny seeded GPT and raises AssertionError on a bug.
-
-The tests call them on your code; the scorecard (variants.py) runs them on broken copies of the reference.
-"""
+"""Step 5's classic-bug checks: each takes a gpt module, builds a tiny seeded GPT and raises AssertionError on a bug."""
 
 import math
 

@@ -1,19 +1,8 @@
-"""lab-02's curated bugs (step.toml [mutation]): the named traps of positions and dropout (in
-layers.py) and of the KV cache (in kvcache.py), each a replacement in the reference, with the test
-that catches it first and the fix in words."""
+"""lab-02's curated bugs (step.toml [mutation]): the named traps of positions and dropout (in layers.py) and of the KV cache (in kvcache.py), each a replacement in the reference."""
 
-from types import ModuleType
+from common.bugs import Bug
 
-from common.bugs import Bug, commit
-
-__all__ = ["BUGS", "broken"]  # BUGS: the rows of the handout's symptom table, in its order
-
-
-def broken(fresh: ModuleType, bug: Bug) -> ModuleType:
-    """Make a freshly imported copy of layers.py commit `bug`."""
-    return commit(fresh, bug)
-
-
+# the rows of the handout's symptom table, in its order
 BUGS = [
     Bug(
         "sin and cos in halves",
@@ -25,6 +14,7 @@ BUGS = [
         new="return torch.cat((torch.sin(angle), torch.cos(angle)), dim=1).to(torch.float32)",
         says="the halves layout",
         passes=("test_sinusoidal_is_T_by_d_and_bounded",),
+        fails="test_positions.py::test_sinusoidal_matches_the_papers_formula_computed_one_entry_at_a_time",
     ),
     Bug(
         "sin and cos swapped in each pair",
@@ -38,6 +28,7 @@ BUGS = [
         "    pe[:, 1::2] = torch.sin(angle)",
         says="sin and cos swapped inside each pair",
         passes=("test_sinusoidal_is_T_by_d_and_bounded",),
+        fails="test_positions.py::test_sinusoidal_matches_the_papers_formula_computed_one_entry_at_a_time",
     ),
     Bug(
         "angles in float32",
@@ -51,6 +42,7 @@ BUGS = [
         "frequencies(d // 2, d).float())",
         says="compute the angles in float64",
         passes=("test_sinusoidal_matches_the_papers_formula_computed_one_entry_at_a_time",),
+        fails="test_positions.py::test_sinusoidal_keeps_every_digit_at_position_10000",
     ),
     Bug(
         "RoPE in halves (GPT-NeoX pairing)",
@@ -64,6 +56,7 @@ BUGS = [
         "return torch.cat((a * cos - b * sin, a * sin + b * cos), dim=-1)",
         says="GPT-NeoX's halves",
         passes=("test_rope_keeps_every_rows_norm", "test_rope_scores_depend_on_n_minus_m_only"),
+        fails="test_positions.py::test_rope_matches_the_complex_number_computation[0]",
     ),
     Bug(
         "RoPE turned the wrong way",
@@ -75,6 +68,7 @@ BUGS = [
         new="turned = torch.stack((a * cos + b * sin, b * cos - a * sin), dim=-1)",
         says="the angle's sign flipped",
         passes=("test_rope_keeps_every_rows_norm", "test_rope_scores_depend_on_n_minus_m_only"),
+        fails="test_positions.py::test_rope_turns_each_pair_by_plus_m_omega_counterclockwise",
     ),
     Bug(
         "RoPE returns float64",
@@ -86,6 +80,7 @@ BUGS = [
         new="cos, sin = angle.cos(), angle.sin()",
         says="cast cos and sin to x's dtype",
         passes=("test_rope_matches_the_complex_number_computation[0]",),
+        fails="test_positions.py::test_rope_returns_the_dtype_of_x[torch.float32]",
     ),
     Bug(
         "start ignored (position 0 every call)",
@@ -96,6 +91,7 @@ BUGS = [
         new="positions = torch.arange(0, T, dtype=torch.float64)",
         says="start=7",
         passes=("test_rope_matches_the_complex_number_computation[0]",),
+        fails="test_positions.py::test_rope_matches_the_complex_number_computation[7]",
     ),
     Bug(
         "scale forgotten",
@@ -107,6 +103,7 @@ BUGS = [
         new="return x * keep",
         says="yours kept its value",
         passes=("test_dropout_zeros_a_share_p_within_binomial_bounds[0.5]",),
+        fails="test_dropout.py::test_dropout_keeps_the_mean[0.1]",
     ),
     Bug(
         "dropout in place",
@@ -118,6 +115,7 @@ BUGS = [
         new="return x.mul_(keep).div_(1 - p)",
         says="an in-place op",
         passes=("test_dropout_keeps_the_mean[0.5]",),
+        fails="test_dropout.py::test_dropout_leaves_its_input_unchanged",
     ),
     Bug(
         "p kept, not dropped",
@@ -127,6 +125,7 @@ BUGS = [
         old="keep = torch.rand(x.shape, generator=generator, dtype=x.dtype) >= p",
         new="keep = torch.rand(x.shape, generator=generator, dtype=x.dtype) < p",
         says="p is the share dropped",
+        fails="test_dropout.py::test_dropout_zeros_a_share_p_within_binomial_bounds[0.1]",
     ),
     Bug(
         "dropout in eval mode",
@@ -135,6 +134,7 @@ BUGS = [
         "returns before drawing a mask",
         old="if not training or p == 0:",
         new="if p == 0:",
+        fails="test_dropout.py::test_dropout_is_the_identity_in_eval_mode[0.3]",
     ),
     Bug(
         "NaN at p = 1",
@@ -144,6 +144,7 @@ BUGS = [
         old="return torch.zeros_like(x)",
         new="pass",
         says="1 / (1 - p) is 1 / 0",
+        fails="test_dropout.py::test_dropout_at_p_1_gives_zeros_not_nan",
     ),
     Bug(
         "generator ignored",
@@ -153,6 +154,7 @@ BUGS = [
         old="keep = torch.rand(x.shape, generator=generator, dtype=x.dtype) >= p",
         new="keep = torch.rand(x.shape, dtype=x.dtype) >= p",
         says="drawn from the generator passed in",
+        fails="test_dropout.py::test_dropout_same_seed_same_mask_other_seed_other_mask",
     ),
     # task 3, the KV cache: replacements in kvcache.py
     Bug(
@@ -169,6 +171,7 @@ BUGS = [
             "test_the_prefill_gives_the_uncached_logits",
             "test_the_cache_holds_2_n_layer_B_h_T_d_head_numbers",
         ),
+        fails="test_kvcache.py::test_new_ids_are_embedded_at_the_positions_after_the_cached_ones",
     ),
     Bug(
         "the cache slides past T_max",
@@ -187,6 +190,7 @@ BUGS = [
         "        cache = KVCache(model, idx.shape[0])\n",
         says="ids (past T_max)",
         passes=("test_one_new_id_gives_the_uncached_last_row",),
+        fails="test_kvcache.py::test_logits_at_every_generated_position_equal_the_uncached_models",
     ),
     Bug(
         "the cache never rebuilt",
@@ -198,6 +202,7 @@ BUGS = [
         new="if cache is None:",
         says="so at most 0 more fit",
         passes=("test_one_new_id_gives_the_uncached_last_row",),
+        fails="test_kvcache.py::test_logits_at_every_generated_position_equal_the_uncached_models",
     ),
     Bug(
         "only the new keys kept",
@@ -213,6 +218,7 @@ BUGS = [
         new="self.keys[layer], self.values[layer] = k, v  # the held positions dropped\n",
         says="the held positions, then the new",
         passes=("test_the_prefill_gives_the_uncached_logits",),
+        fails="test_kvcache.py::test_append_joins_the_new_positions_after_the_held_ones",
     ),
     Bug(
         "append along the last axis",
@@ -225,6 +231,7 @@ BUGS = [
         new="torch.cat((self.keys[layer], k), -1)",
         says="the positions on axis 2",
         passes=("test_the_prefill_gives_the_uncached_logits",),
+        fails="test_kvcache.py::test_append_joins_the_new_positions_after_the_held_ones",
     ),
     Bug(
         "the mask's rows not offset",
@@ -239,6 +246,7 @@ BUGS = [
             "test_append_joins_the_new_positions_after_the_held_ones",
             "test_cached_attention_of_a_prefill_is_step_5_causal_attention",
         ),
+        fails="test_kvcache.py::test_cached_attention_gives_step_5_attention_at_the_new_rows",
     ),
     Bug(
         "the mask cut to the new positions",
@@ -251,6 +259,7 @@ BUGS = [
         new="mask = attn.heads[0].tril[:t, :t]",
         says="masked by (",
         passes=("test_cached_attention_of_a_prefill_is_step_5_causal_attention",),
+        fails="test_kvcache.py::test_cached_attention_gives_step_5_attention_at_the_new_rows",
     ),
     Bug(
         "no causal mask in the prefill",
@@ -262,6 +271,7 @@ BUGS = [
         old='scores = scores.masked_fill(mask == 0, float("-inf"))',
         new="pass",
         says="the others saw later keys",
+        fails="test_kvcache.py::test_cached_attention_of_a_prefill_is_step_5_causal_attention",
     ),
     Bug(
         "no residual around the cached attention",
@@ -274,6 +284,7 @@ BUGS = [
         new="x = cached_attention(block.attn, block.ln1(x), cache, layer)",
         says="instead of adding to it",
         passes=("test_cached_attention_of_a_prefill_is_step_5_causal_attention",),
+        fails="test_kvcache.py::test_the_prefill_gives_the_uncached_logits",
     ),
 ]
 
