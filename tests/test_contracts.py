@@ -130,7 +130,9 @@ def test_untouched_starter_fails_only_with_not_implemented(step, tmp_path):
 
 def test_fixture_layout_problem_is_found():
     missing = ("step.toml", "README.md", "background", "experiments.py", "plots.py", "bugs.py")
-    assert c.layout_problems(BROKEN) == [f"step-99: missing {n} {c.NEWSTEP}" for n in missing]
+    expected = [f"step-99: missing {n} {c.NEWSTEP}" for n in missing]
+    expected.append("step-99: run.py declares RUN and nothing else; move main to experiments.py")
+    assert c.layout_problems(BROKEN) == expected
 
 
 def test_fixture_signature_problems_are_found():
