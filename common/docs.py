@@ -58,11 +58,6 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def parse_table(block: str) -> list[list[str]]:
-    """Rows (header excluded) of the first Markdown table in `block`, cells stripped of backticks."""
-    rows = [line for line in block.splitlines() if line.startswith("|")][2:]  # header, rule
-    return [[c.strip().strip("`") for c in re.split(r"(?<!\\)\|", r.strip()[1:-1])] for r in rows]
-
 
 def within(tol: float, e: float | None = None) -> Callable[[str, str], bool]:
     """Numbers agree within `tol` (`e` for e-notation); one written without a '.' must be equal."""

@@ -12,7 +12,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from bench import bench_attention
 from bench.tiled_attention import naive_attention, tiled_attention
 from common import timing
-from common.docs import parse_table, read_block
+from common.docs import read_block
 from common.seeding import generator, randn
 
 # float32 with scores of size ~1: summing the same products in another order (tile by tile, with
@@ -161,9 +161,7 @@ def test_readme_block_is_the_rendering_of_results_json(doc):
     block = read_block(doc, bench_attention.BLOCK)
     assert block == bench_attention.render_block(results)
     assert results["env"] in block and results["cpu"] in block  # names the recording machine
-    lengths = [str(T) for T in bench_attention.FULL_T]
-    tables = [parse_table(part) for part in block.split("\n\n") if part.startswith("|")]
-    assert [[row[0] for row in rows] for rows in tables] == [lengths, lengths]  # time, memory
+    assert [run["T"] for run in results["runs"]] == list(bench_attention.FULL_T)  # every length
     assert f"threads  {results['config']['threads']}" in block  # the count every method ran at
 
 

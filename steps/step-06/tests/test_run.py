@@ -5,10 +5,10 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from common import STEPS_DIR
 from common.course import course_step
-from common.docs import parse_table, read_block
+from common.docs import read_block
 from common.experiment import execute
+from common.loader import reference
 from common.run import options
 
 # the run is course code: these tests pass on the untouched starter
@@ -83,20 +83,15 @@ def test_bad_run_options_are_refused(run, capsys, tmp_path, monkeypatch):
 
 
 def test_the_rebuilt_untrained_family_is_step_4s(run, heads):
-    """Step 4's table (b2) for seed 0, from its handout: the heads Step 6 shows give its numbers."""
+    """Step 4's family (its 4.3 table b2, seed 0), measured by Step 4's own code: the heads Step 6
+    shows are its matrices, and Step 6's evenness score is Step 4's."""
     family = run.experiments.untrained_family()["rows"]
-    table = parse_table(read_block(STEPS_DIR / "step-04" / "README.md", "family"))
-    assert [r["setting"] for r in family] == [row[0] for row in table]
-    for r, (_, diagonal_rows, column, key, evenness, pattern, _) in zip(family, table, strict=True):
-        A = r["A"]  # (64, 64)
-        later = A[1:]  # rows 1..: row 0 has one key
-        shares = later.sum(dim=0) / (len(A) - 1)  # (T,) share of all attention per key
-        top = (later.argmax(dim=-1) == torch.arange(1, len(A))).float().mean().item()
-        assert f"{top:.2f}" == diagonal_rows and f"{shares.max().item():.2f}" == column, r[
-            "setting"
-        ]
-        assert str(shares.argmax().item()) == key and r["pattern"] == pattern
-        assert f"{heads.head_scores(A)['evenness']:.2f}" == evenness, r["setting"]
+    step4 = reference("step-04", "experiments").family(reference("step-04", "head"), seeds=(0,))
+    assert [r["setting"] for r in family] == [r["setting"] for r in step4["rows"]]
+    for mine, theirs in zip(family, step4["rows"], strict=True):
+        assert torch.equal(mine["A"], theirs["A"]) and mine["pattern"] == theirs["pattern"]
+        evenness = heads.head_scores(mine["A"])["evenness"]
+        assert f"{evenness:.2f}" == f"{theirs['evenness']:.2f}", mine["setting"]
 
 
 def gpt_result(quick=True, val=(4.1, 2.6), steps_run=120):
