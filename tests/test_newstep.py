@@ -39,7 +39,7 @@ def test_a_new_step_passes_every_contract_with_nothing_edited_by_hand(tmp_path):
     assert made.returncode == 0, made.stderr
     assert "pixi.toml step-tasks: updated" in made.stdout, made.stdout  # nothing left to paste
     chosen = f"{STEP} or step_77 or course_map or written_where_it_is_read or every_pixi_run"
-    chosen += " or layer or no_module_holds"
+    chosen += " or layer or no_module_holds or docstrings_say"
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", chosen]
     cmd += ["tests", f"steps/{STEP}"]  # every repository test that takes its steps from step.toml
     suite = subprocess.run(cmd, cwd=copy, capture_output=True, text=True)

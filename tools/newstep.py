@@ -14,6 +14,7 @@ from common.docs import write_block
 from common.experiment import fresh_blocks
 from common.loader import load_file
 from common.todos import starter_text
+from tools.common_map import CONTRIBUTING, step_files
 from tools.symptoms import table
 
 MODULE = "pooling"  # the one module of a new step; rename it (and step.toml) as the step grows
@@ -57,11 +58,26 @@ def pooling(impl):
     return load("{name}", "{module}", impl)
 
 
+@pytest.mark.core  # parity with the formula
 def test_mean_pool_averages_each_sequence_over_its_positions(pooling):
     x = torch.arange(2 * 3 * 4, dtype=torch.float32).reshape(2, 3, 4)  # (B, T, d)
     pooled = pooling.mean_pool(x)  # (B, d)
     expect.shape("mean_pool(x) for x of [2, 3, 4]", pooled, (2, 4), "one row of d per sequence")
     expect.equal("mean_pool(x)", pooled, torch.stack([x[b].sum(dim=0) / 3 for b in range(2)]))
+
+
+@pytest.mark.core  # its property
+def test_a_sequence_of_equal_vectors_pools_to_that_vector(pooling):
+    v = torch.tensor([1.0, -2.0, 0.5])  # (d,)
+    x = v.expand(2, 5, 3)  # (B, T, d) the same vector at every position
+    expect.equal("mean_pool of five copies of v", pooling.mean_pool(x), v.expand(2, 3))
+
+
+@pytest.mark.core  # its trap: the wrong axis
+def test_the_mean_runs_over_the_positions_not_the_width(pooling):
+    x = torch.zeros(1, 4, 2)  # (B, T, d)
+    x[0, 0] = torch.tensor([4.0, 8.0])  # only position 0 is non-zero
+    expect.equal("mean_pool(x)", pooling.mean_pool(x), torch.tensor([[1.0, 2.0]]), "sum / T = 4")
 '''
 
 RUN = '''"""{title}: the run, declared (CONTRIBUTING.md, "A step's run"): `pixi run {name}`."""
@@ -204,7 +220,8 @@ def create(name: str, title: str) -> list[str]:
     for block, (text, _) in fresh_blocks(run.RUN).items():
         write_block(folder / "README.md", block, text)
     write_block(folder / "README.md", "symptoms", table(name))
-    return write_docs()
+    changed = write_block(CONTRIBUTING, "step-files", step_files())  # its modules, by docstring
+    return [*write_docs(), f"CONTRIBUTING.md step-files: {'updated' if changed else 'up to date'}"]
 
 
 def main(argv: list[str] | None = None) -> int:
