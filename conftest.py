@@ -1,5 +1,5 @@
 """Repo-wide pytest wiring: `--impl` and its fixture, suite speed; the student's check (a one-line
-report for a starter that won't import, the one-screen summary) is the plugin common/check.py."""
+report for a starter that won't import, the one-screen summary) is the plugin common/check/__init__.py."""
 
 import argparse
 import gc

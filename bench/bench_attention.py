@@ -15,9 +15,8 @@ from bench.tiled_attention import naive_attention, tiled_attention
 from common import REPO_ROOT
 from common.docs import holding, markdown_table, write_block
 from common.envreport import cpu_name, report
-from common.figures import out_dir, plt, save
-from common.seeding import randn
-from common.timing import (
+from common.run.figures import out_dir, plt, save
+from common.run.timing import (
     SPREAD_LIMIT,
     clock,
     fit_exponent,
@@ -29,6 +28,7 @@ from common.timing import (
     relative_spread,
     torch_threads,
 )
+from common.seeding import randn
 
 BENCH_DIR = Path(__file__).resolve().parent
 README = BENCH_DIR / "README.md"

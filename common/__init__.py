@@ -1,5 +1,8 @@
-"""What students run and every step shares; here, the repository's paths and how a path or a
-command is shown to a student (command, shown, typed). Each module is mapped in CONTRIBUTING.md."""
+"""The student's room, and what every room shares: the commands a student types
+(`python -m common.<name>`: hint, catchup, background, watch, envreport; the run is common/run/)
+and the course's library that a step's code and tests import (course, loader, todos, docs, bugs,
+predictions, seeding, text, optim, expect). Here: the repository's paths and how a path or a
+command is shown to a student (command, shown, typed)."""
 
 import os
 import shutil

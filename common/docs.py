@@ -58,7 +58,6 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-
 def within(tol: float, e: float | None = None) -> Callable[[str, str], bool]:
     """Numbers agree within `tol` (`e` for e-notation); one written without a '.' must be equal."""
 

@@ -20,9 +20,9 @@ from common import REPO_ROOT
 from common.course import course_step
 from common.envreport import read_pins
 from tests.test_grade import caught_up_starter, shipped_starter, with_change
-from tools import grade
-from tools.autograder import CPU_LOCK, PIP, WALL, main, setup_script
-from tools.gradescope import results_json
+from tools.grading import grade
+from tools.grading.autograder import CPU_LOCK, PIP, WALL, main, setup_script
+from tools.grading.gradescope import results_json
 from tools.screens import bugs
 
 
@@ -176,12 +176,12 @@ def test_run_autograder_stops_the_submission_before_gradescopes_limit(autograder
     assert f"--wall {WALL}" in run and WALL < 600, run  # Gradescope's default limit: 600 s
 
 
-# --- results.json on stand-in grades: tools.grade's Grade and Line with the per-TODO grade's fields
+# --- results.json on stand-in grades: tools.grading.grade's Grade and Line with the per-TODO grade's fields
 
 
 @dataclass
 class Line(grade.Line):
-    """tools.grade's Line with what the per-TODO grade adds: the TODO's own tests passed and run."""
+    """tools.grading.grade's Line with what the per-TODO grade adds: the TODO's own tests passed and run."""
 
     passed: int
     total: int
@@ -189,7 +189,7 @@ class Line(grade.Line):
 
 @dataclass
 class Grade(grade.Grade):
-    """tools.grade's Grade with what the submission matching and the sandbox add."""
+    """tools.grading.grade's Grade with what the submission matching and the sandbox add."""
 
     contained: bool = True
     missing: list[str] = field(default_factory=list)

@@ -199,7 +199,7 @@ def test_fixture_starter_contract_violations_are_found(tmp_path):
     # a test marked given must pass on the starter; one that is, is no problem
     assert any("test_given_but_runs_a_todo is marked given but fails" in p for p in problems)
     assert not any("test_given_add" in p for p in problems)
-    # an optional TODO not written skips its tests (common/check.py); any other skip is a problem
+    # an optional TODO not written skips its tests (common/check/__init__.py); any other skip is a problem
     assert not any("test_later" in p for p in problems)
     assert any(
         "test_skips_for_another_reason skips on the untouched starter" in p for p in problems

@@ -10,9 +10,9 @@ import pytest
 from common import STEPS_DIR
 from common.bugs import Bug, broken_copy
 from common.check import short_traceback
+from common.check.screen import recognised, symptom_rows
 from common.course import course_step
 from common.docs import read_block
-from common.screen import recognised, symptom_rows
 from tests.test_failure_messages import bare
 from tools.symptoms import SUITE_ARGS, run_with, table, targets
 

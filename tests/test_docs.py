@@ -1,15 +1,15 @@
 """Every step's deterministic handout blocks are what a fresh run of its reference prints.
 
-Each step's run.py declares RUN (common/experiment.py): its checked blocks, each with how close a
+Each step's run.py declares RUN (common/run/experiment.py): its checked blocks, each with how close a
 number must be, the tolerance written and explained beside it (CONTRIBUTING.md, "A step's run")."""
 
 import pytest
 
 from common import REPO_ROOT, shown
 from common.docs import disagreements, exact, last_digit, read_block, within
-from common.experiment import fresh_blocks
 from common.loader import load_file
 from common.run import runnable
+from common.run.experiment import fresh_blocks
 from tools.counts import BLOCKS, count_block
 
 RUNS = runnable()
@@ -21,7 +21,7 @@ DIFFER = "the handout's numbers differ from a fresh run of the reference"
 def test_handout_blocks_match_a_fresh_run(step):
     run = load_file(RUNS[step])
     assert hasattr(run, "RUN") or hasattr(run, "docs_blocks"), (
-        f"{shown(RUNS[step])}: declare RUN = common.experiment.Run(...) (CONTRIBUTING.md)"
+        f"{shown(RUNS[step])}: declare RUN = common.run.experiment.Run(...) (CONTRIBUTING.md)"
     )
     readme = RUNS[step].parent / "README.md"
     problems = []
@@ -65,13 +65,16 @@ def test_a_disagreement_is_one_line_each_and_words_must_match():
     ]
 
 
-def test_contributings_map_of_common_names_every_module_as_its_docstring_says():
-    from tools.common_map import CONTRIBUTING, common_map
+def test_contributings_map_of_the_rooms_names_every_module_as_its_docstring_says():
+    from tools.common_map import CONTRIBUTING, ROOMS, common_map
 
     block = read_block(CONTRIBUTING, "common-map")
-    missing = [
-        p.name for p in (REPO_ROOT / "common").glob("*.py") if f"`common/{p.name}`" not in block
-    ]
+    packages = {p.parent for d in ("common", "tools") for p in (REPO_ROOT / d).rglob("__init__.py")}
+    rooms = sorted(p.relative_to(REPO_ROOT).as_posix() for p in packages)
+    assert rooms == sorted(ROOMS), f"expected every package of common/ and tools/ a room: {rooms}"
+    modules = [p for room in ROOMS for p in (REPO_ROOT / room).glob("*.py")]
+    names = [p.relative_to(REPO_ROOT).as_posix() for p in modules if p.stem[0] != "_"]
+    missing = [name for name in names if f"`{name}`" not in block]
     assert not missing, (
         f"CONTRIBUTING.md's map lacks {missing}: python -m tools.common_map --write-docs"
     )

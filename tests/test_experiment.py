@@ -1,12 +1,14 @@
-"""The one step shape (common/experiment.py): every step's run is a declaration the runner executes."""
+"""The one step shape (common/run/experiment.py): every step's run is a declaration the runner executes."""
 
 import argparse
 
 import pytest
 
-from common import experiment, predictions
+from common import predictions
 from common.course import course
-from common.experiment import (
+from common.loader import load_file
+from common.run import experiment, runnable
+from common.run.experiment import (
     Block,
     Context,
     Experiment,
@@ -19,8 +21,6 @@ from common.experiment import (
     execute,
     fresh_blocks,
 )
-from common.loader import load_file
-from common.run import runnable
 from common.todos import step_regions
 
 RUNS = {name: load_file(path) for name, path in runnable().items()}
@@ -162,7 +162,7 @@ def test_a_checked_block_is_compared_on_what_it_reproduces_and_docs_experiments_
 
 
 def results_of(run: Run) -> dict:
-    """compute as common.experiment.results does, without raising for the waiting TODO."""
+    """compute as common.run.experiment.results does, without raising for the waiting TODO."""
     return compute(run, Context("tiny"), only=lambda e: not e.docs).results
 
 

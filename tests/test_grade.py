@@ -1,4 +1,4 @@
-"""tools.grade: each TODO graded on its own tests, in a copy where every other TODO is the
+"""tools.grading.grade: each TODO graded on its own tests, in a copy where every other TODO is the
 reference's (hostile code: tests/test_grade_hostile.py; the bundle: tests/test_autograder.py).
 
 One worker grades every submission here in turn, as `--class` does: the reference's run and the
@@ -19,10 +19,10 @@ from common.catchup import catch_up
 from common.course import course_step
 from common.todos import raised_todos
 from tools import pristine, screens
-from tools.grade import Grade, grade, gradescope, main, text
-from tools.grading import SHOWN, Worker, scrub, stubbed
-from tools.sandbox import Limits
-from tools.variants import read_tree, variant
+from tools.grading.engine import SHOWN, Worker, scrub, stubbed
+from tools.grading.grade import Grade, grade, gradescope, main, text
+from tools.grading.sandbox import Limits
+from tools.grading.variants import read_tree, variant
 
 STEP = "lab-01"
 PER_TEST = 2.0  # CPU seconds per test: the reference's slowest lab-01 test needs far less
@@ -233,7 +233,7 @@ def test_double_of_a_negative(impl):
 
 
 def grade_tiny(tmp: Path, *args: str, grade_toml: str = "") -> str:
-    """`python -m tools.grade step-97` on the tiny fixture step (torch-free), in a child: a
+    """`python -m tools.grading.grade step-97` on the tiny fixture step (torch-free), in a child: a
     submission whose double() is wrong for negative numbers only."""
     steps = shutil.copytree(TINY, tmp / "steps", dirs_exist_ok=True)
     (steps / "step-97" / "step.toml").write_text(STEP_TOML + grade_toml, encoding="utf-8")
@@ -243,7 +243,7 @@ def grade_tiny(tmp: Path, *args: str, grade_toml: str = "") -> str:
         encoding="utf-8",
     )
     env = os.environ | {"COURSE_STEPS_DIR": str(steps)}
-    cmd = [sys.executable, "-m", "tools.grade", "step-97", str(tmp / "sub"), *args]
+    cmd = [sys.executable, "-m", "tools.grading.grade", "step-97", str(tmp / "sub"), *args]
     cmd.append("--allow-uncontained")  # a machine without containment grades it too
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -277,7 +277,7 @@ def test_held_out_tests_count_for_the_todo_their_marker_names_and_all_or_nothing
 
 
 def test_a_copy_swaps_every_other_todo_for_the_reference_and_keeps_the_students_helpers():
-    """tools.variants, no run: the copy for task 3 keeps the student's causal_mask and helper,
+    """tools.grading.variants, no run: the copy for task 3 keeps the student's causal_mask and helper,
     takes every other TODO from the reference, and a syntax slip in another TODO's function is
     mended there (charged to that TODO only)."""
     layout = course_step(STEP)

@@ -17,10 +17,10 @@ from common.course import course_step
 from common.todos import parse
 from tests.test_grade import STEP, caught_up_starter, copy_files, with_change
 from tests.test_grade_hostile import _bwrap_problem, _user_mode_problem
-from tools import sandbox
-from tools.grade import PER_TEST, Grade, feedback, grade, gradescope, text
-from tools.grading import Worker
-from tools.sandbox import Limits
+from tools.grading import sandbox
+from tools.grading.engine import Worker
+from tools.grading.grade import PER_TEST, Grade, feedback, grade, gradescope, text
+from tools.grading.sandbox import Limits
 
 pytestmark = [pytest.mark.slow, pytest.mark.process]
 
@@ -272,7 +272,7 @@ def test_a_venv_under_tmp_or_behind_a_symlink_grades_in_bubblewrap(tmp_path):
     (packages / "course.pth").write_text("\n".join(ours) + "\n", encoding="utf-8")
     starter = caught_up_starter(tmp_path / "caught-up")
     done = subprocess.run(
-        [str(linked / "bin" / "python"), "-m", "tools.grade", STEP, str(starter)],
+        [str(linked / "bin" / "python"), "-m", "tools.grading.grade", STEP, str(starter)],
         cwd=REPO_ROOT, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     said = done.stdout + done.stderr

@@ -23,11 +23,11 @@ import pytest
 
 from common import REPO_ROOT
 from tests.test_grade import STEP, caught_up_starter, with_change
-from tools import sandbox
-from tools.autograder import main as autograder
-from tools.grade import PER_TEST, Grade, grade, gradescope, text
-from tools.grading import Worker
-from tools.sandbox import Limits, resource
+from tools.grading import sandbox
+from tools.grading.autograder import main as autograder
+from tools.grading.engine import Worker
+from tools.grading.grade import PER_TEST, Grade, grade, gradescope, text
+from tools.grading.sandbox import Limits, resource
 
 pytestmark = [pytest.mark.slow, pytest.mark.process]  # a worker per mode grades every case
 
@@ -472,7 +472,7 @@ def test_uncontained_a_class_is_refused_without_allow_uncontained(tmp_path):
     (tmp_path / "class" / "alice").mkdir(parents=True)
     env = os.environ | {"COURSE_GRADE_SANDBOX": "none"}
     done = subprocess.run(
-        [sys.executable, "-m", "tools.grade", STEP, "--class", str(tmp_path / "class")],
+        [sys.executable, "-m", "tools.grading.grade", STEP, "--class", str(tmp_path / "class")],
         cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert done.returncode == 2, f"expected exit 2 (refused), got {done.returncode}: {done.stderr}"

@@ -9,7 +9,7 @@ from common import REPO_ROOT
 
 PROBE = """
 import torch
-from common.guard import Judges
+from common.check.guard import Judges
 judges = Judges()
 torch.optim.AdamW([torch.nn.Parameter(torch.zeros(2))])  # imports torch._dynamo, which wraps manual_seed
 print("after torch's own import:", repr(judges.restore()))

@@ -23,10 +23,11 @@ import pytest
 from common.check import TIMEOUT
 from common.course import at, course, course_step, pixi_tasks
 from common.todos import END, optional
-from tools import clean_clone, sandbox
-from tools.grading import Worker, reference_files, starter_files
+from tools import clean_clone
+from tools.grading import sandbox
+from tools.grading.engine import Worker, reference_files, starter_files
+from tools.grading.sandbox import Limits
 from tools.mutate import equivalents, mutants
-from tools.sandbox import Limits
 
 pytestmark = pytest.mark.process  # every test runs the student's commands or the grader's worker
 STEPS = [s for s in course() if not s.checkpoint]  # in course order
@@ -189,7 +190,7 @@ def test_a_bug_in_a_todo_makes_the_students_check_name_it_end_to_end(tmp_path):
 
 @pytest.fixture(scope="module")
 def worker():
-    """The grader's worker of a step (tools.grading): torch imported once, each copy's check run in
+    """The grader's worker of a step (tools.grading.engine): torch imported once, each copy's check run in
     a forked child. Uncontained: a copy holds the course's own code and one changed line."""
     made: dict[str, Worker] = {}
 

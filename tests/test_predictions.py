@@ -155,8 +155,8 @@ def test_the_slots_asked_before_a_todo_are_slots_of_that_todos_step(step):
 
 def test_the_next_todo_names_its_empty_slots_once(monkeypatch):
     """The check's Next names the slots of its TODO still empty: one line, only when there is one."""
-    from common.screen import _next_lines
-    from common.status import Place, StepStatus
+    from common.check.screen import _next_lines
+    from common.check.status import Place, StepStatus
 
     status = StepStatus("lab-01", {}, {}, {}, {}, None, [], "lab-01 task 3: causal_mask", None, "")
     status.todos = {status.next: predictions_todo_status()}
@@ -171,6 +171,6 @@ def test_the_next_todo_names_its_empty_slots_once(monkeypatch):
 
 def predictions_todo_status():
     """A TODO still to write, as the screen's Next reads it."""
-    from common.status import TodoStatus
+    from common.check.status import TodoStatus
 
     return TodoStatus("todo", False, 0, 0, 1, "")

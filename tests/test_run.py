@@ -1,4 +1,4 @@
-"""The scaffolding every step's run shares (common/run.py): options first, one-line errors."""
+"""The scaffolding every step's run shares (common/run/__init__.py): options first, one-line errors."""
 
 import os
 import subprocess
@@ -8,8 +8,8 @@ import pytest
 
 from common import REPO_ROOT, interpreter, shown
 from common import run as runner
-from common.experiment import Run
 from common.loader import load_file
+from common.run.experiment import Run
 
 STEPS = sorted(runner.runnable())
 
@@ -97,7 +97,7 @@ def test_every_run_py_is_a_declaration(step):
     """The one step shape: common.run executes RUN; a run.py has no main() of its own."""
     run = load_file(runner.runnable()[step])
     assert isinstance(getattr(run, "RUN", None), Run) and run.RUN.step == step, (
-        f"{shown(runner.runnable()[step])}: declare RUN = common.experiment.Run({step!r}, ...) "
+        f"{shown(runner.runnable()[step])}: declare RUN = common.run.experiment.Run({step!r}, ...) "
         "(CONTRIBUTING.md, 'A step's run')"
     )
     assert not hasattr(run, "main"), (

@@ -27,7 +27,7 @@ def test_the_model_draws_the_recorded_screen(name, monkeypatch):
 def test_a_row_of_a_case_is_named_under_its_failure():
     """Step 6's rows name a case of one test (test_check[check_...]): a row is given by the case and
     the words of its failure."""
-    from common.screen import symptom_lines
+    from common.check.screen import symptom_lines
 
     case = "steps/step-06/tests/test_train.py::test_check[{}]"
     said = "  AssertionError: weight.grad is not this batch's gradient: old gradients accumulated"

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from common.status import Place, StarterFacts, TestResult, step_status
+from common.check.status import Place, StarterFacts, TestResult, step_status
 from common.todos import Todo
 
 TODOS = {t: Todo(t, "gpt", Path("gpt.py"), ["GPT.forward"]) for t in ["s task 1", "s task 2"]}
@@ -29,7 +29,7 @@ def test_a_curated_bug_case_is_shown_after_the_students_own_failures():
 def test_a_failure_of_no_todo_is_named_so_and_counted_apart():
     """Issue 33: a failure no TODO's code ran read 'TODO(None)', and '3 failures are bugs' stood
     beside its TODO's '2 of its tests fail'."""
-    from common.screen import RunFacts, step_lines
+    from common.check.screen import RunFacts, step_lines
 
     error = ("  AssertionError: the tests' tiny GPT",)
     mine = {"outcome": "failed", "step": "s", "error": error, "ran": frozenset({FORWARD})}
@@ -50,7 +50,7 @@ def test_a_failure_of_no_todo_is_named_so_and_counted_apart():
 
 def test_a_long_failure_line_is_cut_after_a_whole_word():
     """Issue 42: one-line failures were cut mid-word ("expected 0, got 1 (2 ")."""
-    from common.screen import cut
+    from common.check.screen import cut
 
     line = (
         "tests/test_x.py::test_y: AssertionError: sinusoidal(1, 2)[0, 0]: expected 0, got 1 (2 of 2"
@@ -63,7 +63,7 @@ def test_a_long_failure_line_is_cut_after_a_whole_word():
 
 def test_a_long_failure_line_keeps_expected_and_got():
     """Issue 42: the cut fell on the got value; the entry count and the reason go first."""
-    from common.screen import fitted
+    from common.check.screen import fitted
 
     head = "tests/test_parity_torch.py::test_boolean_padding_mask_matches_sdpa_attn_mask[B2-T8-1]: "
     message = (

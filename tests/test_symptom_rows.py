@@ -2,8 +2,8 @@
 recognised as none (each curated bug recognised as its own row: tests/test_curated_bugs.py)."""
 
 from common.bugs import Bug, broken_copy
+from common.check.screen import recognised, symptom_lines, symptom_rows
 from common.course import course_step
-from common.screen import recognised, symptom_lines, symptom_rows
 from tests.test_curated_bugs import named_tests
 from tools.symptoms import failures
 

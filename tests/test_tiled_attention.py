@@ -11,8 +11,8 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from bench import bench_attention
 from bench.tiled_attention import naive_attention, tiled_attention
-from common import timing
 from common.docs import read_block
+from common.run import timing
 from common.seeding import generator, randn
 
 # float32 with scores of size ~1: summing the same products in another order (tile by tile, with

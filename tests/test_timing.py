@@ -1,8 +1,8 @@
-"""The timing protocol's setup (common/timing.py): what a step that times something shows."""
+"""The timing protocol's setup (common/run/timing.py): what a step that times something shows."""
 
 import logging
 
-from common import timing
+from common.run import timing
 
 
 def test_torchs_cuda_home_warning_is_dropped_once_something_is_timed():

@@ -216,7 +216,7 @@ def test_the_python_twin_is_typed_as_this_python_is_found(monkeypatch, tmp_path,
 
 
 def test_a_figure_without_a_layout_engine_is_refused(tmp_path):
-    from common.figures import plt, save
+    from common.run.figures import plt, save
 
     fig = plt.figure()
     with pytest.raises(ValueError, match="layout='constrained'"):

@@ -1,8 +1,7 @@
-"""Maintainer tools: starters, new steps, the handouts' symptom tables, mutation testing, the
-first-check block, the check's recorded screens and its path through common/ (check_path),
-CONTRIBUTING's map of common/, suite timing.
-
-Nothing in steps/ or common/ imports these; tests/ may."""
+"""The maintainer's room: starters, new steps, the handouts' generated blocks (symptom tables, the
+first check, test counts, CONTRIBUTING's maps), the check's recorded screens, mutation testing and
+the suite's process marker; the instructor's grader is tools/grading/. Here: running pytest in this
+process, and pristine or cloned copies of the course. Nothing in steps/ or common/ imports these."""
 
 import os
 import shutil

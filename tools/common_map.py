@@ -1,5 +1,5 @@
-"""CONTRIBUTING.md's maps of common/ and of each step's own modules, made from their docstrings:
-`python -m tools.common_map --write-docs`."""
+"""CONTRIBUTING.md's maps of the rooms (common/, tools/ and their packages) and of each step's
+own modules, made from their docstrings: `python -m tools.common_map --write-docs`."""
 
 import ast
 import sys
@@ -15,12 +15,23 @@ def summary(path: Path) -> str:
     return " ".join(doc.split("\n\n")[0].split()).replace("|", "\\|")
 
 
+ROOMS = ("common", "common/check", "common/run", "tools", "tools/grading")
+
+
 def common_map() -> str:
-    """One row per module of common/: its file and what its docstring says it is."""
+    """Each room: who it is for (its package's docstring), then a row per module of it."""
     from common.docs import markdown_table
 
-    rows = [[f"`common/{p.name}`", summary(p)] for p in sorted((REPO_ROOT / "common").glob("*.py"))]
-    return markdown_table(["module", "what it is"], rows)
+    parts = []
+    for room in ROOMS:
+        folder = REPO_ROOT / room
+        files = sorted(
+            p for p in folder.glob("*.py") if p.name not in ("__init__.py", "__main__.py")
+        )
+        rows = [[f"`{room}/{p.name}`", summary(p)] for p in files]
+        parts.append(f"**`{room}/`** {summary(folder / '__init__.py')}\n")
+        parts.append(markdown_table(["module", "what it is"], rows) if rows else "")
+    return "\n".join(part for part in parts if part)
 
 
 def step_files() -> str:

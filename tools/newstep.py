@@ -11,8 +11,8 @@ import sys
 from common import STEPS_DIR, command, shown
 from common.course import course, write_docs
 from common.docs import write_block
-from common.experiment import fresh_blocks
 from common.loader import load_file
+from common.run.experiment import fresh_blocks
 from common.todos import starter_text
 from tools.common_map import CONTRIBUTING, step_files
 from tools.symptoms import table
@@ -84,7 +84,7 @@ RUN = '''"""{title}: the run, declared (CONTRIBUTING.md, "A step's run"): `pixi 
 
 from common.course import course_step
 from common.docs import exact
-from common.experiment import Block, Experiment, Run
+from common.run.experiment import Block, Experiment, Run
 from common.loader import load_file
 
 STEP = "{name}"

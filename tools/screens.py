@@ -121,9 +121,9 @@ def recording(name: str) -> tuple[str, dict]:
 def replayed(record: dict) -> str:
     """The step's lines of the screen, drawn in this process from a recording's input (pytest's own
     last line, the counts, is not the model's)."""
+    from common.check.screen import RunFacts, step_lines, symptom_tests
+    from common.check.status import replay, step_status
     from common.course import course_step
-    from common.screen import RunFacts, step_lines, symptom_tests
-    from common.status import replay, step_status
 
     step = record["step"]
     results, facts = replay(record)

@@ -1,7 +1,7 @@
 """Step 3 checkpoint: print the corpus size, the vocabulary and an encode/decode round trip."""
 
-from common.experiment import Block, Context, Experiment, Run, Stop
 from common.loader import reference
+from common.run.experiment import Block, Context, Experiment, Run, Stop
 
 
 def pipeline(ctx: Context) -> dict:

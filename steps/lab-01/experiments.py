@@ -11,7 +11,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from common.docs import markdown_table
 from common.envreport import report
-from common.experiment import Context
+from common.run.experiment import Context
 from common.seeding import generator, randn, seed_all
 
 # Tolerances, float32 on CPU. The outputs compared are of size ~1, where one float32 rounding unit

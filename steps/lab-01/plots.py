@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from common.figures import plt, save
+from common.run.figures import plt, save
 
 BLOCKED, ALLOWED = "0.85", "tab:blue"  # a False cell (may not attend) and a True one
 LEAK = "tab:red"  # outline of a future weight that leaked

@@ -4,8 +4,8 @@ exercise; the appendix's blocks for the handout (experiments.py holds each exper
 from pathlib import Path
 
 from common.docs import exact, within
-from common.experiment import Block, Experiment, Figure, Run, Slot
 from common.loader import load_file
+from common.run.experiment import Block, Experiment, Figure, Run, Slot
 
 STEP = "lab-01"
 HERE = Path(__file__).resolve().parent

@@ -6,10 +6,10 @@ import os
 import torch
 import torch.nn.functional as F
 
-from common import timing
 from common.docs import markdown_table
 from common.envreport import machine
-from common.experiment import Context
+from common.run import timing
+from common.run.experiment import Context
 from common.seeding import generator, randn, seed_all
 
 V, T, D, D_HEAD = 65, 16, 32, 16  # Step 3's character vocabulary; a short sequence; one head
@@ -131,7 +131,7 @@ ROUNDS, MIN_RUN_TIME = 5, 0.2  # interleaved rounds (the median kept), seconds p
 QUICK_SPEED = dict(V=65, T_max=32, d=32, h=4, n_layer=2)
 QUICK_CONTEXTS, QUICK_ROUNDS, QUICK_MIN_RUN_TIME = (4, 8, 32), 1, 0.01
 STEP = "lab-02"  # whose predictions.toml the speed table reads
-THREADS = 1  # every contender on one thread (common/timing.py says why)
+THREADS = 1  # every contender on one thread (common/run/timing.py says why)
 FLAT = 1.5  # cached time per token at the longest context, at most this times the shortest's
 PARITY_TOL = 1e-4  # cached against uncached logits of the timed model (d = 128, 4 layers)
 

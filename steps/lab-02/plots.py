@@ -3,8 +3,8 @@
 import math
 import textwrap
 
-from common import timing
-from common.figures import pyplot, save
+from common.run import timing
+from common.run.figures import pyplot, save
 
 
 def nice_ticks(low: float, high: float, most: int = 7) -> list[float]:

@@ -2,8 +2,8 @@
 
 from common.course import course_step
 from common.docs import exact, last_digit
-from common.experiment import Block, Experiment, Figure, Run, Slot
 from common.loader import load_file
+from common.run.experiment import Block, Experiment, Figure, Run, Slot
 
 STEP = "lab-02"
 HERE = course_step(STEP).folder

@@ -11,8 +11,8 @@ from common.bugs import broken_copy
 from common.course import course_step
 from common.docs import markdown_table
 from common.loader import reference
+from common.run.timing import clock, fit_exponent, interleaved, quartiles
 from common.seeding import generator, randn, seed_all
-from common.timing import clock, fit_exponent, interleaved, quartiles
 
 D, D_HEAD, T_TEXT = 32, 16, 64  # the 4.3 setting: width 32, head size 16, 64 characters
 SATURATED = 0.99  # a softmax row counts as one-hot when its largest weight is above this
@@ -390,7 +390,7 @@ def cost(
     head, Ts=(256, 512, 1024, 2048), d=64, d_head=64, repeats=3, seed=0, min_run_time=MIN_RUN_TIME
 ):
     """Median forward time at each T over `repeats` interleaved rounds on one thread, and slopes."""
-    # The benchmark's protocol (common/timing.py): torch.utils.benchmark at a fixed thread count,
+    # The benchmark's protocol (common/run/timing.py): torch.utils.benchmark at a fixed thread count,
     # every T timed once per round, the median over rounds kept. Times are machine-dependent.
     seed_all(seed)
     h = head.Head(d, d_head, T_max=max(Ts))

@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from common.figures import plt, save
+from common.run.figures import plt, save
 
 
 def scale_check(rows, path: Path) -> Path:

@@ -3,8 +3,8 @@
 from pathlib import Path
 
 from common.docs import exact, last_digit
-from common.experiment import Block, Experiment, Figure, Run, Slot
 from common.loader import load_file
+from common.run.experiment import Block, Experiment, Figure, Run, Slot
 
 STEP = "step-04"
 HERE = Path(__file__).resolve().parent

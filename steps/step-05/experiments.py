@@ -7,8 +7,8 @@ import torch
 
 from common.docs import markdown_table
 from common.envreport import machine
-from common.experiment import Context
 from common.loader import load_file, reference
+from common.run.experiment import Context
 from common.seeding import generator, seed_all
 from common.text import encoded, sample
 

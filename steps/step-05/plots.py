@@ -2,7 +2,7 @@
 
 import math
 
-from common.figures import plt, save
+from common.run.figures import plt, save
 
 SMOOTH = 10  # steps in the training curve's running mean
 

@@ -10,12 +10,12 @@ import torch
 
 from common.docs import markdown_table
 from common.envreport import machine
-from common.experiment import Context, Stop
-from common.figures import out_dir
 from common.loader import load_file, reference
+from common.run.experiment import Context, Stop
+from common.run.figures import out_dir
+from common.run.timing import matmul_peak, torch_threads
 from common.seeding import seed_all
 from common.text import encoded, sample
-from common.timing import matmul_peak, torch_threads
 
 STEP = "step-06"
 HERE = Path(__file__).resolve().parent

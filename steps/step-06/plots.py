@@ -6,8 +6,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from common.figures import plt, save
 from common.loader import reference
+from common.run.figures import plt, save
 
 INDUCTION = 0.5  # a prefix-matching score above this names an induction head (run.py's target)
 

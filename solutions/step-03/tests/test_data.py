@@ -4,8 +4,8 @@ import importlib.util
 
 import pytest
 
-from common.experiment import execute
 from common.run import options
+from common.run.experiment import execute
 
 # The opening of Coriolanus, laid out as in tinyshakespeare.
 OPENING = (

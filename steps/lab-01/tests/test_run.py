@@ -6,10 +6,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from common import counted, expect, experiment
-from common.experiment import Figure, Run, execute, results
+from common import counted, expect
 from common.loader import load_fresh
-from common.run import options
+from common.run import experiment, options
+from common.run.experiment import Figure, Run, execute, results
 
 pytestmark = pytest.mark.whole_run
 

@@ -12,8 +12,8 @@ import torch
 
 from common import counted, expect
 from common.course import course_step
-from common.experiment import Context
 from common.loader import load, load_file
+from common.run.experiment import Context
 from common.seeding import generator, seed_all
 
 V, T_MAX, D, H, N_LAYER = 16, 8, 32, 4, 2  # a small GPT: d_head = 8; T_max small, to pass it

@@ -1,7 +1,7 @@
 """`pixi run lab-02`: the permutation table and the dropout table, on the layers under test."""
 
 from common import expect
-from common.experiment import results
+from common.run.experiment import results
 
 
 def test_only_rotary_positions_keep_the_scores_relative(run, layers):

@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from common import expect
-from common.experiment import Context, Experiment, Run, execute
-from common.figures import out_dir
 from common.loader import reference
+from common.run.experiment import Context, Experiment, Run, execute
+from common.run.figures import out_dir
 from common.seeding import randn
 
 pytestmark = pytest.mark.whole_run

@@ -5,8 +5,8 @@ import math
 import pytest
 
 from common import expect
-from common.experiment import Outcome, execute, results
 from common.run import options
+from common.run.experiment import Outcome, execute, results
 
 pytestmark = pytest.mark.whole_run
 

@@ -7,9 +7,9 @@ import torch
 
 from common.course import course_step
 from common.docs import read_block
-from common.experiment import execute
 from common.loader import reference
 from common.run import options
+from common.run.experiment import execute
 
 # the run is course code: these tests pass on the untouched starter
 pytestmark = [pytest.mark.course, pytest.mark.whole_run]

@@ -11,10 +11,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from common import experiment
 from common.course import course_step
 from common.loader import load, load_fresh
-from common.run import options
+from common.run import experiment, options
 
 SOLUTION = course_step("step-06").solution / "train.py"
 

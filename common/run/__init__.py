@@ -1,8 +1,9 @@
-"""Run a step: `python -m common.run <step> [--impl starter] [--quick] [--write-docs] [--out DIR]`.
+"""The run's room, a student's `pixi run <step>`: `python -m common.run <step> [--impl starter]
+[--quick] [--write-docs] [--out DIR]`; the declared experiments (experiment), figures and timing.
 
 The command line of every step's run (CONTRIBUTING.md, "A step's run"): the options, from the
 step's step.toml, are parsed before torch is imported, the output folder is checked before any
-work, then common.experiment executes the step's RUN declaration."""
+work, then common.run.experiment executes the step's RUN declaration."""
 
 import argparse
 import os
@@ -137,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     print(report(), end="\n\n")
     print(whose(step, args.impl), end="\n\n")
     try:
-        from common.experiment import execute  # the one runner of every step's declaration
+        from common.run.experiment import execute  # the one runner of every step's declaration
 
         return execute(load_file(scripts[step]).RUN, args)
     except ImplImportError as exc:
@@ -147,7 +148,3 @@ def main(argv: list[str] | None = None) -> int:
         code, line = not_written(step, exc)
         print(line)
         return code
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -2,7 +2,7 @@
 is sent in a forked child, one at a time, so no copy ever sees another.
 
 Standard library only until main() (it must not import the course: each copy brings its own).
-The grader (tools/grade.py) writes frames to its stdin and reads one frame back per copy:
+The grader (tools/grading/grade.py) writes frames to its stdin and reads one frame back per copy:
   in:  4-byte length, a JSON header {name, step, args, wall, cpu, memory, files: [[path, size]]},
        then the files' bytes (the copy's starter, written over the base's);  {"end": true} stops.
   out: 4-byte length, a JSON header {name, returncode, timed_out, left, sizes}, then check.json,

@@ -1,6 +1,6 @@
 """The check's collector, a pytest plugin registered for `--impl starter`: each test's result and
-the TODO functions it ran (sys.monitoring); at the end, each step's status (common.status) shown
-as one screen (common.screen), or written as --check-json."""
+the TODO functions it ran (sys.monitoring); at the end, each step's status (common.check.status) shown
+as one screen (common.check.screen), or written as --check-json."""
 
 import functools
 import json
@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from common import hint, predictions, shown
+from common.check.guard import Judges, TookTooLong, Watchdog, refusal
+from common.check.screen import RunFacts, progress_line, step_lines, symptom_tests
+from common.check.status import Place, StarterFacts, StepStatus, TestResult, record, step_status
 from common.course import course_step
-from common.guard import Judges, TookTooLong, Watchdog, refusal
 from common.loader import load, source
-from common.screen import RunFacts, progress_line, step_lines, symptom_tests
-from common.status import Place, StarterFacts, StepStatus, TestResult, record, step_status
 from common.todos import (
     Todo,
     first_student_line,
@@ -78,7 +78,7 @@ def error_line(error: tuple[str, ...]) -> str:
     )
 
 
-# The grade's record (tools/gradeworker.py): each test's outcome, sent down a pipe as the test ends
+# The grade's record (tools/grading/worker.py): each test's outcome, sent down a pipe as the test ends
 # so nothing the copy does afterwards can rewrite it. Bound here, before any student code runs.
 _RECORD = int(os.environ.get("COURSE_GRADE_RECORD", "-1"))
 _dumps, _write = json.dumps, os.write
@@ -97,7 +97,7 @@ def send_record(line: dict) -> None:
 
 class Collector:
     """`--impl starter`: each test's result and the TODO functions it ran, collected; at the end each
-    step's status (common.status) shown as one screen (common.screen), or written as --check-json."""
+    step's status (common.check.status) shown as one screen (common.check.screen), or written as --check-json."""
 
     TOOL = 4  # a sys.monitoring tool id that coverage (1) and debuggers (0) leave free
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 
 from common import STEPS_DIR, command, counted, predictions, shown, typed
 from common.bugs import Bug
+from common.check.status import StepStatus
 from common.course import course, course_step
-from common.status import StepStatus
 from common.todos import order_key, split_id
 
 MARKS = {"done": "[x]", "bug": "[!]", "untested": "[?]"}  # the other states: [ ]

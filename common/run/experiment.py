@@ -13,8 +13,8 @@ from typing import Any
 
 from common import counted, predictions, shown
 from common.docs import write_block
-from common.figures import figure_path, out_dir
 from common.loader import load
+from common.run.figures import figure_path, out_dir
 from common.todos import optional, todo_in
 
 
@@ -152,7 +152,7 @@ def _threads(n: int | None):
     """Fixed torch threads for the run (none when n is None), imported only when computing."""
     from contextlib import nullcontext
 
-    from common.timing import torch_threads
+    from common.run.timing import torch_threads
 
     return nullcontext() if n is None else torch_threads(n)
 

@@ -1,4 +1,4 @@
-"""A Gradescope autograder for one step: `python -m tools.autograder lab-01` writes the zip to upload.
+"""A Gradescope autograder for one step: `python -m tools.grading.autograder lab-01` writes the zip to upload.
 
 Its root holds setup.sh (Python 3.12, pip pinned by hash, every package of requirements.lock with
 its hash except torch, which comes as the CPU build from PyTorch's index, then the course
@@ -68,7 +68,7 @@ echo '{pip}' > pip.lock
 "$py" -m common.envreport
 # Which tests are each TODO's own, read off the reference once, into the image (out/): each
 # submission's grade then starts from it
-"$py" -m tools.grade {step} --prepare
+"$py" -m tools.grading.grade {step} --prepare
 """
 
 RUN = """#!/usr/bin/env bash
@@ -83,7 +83,7 @@ mkdir -p "$root/results"
 # --wall {wall}: the submission is stopped before Gradescope's own limit, so results.json is written.
 # --allow-uncontained: the container is this submission's own and is thrown away after it; where
 # it allows neither bubblewrap nor the user nobody, results.json says contained: false.
-exec "$python" -m tools.grade {step} "$root/submission" --format gradescope --screen \\
+exec "$python" -m tools.grading.grade {step} "$root/submission" --format gradescope --screen \\
   --wall {wall} --allow-uncontained --out "$root/results/results.json"
 """
 
@@ -131,7 +131,7 @@ def bundle(step: str, out: Path) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m tools.autograder", description=__doc__.split("\n")[0]
+        prog="python -m tools.grading.autograder", description=__doc__.split("\n")[0]
     )
     parser.add_argument("step")
     parser.add_argument(

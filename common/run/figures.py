@@ -23,7 +23,7 @@ def pyplot():
 
 
 class _PyplotOnUse:
-    """`plt` for `from common.figures import plt`: pyplot is imported at its first use, not here."""
+    """`plt` for `from common.run.figures import plt`: pyplot is imported at its first use, not here."""
 
     def __getattr__(self, name: str):
         return getattr(pyplot(), name)

@@ -41,7 +41,7 @@ def _test(number: int, step: str, line) -> dict:
 
 
 def results_json(grade) -> dict:
-    """Gradescope's results.json for `grade` (tools.grade's Grade): a test per TODO, the total
+    """Gradescope's results.json for `grade` (tools.grading.grade's Grade): a test per TODO, the total
     and the files the submission lacked or added in the output, the counts and whether it was
     contained in extra_data; the grade's notes (how it was contained) are the stdout's to show."""
     missing, stray = list(getattr(grade, "missing", [])), list(getattr(grade, "stray", []))

@@ -1,7 +1,7 @@
 """The check's model: a step's test results and TODO regions in, a status per TODO out.
 
-Pure: it reads no file and knows no pytest. common/check.py collects the records it takes;
-common/screen.py draws the screen from what it returns; --check-json writes its TodoStatus.
+Pure: it reads no file and knows no pytest. common/check/__init__.py collects the records it takes;
+common/check/screen.py draws the screen from what it returns; --check-json writes its TodoStatus.
 """
 
 from collections import Counter

@@ -29,7 +29,7 @@ try:
 except ImportError:  # pragma: no cover - Windows
     resource = None
 
-WORKER = Path(__file__).with_name("gradeworker.py")
+WORKER = Path(__file__).with_name("worker.py")
 INSIDE = Path("/course")  # where the base is seen from inside bwrap
 UNCONTAINED = "uncontained: the submission's code ran with your user's rights"
 
@@ -208,7 +208,7 @@ def _limits(limits: Limits) -> None:
 
 
 def start(base: Path, work: Path, limits: Limits, log: Path) -> subprocess.Popen:
-    """The grade's worker (tools/gradeworker.py), started in this machine's containment.
+    """The grade's worker (tools/grading/worker.py), started in this machine's containment.
 
     base: the graded base (read-only to the worker); work: an empty folder it may write (user and
     none modes: bwrap gives it a private /tmp); log: where its own stderr goes (never a pipe)."""

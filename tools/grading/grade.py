@@ -1,9 +1,9 @@
-"""Grade a step's TODOs, each on its own tests: `python -m tools.grade lab-01 [SUBMISSION]`.
+"""Grade a step's TODOs, each on its own tests: `python -m tools.grading.grade lab-01 [SUBMISSION]`.
 
 A TODO's score is the share of its own tests that pass in a copy where every other TODO is the
 reference's, so a bug costs only the TODO it is in and a stub earns nothing. The submission (a
 folder or zip of the step's starter files, however nested; default: your starter) runs contained
-(tools/sandbox.py); nothing of yours is changed.
+(tools/grading/sandbox.py); nothing of yours is changed.
 """
 
 import argparse
@@ -22,8 +22,7 @@ from pathlib import Path
 from common import STEPS_DIR, shown
 from common.course import course_step
 from common.todos import optional, split_id
-from tools.gradescope import results_json
-from tools.grading import (
+from tools.grading.engine import (
     Owners,
     Worker,
     moved_lines,
@@ -34,8 +33,9 @@ from tools.grading import (
     starter_files,
     variant,
 )
-from tools.sandbox import UNCONTAINED, Limits, mode
-from tools.submission import SubmissionError, match
+from tools.grading.gradescope import results_json
+from tools.grading.sandbox import UNCONTAINED, Limits, mode
+from tools.grading.submission import SubmissionError, match
 
 PER_TEST = 10.0  # CPU seconds per test: the check's own default
 
@@ -273,7 +273,7 @@ def text(g: Grade) -> str:
 
 
 def gradescope(g: Grade) -> dict:
-    """Gradescope's results.json (tools/gradescope.py)."""
+    """Gradescope's results.json (tools/grading/gradescope.py)."""
     return results_json(g)
 
 
@@ -369,7 +369,7 @@ def class_csv(step: str, folder: Path, limits: Limits, per_test: float, jobs: in
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m tools.grade", description=__doc__.split("\n")[0]
+        prog="python -m tools.grading.grade", description=__doc__.split("\n")[0]
     )
     parser.add_argument("step")
     parser.add_argument(

@@ -1,5 +1,5 @@
 """The grade's engine: each TODO scored on its own tests, in a copy where every other TODO is the
-reference's, all inside the sandbox (tools/sandbox.py) through one worker (tools/gradeworker.py).
+reference's, all inside the sandbox (tools/grading/sandbox.py) through one worker (tools/grading/worker.py).
 
 Which tests are a TODO's own is read off the reference, run first in the same worker: a test
 belongs to the TODO its `todo` marker names, else to the last TODO (in course order) it runs.
@@ -28,8 +28,8 @@ from common.course import course, course_step
 from common.loader import py_files
 from common.todos import Todo, module_name, order_key, parse, raised_todos, split_id
 from tools import pristine
-from tools.sandbox import Limits, start, stop
-from tools.variants import read_tree, variant
+from tools.grading.sandbox import Limits, start, stop
+from tools.grading.variants import read_tree, variant
 
 REFUSED = "the graded copy holds no reference solution of this step: grade your own code"
 COURSE_FILES = ["common", "conftest.py", "pyproject.toml"]

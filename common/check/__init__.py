@@ -1,9 +1,9 @@
-"""The student's check, a pytest plugin the root conftest.py loads: `--impl starter` prints what
+"""The check's room, what a student sees of the tests: a pytest plugin the root conftest.py loads: `--impl starter` prints what
 is done, what to write next, and real bugs; a starter that won't import is one line.
 
-Three parts: this plugin and common/collect.py collect the results (the hooks below set up the
-run and shape each report); common/status.py turns them into a status per TODO; common/screen.py
-draws it."""
+Three parts: this plugin and collect.py collect the results (the hooks below set up the run and
+shape each report); status.py turns them into a status per TODO; screen.py draws it; guard.py
+bounds what a student's code may do to the run."""
 
 import functools
 import os
@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from common import REPO_ROOT, STEPS_DIR, command, shown
-from common.collect import BROKEN, JUDGES, STEPS_UNDER_TEST, Collector, code_place
+from common.check.collect import BROKEN, JUDGES, STEPS_UNDER_TEST, Collector, code_place
+from common.check.guard import Judges, TookTooLong, Watchdog, allow_exit, refuse_exit
 from common.course import course_step, step_names
-from common.guard import Judges, TookTooLong, Watchdog, allow_exit, refuse_exit
 from common.loader import ImplImportError, check_syntax, load, py_files
 from common.todos import module_name, optional, todo_in
 
@@ -262,5 +262,7 @@ def short_traceback(exc) -> list[str]:
     )
 
 
-EXPECT = Path(__file__).with_name("expect.py")  # the value checks' helper, left out of tracebacks
+EXPECT = (
+    Path(__file__).parent.parent / "expect.py"
+)  # the value checks' helper, left out of tracebacks
 DETAIL = 3  # detail lines of an error's message shown under its first line

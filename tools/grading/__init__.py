@@ -1,0 +1,1 @@
+"""The grader, the instructor's room: a grade of each TODO on its own tests (grade), its engine and per-TODO copies (engine, variants), the worker and the sandbox that contain student code (worker, sandbox), submissions matched to the starter (submission), and the Gradescope bundle (gradescope, autograder)."""
