@@ -55,7 +55,9 @@ def autograder(tmp_path_factory) -> Path:
             path.chmod(info.external_attr >> 16 & 0o777)
     assert os.access(root / "source" / "run_autograder", os.X_OK)
     shutil.copy2(root / "source" / "run_autograder", root / "run_autograder")
-    prepare = re.search(r"^\"\$py\" -m (tools\.grading\.grade lab-01 --prepare)$", setup_script(), re.M)
+    prepare = re.search(
+        r"^\"\$py\" -m (tools\.grading\.grade lab-01 --prepare)$", setup_script(), re.M
+    )
     assert prepare, "setup.sh reads each TODO's own tests into the image"
     env = os.environ.copy()
     env.pop("COURSE_STEPS_DIR", None)
