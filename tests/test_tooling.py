@@ -98,16 +98,6 @@ def test_a_syntax_error_names_file_line_and_reason_once(tmp_path):
     assert "line 1)" not in text  # the place is said once, up front
 
 
-def test_an_unknown_step_is_never_the_program_name(capsys, monkeypatch):
-    monkeypatch.setenv("PIXI_PROJECT_ROOT", str(REPO_ROOT))
-    with pytest.raises(SystemExit):
-        runner.main(["step-404"])
-    err = capsys.readouterr().err
-    assert "pixi run step-404" not in err and err.startswith(
-        f"usage: {interpreter()} -m common.run"
-    )
-
-
 @pytest.mark.parametrize("active", [True, False], ids=["venv active", "venv not active"])
 def test_the_python_twin_is_typed_as_this_python_is_found(monkeypatch, tmp_path, active):
     """`python` when PATH finds this interpreter; else its path, so no other Python runs it."""
