@@ -24,20 +24,11 @@ NOT_COPIED = shutil.ignore_patterns(
 def run_pytest(args: list[str], steps_dir: Path | None = None, plugins=()) -> int:
     """pytest in this process (fast: torch is already imported), or in a child for another steps dir."""
     # unraisableexception runs gc.collect() five times per session: 0.5 s each with torch loaded
-    args = [
-        *args,
-        "-p",
-        "no:cacheprovider",
-        "-p",
-        "no:unraisableexception",
-        f"--rootdir={REPO_ROOT}",
-    ]
+    args = [*args, "-p", "no:unraisableexception"]
     if steps_dir is not None:  # STEPS_DIR is fixed at import, so another one needs a new process
-        env = os.environ | {"COURSE_STEPS_DIR": str(steps_dir)}
-        cmd = [sys.executable, "-m", "pytest", *args]
-        if not steps_dir.resolve().is_relative_to(REPO_ROOT):  # not under the repo's conftest
-            cmd += ["-c", str(REPO_ROOT / "pyproject.toml"), "-p", "conftest"]
+        cmd, env = check_command(steps_dir, args)
         return subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True).returncode
+    args += ["-p", "no:cacheprovider", f"--rootdir={REPO_ROOT}"]
     return pytest.main(args, plugins=list(plugins))
 
 
@@ -79,9 +70,17 @@ def check_command(steps_dir: Path, args: list[str], env: dict | None = None):
     """(command, environment) of `python -m pytest <args>` with the check on `steps_dir` (may be
     outside the repository), for a child process."""
     env = os.environ | {"COURSE_STEPS_DIR": str(steps_dir), "COLUMNS": "100"} | (env or {})
-    cmd = [sys.executable, "-m", "pytest", *args, "-p", "no:cacheprovider"]
-    cmd += [f"--rootdir={REPO_ROOT}", "-c", str(REPO_ROOT / "pyproject.toml")]
-    cmd += ["-p", "conftest"]  # a steps folder outside the repository is not under its conftest
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        *args,
+        "-p",
+        "no:cacheprovider",
+        f"--rootdir={REPO_ROOT}",
+    ]
+    if not steps_dir.resolve().is_relative_to(REPO_ROOT):  # not under the repo's conftest
+        cmd += ["-c", str(REPO_ROOT / "pyproject.toml"), "-p", "conftest"]
     return cmd, env
 
 
