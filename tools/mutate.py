@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from common import REPO_ROOT
+from common import shown
 from common.course import course, course_step
 from common.loader import load_fresh, override
 from tools import run_pytest
@@ -341,7 +341,7 @@ def fastest_first(step: str, module: str) -> list[Path] | None:
     for path in sorted(course_step(step).tests.glob("test_*.py")):
         start = time.monotonic()
         if not run_suite(step, module, None, [path]):
-            print(f"{path.relative_to(REPO_ROOT)} fails on the unmutated solution: fix that first")
+            print(f"{shown(path)} fails on the unmutated solution: fix that first")
             return None
         timed.append((time.monotonic() - start, path))
     return [path for _, path in sorted(timed)]
@@ -358,8 +358,7 @@ def main(argv: list[str] | None = None) -> int:
     unexplained, totals = 0, []
     for step, module in targets:
         todo = [(m, tree) for m, tree in mutants(step, module) if args.only in m.key]
-        rel = course_step(step).solution.relative_to(REPO_ROOT).as_posix()
-        where = f"{rel}/{module.replace('.', '/')}.py"
+        where = shown(course_step(step).solution / f"{module.replace('.', '/')}.py")
         if args.list:
             for m, _ in todo:
                 print(f"{where}:{m.line} {m.key}")

@@ -144,6 +144,8 @@ def dumps(record: dict) -> str:
 
 
 def main(argv: list[str]) -> int:
+    from common import shown
+
     made = screens()
     if "--write" not in argv:
         print("".join(f"--- {n}\n{screen}" for n, (screen, _) in made.items()), end="")
@@ -154,7 +156,7 @@ def main(argv: list[str]) -> int:
         changed = not path.is_file() or path.read_text(encoding="utf-8") != screen
         path.write_text(screen, encoding="utf-8", newline="\n")
         path.with_suffix(".json").write_text(dumps(record), encoding="utf-8", newline="\n")
-        print(f"{path.relative_to(REPO_ROOT).as_posix()}: {'updated' if changed else 'unchanged'}")
+        print(f"{shown(path)}: {'updated' if changed else 'unchanged'}")
     return 0
 
 
