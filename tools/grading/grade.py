@@ -99,8 +99,7 @@ CORE_CAP = 0.5  # the most of its weight a TODO that fails one of its core tests
 def _score(todo: str, passed: int, total: int, why: str, refused: str | None, each=()) -> Line:
     """A written TODO's line from its own tests' outcome: the share of them that pass, at most
     half its weight while one of its core tests fails (`each`: own_outcome's per-test list)."""
-    weights, whole = grade_settings(split_id(todo)[0])
-    weight = 0.0 if optional(todo) else weights.get(split_id(todo)[1], 1.0)
+    weight, whole = _weight(todo), grade_settings(split_id(todo)[0])[1]
     each = [tuple(e) for e in each]
     if refused:
         return Line(todo, "refused", 0.0, weight, f"0: {refused} ({why})", passed, total, each)
@@ -122,10 +121,14 @@ def _score(todo: str, passed: int, total: int, why: str, refused: str | None, ea
     return Line(todo, state, round(weight * share, 4), weight, reason, passed, total, each)
 
 
-def _zero(todo: str, state: str, reason: str) -> Line:
+def _weight(todo: str) -> float:
+    """Its task's weight in step.toml's [grade] (1 when not named); 0 for optional work."""
     weights, _ = grade_settings(split_id(todo)[0])
-    weight = 0.0 if optional(todo) else weights.get(split_id(todo)[1], 1.0)
-    return Line(todo, state, 0.0, weight, reason)
+    return 0.0 if optional(todo) else weights.get(split_id(todo)[1], 1.0)
+
+
+def _zero(todo: str, state: str, reason: str) -> Line:
+    return Line(todo, state, 0.0, _weight(todo), reason)
 
 
 def grade(
