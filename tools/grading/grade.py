@@ -186,9 +186,8 @@ def _grade_in(worker, step, todos, files, submitted, heldout, screen) -> tuple[l
     owners = Owners.cached(worker, todos)
     lines = []
     for todo in todos.values():
-        rel = todo.module.replace(".", "/") + ".py"
         own = owners.tests.get(todo.id, [])
-        if why := not_written(todo, files, submitted, rel):
+        if why := not_written(todo, files, submitted, todo.rel):
             lines.append(_zero(todo.id, "not written", why))
         elif not own:
             lines.append(
