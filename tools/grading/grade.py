@@ -9,8 +9,6 @@ folder or zip of the step's starter files, however nested; default: your starter
 import argparse
 import csv
 import io
-import json
-import os
 import sys
 import tempfile
 import time
@@ -19,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-from common import STEPS_DIR, shown
+from common import STEPS_DIR, shown, write_json
 from common.course import course_step
 from common.todos import optional, split_id
 from tools.grading.engine import (
@@ -458,10 +456,7 @@ def main(argv: list[str] | None = None) -> int:
     g = grade(args.step, args.submission, limits, args.timeout, args.tests)
     if args.format == "gradescope":
         out = args.out or Path("results.json")
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_name(out.name + ".part")
-        tmp.write_text(json.dumps(gradescope(g), indent=2) + "\n", encoding="utf-8")
-        os.replace(tmp, out)
+        write_json(out, gradescope(g), indent=2)
         print(f"wrote {out}: {_n(g.score)} of {_n(g.max_score)}")
         print(text(g))  # stdout: the instructor's view (Gradescope shows it to instructors only)
     else:
