@@ -66,3 +66,12 @@ def write_json(path: Path, data, **dumps) -> None:
     part = path.with_name(path.name + ".part")
     part.write_text(json.dumps(data, **dumps) + "\n", encoding="utf-8")
     part.replace(path)
+
+
+def pytest_command(folder: Path, args: list[str]) -> list[str]:
+    """`python -m pytest <args>` for a child Python on the steps in `folder`; a copy outside the
+    repository (tests, the grader) is not under its conftest, so it is named."""
+    cmd = [sys.executable, "-m", "pytest", *args, f"--rootdir={REPO_ROOT}"]
+    if not folder.resolve().is_relative_to(REPO_ROOT):
+        cmd += ["-c", str(REPO_ROOT / "pyproject.toml"), "-p", "conftest"]
+    return cmd

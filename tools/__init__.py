@@ -6,12 +6,11 @@ process, and pristine or cloned copies of the course. Nothing in steps/ or commo
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from common import REPO_ROOT, STEPS_DIR
+from common import REPO_ROOT, STEPS_DIR, pytest_command
 from common.course import step_names
 from common.loader import py_files
 
@@ -70,18 +69,7 @@ def check_command(steps_dir: Path, args: list[str], env: dict | None = None):
     """(command, environment) of `python -m pytest <args>` with the check on `steps_dir` (may be
     outside the repository), for a child process."""
     env = os.environ | {"COURSE_STEPS_DIR": str(steps_dir), "COLUMNS": "100"} | (env or {})
-    cmd = [
-        sys.executable,
-        "-m",
-        "pytest",
-        *args,
-        "-p",
-        "no:cacheprovider",
-        f"--rootdir={REPO_ROOT}",
-    ]
-    if not steps_dir.resolve().is_relative_to(REPO_ROOT):  # not under the repo's conftest
-        cmd += ["-c", str(REPO_ROOT / "pyproject.toml"), "-p", "conftest"]
-    return cmd, env
+    return pytest_command(steps_dir, [*args, "-p", "no:cacheprovider"]), env
 
 
 def check_in_a_child(
