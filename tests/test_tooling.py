@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from common import REPO_ROOT, catchup, command, hint, interpreter, loader
+from common import REPO_ROOT, catchup, command, hint, interpreter, loader, pytest_command
 from common import run as runner
 
 
@@ -63,16 +63,9 @@ def test_import_error_is_one_line_naming_file_and_line(tmp_path):
 
 @pytest.mark.process
 def test_bad_impl_value_is_one_line_from_pytest():
-    cmd = [
-        sys.executable,
-        "-m",
-        "pytest",
-        "tests/test_tooling.py",
-        "--impl",
-        "mine",
-        "-p",
-        "no:cacheprovider",
-    ]
+    cmd = pytest_command(
+        REPO_ROOT, ["tests/test_tooling.py", "--impl", "mine", "-p", "no:cacheprovider"]
+    )
     done = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True)
     assert done.returncode == pytest.ExitCode.USAGE_ERROR
     # argparse quotes the choices or not depending on the 3.12 patch release: check both names
