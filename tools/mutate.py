@@ -24,10 +24,8 @@ from common.loader import load_fresh, override
 from tools import run_pytest
 from tools.symptoms import SUITE_ARGS
 
-# (step, module): the solution files mutated
-# (step, solution module) from each step.toml's [mutation] modules
+# (step, solution module): the files mutated, from each step.toml's [mutation] modules
 TARGETS = [(s.name, m) for s in course() for m in s.mutation.get("modules", [])]
-# As tools.symptoms: stop at the first failure, leave out the figure-rendering slow tests.
 TIMEOUT = 60  # seconds per mutant: one that loops or crawls counts as killed
 
 CMP = {
@@ -54,12 +52,6 @@ BIN = {
     ast.BitAnd: [ast.BitOr],
     ast.BitOr: [ast.BitAnd],
 }
-SYMBOL = {
-    ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!=",
-    ast.Is: "is", ast.IsNot: "is not", ast.In: "in", ast.NotIn: "not in", ast.Add: "+",
-    ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%", ast.Pow: "**",
-    ast.MatMult: "@", ast.BitAnd: "&", ast.BitOr: "|", ast.And: "and", ast.Or: "or",
-}  # fmt: skip
 
 
 def equivalents(step: str) -> dict[str, str]:
