@@ -50,19 +50,12 @@ def pristine(steps: list[str], dest: Path, source: Path = STEPS_DIR) -> Path:
 
     What the student did to steps/ (edits, a catch-up, a deleted file) is not in it.
     """
+    from tools.starters import write  # here, as in untouched()
+
     root = dest / "steps"
     for step in steps:
-        write_starters(shutil.copytree(source / step, root / step, ignore=NOT_COPIED))
+        write(shutil.copytree(source / step, root / step, ignore=NOT_COPIED))  # no starter: all
     return root
-
-
-def write_starters(folder: Path) -> None:
-    """Write a step folder's starter as generated from its solution (what the repository ships)."""
-    from tools.starters import starters  # here, as in untouched()
-
-    for path, text in starters(folder).items():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8", newline="\n")
 
 
 def check_command(steps_dir: Path, args: list[str], env: dict | None = None):
@@ -93,7 +86,9 @@ def clean_clone(dest: Path) -> Path:
 
     A student's edits and catch-ups, and every run's output, stay behind.
     """
+    from tools.starters import write
+
     root = shutil.copytree(REPO_ROOT, dest / "repo", ignore=NOT_CLONED)
     for name in step_names(root / "steps"):
-        write_starters(root / "steps" / name)
+        write(root / "steps" / name)
     return root
