@@ -4,6 +4,7 @@ and the course's library that a step's code and tests import (course, loader, to
 predictions, seeding, text, optim, expect). Here: the repository's paths and how a path or a
 command is shown to a student (command, shown, typed)."""
 
+import json
 import os
 import shutil
 import sys
@@ -57,3 +58,20 @@ def shown(path: Path) -> str:
     if path.is_relative_to(STEPS_DIR):  # a pristine copy the tests make: it stands for steps/
         return "steps/" + path.relative_to(STEPS_DIR).as_posix() if path != STEPS_DIR else "steps"
     return str(path)
+
+
+def write_json(path: Path, data, **dumps) -> None:
+    """`data` as JSON in `path`: written whole beside it, then moved into place (never half)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    part = path.with_name(path.name + ".part")
+    part.write_text(json.dumps(data, **dumps) + "\n", encoding="utf-8")
+    part.replace(path)
+
+
+def pytest_command(folder: Path, args: list[str]) -> list[str]:
+    """`python -m pytest <args>` for a child Python on the steps in `folder`; a copy outside the
+    repository (tests, the grader) is not under its conftest, so it is named."""
+    cmd = [sys.executable, "-m", "pytest", *args, f"--rootdir={REPO_ROOT}"]
+    if not folder.resolve().is_relative_to(REPO_ROOT):
+        cmd += ["-c", str(REPO_ROOT / "pyproject.toml"), "-p", "conftest"]
+    return cmd

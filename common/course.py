@@ -82,11 +82,9 @@ class Step:
         """TODO id -> its Todo, in course order, from the marked solution (none in a checkpoint)."""
         return {} if self.checkpoint else step_regions(self.solution)
 
-    def open_todos(
-        self, todos: dict[str, Todo] | None = None
-    ) -> dict[str, tuple[Path, int, Region]]:
-        """TODO id -> (starter file, line, Region) of each TODO the starter still raises."""
-        return raised_in(self.starter, self.regions() if todos is None else todos)
+    def open_todos(self, todos: dict[str, Todo]) -> dict[str, tuple[Path, int, Region]]:
+        """TODO id -> (starter file, line, Region) of each of `todos` the starter still raises."""
+        return raised_in(self.starter, todos)
 
     def catalogue(self) -> ModuleType | None:
         """Its bugs.py (every step has one; a checkpoint none): its BUGS and EQUIVALENT."""
@@ -200,27 +198,19 @@ def task_line(name: str, cmd: str, description: str) -> str:
     return f'{name} = {{ cmd = "{cmd}", description = "{description}" }}'
 
 
-def pixi_block(steps: list[Step] | None = None) -> str:
+def pixi_block() -> str:
     """pixi.toml's step tasks, written from each step.toml: a step's run, test- and check- tasks."""
     groups = [
         "\n".join(task_line(n, cmd, about) for n, (cmd, about) in step_tasks(s).items())
-        for s in (course() if steps is None else steps)
+        for s in course()
     ]
     return "\n\n".join(groups) + "\n"
 
 
-# the blocks written from the step.tomls: (file, block name, what writes its text)
-WRITTEN = (
-    (REPO_ROOT / "README.md", "course-map", lambda: course_map()),
-    (REPO_ROOT / "CONTRIBUTING.md", "course-graph", lambda: course_graph()),
-    (PIXI_TOML, "step-tasks", lambda: pixi_block()),
-)
-
-
-def course_map(steps: list[Step] | None = None) -> str:
+def course_map() -> str:
     """The README's course map: one row per step, in order, with its tasks."""
     rows = []
-    for s in course() if steps is None else steps:
+    for s in course():
         run = f"`pixi run {s.name}`"
         if s.checkpoint:
             link, tests = f"[{s.name}](solutions/README.md) (checkpoint)", "(in `pixi run test`)"
@@ -233,13 +223,21 @@ def course_map(steps: list[Step] | None = None) -> str:
     return markdown_table(header, rows)
 
 
-def course_graph(steps: list[Step] | None = None) -> str:
+def course_graph() -> str:
     """CONTRIBUTING's map of what each step loads from earlier ones, from their [uses]."""
     rows = []
-    for s in course() if steps is None else steps:
+    for s in course():
         uses = "; ".join(f"{e}: {', '.join(f'`{m}`' for m in ms)}" for e, ms in s.uses.items())
         rows.append([s.name, s.starts_from or "—", uses or "—"])
     return markdown_table(["step", "starts from", "loads (its step.toml's [uses])"], rows)
+
+
+# the blocks written from the step.tomls: (file, block name, what writes its text)
+WRITTEN = (
+    (REPO_ROOT / "README.md", "course-map", course_map),
+    (REPO_ROOT / "CONTRIBUTING.md", "course-graph", course_graph),
+    (PIXI_TOML, "step-tasks", pixi_block),
+)
 
 
 def write_docs() -> list[str]:

@@ -13,7 +13,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from common import OUT_DIR, STEPS_DIR, command, shown, todos
+from common import OUT_DIR, STEPS_DIR, command, shown, todos, write_json
 from common.course import course_step, step_names
 from common.loader import py_files
 
@@ -33,14 +33,6 @@ def read_state(path: Path) -> dict[str, int]:
         return {}
 
 
-def write_state(path: Path, state: dict[str, int]) -> None:
-    """Keep the levels shown; written whole, then moved into place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    part = path.with_name(path.name + ".part")
-    part.write_text(json.dumps(state, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    part.replace(path)
-
-
 def check_file(step: str) -> Path:
     """Where the check keeps its record of the step (beside the steps folder's out/)."""
     return STEPS_DIR.parent / "out" / "hints" / f"{step}.next.json"
@@ -58,13 +50,8 @@ def starter_print(step: str) -> str:
 def keep_check(step: str, record: dict) -> None:
     """Keep the check's own record of the step (its --check-json entry, with the TODO it named
     Next), with the starter it checked; the check writes it once, after its screen."""
-    path = check_file(step)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        part = path.with_name(path.name + ".part")
-        data = {**record, "starter": starter_print(step)}
-        part.write_text(json.dumps(data) + "\n", encoding="utf-8")
-        part.replace(path)
+        write_json(check_file(step), {**record, "starter": starter_print(step)})
     except OSError:
         pass  # a read-only clone: the hint then follows the first open TODO
 
@@ -155,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         done = "That was the last hint." if level == LEVELS else "No hints left (all above)."
         print(f"{done} Level 4, the reference lines: {again} --solution")
     state[todo] = max(state.get(todo, 0), level if args.solution else min(level, LEVELS))
-    write_state(path, state)
+    write_json(path, state, indent=1, sort_keys=True)
     return 0
 
 

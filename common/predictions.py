@@ -1,9 +1,6 @@
 """Predictions the student writes before a run (starter/predictions.toml): the run answers, nothing grades.
 
-Each step with "predict, then run" prompts ships an empty predictions.toml in its solution/ (the
-reference makes no prediction), which the starter generator copies into starter/. The student
-fills it in; the run prints each prediction beside what it measured, and how far off it was.
-Catch-up keeps the student's file (common/catchup.py), and progress counts the slots written.
+The protocol: CONTRIBUTING.md, "Predictions".
 """
 
 import tomllib

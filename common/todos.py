@@ -174,6 +174,11 @@ class Todo:
         self.optional = optional(self.id)
 
     @property
+    def rel(self) -> str:
+        """Its file, relative to the solution and the starter: 'exercises/wrong_mask.py'."""
+        return self.module.replace(".", "/") + ".py"
+
+    @property
     def shipped(self) -> list[str]:
         """The code its starter ships (a bug to repair), stripped as the check compares it."""
         return [line.strip() for region in self.regions for line in region.starter]

@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from common import REPO_ROOT, command, shown
+from common import REPO_ROOT, command, pytest_command, shown
 from common.course import course_step, step_names
 
 WATCHED = (".py", ".toml")  # the student's code and predictions.toml; caches and backups are not
@@ -43,14 +43,6 @@ def syntax_error(starter: Path) -> str | None:
     return None
 
 
-def check_command(folder: Path, extra: list[str]) -> list[str]:
-    """The check of a step's starter, as `pixi run check-<step>` runs it, in a child Python."""
-    cmd = [sys.executable, "-m", "pytest", str(folder), "--impl", "starter", *extra]
-    if not folder.resolve().is_relative_to(REPO_ROOT):  # a copy of the steps elsewhere (tests)
-        cmd += [f"--rootdir={REPO_ROOT}", "-c", str(REPO_ROOT / "pyproject.toml"), "-p", "conftest"]
-    return cmd
-
-
 def run_check(folder: Path, extra: list[str]) -> str:
     """The check's whole output, once it has finished: a screen is drawn complete or not at all."""
     width = shutil.get_terminal_size((100, 40)).columns
@@ -62,7 +54,7 @@ def run_check(folder: Path, extra: list[str]) -> str:
         else {"start_new_session": True}
     )
     child = subprocess.Popen(
-        check_command(folder, extra),
+        pytest_command(folder, [str(folder), "--impl", "starter", *extra]),
         cwd=REPO_ROOT,
         env=env,
         stdout=subprocess.PIPE,

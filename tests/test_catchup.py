@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from common import REPO_ROOT, catchup, course, shown
+from common import REPO_ROOT, catchup, course, interpreter, shown
 
 BROKEN = Path(__file__).parent / "fixtures" / "broken_step" / "steps" / "step-99"
 NOW = datetime(2026, 11, 29, 8, 0, 0)
@@ -264,3 +264,46 @@ def test_catch_up_writes_the_empty_predictions_where_there_were_none(step):
     _, message = catchup.catch_up(step, now=NOW)
     assert (step / "starter" / "predictions.toml").read_text(encoding="utf-8") == template
     assert "predictions" not in message, message  # nothing of the student's to keep
+
+
+@pytest.mark.process
+def test_catch_up_backs_up_installs_and_never_overwrites_a_backup(step, monkeypatch):
+    monkeypatch.setenv("PIXI_PROJECT_ROOT", str(REPO_ROOT))
+    first, message = catchup.catch_up(step, now=NOW)
+    assert first == step / "backups" / "starter-20261129-080000"
+    assert (first / "mine.py").read_text(encoding="utf-8") == "# my own work\n"
+    assert (step / "starter" / "thing.py").read_bytes() == (
+        step / "solution" / "thing.py"
+    ).read_bytes()
+    assert not (step / "starter" / "mine.py").exists() and "check-step-99" in message
+    assert sorted(p.name for p in step.iterdir()) == [
+        "backups",
+        "run.py",
+        "solution",
+        "starter",
+        "tests",
+    ]
+    assert catchup.catch_up(step, now=NOW)[0] is None  # twice does no harm
+    (step / "starter" / "thing.py").write_text("# edited again\n", encoding="utf-8")
+    second, _ = catchup.catch_up(step, now=NOW)
+    assert backups(step) == [first.name, first.name + "-2"]
+    assert (second / "thing.py").read_text(encoding="utf-8") == "# edited again\n"
+
+
+@pytest.mark.process
+def test_catch_up_without_a_starter_claims_no_backup(step):
+    shutil.rmtree(step / "starter")
+    backup, message = catchup.catch_up(step, now=NOW)
+    assert backup is None and "saved" not in message and backups(step) == []
+    assert (step / "starter" / "thing.py").is_file()
+
+
+@pytest.mark.process
+@pytest.mark.parametrize("pixi", [True, False], ids=["pixi", "python"])
+def test_the_message_names_the_command_of_the_students_path(step, monkeypatch, pixi):
+    monkeypatch.delenv("PIXI_PROJECT_ROOT", raising=False)
+    if pixi:
+        monkeypatch.setenv("PIXI_PROJECT_ROOT", str(REPO_ROOT))
+    _, message = catchup.catch_up(step, now=NOW)
+    python = f"Next: {interpreter()} -m pytest "
+    assert ("Next: pixi run check-step-99" if pixi else python) in message

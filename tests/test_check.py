@@ -19,8 +19,7 @@ from common.check.screen import k_name
 from common.course import course, course_step
 from common.docs import read_block
 from tools import check_in_a_child, pristine, run_pytest
-from tools.first_check import README, first_check
-from tools.screens import screen_path
+from tools.screens import README, first_check, screen_path, untouched_screen
 
 
 @functools.cache
@@ -30,7 +29,7 @@ def shown(step: str) -> str:
     byte from the recorded results (tests/test_screens.py)."""
     if step != "lab-01" and (recorded := screen_path(step)).is_file():
         return recorded.read_text(encoding="utf-8").removesuffix("\n")
-    return first_check(step)
+    return untouched_screen(step)[0].removesuffix("\n")
 
 
 STEPS = [s.name for s in course() if not s.checkpoint]  # from each step.toml, in course order
@@ -61,9 +60,8 @@ def test_first_check_fits_one_screen_and_names_what_to_write(step):
             "the screen changed: if on purpose, run python -m tools.screens --write"
         )
     if step == "lab-01":  # the README shows it (one run serves both checks)
-        expected = "```text\n$ pixi run check-lab-01\n" + text + "\n```\n"
-        assert read_block(README, "first-check") == expected, (
-            "run: python -m tools.first_check --write-docs"
+        assert read_block(README, "first-check") == first_check(text + "\n"), (
+            "run: python -m tools.screens --write"
         )
 
 

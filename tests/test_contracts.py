@@ -3,12 +3,11 @@
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from common import REPO_ROOT, STEPS_DIR, shown
+from common import REPO_ROOT, STEPS_DIR, pytest_command, shown
 from common.course import Step, course, pixi_tasks, step_names
 from common.loader import ImplImportError, check_syntax
 from tests import contracts as c
@@ -206,22 +205,6 @@ def test_fixture_starter_contract_violations_are_found(tmp_path):
     )
 
 
-@pytest.mark.process
-@pytest.mark.slow
-def test_starter_that_does_not_import_is_one_line():
-    steps = FIXTURES / "broken_import" / "steps"
-    env = os.environ | {"COURSE_STEPS_DIR": str(steps)}
-    cmd = [sys.executable, "-m", "pytest", str(steps / "step-98"), "--impl", "starter"]
-    cmd += ["-q", "-p", "no:cacheprovider", f"--rootdir={REPO_ROOT}"]
-    done = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True)
-    assert done.returncode == pytest.ExitCode.USAGE_ERROR
-    output = done.stdout + done.stderr
-    lines = [line for line in output.splitlines() if "does not import" in line]
-    assert len(lines) == 1
-    assert "step-98/starter/mod.py:5 does not import: SyntaxError" in lines[0]
-    assert "Traceback" not in done.stdout + done.stderr
-
-
 def test_a_syntax_error_is_one_line_without_running_the_file():
     # what pytest-xdist's controller checks: it imports no step (and so no torch)
     path = FIXTURES / "broken_import" / "steps" / "step-98" / "starter" / "mod.py"
@@ -241,17 +224,16 @@ def test_a_stale_starter_skips_for_a_student_and_fails_strictly(strict, tmp_path
     calc.write_text(calc.read_text(encoding="utf-8") + "# mine\n", encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if k not in ("CI", "STRICT_STARTERS")}
     env |= {"COURSE_STEPS_DIR": str(steps)} | ({"STRICT_STARTERS": "1"} if strict else {})
-    cmd = [
-        sys.executable,
-        "-m",
-        "pytest",
+    args = [
         str(Path(__file__)),
         "-q",
         "-rs",
         "-p",
         "no:cacheprovider",
+        "-k",
+        "starters_are_generated",
     ]
-    cmd += ["-k", "starters_are_generated", f"--rootdir={REPO_ROOT}"]
+    cmd = pytest_command(REPO_ROOT, args)  # this file is under the repository's conftest
     done = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True)
     if strict:
         assert done.returncode == pytest.ExitCode.TESTS_FAILED, done.stdout

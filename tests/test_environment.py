@@ -32,15 +32,6 @@ def test_pixi_toml_validates_against_the_official_schema():
     assert PIXI["$schema"] == schema["$id"]
 
 
-def test_workspace_table_and_platforms():
-    ws = PIXI["workspace"]
-    assert "project" not in PIXI  # [project] is deprecated in favour of [workspace]
-    assert ws["channels"] == ["conda-forge"]
-    assert set(ws["platforms"]) == {"linux-64", "linux-aarch64", "osx-arm64", "win-64"}
-    assert re.fullmatch(r">=\d+\.\d+(\.\d+)?", ws["requires-pixi"])
-    assert PIXI["dependencies"]["python"] == "3.12.*"
-
-
 def test_torch_comes_from_the_cpu_index():
     torch = PIXI["pypi-dependencies"]["torch"]
     assert torch["index"] == "https://download.pytorch.org/whl/cpu"
@@ -67,12 +58,6 @@ def test_both_paths_install_the_course_itself_editable():
     ci = (REPO_ROOT / ".ci" / "run").read_text(encoding="utf-8")
     readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8").split("## Without pixi", 1)[1]
     assert f".venv/bin/{envreport.INSTALL}" in ci and readme.count(envreport.INSTALL) >= 2
-
-
-def test_handout_versions_are_pinned():
-    assert PINS["torch"] == "2.15.0"
-    assert PINS["pytest"] == "9.0.2"
-    assert {"matplotlib", "ruff", "pre-commit"} <= PINS.keys()
 
 
 def test_every_task_has_a_description():
@@ -163,30 +148,6 @@ def test_pixi_lock_workflow_runs_the_pinned_pixi():
     assert re.search(r"^\s+run: pixi lock$", text, re.M)
     assert "workflow_dispatch" in text and "- pixi.toml" in text
     assert "pixi-lock.yml" in ci  # the missing-lock message points to it
-
-
-def test_pre_commit_runs_ruff_fix_before_format_and_hygiene_hooks():
-    text = (REPO_ROOT / ".pre-commit-config.yaml").read_text(encoding="utf-8")
-    ids = re.findall(r"- id: ([\w-]+)", text)
-    assert ids.index("ruff-check") < ids.index("ruff-format")
-    assert "ruff check --fix" in text
-    for hook in ("trailing-whitespace", "end-of-file-fixer", "check-toml", "check-yaml"):
-        assert hook in ids
-    assert "check-added-large-files" in ids
-
-
-def test_lock_is_treated_as_generated():
-    text = (REPO_ROOT / ".gitattributes").read_text(encoding="utf-8")
-    assert "pixi.lock merge=binary linguist-language=YAML linguist-generated=true" in text
-
-
-def test_ci_workflow_uses_pinned_setup_pixi_on_three_oses():
-    text = (REPO_ROOT / ".github" / "workflows" / "ci.yml").read_text(encoding="utf-8")
-    assert "prefix-dev/setup-pixi@" in text
-    assert re.search(r"pixi-version: v\d+\.\d+\.\d+", text)
-    for os_name in ("ubuntu-latest", "macos-latest", "windows-latest"):
-        assert os_name in text
-    assert "locked: true" in text  # a stale pixi.lock fails the run
 
 
 def summary(out: str) -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from common import REPO_ROOT, STEPS_DIR, shown
+from common import STEPS_DIR, shown
 
 HANDOUTS = sorted(STEPS_DIR.glob("*/README.md")) + sorted(STEPS_DIR.glob("*/background/README.md"))
 FENCE = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
@@ -106,13 +106,3 @@ def test_the_layout_check_catches_what_the_formatter_did():
         'plt.imshow(a, cmap="Blues"); plt.colorbar()  # semicolon: two statements on one line\n'
     )
     assert layout_problems(lecture) == [], f"expected no problem; got {layout_problems(lecture)}"
-
-
-def test_the_handouts_are_out_of_the_formatter():
-    import tomllib
-
-    config = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    excluded = config["tool"]["ruff"].get("format", {}).get("exclude", [])
-    assert "steps/**/*.md" in excluded, (
-        f"expected steps/**/*.md in ruff format's exclude; got {excluded}"
-    )

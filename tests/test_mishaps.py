@@ -71,9 +71,11 @@ def test_a_missing_reference_is_one_line_not_0_of_0_done(tmp_path):
     [
         ("import sys; sys.exit(0)", "SystemExit: it calls sys.exit(0) as it is imported"),
         ("import os; os._exit(0)", "EndsPython: os._exit(0) would end Python here"),
+        ("def f(:", "SyntaxError"),
     ],
+    ids=["sys.exit", "os._exit", "a syntax error"],
 )
-def test_an_exit_at_import_is_a_failure_with_one_line(tmp_path, line, said):
+def test_a_starter_that_does_not_import_is_one_line(tmp_path, line, said):
     steps = tiny_copy(tmp_path)
     with (steps / CALC).open("a", encoding="utf-8") as f:
         f.write(f"\n{line}\n")

@@ -44,16 +44,19 @@ def test_every_steps_help_offers_impl_quick_write_docs_and_out(step, capsys):
 
 
 @pytest.mark.parametrize(
-    ("pixi", "usage"),
-    [(True, "usage: pixi run lab-01 "), (False, "usage: {python} -m common.run lab-01 ")],
+    ("pixi", "step", "usage"),
+    [
+        (True, "lab-01", "usage: pixi run lab-01 "),
+        (False, "lab-01", "usage: {python} -m common.run lab-01 "),
+        (True, "step-404", "usage: {python} -m common.run"),  # never a task that does not exist
+    ],
 )
-def test_the_usage_line_fits_where_the_student_is(pixi, usage, monkeypatch, capsys):
+def test_the_usage_line_fits_where_the_student_is(pixi, step, usage, monkeypatch, capsys):
+    monkeypatch.delenv("PIXI_PROJECT_ROOT", raising=False)
     if pixi:
         monkeypatch.setenv("PIXI_PROJECT_ROOT", str(REPO_ROOT))
-    else:
-        monkeypatch.delenv("PIXI_PROJECT_ROOT", raising=False)
     with pytest.raises(SystemExit):
-        runner.main(["lab-01", "--nope"])
+        runner.main([step, "--nope"])
     assert capsys.readouterr().err.startswith(usage.format(python=interpreter()))
 
 

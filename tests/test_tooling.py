@@ -1,101 +1,35 @@
-"""The student workflow: the loader, the --impl switch, the runner and catch-up."""
+"""The student workflow: the loader, the --impl switch, the commands' steps and their python twin."""
 
 import shutil
 import subprocess
 import sys
-from datetime import datetime
 from pathlib import Path
 
 import pytest
 
-from common import REPO_ROOT, catchup, command, interpreter, loader
+from common import REPO_ROOT, catchup, command, hint, interpreter, loader, pytest_command
 from common import run as runner
 
-BROKEN = Path(__file__).parent / "fixtures" / "broken_step" / "steps" / "step-99"
 
-
-@pytest.fixture
-def step(tmp_path):
-    """A throwaway copy of the fixture step, with a student's edit in its starter."""
-    folder = shutil.copytree(BROKEN, tmp_path / "step-99")
-    (folder / "starter" / "mine.py").write_text("# my own work\n", encoding="utf-8")
-    return folder
-
-
-@pytest.mark.process
-def test_catch_up_backs_up_then_installs_the_solution(step, monkeypatch):
-    monkeypatch.setenv("PIXI_PROJECT_ROOT", str(REPO_ROOT))
-    backup, message = catchup.catch_up(step, now=datetime(2026, 11, 29, 8, 0, 0))
-    assert backup == step / "backups" / "starter-20261129-080000"
-    assert (backup / "mine.py").read_text(encoding="utf-8") == "# my own work\n"
-    assert (step / "starter" / "thing.py").read_bytes() == (
-        step / "solution" / "thing.py"
-    ).read_bytes()
-    assert not (step / "starter" / "mine.py").exists()
-    assert str(backup) in message and "check-step-99" in message
-
-
-@pytest.mark.process
-def test_catch_up_twice_does_no_harm(step):
-    first, _ = catchup.catch_up(step, now=datetime(2026, 11, 29, 8, 0, 0))
-    second, message = catchup.catch_up(step, now=datetime(2026, 11, 29, 8, 0, 0))
-    assert second is None and "nothing changed" in message
-    assert [p.name for p in (step / "backups").iterdir()] == [first.name]
-
-
-@pytest.mark.process
-def test_catch_up_never_overwrites_an_earlier_backup(step):
-    now = datetime(2026, 11, 29, 8, 0, 0)
-    first, _ = catchup.catch_up(step, now=now)
-    (step / "starter" / "thing.py").write_text("# edited again\n", encoding="utf-8")
-    second, _ = catchup.catch_up(step, now=now)
-    assert second.name == first.name + "-2"
-    assert (second / "thing.py").read_text(encoding="utf-8") == "# edited again\n"
-
-
-@pytest.mark.process
-def test_catch_up_without_a_starter_claims_no_backup(step):
-    shutil.rmtree(step / "starter")
-    backup, message = catchup.catch_up(step, now=datetime(2026, 11, 29, 8, 0, 0))
-    assert backup is None and "saved" not in message
-    assert not (step / "backups").exists()
-    assert (step / "starter" / "thing.py").is_file()
-
-
-@pytest.mark.process
-def test_catch_up_leaves_no_staging_folder_behind(step):
-    catchup.catch_up(step, now=datetime(2026, 11, 29, 8, 0, 0))
-    assert sorted(p.name for p in step.iterdir()) == [
-        "backups",
-        "run.py",
-        "solution",
-        "starter",
-        "tests",
-    ]
-
-
-def test_catch_up_on_a_checkpoint_says_what_it_is(capsys):
-    with pytest.raises(SystemExit):
-        catchup.main(["step-03"])
-    err = capsys.readouterr().err
-    assert "step-03 is a checkpoint, not a step: use solutions/step-03/ as it is" in err
-
-
-def test_catch_up_unknown_step_lists_the_valid_ones(capsys):
+@pytest.mark.parametrize(
+    ("main", "argv", "said"),
+    [
+        (runner.main, ["step-404"], "unknown step 'step-404'; valid steps: lab-01"),
+        (catchup.main, ["step-404"], "unknown step 'step-404'; valid steps: lab-01"),
+        (hint.main, ["lab-99"], "unknown step 'lab-99'; valid steps: lab-01"),
+        (runner.main, [], "valid steps: lab-01"),
+        (catchup.main, [], "valid steps: lab-01"),
+        (catchup.main, ["step-03"], "step-03 is a checkpoint, not a step: use solutions/step-03/"),
+    ],
+    ids=["run", "catch-up", "hint", "run without a step", "catch-up without a step", "checkpoint"],
+)
+def test_a_command_given_no_step_it_can_use_lists_the_steps_in_one_line(main, argv, said, capsys):
     with pytest.raises(SystemExit) as exit_info:
-        catchup.main(["step-404"])
+        main(argv)
     err = capsys.readouterr().err
-    assert exit_info.value.code == 2
-    assert "unknown step 'step-404'; valid steps: " in err
-    assert "lab-01" in err and "step-04" in err
-    assert "Traceback" not in err
-
-
-def test_runner_unknown_step_lists_the_valid_ones(capsys):
-    with pytest.raises(SystemExit):
-        runner.main(["step-404"])
-    err = capsys.readouterr().err
-    assert "unknown step 'step-404'; valid steps: " in err and "lab-01" in err
+    assert exit_info.value.code == 2 and said in err and "Traceback" not in err, err
+    if said.startswith("valid") or "unknown" in said:
+        assert "step-04" in err
 
 
 def test_loader_unknown_step_is_a_value_error():
@@ -129,16 +63,9 @@ def test_import_error_is_one_line_naming_file_and_line(tmp_path):
 
 @pytest.mark.process
 def test_bad_impl_value_is_one_line_from_pytest():
-    cmd = [
-        sys.executable,
-        "-m",
-        "pytest",
-        "tests/test_tooling.py",
-        "--impl",
-        "mine",
-        "-p",
-        "no:cacheprovider",
-    ]
+    cmd = pytest_command(
+        REPO_ROOT, ["tests/test_tooling.py", "--impl", "mine", "-p", "no:cacheprovider"]
+    )
     done = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True)
     assert done.returncode == pytest.ExitCode.USAGE_ERROR
     # argparse quotes the choices or not depending on the 3.12 patch release: check both names
@@ -162,39 +89,6 @@ def test_a_syntax_error_names_file_line_and_reason_once(tmp_path):
     text = str(info.value)
     assert "bad.py:1 does not import: SyntaxError: " in text
     assert "line 1)" not in text  # the place is said once, up front
-
-
-@pytest.mark.parametrize("main", [runner.main, catchup.main], ids=["run", "catch-up"])
-def test_no_step_is_a_usage_error_listing_the_steps(main, capsys):
-    with pytest.raises(SystemExit) as exit_info:
-        main([])
-    err = capsys.readouterr().err
-    assert exit_info.value.code == 2
-    assert "valid steps: lab-01" in err and "step-04" in err
-
-
-def test_an_unknown_step_is_never_the_program_name(capsys, monkeypatch):
-    monkeypatch.setenv("PIXI_PROJECT_ROOT", str(REPO_ROOT))
-    with pytest.raises(SystemExit):
-        runner.main(["step-404"])
-    err = capsys.readouterr().err
-    assert "pixi run step-404" not in err and err.startswith(
-        f"usage: {interpreter()} -m common.run"
-    )
-
-
-@pytest.mark.process
-@pytest.mark.parametrize(
-    ("pixi", "expected"),
-    [(True, "Next: pixi run check-step-99"), (False, "Next: {python} -m pytest ")],
-)
-def test_messages_name_the_command_of_the_students_path(step, monkeypatch, pixi, expected):
-    if pixi:
-        monkeypatch.setenv("PIXI_PROJECT_ROOT", str(REPO_ROOT))
-    else:
-        monkeypatch.delenv("PIXI_PROJECT_ROOT", raising=False)
-    _, message = catchup.catch_up(step, now=datetime(2026, 11, 29, 8, 0, 0))
-    assert expected.format(python=interpreter()) in message
 
 
 @pytest.mark.parametrize("active", [True, False], ids=["venv active", "venv not active"])

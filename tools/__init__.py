@@ -6,12 +6,11 @@ process, and pristine or cloned copies of the course. Nothing in steps/ or commo
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from common import REPO_ROOT, STEPS_DIR
+from common import REPO_ROOT, STEPS_DIR, pytest_command
 from common.course import step_names
 from common.loader import py_files
 
@@ -24,20 +23,11 @@ NOT_COPIED = shutil.ignore_patterns(
 def run_pytest(args: list[str], steps_dir: Path | None = None, plugins=()) -> int:
     """pytest in this process (fast: torch is already imported), or in a child for another steps dir."""
     # unraisableexception runs gc.collect() five times per session: 0.5 s each with torch loaded
-    args = [
-        *args,
-        "-p",
-        "no:cacheprovider",
-        "-p",
-        "no:unraisableexception",
-        f"--rootdir={REPO_ROOT}",
-    ]
+    args = [*args, "-p", "no:unraisableexception"]
     if steps_dir is not None:  # STEPS_DIR is fixed at import, so another one needs a new process
-        env = os.environ | {"COURSE_STEPS_DIR": str(steps_dir)}
-        cmd = [sys.executable, "-m", "pytest", *args]
-        if not steps_dir.resolve().is_relative_to(REPO_ROOT):  # not under the repo's conftest
-            cmd += ["-c", str(REPO_ROOT / "pyproject.toml"), "-p", "conftest"]
+        cmd, env = check_command(steps_dir, args)
         return subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True).returncode
+    args += ["-p", "no:cacheprovider", f"--rootdir={REPO_ROOT}"]
     return pytest.main(args, plugins=list(plugins))
 
 
@@ -60,29 +50,19 @@ def pristine(steps: list[str], dest: Path, source: Path = STEPS_DIR) -> Path:
 
     What the student did to steps/ (edits, a catch-up, a deleted file) is not in it.
     """
+    from tools.starters import write  # here, as in untouched()
+
     root = dest / "steps"
     for step in steps:
-        write_starters(shutil.copytree(source / step, root / step, ignore=NOT_COPIED))
+        write(shutil.copytree(source / step, root / step, ignore=NOT_COPIED))  # no starter: all
     return root
-
-
-def write_starters(folder: Path) -> None:
-    """Write a step folder's starter as generated from its solution (what the repository ships)."""
-    from tools.starters import starters  # here, as in untouched()
-
-    for path, text in starters(folder).items():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8", newline="\n")
 
 
 def check_command(steps_dir: Path, args: list[str], env: dict | None = None):
     """(command, environment) of `python -m pytest <args>` with the check on `steps_dir` (may be
     outside the repository), for a child process."""
     env = os.environ | {"COURSE_STEPS_DIR": str(steps_dir), "COLUMNS": "100"} | (env or {})
-    cmd = [sys.executable, "-m", "pytest", *args, "-p", "no:cacheprovider"]
-    cmd += [f"--rootdir={REPO_ROOT}", "-c", str(REPO_ROOT / "pyproject.toml")]
-    cmd += ["-p", "conftest"]  # a steps folder outside the repository is not under its conftest
-    return cmd, env
+    return pytest_command(steps_dir, [*args, "-p", "no:cacheprovider"]), env
 
 
 def check_in_a_child(
@@ -106,7 +86,9 @@ def clean_clone(dest: Path) -> Path:
 
     A student's edits and catch-ups, and every run's output, stay behind.
     """
+    from tools.starters import write
+
     root = shutil.copytree(REPO_ROOT, dest / "repo", ignore=NOT_CLONED)
     for name in step_names(root / "steps"):
-        write_starters(root / "steps" / name)
+        write(root / "steps" / name)
     return root

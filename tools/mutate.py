@@ -18,16 +18,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from common import REPO_ROOT
+from common import shown
 from common.course import course, course_step
 from common.loader import load_fresh, override
 from tools import run_pytest
 from tools.symptoms import SUITE_ARGS
 
-# (step, module): the solution files mutated
-# (step, solution module) from each step.toml's [mutation] modules
+# (step, solution module): the files mutated, from each step.toml's [mutation] modules
 TARGETS = [(s.name, m) for s in course() for m in s.mutation.get("modules", [])]
-# As tools.symptoms: stop at the first failure, leave out the figure-rendering slow tests.
 TIMEOUT = 60  # seconds per mutant: one that loops or crawls counts as killed
 
 CMP = {
@@ -54,12 +52,6 @@ BIN = {
     ast.BitAnd: [ast.BitOr],
     ast.BitOr: [ast.BitAnd],
 }
-SYMBOL = {
-    ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!=",
-    ast.Is: "is", ast.IsNot: "is not", ast.In: "in", ast.NotIn: "not in", ast.Add: "+",
-    ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%", ast.Pow: "**",
-    ast.MatMult: "@", ast.BitAnd: "&", ast.BitOr: "|", ast.And: "and", ast.Or: "or",
-}  # fmt: skip
 
 
 def equivalents(step: str) -> dict[str, str]:
@@ -341,7 +333,7 @@ def fastest_first(step: str, module: str) -> list[Path] | None:
     for path in sorted(course_step(step).tests.glob("test_*.py")):
         start = time.monotonic()
         if not run_suite(step, module, None, [path]):
-            print(f"{path.relative_to(REPO_ROOT)} fails on the unmutated solution: fix that first")
+            print(f"{shown(path)} fails on the unmutated solution: fix that first")
             return None
         timed.append((time.monotonic() - start, path))
     return [path for _, path in sorted(timed)]
@@ -358,8 +350,7 @@ def main(argv: list[str] | None = None) -> int:
     unexplained, totals = 0, []
     for step, module in targets:
         todo = [(m, tree) for m, tree in mutants(step, module) if args.only in m.key]
-        rel = course_step(step).solution.relative_to(REPO_ROOT).as_posix()
-        where = f"{rel}/{module.replace('.', '/')}.py"
+        where = shown(course_step(step).solution / f"{module.replace('.', '/')}.py")
         if args.list:
             for m, _ in todo:
                 print(f"{where}:{m.line} {m.key}")

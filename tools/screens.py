@@ -1,4 +1,5 @@
-"""The check's screens, recorded in tests/screens/: `python -m tools.screens --write` records them again.
+"""The check's screens, recorded in tests/screens/ (lab-01's also as the top README's first check):
+`python -m tools.screens --write` records them again.
 
 Each step's untouched starter, and lab-01 caught up with each of its curated bugs (its bugs.py
 BUGS) written into its attention.py: what the check prints (in a child, as inside pixi; the run's time left out), and
@@ -14,6 +15,7 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SCREENS = REPO_ROOT / "tests" / "screens"
+README = REPO_ROOT / "README.md"
 
 BUGGY_FILE = Path("starter") / "attention.py"  # under steps/lab-01/
 
@@ -111,6 +113,11 @@ def screens(names: list[str] | None = None) -> dict[str, tuple[str, dict]]:
     return {n: bug_screen(curated[n])[:2] if n in curated else untouched_screen(n) for n in names}
 
 
+def first_check(screen: str) -> str:
+    """The top README's first-check block: lab-01's untouched screen, as `pixi run` shows it."""
+    return "```text\n$ pixi run check-lab-01\n" + screen + "```\n"
+
+
 def recording(name: str) -> tuple[str, dict]:
     """(the recorded screen, the model's input recorded with it)."""
     path = screen_path(name)
@@ -144,6 +151,9 @@ def dumps(record: dict) -> str:
 
 
 def main(argv: list[str]) -> int:
+    from common import shown
+    from common.docs import write_block
+
     made = screens()
     if "--write" not in argv:
         print("".join(f"--- {n}\n{screen}" for n, (screen, _) in made.items()), end="")
@@ -154,7 +164,10 @@ def main(argv: list[str]) -> int:
         changed = not path.is_file() or path.read_text(encoding="utf-8") != screen
         path.write_text(screen, encoding="utf-8", newline="\n")
         path.with_suffix(".json").write_text(dumps(record), encoding="utf-8", newline="\n")
-        print(f"{path.relative_to(REPO_ROOT).as_posix()}: {'updated' if changed else 'unchanged'}")
+        print(f"{shown(path)}: {'updated' if changed else 'unchanged'}")
+    if "lab-01" in made:
+        changed = write_block(README, "first-check", first_check(made["lab-01"][0]))
+        print(f"README.md first-check: {'updated' if changed else 'unchanged'}")
     return 0
 
 

@@ -81,12 +81,9 @@ class Failures:
 def failures(step: str, module: str, copy: ModuleType, tests: list[str]) -> dict[str, str]:
     """The failures of `step`'s tests named in `tests` (functions) with `module` replaced by `copy`:
     nodeid -> the short traceback the check would show."""
-    plugin = Failures()
     every = [a for a in SUITE_ARGS if a != "-x"]  # every failure: a row may need a test to pass
     args = [str(course_step(step).tests), *every, "-k", " or ".join(sorted(set(tests)))]
-    with contextlib.redirect_stdout(io.StringIO()), override(step, module, copy):
-        run_pytest(args, plugins=[plugin])
-    return plugin.errors
+    return run_with(step, module, copy, Failures(), args).errors
 
 
 def table(step: str) -> str:

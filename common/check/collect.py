@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from common import hint, predictions, shown
+from common import hint, predictions, shown, write_json
 from common.check.guard import Judges, TookTooLong, Watchdog, refusal
 from common.check.screen import RunFacts, progress_line, step_lines, symptom_tests
 from common.check.status import Place, StarterFacts, StepStatus, TestResult, record, step_status
@@ -286,9 +286,9 @@ class Collector:
             hint.keep_check(step, data)
         if path := self.config.getoption("--check-record"):  # the model's input (tests/screens/)
             data = {s: record(self.results_of(s), self.facts[s]) for s in self.statuses}
-            Path(path).write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+            write_json(Path(path), data, indent=1)
         if path := self.config.getoption("--check-json"):  # what the screen says, as data (grading)
-            Path(path).write_text(json.dumps(records, indent=2) + "\n", encoding="utf-8")
+            write_json(Path(path), records, indent=2)
         send_record({"end": len(self.results), "stopped": self.stopped})
 
     def as_json(self, step: str, status: StepStatus) -> dict:

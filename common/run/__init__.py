@@ -1,9 +1,8 @@
 """The run's room, a student's `pixi run <step>`: `python -m common.run <step> [--impl starter]
 [--quick] [--write-docs] [--out DIR]`; the declared experiments (experiment), figures and timing.
 
-The command line of every step's run (CONTRIBUTING.md, "A step's run"): the options, from the
-step's step.toml, are parsed before torch is imported, the output folder is checked before any
-work, then common.run.experiment executes the step's RUN declaration."""
+The command line of every step's run: CONTRIBUTING.md, "A step's run".
+"""
 
 import argparse
 import os

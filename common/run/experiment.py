@@ -1,9 +1,7 @@
 """The one step shape: a step's run.py declares `RUN = Run(...)`, and `execute` runs it for all.
 
-An experiment names the TODOs it needs, computes one result, and says what the result becomes:
-handout blocks (checked against a fresh run, recorded, or printed only), figures and prediction
-answers. The runner does what every step needs: fixed threads, a one-line skip for an experiment
-that waits for a TODO, `--quick`, `--impl`, `--write-docs` (CONTRIBUTING.md, "A step's run")."""
+What an experiment declares: CONTRIBUTING.md, "A step's run".
+"""
 
 import argparse
 from collections.abc import Callable

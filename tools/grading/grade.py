@@ -9,8 +9,6 @@ folder or zip of the step's starter files, however nested; default: your starter
 import argparse
 import csv
 import io
-import json
-import os
 import sys
 import tempfile
 import time
@@ -19,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-from common import STEPS_DIR, shown
+from common import STEPS_DIR, shown, write_json
 from common.course import course_step
 from common.todos import optional, split_id
 from tools.grading.engine import (
@@ -99,8 +97,7 @@ CORE_CAP = 0.5  # the most of its weight a TODO that fails one of its core tests
 def _score(todo: str, passed: int, total: int, why: str, refused: str | None, each=()) -> Line:
     """A written TODO's line from its own tests' outcome: the share of them that pass, at most
     half its weight while one of its core tests fails (`each`: own_outcome's per-test list)."""
-    weights, whole = grade_settings(split_id(todo)[0])
-    weight = 0.0 if optional(todo) else weights.get(split_id(todo)[1], 1.0)
+    weight, whole = _weight(todo), grade_settings(split_id(todo)[0])[1]
     each = [tuple(e) for e in each]
     if refused:
         return Line(todo, "refused", 0.0, weight, f"0: {refused} ({why})", passed, total, each)
@@ -122,10 +119,14 @@ def _score(todo: str, passed: int, total: int, why: str, refused: str | None, ea
     return Line(todo, state, round(weight * share, 4), weight, reason, passed, total, each)
 
 
-def _zero(todo: str, state: str, reason: str) -> Line:
+def _weight(todo: str) -> float:
+    """Its task's weight in step.toml's [grade] (1 when not named); 0 for optional work."""
     weights, _ = grade_settings(split_id(todo)[0])
-    weight = 0.0 if optional(todo) else weights.get(split_id(todo)[1], 1.0)
-    return Line(todo, state, 0.0, weight, reason)
+    return 0.0 if optional(todo) else weights.get(split_id(todo)[1], 1.0)
+
+
+def _zero(todo: str, state: str, reason: str) -> Line:
+    return Line(todo, state, 0.0, _weight(todo), reason)
 
 
 def grade(
@@ -183,9 +184,8 @@ def _grade_in(worker, step, todos, files, submitted, heldout, screen) -> tuple[l
     owners = Owners.cached(worker, todos)
     lines = []
     for todo in todos.values():
-        rel = todo.module.replace(".", "/") + ".py"
         own = owners.tests.get(todo.id, [])
-        if why := not_written(todo, files, submitted, rel):
+        if why := not_written(todo, files, submitted, todo.rel):
             lines.append(_zero(todo.id, "not written", why))
         elif not own:
             lines.append(
@@ -456,10 +456,7 @@ def main(argv: list[str] | None = None) -> int:
     g = grade(args.step, args.submission, limits, args.timeout, args.tests)
     if args.format == "gradescope":
         out = args.out or Path("results.json")
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_name(out.name + ".part")
-        tmp.write_text(json.dumps(gradescope(g), indent=2) + "\n", encoding="utf-8")
-        os.replace(tmp, out)
+        write_json(out, gradescope(g), indent=2)
         print(f"wrote {out}: {_n(g.score)} of {_n(g.max_score)}")
         print(text(g))  # stdout: the instructor's view (Gradescope shows it to instructors only)
     else:

@@ -86,8 +86,8 @@ def variant(
     by_file: dict[str, list[str]] = {}
     for todo in todos.values():
         if todo.id != mine:
-            by_file.setdefault(_rel(todo, solution), []).extend(todo.functions)
-    holds_mine = {_rel(todos[mine], solution)} if mine in todos else set()
+            by_file.setdefault(todo.rel, []).extend(todo.functions)
+    holds_mine = {todos[mine].rel} if mine in todos else set()
     out = dict(starter)
     for rel, functions in by_file.items():
         text = starter.get(rel)
@@ -127,12 +127,6 @@ def _mend(student: str, reference: str, functions: list[str], line: int) -> str:
     a, b = _span(ref[name])
     body = _reindent(reference.splitlines()[a - 1 : b], ref[name].col_offset, indent)
     return "\n".join([*lines[:first], *body, *lines[last:]]) + "\n"
-
-
-def _rel(todo: Todo, solution: dict[str, str]) -> str:
-    """The starter-relative path of a TODO's file ('exercises/wrong_mask.py')."""
-    wanted = todo.module.replace(".", "/") + ".py"
-    return next(rel for rel in solution if rel == wanted)
 
 
 def read_tree(folder: Path) -> dict[str, str]:
