@@ -230,7 +230,13 @@ def worker():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("step", "todo"), SLIPS[1:], ids=[t for _, t in SLIPS[1:]])
+@pytest.mark.parametrize(
+    ("step", "todo"),
+    [  # one step's bugs in one xdist process: its worker started once
+        pytest.param(s, t, id=t, marks=pytest.mark.xdist_group(f"loop-worker:{s}"))
+        for s, t in SLIPS[1:]
+    ],
+)
 def test_a_bug_in_each_todo_makes_the_check_name_it(step, todo, worker):
     bug, files = _slipped(step, todo)
     # the check without its figures (slow whole-run tests; the end-to-end case above keeps them):
