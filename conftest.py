@@ -58,6 +58,8 @@ def pytest_collection_modifyitems(config, items):
     """Tests that share a module- or class-scoped fixture (a grader's worker, a graded class, a
     scan of one bug) form one xdist group: with `--dist=loadgroup` one process makes it once, and
     the biggest groups start first, while single tests fill in around them."""
+    if not getattr(config.option, "loadgroup", False):  # an xdist worker of --dist=loadgroup
+        return  # elsewhere (a step's suite, the check, the grader's copies) xdist_group is unknown
     for item in items:
         info = getattr(item, "_fixtureinfo", None)
         if info is None or item.get_closest_marker("xdist_group"):
