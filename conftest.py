@@ -54,6 +54,7 @@ def pytest_configure(config):
         register(config)  # a test that starts a process must say so: the fast tier leaves it out
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist names each test by its group
 def pytest_collection_modifyitems(config, items):
     """Tests that share a module- or class-scoped fixture (a grader's worker, a graded class, a
     scan of one bug) form one xdist group: with `--dist=loadgroup` one process makes it once, and
