@@ -1,5 +1,5 @@
-"""Repo-wide pytest wiring: `--impl` and its fixture, suite speed; the student's check (a one-line
-report for a starter that won't import, the one-screen summary) is the plugin common/check/__init__.py."""
+"""Repo-wide pytest wiring: `--impl` and its fixture, suite speed (xdist groups); the student's check
+(a one-line report for a starter that won't import, the one-screen summary) is the plugin common/check/."""
 
 import argparse
 import gc
@@ -52,6 +52,27 @@ def pytest_configure(config):
         from tools.process_guard import register
 
         register(config)  # a test that starts a process must say so: the fast tier leaves it out
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist names each test by its group
+def pytest_collection_modifyitems(config, items):
+    """Tests that share a module- or class-scoped fixture (a grader's worker, a graded class, a
+    scan of one bug) form one xdist group: with `--dist=loadgroup` one process makes it once, and
+    the biggest groups start first, while single tests fill in around them."""
+    if not getattr(config.option, "loadgroup", False):  # an xdist worker of --dist=loadgroup
+        return  # elsewhere (a step's suite, the check, the grader's copies) xdist_group is unknown
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        if info is None or item.get_closest_marker("xdist_group"):
+            continue
+        spec = getattr(item, "callspec", None)
+        shared = [
+            f"{name}{spec.indices.get(name, '') if spec else ''}"
+            for name in item.fixturenames
+            if (defs := info.name2fixturedefs.get(name)) and defs[-1].scope in ("module", "class")
+        ]
+        if shared:
+            item.add_marker(pytest.mark.xdist_group(f"{item.module.__name__}:{','.join(shared)}"))
 
 
 def pytest_collection_finish(session):

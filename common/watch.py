@@ -2,6 +2,7 @@
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -103,6 +104,9 @@ def watch(step: str, extra: list[str], poll: bool = False) -> int:
         catch_up = command(f"pixi run catch-up {step}", f"python -m common.catchup {step}")
         print(f"{shown(starter)} is missing: restore it with git, or {catch_up}")
         return 1
+    # Ctrl-C must stop the watch even when the parent ignores it (a shell's background job, an
+    # xdist worker): Python raises KeyboardInterrupt only if SIGINT was not ignored at start.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         draw(step, folder, extra, "started")
         for batch in changes_of(

@@ -32,6 +32,13 @@ def test_pixi_toml_validates_against_the_official_schema():
     assert PIXI["$schema"] == schema["$id"]
 
 
+def test_pixi_solves_python_3_12_for_every_os_a_student_uses():
+    ws = PIXI["workspace"]
+    expected = {"linux-64", "linux-aarch64", "osx-arm64", "win-64"}
+    assert set(ws["platforms"]) == expected, f"expected {expected}, got {ws['platforms']}"
+    assert PIXI["dependencies"]["python"] == "3.12.*", PIXI["dependencies"]["python"]
+
+
 def test_torch_comes_from_the_cpu_index():
     torch = PIXI["pypi-dependencies"]["torch"]
     assert torch["index"] == "https://download.pytorch.org/whl/cpu"

@@ -12,6 +12,7 @@ from common.course import course, course_step
 from common.todos import optional, split_id
 from tests.test_grade import caught_up_starter, copy_files, with_change
 from tools import pristine
+from tools.grading import engine
 from tools.grading.engine import Owners, Worker, moved_lines, scrub
 from tools.grading.grade import Grade, _score, feedback, grade, text
 from tools.grading.gradescope import results_json
@@ -33,27 +34,40 @@ def line_of(g: Grade, task: str):
 
 
 @pytest.mark.process
-@pytest.mark.slow  # each step's owners read afresh: the reference and a stub per TODO, per step
-def test_every_required_todo_owns_three_tests_and_a_core_one_and_a_bad_cache_is_read_again():
-    """The owners the grade reads, per step, each after its cache file was forged."""
+@pytest.mark.slow  # a cold cache: the reference and a stub per TODO, read once for the whole suite
+@pytest.mark.parametrize("step", STEPS)
+def test_every_required_todo_owns_three_tests_and_a_core_one(step):
+    """The owners the grade reads, through the cache every grade of the suite shares."""
+    todos = course_step(step).regions()
+    with Worker(step, Limits(), 10.0) as worker:
+        owners = Owners.cached(worker, todos)
     owned, short = [], []
-    for step, forged in zip(STEPS, FORGED * 2, strict=False):
-        todos = course_step(step).regions()
-        with Worker(step, Limits(), 10.0) as worker:
-            path = OUT_DIR / "grade-owners" / f"{step}-{worker.fingerprint[:16]}.json"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(forged, encoding="utf-8")
-            owners = Owners.cached(worker, todos)
-        assert Owners.parsed(path, todos) == owners, f"{path}: expected rewritten, got {forged}"
-        for todo in todos:
-            tests, core = owners.tests[todo], [n for n in owners.tests[todo] if n in owners.core]
-            owned.append(f"{todo}: {len(tests)} tests, {len(core)} core")
-            if not optional(todo) and (len(tests) < 3 or not core):
-                short.append(owned[-1])
+    for todo in todos:
+        tests, core = owners.tests[todo], [n for n in owners.tests[todo] if n in owners.core]
+        owned.append(f"{todo}: {len(tests)} tests, {len(core)} core")
+        if not optional(todo) and (len(tests) < 3 or not core):
+            short.append(owned[-1])
     assert short == [], (
         "expected >= 3 tests and >= 1 core test per required TODO, got:\n" + "\n".join(short)
     )
     print("\n".join(owned))
+
+
+@pytest.mark.process
+@pytest.mark.slow  # one step's owners read afresh: the reference and a stub per TODO
+def test_a_bad_cache_is_read_again_and_rewritten(tmp_path, monkeypatch):
+    """A forged cache file is run again, not trusted: in a cache folder of its own, so the
+    suite's other grades keep reading the shared one meanwhile."""
+    step = "lab-01"  # the quickest step to read
+    todos = course_step(step).regions()
+    monkeypatch.setattr(engine, "OUT_DIR", tmp_path)
+    with Worker(step, Limits(), 10.0) as worker:
+        path = tmp_path / "grade-owners" / f"{step}-{worker.fingerprint[:16]}.json"
+        path.parent.mkdir(parents=True)
+        path.write_text(FORGED[0], encoding="utf-8")
+        owners = Owners.cached(worker, todos)
+    assert Owners.parsed(path, todos) == owners, f"{path}: expected rewritten, got {FORGED[0]}"
+    assert all(owners.tests[t] for t in todos if not optional(t)), owners
 
 
 def test_a_cache_that_is_not_the_owners_shape_is_not_read():

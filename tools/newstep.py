@@ -236,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(exc))
     print(f"wrote steps/{args.name}/, and from its step.toml:")
     print("\n".join(f"  {line}" for line in written))
-    test = command("pixi run test", "python -m pytest -n auto --maxprocesses=4 --dist=worksteal")
+    test = command("pixi run test", "python -m pytest -n auto --maxprocesses=4 --dist=loadgroup")
     starters = command("pixi run make-starters", "python -m tools.starters")
     print(f"Next: {test}  (green as it is)")
     print("Then write the step (CONTRIBUTING.md, 'Adding a step'); after each change to its")

@@ -9,6 +9,7 @@ reference in the graded copy (a run that needs the reference) count for none and
 
 import ast
 import compileall
+import contextlib
 import difflib
 import hashlib
 import json
@@ -326,6 +327,19 @@ def fingerprint(folder: Path) -> str:
     return digest.hexdigest()
 
 
+@contextlib.contextmanager
+def _locked(path: Path):
+    """Hold an exclusive lock on `path` (created) while the block runs (unguarded without fcntl)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    with path.open("a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # released when the file closes
+        yield
+
+
 def _open_to_worker(tmp: Path, base: Path) -> None:
     """The base readable and the grader's folder passable by the worker (user mode runs it as
     another user); nothing in either is secret: the base holds no reference of this step."""
@@ -355,11 +369,14 @@ class Owners:
         path = OUT_DIR / "grade-owners" / f"{worker.step}-{worker.fingerprint[:16]}.json"
         if (kept := cls.parsed(path, todos)) is not None:
             return kept
-        owners = cls.read(worker, todos)
         path.parent.mkdir(parents=True, exist_ok=True)
-        part = path.with_name(f"{path.name}.{os.getpid()}.part")
-        part.write_text(json.dumps(asdict(owners), indent=1) + "\n", encoding="utf-8")
-        os.replace(part, path)  # never half-written, whoever else writes it at the same time
+        with _locked(path.with_name(f"{path.name}.lock")):  # graders at once read them once
+            if (kept := cls.parsed(path, todos)) is not None:
+                return kept
+            owners = cls.read(worker, todos)
+            part = path.with_name(f"{path.name}.{os.getpid()}.part")
+            part.write_text(json.dumps(asdict(owners), indent=1) + "\n", encoding="utf-8")
+            os.replace(part, path)  # never half-written, whoever reads it at the same time
         return owners
 
     @classmethod
