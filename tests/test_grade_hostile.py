@@ -16,25 +16,31 @@ import tempfile
 import textwrap
 import time
 import uuid
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
 from common import REPO_ROOT
-from tests.test_grade import STEP, caught_up_starter, with_change
+from tests.test_grade import (
+    SHARED,
+    STEP,
+    UNCONTAINED,
+    caught_up_starter,
+    shared_worker,
+    with_change,
+)
 from tools.grading import sandbox
 from tools.grading.autograder import main as autograder
 from tools.grading.engine import Worker
-from tools.grading.grade import PER_TEST, Grade, grade, gradescope, text
+from tools.grading.grade import Grade, grade, gradescope, text
 from tools.grading.sandbox import Limits, resource
 
 pytestmark = [pytest.mark.slow, pytest.mark.process]  # a worker per mode grades every case
 
 LINE = '    check_size(seq_len, "seq_len")  # given: T must be a positive int'
 WALL = 300  # seconds per submission: far above a case's few seconds, far below a hang
-# PER_TEST is the grade's own default (10 s a test): on a loaded machine a lab-01 figure test
-# of the reference can pass 2 s, and a test that runs out of time stops the check's session
 REFERENCE = REPO_ROOT / "steps" / STEP / "solution" / "attention.py"
 STOLEN = "steps/lab-01/solution/attention.py"  # where a clone or the bundle holds the reference
 LINGER = 3.0  # seconds waited after the grades: a daemon's write comes 2 s after it starts
@@ -286,8 +292,9 @@ def bundle(tmp_path_factory) -> Path:
     return out
 
 
-def grade_class(tmp: Path, bundle: Path, names: list[str] | None = None) -> Graded:
-    """Grade the hostile cases (all, or `names`) with one worker in the current mode."""
+def grade_class(tmp: Path, bundle: Path, request, names: list[str] | None = None) -> Graded:
+    """Grade the hostile cases (all, or `names`) with the current mode's worker (user mode's own:
+    it closes the repository while it lives)."""
     marker = f"hostile-{uuid.uuid4().hex}"
     reference = caught_up_starter(tmp / "caught-up")
     home_clone = Path(tempfile.mkdtemp(prefix=".course-clone-", dir=Path.home()))
@@ -301,11 +308,13 @@ def grade_class(tmp: Path, bundle: Path, names: list[str] | None = None) -> Grad
         cases = {k: v for k, v in cases.items() if names is None or k in names}
         before = snapshot(*WATCHED)
         grades = {}
-        with Worker(STEP, Limits(wall=WALL), PER_TEST) as worker:
+        user = sandbox.mode().name == "user"
+        with Worker(STEP, Limits(wall=WALL), 10.0) if user else nullcontext() as own:
+            worker = own or shared_worker(request, Limits(wall=WALL))
             for name, case in cases.items():
                 code = _once(case.code) if case.once else case.code
                 sub = with_change(reference, tmp / f"case-{len(grades)}", LINE, f"{LINE}\n{code}")
-                grades[name] = grade(STEP, sub, per_test=PER_TEST, worker=worker, screen=False)
+                grades[name] = grade(STEP, sub, worker=worker, screen=False)
         time.sleep(LINGER)  # a daemon that escaped would have written by now
         left_files = [str(p) for c in cases.values() for p in c.host if p.exists()]
         left_running = running([marker])
@@ -349,12 +358,13 @@ def _bwrap_problem() -> str:
 
 
 @pytest.fixture(scope="module")
-def in_bwrap(tmp_path_factory, bundle) -> Graded:
+def in_bwrap(tmp_path_factory, bundle, request) -> Graded:
     if why := _bwrap_problem():
         pytest.skip(why)
-    return grade_class(tmp_path_factory.mktemp("bwrap"), bundle)
+    return grade_class(tmp_path_factory.mktemp("bwrap"), bundle, request)
 
 
+@SHARED
 @pytest.mark.parametrize("name", CASES)
 def test_in_bubblewrap_a_hostile_submission_is_graded_with_a_reason_and_nothing_stolen_scores(
     in_bwrap, name
@@ -365,6 +375,7 @@ def test_in_bubblewrap_a_hostile_submission_is_graded_with_a_reason_and_nothing_
     assert in_bwrap.grades[name].contained, in_bwrap.grades[name].notes  # bubblewrap said so
 
 
+@SHARED
 def test_a_reason_never_shows_the_reference_a_per_todo_copy_holds(in_bwrap):
     """A per-TODO copy holds the reference of every other TODO: a reason that quotes it is
     withheld (tools.grading.scrub), so a submission cannot raise it back into results.json."""
@@ -372,6 +383,7 @@ def test_a_reason_never_shows_the_reference_a_per_todo_copy_holds(in_bwrap):
     assert SECRET not in results, f"expected no line of task 1's reference, got: {results[:600]}"
 
 
+@SHARED
 def test_in_bubblewrap_nothing_outside_the_graded_copy_changes_and_nothing_is_left_running(
     in_bwrap,
 ):
@@ -386,13 +398,13 @@ USER_CASES += ["a daemon that outlives the grade", "a child that holds stdout op
 USER_CASES += ["processes left behind", "importing the step's own reference"]
 
 
-def graded_in(mode: str, tmp: Path, bundle: Path, names: list[str]) -> Graded:
+def graded_in(mode: str, tmp: Path, bundle: Path, request, names: list[str]) -> Graded:
     """grade_class with COURSE_GRADE_SANDBOX=`mode` (sandbox.mode is cached: cleared around)."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("COURSE_GRADE_SANDBOX", mode)
         sandbox.mode.cache_clear()
         try:
-            return grade_class(tmp, bundle, names)
+            return grade_class(tmp, bundle, request, names)
         finally:
             sandbox.mode.cache_clear()
 
@@ -415,14 +427,14 @@ def _user_mode_problem() -> str:
 
 
 @pytest.fixture(scope="module")
-def as_nobody(tmp_path_factory, bundle) -> Graded:
+def as_nobody(tmp_path_factory, bundle, request) -> Graded:
     """The user-mode cases, graded as root with COURSE_GRADE_SANDBOX=user (no namespace used)."""
     if why := _user_mode_problem():
         pytest.skip(why)
     closed = [*REPO_ROOT.glob("steps/*/solution"), REPO_ROOT / "out", REPO_ROOT / ".git"]
     kept = {p: p.stat().st_mode for p in closed if p.exists()}  # user mode closes these
     try:
-        graded = graded_in("user", tmp_path_factory.mktemp("user"), bundle, USER_CASES)
+        graded = graded_in("user", tmp_path_factory.mktemp("user"), bundle, request, USER_CASES)
         graded.modes = {str(p): (oct(m), oct(p.stat().st_mode)) for p, m in kept.items()}
         return graded
     finally:
@@ -453,12 +465,13 @@ THEFTS = [n for n in USER_CASES if n.startswith("reading")]  # every theft, each
 
 
 @pytest.fixture(scope="module")
-def uncontained(tmp_path_factory, bundle) -> Graded:
+def uncontained(tmp_path_factory, bundle, request) -> Graded:
     """The thefts graded with COURSE_GRADE_SANDBOX=none: where nothing contains the code, each
     works (which shows the contained runs above stop thefts that are real)."""
-    return graded_in("none", tmp_path_factory.mktemp("none"), bundle, THEFTS)
+    return graded_in("none", tmp_path_factory.mktemp("none"), bundle, request, THEFTS)
 
 
+@UNCONTAINED
 def test_uncontained_every_line_says_so_and_a_theft_is_not_stopped(uncontained):
     for name in THEFTS:
         g = uncontained.grades[name]

@@ -10,7 +10,7 @@ import pytest
 from common import OUT_DIR
 from common.course import course, course_step
 from common.todos import optional, split_id
-from tests.test_grade import caught_up_starter, copy_files, with_change
+from tests.test_grade import SHARED, caught_up_starter, copy_files, shared_worker, with_change
 from tools import pristine
 from tools.grading import engine
 from tools.grading.engine import Owners, Worker, moved_lines, scrub
@@ -18,7 +18,14 @@ from tools.grading.grade import Grade, _score, feedback, grade, text
 from tools.grading.gradescope import results_json
 from tools.grading.sandbox import Limits
 
-STEPS = [s.name for s in course() if not s.checkpoint]
+TRAPPED = pytest.mark.xdist_group("grade-worker:traps")  # the steps whose traps are graded below
+STEPS = [
+    pytest.param(
+        s.name, marks={"lab-01": SHARED, "step-06": TRAPPED, "lab-02": TRAPPED}.get(s.name, ())
+    )
+    for s in course()
+    if not s.checkpoint
+]
 FORGED = [  # what a stale or forged cache may hold: each must be read again
     '{"score": 999.0}',
     "not json {",
@@ -36,11 +43,10 @@ def line_of(g: Grade, task: str):
 @pytest.mark.process
 @pytest.mark.slow  # a cold cache: the reference and a stub per TODO, read once for the whole suite
 @pytest.mark.parametrize("step", STEPS)
-def test_every_required_todo_owns_three_tests_and_a_core_one(step):
+def test_every_required_todo_owns_three_tests_and_a_core_one(step, request):
     """The owners the grade reads, through the cache every grade of the suite shares."""
     todos = course_step(step).regions()
-    with Worker(step, Limits(), 10.0) as worker:
-        owners = Owners.cached(worker, todos)
+    owners = Owners.cached(shared_worker(request, step=step), todos)
     owned, short = [], []
     for todo in todos:
         tests, core = owners.tests[todo], [n for n in owners.tests[todo] if n in owners.core]
@@ -124,7 +130,7 @@ SLIP = "    x = (((  # a slip: never closed"  # put before dropout's raise in la
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory) -> dict[str, tuple[Grade, Path]]:
+def graded(tmp_path_factory, request) -> dict[str, tuple[Grade, Path]]:
     """Every case of this file graded, one worker per step: name -> (Grade, submission)."""
     tmp = tmp_path_factory.mktemp("traps")
     cases: dict[str, tuple[str, Path]] = {}
@@ -147,18 +153,13 @@ def graded(tmp_path_factory) -> dict[str, tuple[Grade, Path]]:
         code[:raise_at] + SLIP + "\n" + code[raise_at:], encoding="utf-8"
     )
     cases["syntax slip"] = ("lab-02", slip)
-    graded = {}
-    for step in ("step-06", "lab-02"):
-        with Worker(step, Limits(), 10.0) as worker:
-            for name, (of, path) in cases.items():
-                if of == step:
-                    g = grade(step, path, per_test=10.0, worker=worker, screen=False)
-                    graded[name] = (g, path)
-    return graded
+    workers = {step: shared_worker(request, step=step) for step in ("step-06", "lab-02")}
+    return {n: (grade(s, p, worker=workers[s], screen=False), p) for n, (s, p) in cases.items()}
 
 
 @pytest.mark.process
 @pytest.mark.slow  # a worker per step, a copy per case
+@TRAPPED
 @pytest.mark.parametrize("trap", list(TRAPS))
 def test_a_named_trap_leaves_its_todo_at_most_half_its_weight(graded, trap):
     g, _ = graded[trap]
@@ -177,6 +178,7 @@ def test_a_named_trap_leaves_its_todo_at_most_half_its_weight(graded, trap):
 
 @pytest.mark.process
 @pytest.mark.slow
+@TRAPPED
 def test_the_reason_of_a_rope_turned_the_wrong_way_is_its_direction_not_the_halves(graded):
     reason = line_of(graded["rope turned the wrong way"][0], "task 1.2").reason
     assert "test_rope_turns_each_pair_by_plus_m_omega_counterclockwise:" in reason, reason
@@ -186,6 +188,7 @@ def test_the_reason_of_a_rope_turned_the_wrong_way_is_its_direction_not_the_halv
 
 @pytest.mark.process
 @pytest.mark.slow
+@TRAPPED
 def test_a_stub_is_not_written_and_its_reason_says_so(graded):
     line = line_of(graded["estimate_loss stub"][0], "task 2")
     expect = ("not written", "not written yet (its code only returns None)")
@@ -196,6 +199,7 @@ def test_a_stub_is_not_written_and_its_reason_says_so(graded):
 
 @pytest.mark.process
 @pytest.mark.slow
+@TRAPPED
 def test_a_syntax_errors_line_is_the_students_own(graded):
     g, path = graded["syntax slip"]
     mine = (path / "layers.py").read_text(encoding="utf-8").splitlines().index(SLIP) + 1
@@ -205,6 +209,7 @@ def test_a_syntax_errors_line_is_the_students_own(graded):
 
 @pytest.mark.process
 @pytest.mark.slow
+@TRAPPED
 def test_the_feedback_shows_each_tests_share_and_keeps_every_reason_whole(graded):
     g, _ = graded["no zero_grad"]
     line = line_of(g, "task 4")
