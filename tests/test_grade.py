@@ -33,11 +33,12 @@ UNCONTAINED = pytest.mark.xdist_group("grade-worker:lab-01:none")  # COURSE_GRAD
 
 def shared_worker(request, limits: Limits | None = None, step: str = STEP) -> Worker:
     """This process's worker of `step` in the current containment mode, started once for the run
-    (user mode's is the caller's: it closes the repository while it lives)."""
+    (user mode's lives as long as `request`: it closes the repository while it runs)."""
     key = (step, sandbox.mode().name)
-    if key not in _WORKERS:
+    if key not in _WORKERS or key[1] == "user":
         _WORKERS[key] = Worker(step, Limits(), 10.0)  # the check's own limit: a loaded CI is no bug
-        request.config.add_cleanup(_WORKERS[key].close)
+        user = key[1] == "user"
+        (request.addfinalizer if user else request.config.add_cleanup)(_WORKERS[key].close)
     _WORKERS[key].limits = limits or Limits()
     return _WORKERS[key]
 

@@ -1,16 +1,14 @@
 """The grade's engine: each TODO scored on its own tests, in a copy where every other TODO is the
 reference's, all inside the sandbox (tools/grading/sandbox.py) through one worker (tools/grading/worker.py).
 
-Which tests are a TODO's own is read off the reference, run first in the same worker: a test
-belongs to the TODO its `todo` marker names, else to the last TODO (in course order) it runs.
-Tests that run no TODO test code the starter gives, and count for none; tests that fail on the
-reference in the graded copy (a run that needs the reference) count for none and are not shown.
+Which tests are a TODO's own is read off the reference's run (CONTRIBUTING, "How a grade is made").
 """
 
 import ast
 import compileall
 import contextlib
 import difflib
+import fcntl
 import hashlib
 import json
 import os
@@ -36,7 +34,7 @@ REFUSED = "the graded copy holds no reference solution of this step: grade your 
 COURSE_FILES = ["common", "conftest.py", "pyproject.toml"]
 GRACE = 30.0  # seconds past a submission's wall limit the worker gets to answer before it is killed
 PIPE = 65536  # bytes written to the worker at a time: a pipe's buffer
-TRUSTED = 120.0  # CPU seconds per test for the reference's own runs: a loaded machine is no bug  # what every copy runs the tests with
+TRUSTED = 120.0  # CPU seconds per test for the reference's own runs: a loaded machine is no bug
 
 
 # --- the graded base: the course as shipped, without this step's reference ----------------------
@@ -329,12 +327,7 @@ def fingerprint(folder: Path) -> str:
 
 @contextlib.contextmanager
 def _locked(path: Path):
-    """Hold an exclusive lock on `path` (created) while the block runs (unguarded without fcntl)."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows
-        yield
-        return
+    """Hold an exclusive lock on `path` (created) while the block runs."""
     with path.open("a") as held:
         fcntl.flock(held, fcntl.LOCK_EX)  # released when the file closes
         yield
@@ -385,18 +378,20 @@ class Owners:
         the four keys, each TODO's list of node ids, core tests among them."""
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            if set(data) != {f.name for f in fields(cls)}:
+                return None
+            owners = cls(**data)
+            lists = [owners.broken, owners.core, *owners.tests.values()]
+            owned = {n for v in owners.tests.values() for n in v}
+        except (OSError, ValueError, TypeError, AttributeError):  # not JSON, not a dict of four
             return None
-        if not isinstance(data, dict) or set(data) != {f.name for f in fields(cls)}:
-            return None
-        tests, broken, given, core = (data[k] for k in ("tests", "broken", "given", "core"))
-        lists = [broken, core, *(tests.values() if isinstance(tests, dict) else [None])]
-        if not all(isinstance(v, list) and all(isinstance(n, str) for n in v) for v in lists):
-            return None
-        owned = {n for v in tests.values() for n in v}
-        if not set(todos) <= set(tests) or type(given) is not int or not set(core) <= owned:
-            return None
-        return cls(tests, broken, given, core)
+        if all(type(v) is list and all(type(n) is str for n in v) for v in lists) and (
+            set(todos) <= set(owners.tests)
+            and type(owners.given) is int
+            and set(owners.core) <= owned
+        ):
+            return owners
+        return None
 
     @classmethod
     def read(cls, worker: "Worker", todos: dict[str, Todo]) -> "Owners":

@@ -137,77 +137,66 @@ def grade(
     running worker of this step to reuse (a class), else one is started and stopped here."""
     if worker is None:
         with Worker(step, limits or Limits(), per_test, heldout) as own:
-            return grade(step, submission, limits, per_test, heldout, own, screen)
+            return grade(step, submission, worker=own, screen=screen)
     started, m, layout = time.monotonic(), mode(), course_step(step)
-    todos, notes = layout.regions(), [m.said]
+    todos, notes, files = layout.regions(), [m.said], starter_files(step)
     worker.begin()
     with tempfile.TemporaryDirectory(prefix="course-submission-") as tmp:
-        files, submitted = starter_files(step), set()
         try:
             found = match(submission or layout.starter, Path(tmp) / "unpacked", sorted(files))
         except (SubmissionError, OSError) as exc:
             lines = [_zero(t, "not run", str(exc)) for t in todos]
-            return Grade(
-                step, lines, [*notes, str(exc)], time.monotonic() - started, "", m.contained
-            )
+            seconds = time.monotonic() - started
+            return Grade(step, lines, [*notes, str(exc)], seconds, contained=m.contained)
         for rel, path in found.files.items():
             files[rel] = path.read_bytes().decode("utf-8", errors="replace")
-            submitted.add(rel)
-    lines, shown_screen = _grade_in(worker, step, todos, files, submitted, heldout, screen)
+    owners = Owners.cached(worker, todos)
+    lines = [_line(worker, todo, todos, files, set(found.files), owners) for todo in todos.values()]
     if not m.contained:  # said on every line, so no score leaves without it
         for line in lines:
             line.reason = f"[uncontained] {line.reason}"
+    shown_screen = _check(worker, step, files, owners) if screen else ""
     if worker.proc is not None and worker.proc.poll() is not None:
-        notes.append(
-            f"the submission's code stopped the grade's worker (exit {worker.proc.returncode})"
-        )
-    found.missing = [rel for rel in found.missing if rel.endswith(".py")]  # predictions: optional
-    if found.missing:
-        notes.append(f"missing from the submission: {', '.join(found.missing)}")
+        code = worker.proc.returncode
+        notes.append(f"the submission's code stopped the grade's worker (exit {code})")
+    missing = [rel for rel in found.missing if rel.endswith(".py")]  # predictions: optional
+    if missing:
+        notes.append(f"missing from the submission: {', '.join(missing)}")
     if found.stray:
         notes.append(f"not starter files (ignored): {', '.join(found.stray)}")
-    return Grade(
-        step, lines, notes, time.monotonic() - started, shown_screen, m.contained,
-        list(found.missing), list(found.stray),
-    )  # fmt: skip
+    seconds = time.monotonic() - started
+    return Grade(step, lines, notes, seconds, shown_screen, m.contained, missing, found.stray)
 
 
-def _grade_in(worker, step, todos, files, submitted, heldout, screen) -> tuple[list[Line], str]:
-    """The reference's run (once per process), one copy per TODO, each with its own time, then
-    the student's check of the whole submission, with a time of its own, for the feedback."""
-    reference = reference_files(step)
-    owners = Owners.cached(worker, todos)
-    lines = []
-    for todo in todos.values():
-        own = owners.tests.get(todo.id, [])
-        if why := not_written(todo, files, submitted, todo.rel):
-            lines.append(_zero(todo.id, "not written", why))
-        elif not own:
-            lines.append(
-                _zero(todo.id, "not run", "no test of its own (ask the course's maintainers)")
-            )
-        else:
-            copy = variant(files, reference, todos, todo.id)
-            run = worker.run(todo.id, copy, own)
-            said = partial(scrub, todos=todos, mine=todo.id, moved=moved_lines(files, copy))
-            if run.flags:
-                lines.append(_zero(todo.id, "flagged", f"flagged: {'; '.join(run.flags)}"))
-            elif run.record is None:
-                state, why = _ended(run, step)
-                lines.append(_zero(todo.id, state, said(why)))
-            else:
-                lines.append(_score(todo.id, *own_outcome(run, own, said, owners.core)))
-    if not screen:
-        return lines, ""
+def _line(worker: Worker, todo, todos, files: dict[str, str], submitted: set, owners) -> Line:
+    """A TODO's line: from its copy, where every other TODO is the reference's, run in its time."""
+    own = owners.tests.get(todo.id, [])
+    if why := not_written(todo, files, submitted, todo.rel):
+        return _zero(todo.id, "not written", why)
+    if not own:
+        return _zero(todo.id, "not run", "no test of its own (ask the course's maintainers)")
+    copy = variant(files, reference_files(worker.step), todos, todo.id)
+    run = worker.run(todo.id, copy, own)
+    said = partial(scrub, todos=todos, mine=todo.id, moved=moved_lines(files, copy))
+    if run.flags:
+        return _zero(todo.id, "flagged", f"flagged: {'; '.join(run.flags)}")
+    if run.record is None:
+        state, why = _ended(run, worker.step)
+        return _zero(todo.id, state, said(why))
+    return _score(todo.id, *own_outcome(run, own, said, owners.core))
+
+
+def _check(worker: Worker, step: str, files: dict[str, str], owners) -> str:
+    """The student's check of the whole submission, in a time of its own: the feedback's screen."""
     deselect = [a for n in owners.broken for a in ("--deselect", n)]
     check = worker.run("check", files, [f"steps/{step}/tests"], deselect, wall=worker.limits.check)
-    if check.timed_out:
-        where = hung_at(check.screen, step)
-        return lines, (
-            f"{check.screen}\nThe check of your whole submission was stopped after "
-            f"{check.wall:.0f} s{f', in {where}' if where else ''}: its screen is cut short."
-        )
-    return lines, check.screen
+    if not check.timed_out:
+        return check.screen
+    where = hung_at(check.screen, step)
+    return (
+        f"{check.screen}\nThe check of your whole submission was stopped after "
+        f"{check.wall:.0f} s{f', in {where}' if where else ''}: its screen is cut short."
+    )
 
 
 def hung_at(screen: str, step: str) -> str:

@@ -111,17 +111,14 @@ def _child(copy: Path, header: dict, private: list[int], record: int) -> None:
         # which line it hung in (its own descriptor: pytest points 2 elsewhere while a test runs)
         stacks = open(os.dup(fd), "w")  # noqa: SIM115 - open until the process ends
         faulthandler.register(signal.SIGUSR1, file=stacks, all_threads=True)
-        try:
-            import resource
+        import resource
 
-            resource.setrlimit(resource.RLIMIT_CPU, (header["cpu"], header["cpu"] + 5))
-            resource.setrlimit(resource.RLIMIT_AS, (header["memory"], header["memory"]))
-            # no POSIX message queue (a place outside any folder, which outlives its maker) and
-            # no file larger than the memory limit (a private /tmp is memory)
-            resource.setrlimit(resource.RLIMIT_MSGQUEUE, (0, 0))
-            resource.setrlimit(resource.RLIMIT_FSIZE, (header["memory"], header["memory"]))
-        except ImportError:  # pragma: no cover - Windows has no fork either
-            pass
+        resource.setrlimit(resource.RLIMIT_CPU, (header["cpu"], header["cpu"] + 5))
+        resource.setrlimit(resource.RLIMIT_AS, (header["memory"], header["memory"]))
+        # no POSIX message queue (a place outside any folder, which outlives its maker) and
+        # no file larger than the memory limit (a private /tmp is memory)
+        resource.setrlimit(resource.RLIMIT_MSGQUEUE, (0, 0))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (header["memory"], header["memory"]))
         os.chdir(copy)
         sys.path.insert(0, str(copy))
         os.environ.pop("COURSE_STEPS_DIR", None)
