@@ -4,19 +4,18 @@ own bug, at the student's own line; a bad owners cache is read again, never a cr
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from common import OUT_DIR
 from common.course import course, course_step
 from common.todos import optional, split_id
 from tests.test_grade import SHARED, caught_up_starter, copy_files, shared_worker, with_change
 from tools import pristine
 from tools.grading import engine
-from tools.grading.engine import Owners, Worker, moved_lines, scrub
+from tools.grading.engine import Owners, moved_lines, scrub
 from tools.grading.grade import Grade, _score, feedback, grade, text
 from tools.grading.gradescope import results_json
-from tools.grading.sandbox import Limits
 
 TRAPPED = pytest.mark.xdist_group("grade-worker:traps")  # the steps whose traps are graded below
 STEPS = [
@@ -59,40 +58,24 @@ def test_every_required_todo_owns_three_tests_and_a_core_one(step, request):
     print("\n".join(owned))
 
 
-@pytest.mark.process
-@pytest.mark.slow  # one step's owners read afresh: the reference and a stub per TODO
-def test_a_bad_cache_is_read_again_and_rewritten(tmp_path, monkeypatch):
-    """A forged cache file is run again, not trusted: in a cache folder of its own, so the
-    suite's other grades keep reading the shared one meanwhile."""
-    step = "lab-01"  # the quickest step to read
-    todos = course_step(step).regions()
-    monkeypatch.setattr(engine, "OUT_DIR", tmp_path)
-    with Worker(step, Limits(), 10.0) as worker:
-        path = tmp_path / "grade-owners" / f"{step}-{worker.fingerprint[:16]}.json"
-        path.parent.mkdir(parents=True)
-        path.write_text(FORGED[0], encoding="utf-8")
-        owners = Owners.cached(worker, todos)
-    assert Owners.parsed(path, todos) == owners, f"{path}: expected rewritten, got {FORGED[0]}"
-    assert all(owners.tests[t] for t in todos if not optional(t)), owners
-
-
-def test_a_cache_that_is_not_the_owners_shape_is_not_read():
-    """Owners.parsed, no run: a forged, stale or cut file is None (the grade reads them again)."""
+def test_a_cache_that_is_not_the_owners_shape_is_read_again_and_rewritten(tmp_path, monkeypatch):
+    """No run (Owners.read, which the test above runs, stands in): a forged, stale or cut file is
+    not the owners (Owners.parsed is None), so the grade reads them again and rewrites it."""
     todos = course_step("lab-01").regions()
     good = {"tests": {t: ["a::b"] for t in todos}, "broken": [], "given": 1, "core": ["a::b"]}
     bad = [*FORGED, json.dumps(good | {"given": True}), json.dumps(good | {"core": ["x::y"]})]
     bad += [json.dumps(good | {"tests": {t: "a::b" for t in todos}}), json.dumps(good | {"x": 1})]
     bad += [json.dumps(good | {"tests": {}}), json.dumps(good)[:40]]
-    path = OUT_DIR / "test-owners-shape.json"
-    OUT_DIR.mkdir(exist_ok=True)
-    try:
-        for text_ in bad:
-            path.write_text(text_, encoding="utf-8")
-            assert Owners.parsed(path, todos) is None, f"expected None for {text_!r}"
-        path.write_text(json.dumps(good), encoding="utf-8")
-        assert Owners.parsed(path, todos) == Owners(**good), "expected the good file read"
-    finally:
-        path.unlink(missing_ok=True)
+    monkeypatch.setattr(engine, "OUT_DIR", tmp_path)  # the suite's grades keep the shared cache
+    monkeypatch.setattr(Owners, "read", classmethod(lambda cls, worker, todos: Owners(**good)))
+    worker = SimpleNamespace(step="lab-01", fingerprint="f" * 64)
+    path = tmp_path / "grade-owners" / f"lab-01-{'f' * 16}.json"
+    path.parent.mkdir()
+    for text_ in bad:
+        path.write_text(text_, encoding="utf-8")
+        assert Owners.parsed(path, todos) is None, f"expected None for {text_!r}"
+        assert Owners.cached(worker, todos) == Owners(**good), f"expected {text_!r} read again"
+        assert Owners.parsed(path, todos) == Owners(**good), f"expected {text_!r} rewritten"
 
 
 def replace_body(starter: Path, file: str, first: str, last: str, new: str) -> None:

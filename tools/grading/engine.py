@@ -200,9 +200,7 @@ class Worker:
         """Run `tests` (paths or node ids) on a copy whose starter is `files`, for at most `wall`
         seconds (default: the limits' per copy) within the submission's; a copy this worker
         already ran with the same bytes and tests is not run again (its result cannot differ)."""
-        key = hashlib.sha256(
-            json.dumps([sorted(files.items()), tests, list(extra)]).encode()
-        ).hexdigest()
+        key = json.dumps([sorted(files.items()), tests, list(extra)])
         if key in self.done:
             return self.done[key]
         if not tests:  # pytest given no path runs every test it finds: never what is meant
@@ -233,7 +231,7 @@ class Worker:
         except TimeoutError:
             return Run(name, None, "", None, timed_out=True, wall=left)
         except (OSError, EOFError, ValueError):
-            return Run(name, None, self._log_tail(), None, wall=left)
+            return Run(name, None, self.log.read_text("utf-8", "replace")[-2000:], None, wall=left)
         report, screen, blob = answer["blobs"]
         try:
             data = json.loads(report.decode("utf-8")).get(self.step) if report else None
@@ -241,8 +239,7 @@ class Worker:
             data = None  # what came back is not the check's JSON
         text = screen.decode("utf-8", errors="replace")
         record, flags = read_record(blob)
-        if answer.get("left") and not answer["timed_out"]:  # a hang is charged as one
-            n = answer["left"]
+        if (n := answer.get("left")) and not answer["timed_out"]:  # a hang is charged as one
             flags.append(
                 f"{n} of its processes {'were' if n > 1 else 'was'} still running after it ended"
             )
@@ -288,24 +285,15 @@ class Worker:
             data += chunk
         return data
 
-    def _log_tail(self) -> str:
-        try:
-            return self.log.read_text(encoding="utf-8", errors="replace")[-2000:]
-        except OSError:
-            return ""
-
     def close(self) -> None:
         """End the worker and everything it started, and remove its folders."""
-        if self.proc is None:
-            shutil.rmtree(self.tmp, ignore_errors=True)
-            return
-        try:
-            self._send({"end": True}, [])
-            self.proc.stdin.close()
-            self.proc.wait(timeout=10)
-        except (OSError, ValueError, subprocess.TimeoutExpired):  # closed, gone or silent
-            pass  # stopped below
-        stop(self.proc)
+        if self.proc is not None:
+            # closed, gone or silent: stopped below
+            with contextlib.suppress(OSError, ValueError, subprocess.TimeoutExpired):
+                self._send({"end": True}, [])
+                self.proc.stdin.close()
+                self.proc.wait(timeout=10)
+            stop(self.proc)
         shutil.rmtree(self.tmp, ignore_errors=True)
 
     def __enter__(self) -> "Worker":
