@@ -81,6 +81,11 @@ def _writes(paths: list[Path], *more: str) -> str:
     )
 
 
+def _writing(paths: list[Path], *more: str) -> Case:
+    """A case that writes `paths` (and the expressions `more`), none of which may exist after."""
+    return Case(_writes(paths, *more), full=True, host=paths)
+
+
 def _spawn(marker: str, script: str, session: bool) -> str:
     """Lines that start `script` in a new Python (the marker in its command line), kept
     referenced, as a student's would be (a dropped Popen that still runs warns, and fails)."""
@@ -111,26 +116,19 @@ def hostile_cases(marker: str, clones: dict[str, Path], bundle: Path) -> dict[st
         f"time.sleep(2)\npathlib.Path({str(daemon_file)!r}).write_text('escaped')\ntime.sleep(60)"
     )
     sleeper = "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(60)"
+    denied = r"FileNotFoundError|PermissionError|No such file"
     cases = {
-        "writes to the home folder": Case(
-            _writes([home / m("home")], f"__import__('os').path.expanduser('~/{m('home')}')"),
-            full=True,
-            host=[home / m("home")],
+        "writes to the home folder": _writing(
+            [home / m("home")], f"__import__('os').path.expanduser('~/{m('home')}')"
         ),
-        "writes to the machine's temporary folder": Case(
-            _writes([tmp / m("tmp"), Path("/var/tmp") / m("tmp"), Path("/dev/shm") / m("tmp")]),
-            full=True,
-            host=[tmp / m("tmp"), Path("/var/tmp") / m("tmp"), Path("/dev/shm") / m("tmp")],
+        "writes to the machine's temporary folder": _writing(
+            [d / m("tmp") for d in (tmp, Path("/var/tmp"), Path("/dev/shm"))]
         ),
-        "writes a .pth into site-packages": Case(
-            _writes([p / f"{m('pth')}.pth" for p in site_packages()]),
-            full=True,
-            host=[p / f"{m('pth')}.pth" for p in site_packages()],
+        "writes a .pth into site-packages": _writing(
+            [p / f"{m('pth')}.pth" for p in site_packages()]
         ),
-        "writes to the repository": Case(
-            _writes([REPO_ROOT / m("repo"), REFERENCE.parents[1] / "tests" / f"test_{m('r')}.py"]),
-            full=True,
-            host=[REPO_ROOT / m("repo"), REFERENCE.parents[1] / "tests" / f"test_{m('r')}.py"],
+        "writes to the repository": _writing(
+            [REPO_ROOT / m("repo"), REFERENCE.parents[1] / "tests" / f"test_{m('r')}.py"]
         ),
         "writing into its own copy's tests": Case(
             "    from pathlib import Path\n\n"
@@ -140,9 +138,7 @@ def hostile_cases(marker: str, clones: dict[str, Path], bundle: Path) -> dict[st
         ),
         **{
             f"reading the reference of {where}": Case(
-                _steal(f"__import__('pathlib').Path({str(path)!r}).read_text()"),
-                full=False,
-                reason=r"FileNotFoundError|PermissionError|No such file",
+                _steal(f"__import__('pathlib').Path({str(path)!r}).read_text()"), False, denied
             )
             for where, path in clones.items()
         },
@@ -151,14 +147,14 @@ def hostile_cases(marker: str, clones: dict[str, Path], bundle: Path) -> dict[st
                 f"(lambda z: (z.read({STOLEN!r}).decode(), z.close())[0])"
                 f"(__import__('zipfile').ZipFile({str(bundle)!r}))"
             ),
-            full=False,
-            reason=r"FileNotFoundError|PermissionError|No such file",
+            False,
+            denied,
         ),
         "importing the step's own reference": Case(
             "    from common.loader import load\n\n"
             "    return load('lab-01', 'attention', 'solution').causal_mask(seq_len)",
-            full=False,
-            reason=r"the graded copy holds no reference solution",
+            False,
+            r"the graded copy holds no reference solution",
         ),
         # a process that outlives its copy could rewrite the copy's report: flagged, never passing
         "a daemon that outlives the grade": Case(
@@ -172,8 +168,8 @@ def hostile_cases(marker: str, clones: dict[str, Path], bundle: Path) -> dict[st
         ),
         "processes left behind": Case(
             "\n".join(_spawn(m(f"left{i}"), sleeper, session=i % 2 == 0) for i in range(4)),
-            full=False,
-            reason=LEFT,
+            False,
+            LEFT,
             once=True,
         ),
         "a loop that never ends": Case(
@@ -181,29 +177,29 @@ def hostile_cases(marker: str, clones: dict[str, Path], bundle: Path) -> dict[st
         ),
         "a 20 GB allocation": Case(
             "    torch.empty(20 * 2**30, dtype=torch.uint8).fill_(1)",
-            full=False,
-            reason=r"can't allocate memory|MemoryError",
+            False,
+            r"can't allocate memory|MemoryError",
         ),
         "os._exit(0)": Case("    import os\n\n    os._exit(0)", False, r"EndsPython: os._exit"),
         "replacing torch.allclose": Case(
             "    torch.allclose = lambda *a, **k: True\n"
             "    return torch.triu(torch.ones(seq_len, seq_len)).bool()",
-            full=False,
-            reason=r"your code replaced torch.allclose",
+            False,
+            r"your code replaced torch.allclose",
         ),
         "opening a socket": Case(
             "    import socket\n\n    socket.create_connection(('pypi.org', 443), timeout=3).close()",
-            full=False,
-            reason=r"gaierror|Network is unreachable|Temporary failure",
+            False,
+            r"gaierror|Network is unreachable|Temporary failure",
         ),
         "forging the check's report": Case(
-            FORGE, full=False, reason=r"flagged: its check's report disagrees with the grader's"
+            FORGE, False, r"flagged: its check's report disagrees with the grader's"
         ),
         LEAK: Case(
             "    import inspect\n\n"
             '    raise ValueError(" | ".join(inspect.getsource(stable_softmax).splitlines()))',
-            full=False,
-            reason=r"ValueError",
+            False,
+            r"ValueError",
         ),
     }
     return cases

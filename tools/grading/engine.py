@@ -535,10 +535,8 @@ def students_lines(message: str, moved: dict[str, dict[int, int]]) -> str:
 def scrub(
     message: str, todos: dict[str, Todo], mine: str, moved: dict[str, dict[int, int]] | None = None
 ) -> str:
-    """A failure's message as a student may read it: its places at the student's own lines
-    (`moved`: moved_lines of the graded copy), cut to SHOWN characters, and withheld when it
-    quotes a line of another TODO's reference code (that TODO's copy holds it, so a submission
-    could raise it back)."""
+    """A failure's message as a student may read it: at their own lines (`moved`), cut to SHOWN
+    characters, withheld when it quotes another TODO's reference (a copy could raise it back)."""
     flat = " ".join(students_lines(message, moved or {}).split())
     for todo in todos.values():
         if todo.id == mine:
@@ -555,10 +553,8 @@ def scrub(
 def own_outcome(
     run: Run, own: list[str], scrubbed=lambda m: m, core=()
 ) -> tuple[int, int, str, str | None, list[tuple[str, bool, bool]]]:
-    """(passed, total, the first failure's reason, the guard's refusal if any, and each test's
-    (node id, passed, core)) of a TODO's tests; `scrubbed` makes the failure's message fit to
-    show; the reason is the first core test's that fails (`core`: the owners' core tests), else
-    the first failure's."""
+    """(passed, total, the reason: the first failing core test's or else test's, scrubbed; the
+    guard's refusal if any; each test's (node id, passed, core)) of a TODO's own tests."""
     tests, core = run.tests(), set(core)
     each = [(n, tests.get(n, {}).get("outcome") == "passed", n in core) for n in own]
     passed = sum(ok for _, ok, _ in each)

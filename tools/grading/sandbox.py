@@ -203,10 +203,8 @@ def _limits(limits: Limits) -> None:
 
 
 def start(base: Path, work: Path, limits: Limits, log: Path) -> subprocess.Popen:
-    """The grade's worker (tools/grading/worker.py), started in this machine's containment.
-
-    base: the graded base (read-only to the worker); work: an empty folder it may write (user and
-    none modes: bwrap gives it a private /tmp); log: where its own stderr goes (never a pipe)."""
+    """The grade's worker (tools/grading/worker.py) in this machine's containment: `base` read-only
+    to it, `work` a folder it may write (bwrap: a private /tmp instead), its stderr to `log`."""
     m = mode()
     shutil.copy2(WORKER, base / ".grader-worker.py")
     env = os.environ | _common_env()

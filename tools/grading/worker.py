@@ -248,10 +248,8 @@ def _drain(fd: int, got: Held) -> None:
 
 
 class Places:
-    """Every folder a copy could write, and what was in each when the worker started: after each
-    copy, whatever this user made there since is removed (its folders put back as they were), and
-    its SysV IPC objects and keyrings emptied, so nothing one copy leaves is there for the next,
-    nor for the next student."""
+    """Every folder a copy could write, as it was when the worker started: after each copy, what
+    this user made there since, its SysV IPC objects and keyrings go (nothing left for the next)."""
 
     FIXED = ("/tmp", "/var/tmp", "/dev", "/run/lock", "/var/lock")
 
