@@ -12,6 +12,7 @@ Between copies it kills every process the last one left (counted: `left`), and p
 it could write back as it was when the worker started, so no copy finds what another wrote.
 """
 
+import contextlib
 import json
 import os
 import shutil
@@ -174,17 +175,13 @@ def _kill_leftovers(child: int) -> int:
         if not pids:
             break
         left |= set(pids)
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(child, signal.SIGKILL)
             if _kill_all():  # every process of its namespace or user but itself, in one call:
                 os.kill(-1, signal.SIGKILL)  # one that forks to change its PID cannot slip by
-        except (ProcessLookupError, PermissionError):
-            pass
         for pid in pids:
-            try:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
         time.sleep(0.05)
         _reap()
     _reap()
@@ -220,12 +217,10 @@ def _wait(child: int, wall: float, record: int, got: "Held") -> tuple[int | None
         if pid:
             return os.waitstatus_to_exitcode(status), False
         time.sleep(0.02)
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.kill(child, signal.SIGUSR1)  # faulthandler writes where each thread is
         time.sleep(0.5)
         os.kill(child, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
     os.waitpid(child, 0)  # SIGKILL cannot be refused: this returns
     return None, True
 
@@ -309,20 +304,16 @@ def _writable(root: Path) -> list[Path]:
 
 def _remove(path: Path) -> None:
     """Remove a file or a whole folder this user owns, even one it made unreadable to itself."""
-    try:
-        if path.is_dir() and not path.is_symlink():
-            os.chmod(path, 0o700)
-            for folder, dirs, _ in os.walk(path, onerror=lambda e: None):
-                for name in dirs:
-                    try:
-                        os.chmod(Path(folder) / name, 0o700)
-                    except OSError:
-                        pass
-            shutil.rmtree(path, ignore_errors=True)
-        else:
+    with contextlib.suppress(OSError):
+        if not path.is_dir() or path.is_symlink():
             path.unlink()
-    except OSError:
-        pass
+            return
+        os.chmod(path, 0o700)
+        for folder, dirs, _ in os.walk(path, onerror=lambda e: None):
+            for name in dirs:  # opened before os.walk goes in
+                with contextlib.suppress(OSError):
+                    os.chmod(Path(folder) / name, 0o700)
+        shutil.rmtree(path, ignore_errors=True)
 
 
 KEYCTL = {"x86_64": 250, "aarch64": 219}  # the keyctl system call's number on each machine
@@ -359,13 +350,10 @@ def _clear_ipc(uid: int) -> None:
 
 def _read(path: Path, into: Held) -> None:
     """A file's last bytes, as many as `into` holds (none when the copy left no such file)."""
-    try:
-        with path.open("rb", buffering=0) as f:
-            f.seek(max(0, os.fstat(f.fileno()).st_size - len(into.buf)))
-            while into.n < len(into.buf) and (k := f.readinto(memoryview(into.buf)[into.n :])):
-                into.n += k
-    except OSError:
-        pass
+    with contextlib.suppress(OSError), path.open("rb", buffering=0) as f:
+        f.seek(max(0, os.fstat(f.fileno()).st_size - len(into.buf)))
+        while into.n < len(into.buf) and (k := f.readinto(memoryview(into.buf)[into.n :])):
+            into.n += k
 
 
 def _warm() -> None:
