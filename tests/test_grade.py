@@ -1,8 +1,6 @@
 """tools.grading.grade: each TODO graded on its own tests, in a copy where every other TODO is the
-reference's (hostile code: tests/test_grade_hostile.py; the bundle: tests/test_autograder.py).
-
-One worker grades every submission here in turn, as `--class` does: the reference's run and the
-copies two submissions share are run once."""
+reference's. One worker per containment mode grades every submission of the run in turn, as
+`--class` does (shared_worker): a copy two submissions share is run once."""
 
 import json
 import os
@@ -19,6 +17,7 @@ from common.catchup import catch_up
 from common.course import course_step
 from common.todos import raised_todos
 from tools import pristine, screens
+from tools.grading import sandbox
 from tools.grading.engine import SHOWN, Worker, scrub, stubbed
 from tools.grading.grade import Grade, grade, gradescope, main, text
 from tools.grading.sandbox import Limits
@@ -26,6 +25,22 @@ from tools.grading.variants import read_tree, variant
 
 STEP = "lab-01"
 PER_TEST = 2.0  # CPU seconds per test: the reference's slowest lab-01 test needs far less
+_WORKERS: dict[tuple[str, str], Worker] = {}
+# the tests that grade with the bwrap (or default) worker of lab-01: one process, one worker
+SHARED = pytest.mark.xdist_group("grade-worker:lab-01")
+UNCONTAINED = pytest.mark.xdist_group("grade-worker:lab-01:none")  # COURSE_GRADE_SANDBOX=none's
+
+
+def shared_worker(request, limits: Limits | None = None, step: str = STEP) -> Worker:
+    """This process's worker of `step` in the current containment mode, started once for the run
+    (user mode's lives as long as `request`: it closes the repository while it runs)."""
+    key = (step, sandbox.mode().name)
+    if key not in _WORKERS or key[1] == "user":
+        _WORKERS[key] = Worker(step, Limits(), 10.0)  # the check's own limit: a loaded CI is no bug
+        user = key[1] == "user"
+        (request.addfinalizer if user else request.config.add_cleanup)(_WORKERS[key].close)
+    _WORKERS[key].limits = limits or Limits()
+    return _WORKERS[key]
 
 
 def shipped_starter(dest: Path) -> Path:
@@ -94,8 +109,8 @@ def zipped(folder: Path, dest: Path, inside: str) -> Path:
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory) -> dict[str, Grade]:
-    """Every case of this file, graded by one worker: name -> Grade."""
+def graded(tmp_path_factory, request) -> dict[str, Grade]:
+    """Every case of this file, graded by the shared worker: name -> Grade."""
     tmp = tmp_path_factory.mktemp("class")
     reference = caught_up_starter(tmp / "caught-up")
     cases = {
@@ -109,11 +124,8 @@ def graded(tmp_path_factory) -> dict[str, Grade]:
     (cases["missing"] / "exercises" / "wrong_mask.py").unlink()
     for task, (file, old, new) in FIRST_BUG.items():
         cases[task] = with_change(reference, tmp / task.replace(" ", "-"), old, new, file)
-    with Worker(STEP, Limits(), 10.0) as worker:  # the check's own limit: a loaded CI is no bug
-        return {
-            name: grade(STEP, path, per_test=10.0, worker=worker, screen=name == "reference")
-            for name, path in cases.items()
-        }
+    worker = shared_worker(request)
+    return {n: grade(STEP, p, worker=worker, screen=n == "reference") for n, p in cases.items()}
 
 
 def scores(g: Grade) -> dict[str, float]:
@@ -122,71 +134,56 @@ def scores(g: Grade) -> dict[str, float]:
 
 
 @pytest.mark.process
-@pytest.mark.slow  # the module's class: a worker, the reference once, a copy per TODO that differs
-def test_the_untouched_starter_and_stubs_that_return_none_earn_nothing(graded):
-    for case in ("untouched", "none"):
-        g = graded[case]
-        assert g.score == 0 and g.max_score == 7, text(g)
-    assert all(line.state == "not written" for line in graded["untouched"].lines)
-    for line in graded["none"].lines:  # a stub is not written, and says so: nothing of it runs
-        assert line.state == "not written" and "only returns None" in line.reason, text(
-            graded["none"]
-        )
-
-
-@pytest.mark.process
 @pytest.mark.slow
-def test_the_reference_scores_full_and_its_screen_has_no_false_failure(graded):
-    g = graded["reference"]
-    assert g.score == 7 and all(line.state == "done" for line in g.lines), text(g)
-    assert "Every required TODO is done." in g.screen and " failed" not in g.screen, g.screen
-    assert "holds no reference solution" not in g.screen, g.screen
+@SHARED
+class TestAClass:
+    """The cases above, graded once by the shared worker."""
 
+    def test_the_untouched_starter_and_stubs_that_return_none_earn_nothing(self, graded):
+        for case in ("untouched", "none"):
+            g = graded[case]
+            assert g.score == 0 and g.max_score == 7, text(g)
+            assert all(line.state == "not written" for line in g.lines), text(g)
+        assert all("only returns None" in line.reason for line in graded["none"].lines)
 
-@pytest.mark.process
-@pytest.mark.slow
-@pytest.mark.parametrize("task", TASKS)
-def test_a_bug_costs_only_the_todo_it_is_in(graded, task):
-    g = graded[task]
-    assert scores(g) == {t: (scores(g)[task] if t == task else 1.0) for t in TASKS}, text(g)
-    assert scores(g)[task] < 1, text(g)
-    line = next(line for line in g.lines if f" {task}:" in line.todo)
-    reason = line.reason.removeprefix("[uncontained] ")  # where nothing contains the grade
-    said = rf"{line.passed} of its {line.total} tests pass( \(\d+ core tests? failing: at most half its weight\))?; first failure: "
-    assert re.match(said, reason), f"expected /{said}/, got {reason}"
-    capped = line.score < round(line.passed / line.total, 4)  # a core test fails: half at most
-    assert capped == ("at most half" in reason), f"capped {capped}: {reason}"
-    assert "assert False" not in line.reason, line.reason
+    def test_the_reference_scores_full_and_its_screen_has_no_false_failure(self, graded):
+        g = graded["reference"]
+        assert g.score == 7 and all(line.state == "done" for line in g.lines), text(g)
+        assert "Every required TODO is done." in g.screen and " failed" not in g.screen, g.screen
+        assert "holds no reference solution" not in g.screen, g.screen
 
+    @pytest.mark.parametrize("task", TASKS)
+    def test_a_bug_costs_only_the_todo_it_is_in(self, graded, task):
+        g = graded[task]
+        assert scores(g) == {t: (scores(g)[task] if t == task else 1.0) for t in TASKS}, text(g)
+        assert scores(g)[task] < 1, text(g)
+        line = next(line for line in g.lines if f" {task}:" in line.todo)
+        reason = line.reason.removeprefix("[uncontained] ")  # where nothing contains the grade
+        said = rf"{line.passed} of its {line.total} tests pass( \(\d+ core tests? failing: at most half its weight\))?; first failure: "
+        assert re.match(said, reason), f"expected /{said}/, got {reason}"
+        capped = line.score < round(line.passed / line.total, 4)  # a core test fails: half at most
+        assert capped == ("at most half" in reason), f"capped {capped}: {reason}"
+        assert "assert False" not in line.reason, line.reason
 
-@pytest.mark.process
-@pytest.mark.slow
-def test_keys_made_by_the_query_map_leave_task_5_at_most_half(graded):
-    """Task 5's named trap (FIRST_BUG's): every shape test passes, its parity (core) fails."""
-    line = next(line for line in graded["task 5"].lines if " task 5:" in line.todo)
-    print(f"keys from the query map: {line.todo} scores {line.score} ({line.reason})")
-    assert line.passed > line.total / 2, f"expected most of its tests passing, got {line.reason}"
-    assert line.score <= 0.5, f"expected at most 0.5 of 1, got {line.score}: {line.reason}"
-    assert "test_self_attention_is_sdpa_of_its_projections" in line.reason, line.reason
+    def test_keys_made_by_the_query_map_leave_task_5_at_most_half(self, graded):
+        """Task 5's named trap (FIRST_BUG's): every shape test passes, its parity (core) fails."""
+        line = next(line for line in graded["task 5"].lines if " task 5:" in line.todo)
+        assert line.passed > line.total / 2, f"expected most tests passing, got {line.reason}"
+        assert line.score <= 0.5, f"expected at most 0.5 of 1, got {line.score}: {line.reason}"
+        assert "test_self_attention_is_sdpa_of_its_projections" in line.reason, line.reason
 
+    def test_uploads_without_their_folder_or_zipped_in_a_folder_score_full(self, graded):
+        for case in ("flat", "nested"):
+            g = graded[case]
+            assert g.score == 7 and g.missing == [], text(g)
+        assert g.stray == [], g.stray  # macOS's __MACOSX twins are not the student's files
 
-@pytest.mark.process
-@pytest.mark.slow
-def test_uploads_without_their_folder_or_zipped_in_a_folder_score_full(graded):
-    for case in ("flat", "nested"):
-        g = graded[case]
-        assert g.score == 7 and g.missing == [], text(g)
-    assert g.stray == [], g.stray  # macOS's __MACOSX twins are not the student's files
-
-
-@pytest.mark.process
-@pytest.mark.slow
-def test_a_missing_file_costs_its_todo_only_and_is_named(graded):
-    g = graded["missing"]
-    assert scores(g) == {t: 0.0 if t == "task 7" else 1.0 for t in TASKS}, text(g)
-    assert g.missing == ["exercises/wrong_mask.py"], g.missing
-    assert "the submission has no exercises/wrong_mask.py" in g.lines[-1].reason
-    assert "missing from the submission: exercises/wrong_mask.py" in text(g)
+    def test_a_missing_file_costs_its_todo_only_and_is_named(self, graded):
+        g = graded["missing"]
+        assert scores(g) == {t: 0.0 if t == "task 7" else 1.0 for t in TASKS}, text(g)
+        assert g.missing == ["exercises/wrong_mask.py"], g.missing
+        assert "the submission has no exercises/wrong_mask.py" in g.lines[-1].reason
+        assert "missing from the submission: exercises/wrong_mask.py" in text(g)
 
 
 @pytest.mark.process
@@ -251,29 +248,16 @@ def grade_tiny(tmp: Path, *args: str, grade_toml: str = "") -> str:
 
 
 @pytest.mark.process
-@pytest.mark.slow  # two grades of the tiny step, each a worker's start
+@pytest.mark.slow  # a grade of the tiny step: a worker's start
 def test_held_out_tests_count_for_the_todo_their_marker_names_and_all_or_nothing_holds(tmp_path):
+    """The held-out test fails: task 1 has 2 of its 3 tests, and all-or-nothing makes that 0."""
     (tmp_path / "held").mkdir()
     (tmp_path / "held" / "test_negatives.py").write_text(HELD_OUT, encoding="utf-8")
-    shipped_only = grade_tiny(tmp_path)
-    assert (
-        "TODO(step-97 task 1: double)      1/1  done        2 of its 2 tests pass" in shipped_only
-    )
-    held = grade_tiny(tmp_path, "--tests", str(tmp_path / "held"))
-    assert (
-        "0.67/1  partial     2 of its 3 tests pass; first failure: test_double_of_a_negative"
-        in held
-    )
-    assert "TODO(step-97 task 2: halve)       1/1  done" in held, held  # counted for task 1 only
-    whole = grade_tiny(
-        tmp_path,
-        "--tests",
-        str(tmp_path / "held"),
-        grade_toml='\n[grade]\nall_or_nothing = ["task 1"]\n',
-    )
-    assert "TODO(step-97 task 1: double)      0/1  partial     2 of its 3 tests pass" in whole, (
-        whole
-    )
+    whole = '\n[grade]\nall_or_nothing = ["task 1"]\n'
+    said = grade_tiny(tmp_path, "--tests", str(tmp_path / "held"), grade_toml=whole)
+    task1 = "TODO(step-97 task 1: double)      0/1  partial     2 of its 3 tests pass; first "
+    assert f"{task1}failure: test_double_of_a_negative" in said, said
+    assert "TODO(step-97 task 2: halve)       1/1  done" in said, said  # counted for task 1 only
 
 
 def test_a_copy_swaps_every_other_todo_for_the_reference_and_keeps_the_students_helpers():

@@ -1,6 +1,5 @@
 """Attacks that reach past one copy: a stash left for the next copy or the next student, a report
-rewritten by a process that outlives its copy, and a hang. Graded as a class is, one worker per
-containment mode, with the lab-01 submissions built here."""
+rewritten by a process that outlives its copy, and a hang; graded by each mode's shared worker."""
 
 import re
 import site
@@ -15,19 +14,27 @@ import pytest
 from common import REPO_ROOT
 from common.course import course_step
 from common.todos import parse
-from tests.test_grade import STEP, caught_up_starter, copy_files, with_change
+from tests.test_grade import (
+    SHARED,
+    STEP,
+    UNCONTAINED,
+    caught_up_starter,
+    copy_files,
+    shared_worker,
+    with_change,
+)
 from tests.test_grade_hostile import _bwrap_problem, _user_mode_problem
 from tools.grading import sandbox
 from tools.grading.engine import Worker
-from tools.grading.grade import PER_TEST, Grade, feedback, grade, gradescope, text
+from tools.grading.grade import Grade, feedback, grade, gradescope, text
 from tools.grading.sandbox import Limits
 
 pytestmark = [pytest.mark.slow, pytest.mark.process]
 
-# The sleeper's times (each sleeps all of it): a lab-01 copy takes a few seconds, quiet; the
-# others are graded with the grade's own defaults
-COPY = 25  # seconds its task 3's copy may take
-CHECK = 15  # seconds for the check of the whole submission
+# The sleeper's times (it sleeps all of each): its other TODOs' copies are the reference's, run
+# before it by the same worker, so only its task 3 and its check run with these
+COPY = 15  # seconds its task 3's copy may take (a lab-01 copy reaches causal_mask in a few)
+CHECK = 8  # seconds for the check of the whole submission
 LINE = '    check_size(seq_len, "seq_len")  # given: T must be a positive int'
 
 # Every TODO a stub that calls what it stole: at import the module writes its own text (which, in
@@ -147,9 +154,9 @@ class Class:
     left: list[Path]
 
 
-def grade_cases(mode: str, tmp: Path, names: tuple[str, ...] = ()) -> Class:
+def grade_cases(mode: str, tmp: Path, request, names: tuple[str, ...] = ()) -> Class:
     """Two stashing students one after the other, a rewriter and a sleeper, then the reference,
-    all in one worker of `mode` (or only `names`)."""
+    all in the worker of `mode` (or only `names`)."""
     reference = caught_up_starter(tmp / "caught-up")
     cases = {
         "first stasher": lambda: stashing(tmp / "stash-1"),
@@ -163,16 +170,20 @@ def grade_cases(mode: str, tmp: Path, names: tuple[str, ...] = ()) -> Class:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("COURSE_GRADE_SANDBOX", mode)
         sandbox.mode.cache_clear()
+        # user mode's worker closes the repository while it lives: its own, ended here
+        own = Worker(STEP, Limits(), 10.0) if mode == "user" else None
         try:
-            with Worker(STEP, Limits(), PER_TEST) as worker:
-                for name, made in cases.items():
-                    if names and name not in names:
-                        continue
-                    started = time.monotonic()
-                    worker.limits = short if name == "sleeper" else Limits()
-                    grades[name] = grade(STEP, made(), per_test=PER_TEST, worker=worker)
-                    seconds[name] = time.monotonic() - started
+            for name, made in cases.items():
+                if names and name not in names:
+                    continue
+                started = time.monotonic()
+                worker = own or shared_worker(request)
+                worker.limits = short if name == "sleeper" else Limits()
+                grades[name] = grade(STEP, made(), worker=worker)
+                seconds[name] = time.monotonic() - started
         finally:
+            if own:
+                own.close()
             sandbox.mode.cache_clear()
             left = stashes()
             for path in left:  # a stash on this machine is reported, then taken away
@@ -181,23 +192,23 @@ def grade_cases(mode: str, tmp: Path, names: tuple[str, ...] = ()) -> Class:
 
 
 @pytest.fixture(scope="module")
-def in_bwrap(tmp_path_factory) -> Class:
+def in_bwrap(tmp_path_factory, request) -> Class:
     if why := _bwrap_problem():
         pytest.skip(why)
-    return grade_cases("bwrap", tmp_path_factory.mktemp("across-bwrap"))
+    return grade_cases("bwrap", tmp_path_factory.mktemp("across-bwrap"), request)
 
 
 @pytest.fixture(scope="module")
-def as_nobody(tmp_path_factory) -> Class:
+def as_nobody(tmp_path_factory, request) -> Class:
     if why := _user_mode_problem():
         pytest.skip(why)
-    return grade_cases("user", tmp_path_factory.mktemp("across-user"))
+    return grade_cases("user", tmp_path_factory.mktemp("across-user"), request)
 
 
 # each mode's class is graded once (a getfixturevalue the root conftest cannot see): one xdist group
 MODES = [
-    pytest.param(m, marks=pytest.mark.xdist_group(f"grade_across:{m}"))
-    for m in ("in_bwrap", "as_nobody")
+    pytest.param("in_bwrap", marks=SHARED),
+    pytest.param("as_nobody", marks=pytest.mark.xdist_group("grade_across:as_nobody")),
 ]
 
 
@@ -253,10 +264,11 @@ def test_after_every_attack_the_reference_still_scores_full(mode, request):
     assert g.score == g.max_score and not g.flagged, text(g)
 
 
-def test_the_stash_attack_is_real_where_nothing_wipes_between_copies(tmp_path):
+@UNCONTAINED
+def test_the_stash_attack_is_real_where_nothing_wipes_between_copies(tmp_path, request):
     """The same stashes graded uncontained, where no one wipes between copies: the second student
     steals every TODO, so the zeros above come from the wipe, not from an attack that fails."""
-    graded = grade_cases("none", tmp_path, ("first stasher", "second stasher"))
+    graded = grade_cases("none", tmp_path, request, ("first stasher", "second stasher"))
     g = graded.grades["second stasher"]  # stubs earn nothing by themselves: a point is stolen
     assert g.score > 0, f"expected the stash to steal where nothing wipes:\n{text(g)}"
 

@@ -16,25 +16,31 @@ import tempfile
 import textwrap
 import time
 import uuid
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
 from common import REPO_ROOT
-from tests.test_grade import STEP, caught_up_starter, with_change
+from tests.test_grade import (
+    SHARED,
+    STEP,
+    UNCONTAINED,
+    caught_up_starter,
+    shared_worker,
+    with_change,
+)
 from tools.grading import sandbox
 from tools.grading.autograder import main as autograder
 from tools.grading.engine import Worker
-from tools.grading.grade import PER_TEST, Grade, grade, gradescope, text
-from tools.grading.sandbox import Limits, resource
+from tools.grading.grade import Grade, grade, gradescope, text
+from tools.grading.sandbox import Limits
 
 pytestmark = [pytest.mark.slow, pytest.mark.process]  # a worker per mode grades every case
 
 LINE = '    check_size(seq_len, "seq_len")  # given: T must be a positive int'
 WALL = 300  # seconds per submission: far above a case's few seconds, far below a hang
-# PER_TEST is the grade's own default (10 s a test): on a loaded machine a lab-01 figure test
-# of the reference can pass 2 s, and a test that runs out of time stops the check's session
 REFERENCE = REPO_ROOT / "steps" / STEP / "solution" / "attention.py"
 STOLEN = "steps/lab-01/solution/attention.py"  # where a clone or the bundle holds the reference
 LINGER = 3.0  # seconds waited after the grades: a daemon's write comes 2 s after it starts
@@ -75,6 +81,11 @@ def _writes(paths: list[Path], *more: str) -> str:
     )
 
 
+def _writing(paths: list[Path], *more: str) -> Case:
+    """A case that writes `paths` (and the expressions `more`), none of which may exist after."""
+    return Case(_writes(paths, *more), full=True, host=paths)
+
+
 def _spawn(marker: str, script: str, session: bool) -> str:
     """Lines that start `script` in a new Python (the marker in its command line), kept
     referenced, as a student's would be (a dropped Popen that still runs warns, and fails)."""
@@ -105,26 +116,19 @@ def hostile_cases(marker: str, clones: dict[str, Path], bundle: Path) -> dict[st
         f"time.sleep(2)\npathlib.Path({str(daemon_file)!r}).write_text('escaped')\ntime.sleep(60)"
     )
     sleeper = "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(60)"
+    denied = r"FileNotFoundError|PermissionError|No such file"
     cases = {
-        "writes to the home folder": Case(
-            _writes([home / m("home")], f"__import__('os').path.expanduser('~/{m('home')}')"),
-            full=True,
-            host=[home / m("home")],
+        "writes to the home folder": _writing(
+            [home / m("home")], f"__import__('os').path.expanduser('~/{m('home')}')"
         ),
-        "writes to the machine's temporary folder": Case(
-            _writes([tmp / m("tmp"), Path("/var/tmp") / m("tmp"), Path("/dev/shm") / m("tmp")]),
-            full=True,
-            host=[tmp / m("tmp"), Path("/var/tmp") / m("tmp"), Path("/dev/shm") / m("tmp")],
+        "writes to the machine's temporary folder": _writing(
+            [d / m("tmp") for d in (tmp, Path("/var/tmp"), Path("/dev/shm"))]
         ),
-        "writes a .pth into site-packages": Case(
-            _writes([p / f"{m('pth')}.pth" for p in site_packages()]),
-            full=True,
-            host=[p / f"{m('pth')}.pth" for p in site_packages()],
+        "writes a .pth into site-packages": _writing(
+            [p / f"{m('pth')}.pth" for p in site_packages()]
         ),
-        "writes to the repository": Case(
-            _writes([REPO_ROOT / m("repo"), REFERENCE.parents[1] / "tests" / f"test_{m('r')}.py"]),
-            full=True,
-            host=[REPO_ROOT / m("repo"), REFERENCE.parents[1] / "tests" / f"test_{m('r')}.py"],
+        "writes to the repository": _writing(
+            [REPO_ROOT / m("repo"), REFERENCE.parents[1] / "tests" / f"test_{m('r')}.py"]
         ),
         "writing into its own copy's tests": Case(
             "    from pathlib import Path\n\n"
@@ -134,9 +138,7 @@ def hostile_cases(marker: str, clones: dict[str, Path], bundle: Path) -> dict[st
         ),
         **{
             f"reading the reference of {where}": Case(
-                _steal(f"__import__('pathlib').Path({str(path)!r}).read_text()"),
-                full=False,
-                reason=r"FileNotFoundError|PermissionError|No such file",
+                _steal(f"__import__('pathlib').Path({str(path)!r}).read_text()"), False, denied
             )
             for where, path in clones.items()
         },
@@ -145,14 +147,14 @@ def hostile_cases(marker: str, clones: dict[str, Path], bundle: Path) -> dict[st
                 f"(lambda z: (z.read({STOLEN!r}).decode(), z.close())[0])"
                 f"(__import__('zipfile').ZipFile({str(bundle)!r}))"
             ),
-            full=False,
-            reason=r"FileNotFoundError|PermissionError|No such file",
+            False,
+            denied,
         ),
         "importing the step's own reference": Case(
             "    from common.loader import load\n\n"
             "    return load('lab-01', 'attention', 'solution').causal_mask(seq_len)",
-            full=False,
-            reason=r"the graded copy holds no reference solution",
+            False,
+            r"the graded copy holds no reference solution",
         ),
         # a process that outlives its copy could rewrite the copy's report: flagged, never passing
         "a daemon that outlives the grade": Case(
@@ -166,8 +168,8 @@ def hostile_cases(marker: str, clones: dict[str, Path], bundle: Path) -> dict[st
         ),
         "processes left behind": Case(
             "\n".join(_spawn(m(f"left{i}"), sleeper, session=i % 2 == 0) for i in range(4)),
-            full=False,
-            reason=LEFT,
+            False,
+            LEFT,
             once=True,
         ),
         "a loop that never ends": Case(
@@ -175,29 +177,29 @@ def hostile_cases(marker: str, clones: dict[str, Path], bundle: Path) -> dict[st
         ),
         "a 20 GB allocation": Case(
             "    torch.empty(20 * 2**30, dtype=torch.uint8).fill_(1)",
-            full=False,
-            reason=r"can't allocate memory|MemoryError",
+            False,
+            r"can't allocate memory|MemoryError",
         ),
         "os._exit(0)": Case("    import os\n\n    os._exit(0)", False, r"EndsPython: os._exit"),
         "replacing torch.allclose": Case(
             "    torch.allclose = lambda *a, **k: True\n"
             "    return torch.triu(torch.ones(seq_len, seq_len)).bool()",
-            full=False,
-            reason=r"your code replaced torch.allclose",
+            False,
+            r"your code replaced torch.allclose",
         ),
         "opening a socket": Case(
             "    import socket\n\n    socket.create_connection(('pypi.org', 443), timeout=3).close()",
-            full=False,
-            reason=r"gaierror|Network is unreachable|Temporary failure",
+            False,
+            r"gaierror|Network is unreachable|Temporary failure",
         ),
         "forging the check's report": Case(
-            FORGE, full=False, reason=r"flagged: its check's report disagrees with the grader's"
+            FORGE, False, r"flagged: its check's report disagrees with the grader's"
         ),
         LEAK: Case(
             "    import inspect\n\n"
             '    raise ValueError(" | ".join(inspect.getsource(stable_softmax).splitlines()))',
-            full=False,
-            reason=r"ValueError",
+            False,
+            r"ValueError",
         ),
     }
     return cases
@@ -286,8 +288,9 @@ def bundle(tmp_path_factory) -> Path:
     return out
 
 
-def grade_class(tmp: Path, bundle: Path, names: list[str] | None = None) -> Graded:
-    """Grade the hostile cases (all, or `names`) with one worker in the current mode."""
+def grade_class(tmp: Path, bundle: Path, request, names: list[str] | None = None) -> Graded:
+    """Grade the hostile cases (all, or `names`) with the current mode's worker (user mode's own:
+    it closes the repository while it lives)."""
     marker = f"hostile-{uuid.uuid4().hex}"
     reference = caught_up_starter(tmp / "caught-up")
     home_clone = Path(tempfile.mkdtemp(prefix=".course-clone-", dir=Path.home()))
@@ -301,11 +304,13 @@ def grade_class(tmp: Path, bundle: Path, names: list[str] | None = None) -> Grad
         cases = {k: v for k, v in cases.items() if names is None or k in names}
         before = snapshot(*WATCHED)
         grades = {}
-        with Worker(STEP, Limits(wall=WALL), PER_TEST) as worker:
+        user = sandbox.mode().name == "user"
+        with Worker(STEP, Limits(wall=WALL), 10.0) if user else nullcontext() as own:
+            worker = own or shared_worker(request, Limits(wall=WALL))
             for name, case in cases.items():
                 code = _once(case.code) if case.once else case.code
                 sub = with_change(reference, tmp / f"case-{len(grades)}", LINE, f"{LINE}\n{code}")
-                grades[name] = grade(STEP, sub, per_test=PER_TEST, worker=worker, screen=False)
+                grades[name] = grade(STEP, sub, worker=worker, screen=False)
         time.sleep(LINGER)  # a daemon that escaped would have written by now
         left_files = [str(p) for c in cases.values() for p in c.host if p.exists()]
         left_running = running([marker])
@@ -349,22 +354,22 @@ def _bwrap_problem() -> str:
 
 
 @pytest.fixture(scope="module")
-def in_bwrap(tmp_path_factory, bundle) -> Graded:
+def in_bwrap(tmp_path_factory, bundle, request) -> Graded:
     if why := _bwrap_problem():
         pytest.skip(why)
-    return grade_class(tmp_path_factory.mktemp("bwrap"), bundle)
+    return grade_class(tmp_path_factory.mktemp("bwrap"), bundle, request)
 
 
+@SHARED
 @pytest.mark.parametrize("name", CASES)
 def test_in_bubblewrap_a_hostile_submission_is_graded_with_a_reason_and_nothing_stolen_scores(
     in_bwrap, name
 ):
-    if name == "a 20 GB allocation" and resource is None:
-        pytest.skip("no memory limit on this OS (no resource module)")
     check_case(in_bwrap, name)
     assert in_bwrap.grades[name].contained, in_bwrap.grades[name].notes  # bubblewrap said so
 
 
+@SHARED
 def test_a_reason_never_shows_the_reference_a_per_todo_copy_holds(in_bwrap):
     """A per-TODO copy holds the reference of every other TODO: a reason that quotes it is
     withheld (tools.grading.scrub), so a submission cannot raise it back into results.json."""
@@ -372,6 +377,7 @@ def test_a_reason_never_shows_the_reference_a_per_todo_copy_holds(in_bwrap):
     assert SECRET not in results, f"expected no line of task 1's reference, got: {results[:600]}"
 
 
+@SHARED
 def test_in_bubblewrap_nothing_outside_the_graded_copy_changes_and_nothing_is_left_running(
     in_bwrap,
 ):
@@ -386,13 +392,13 @@ USER_CASES += ["a daemon that outlives the grade", "a child that holds stdout op
 USER_CASES += ["processes left behind", "importing the step's own reference"]
 
 
-def graded_in(mode: str, tmp: Path, bundle: Path, names: list[str]) -> Graded:
+def graded_in(mode: str, tmp: Path, bundle: Path, request, names: list[str]) -> Graded:
     """grade_class with COURSE_GRADE_SANDBOX=`mode` (sandbox.mode is cached: cleared around)."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("COURSE_GRADE_SANDBOX", mode)
         sandbox.mode.cache_clear()
         try:
-            return grade_class(tmp, bundle, names)
+            return grade_class(tmp, bundle, request, names)
         finally:
             sandbox.mode.cache_clear()
 
@@ -415,14 +421,14 @@ def _user_mode_problem() -> str:
 
 
 @pytest.fixture(scope="module")
-def as_nobody(tmp_path_factory, bundle) -> Graded:
+def as_nobody(tmp_path_factory, bundle, request) -> Graded:
     """The user-mode cases, graded as root with COURSE_GRADE_SANDBOX=user (no namespace used)."""
     if why := _user_mode_problem():
         pytest.skip(why)
     closed = [*REPO_ROOT.glob("steps/*/solution"), REPO_ROOT / "out", REPO_ROOT / ".git"]
     kept = {p: p.stat().st_mode for p in closed if p.exists()}  # user mode closes these
     try:
-        graded = graded_in("user", tmp_path_factory.mktemp("user"), bundle, USER_CASES)
+        graded = graded_in("user", tmp_path_factory.mktemp("user"), bundle, request, USER_CASES)
         graded.modes = {str(p): (oct(m), oct(p.stat().st_mode)) for p, m in kept.items()}
         return graded
     finally:
@@ -453,12 +459,13 @@ THEFTS = [n for n in USER_CASES if n.startswith("reading")]  # every theft, each
 
 
 @pytest.fixture(scope="module")
-def uncontained(tmp_path_factory, bundle) -> Graded:
+def uncontained(tmp_path_factory, bundle, request) -> Graded:
     """The thefts graded with COURSE_GRADE_SANDBOX=none: where nothing contains the code, each
     works (which shows the contained runs above stop thefts that are real)."""
-    return graded_in("none", tmp_path_factory.mktemp("none"), bundle, THEFTS)
+    return graded_in("none", tmp_path_factory.mktemp("none"), bundle, request, THEFTS)
 
 
+@UNCONTAINED
 def test_uncontained_every_line_says_so_and_a_theft_is_not_stopped(uncontained):
     for name in THEFTS:
         g = uncontained.grades[name]

@@ -4,21 +4,27 @@ own bug, at the student's own line; a bad owners cache is read again, never a cr
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from common import OUT_DIR
 from common.course import course, course_step
 from common.todos import optional, split_id
-from tests.test_grade import caught_up_starter, copy_files, with_change
+from tests.test_grade import SHARED, caught_up_starter, copy_files, shared_worker, with_change
 from tools import pristine
 from tools.grading import engine
-from tools.grading.engine import Owners, Worker, moved_lines, scrub
+from tools.grading.engine import Owners, moved_lines, scrub
 from tools.grading.grade import Grade, _score, feedback, grade, text
 from tools.grading.gradescope import results_json
-from tools.grading.sandbox import Limits
 
-STEPS = [s.name for s in course() if not s.checkpoint]
+TRAPPED = pytest.mark.xdist_group("grade-worker:traps")  # the steps whose traps are graded below
+STEPS = [
+    pytest.param(
+        s.name, marks={"lab-01": SHARED, "step-06": TRAPPED, "lab-02": TRAPPED}.get(s.name, ())
+    )
+    for s in course()
+    if not s.checkpoint
+]
 FORGED = [  # what a stale or forged cache may hold: each must be read again
     '{"score": 999.0}',
     "not json {",
@@ -36,11 +42,10 @@ def line_of(g: Grade, task: str):
 @pytest.mark.process
 @pytest.mark.slow  # a cold cache: the reference and a stub per TODO, read once for the whole suite
 @pytest.mark.parametrize("step", STEPS)
-def test_every_required_todo_owns_three_tests_and_a_core_one(step):
+def test_every_required_todo_owns_three_tests_and_a_core_one(step, request):
     """The owners the grade reads, through the cache every grade of the suite shares."""
     todos = course_step(step).regions()
-    with Worker(step, Limits(), 10.0) as worker:
-        owners = Owners.cached(worker, todos)
+    owners = Owners.cached(shared_worker(request, step=step), todos)
     owned, short = [], []
     for todo in todos:
         tests, core = owners.tests[todo], [n for n in owners.tests[todo] if n in owners.core]
@@ -53,40 +58,24 @@ def test_every_required_todo_owns_three_tests_and_a_core_one(step):
     print("\n".join(owned))
 
 
-@pytest.mark.process
-@pytest.mark.slow  # one step's owners read afresh: the reference and a stub per TODO
-def test_a_bad_cache_is_read_again_and_rewritten(tmp_path, monkeypatch):
-    """A forged cache file is run again, not trusted: in a cache folder of its own, so the
-    suite's other grades keep reading the shared one meanwhile."""
-    step = "lab-01"  # the quickest step to read
-    todos = course_step(step).regions()
-    monkeypatch.setattr(engine, "OUT_DIR", tmp_path)
-    with Worker(step, Limits(), 10.0) as worker:
-        path = tmp_path / "grade-owners" / f"{step}-{worker.fingerprint[:16]}.json"
-        path.parent.mkdir(parents=True)
-        path.write_text(FORGED[0], encoding="utf-8")
-        owners = Owners.cached(worker, todos)
-    assert Owners.parsed(path, todos) == owners, f"{path}: expected rewritten, got {FORGED[0]}"
-    assert all(owners.tests[t] for t in todos if not optional(t)), owners
-
-
-def test_a_cache_that_is_not_the_owners_shape_is_not_read():
-    """Owners.parsed, no run: a forged, stale or cut file is None (the grade reads them again)."""
+def test_a_cache_that_is_not_the_owners_shape_is_read_again_and_rewritten(tmp_path, monkeypatch):
+    """No run (Owners.read, which the test above runs, stands in): a forged, stale or cut file is
+    not the owners (Owners.parsed is None), so the grade reads them again and rewrites it."""
     todos = course_step("lab-01").regions()
     good = {"tests": {t: ["a::b"] for t in todos}, "broken": [], "given": 1, "core": ["a::b"]}
     bad = [*FORGED, json.dumps(good | {"given": True}), json.dumps(good | {"core": ["x::y"]})]
     bad += [json.dumps(good | {"tests": {t: "a::b" for t in todos}}), json.dumps(good | {"x": 1})]
     bad += [json.dumps(good | {"tests": {}}), json.dumps(good)[:40]]
-    path = OUT_DIR / "test-owners-shape.json"
-    OUT_DIR.mkdir(exist_ok=True)
-    try:
-        for text_ in bad:
-            path.write_text(text_, encoding="utf-8")
-            assert Owners.parsed(path, todos) is None, f"expected None for {text_!r}"
-        path.write_text(json.dumps(good), encoding="utf-8")
-        assert Owners.parsed(path, todos) == Owners(**good), "expected the good file read"
-    finally:
-        path.unlink(missing_ok=True)
+    monkeypatch.setattr(engine, "OUT_DIR", tmp_path)  # the suite's grades keep the shared cache
+    monkeypatch.setattr(Owners, "read", classmethod(lambda cls, worker, todos: Owners(**good)))
+    worker = SimpleNamespace(step="lab-01", fingerprint="f" * 64)
+    path = tmp_path / "grade-owners" / f"lab-01-{'f' * 16}.json"
+    path.parent.mkdir()
+    for text_ in bad:
+        path.write_text(text_, encoding="utf-8")
+        assert Owners.parsed(path, todos) is None, f"expected None for {text_!r}"
+        assert Owners.cached(worker, todos) == Owners(**good), f"expected {text_!r} read again"
+        assert Owners.parsed(path, todos) == Owners(**good), f"expected {text_!r} rewritten"
 
 
 def replace_body(starter: Path, file: str, first: str, last: str, new: str) -> None:
@@ -124,7 +113,7 @@ SLIP = "    x = (((  # a slip: never closed"  # put before dropout's raise in la
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory) -> dict[str, tuple[Grade, Path]]:
+def graded(tmp_path_factory, request) -> dict[str, tuple[Grade, Path]]:
     """Every case of this file graded, one worker per step: name -> (Grade, submission)."""
     tmp = tmp_path_factory.mktemp("traps")
     cases: dict[str, tuple[str, Path]] = {}
@@ -147,18 +136,13 @@ def graded(tmp_path_factory) -> dict[str, tuple[Grade, Path]]:
         code[:raise_at] + SLIP + "\n" + code[raise_at:], encoding="utf-8"
     )
     cases["syntax slip"] = ("lab-02", slip)
-    graded = {}
-    for step in ("step-06", "lab-02"):
-        with Worker(step, Limits(), 10.0) as worker:
-            for name, (of, path) in cases.items():
-                if of == step:
-                    g = grade(step, path, per_test=10.0, worker=worker, screen=False)
-                    graded[name] = (g, path)
-    return graded
+    workers = {step: shared_worker(request, step=step) for step in ("step-06", "lab-02")}
+    return {n: (grade(s, p, worker=workers[s], screen=False), p) for n, (s, p) in cases.items()}
 
 
 @pytest.mark.process
 @pytest.mark.slow  # a worker per step, a copy per case
+@TRAPPED
 @pytest.mark.parametrize("trap", list(TRAPS))
 def test_a_named_trap_leaves_its_todo_at_most_half_its_weight(graded, trap):
     g, _ = graded[trap]
@@ -177,6 +161,7 @@ def test_a_named_trap_leaves_its_todo_at_most_half_its_weight(graded, trap):
 
 @pytest.mark.process
 @pytest.mark.slow
+@TRAPPED
 def test_the_reason_of_a_rope_turned_the_wrong_way_is_its_direction_not_the_halves(graded):
     reason = line_of(graded["rope turned the wrong way"][0], "task 1.2").reason
     assert "test_rope_turns_each_pair_by_plus_m_omega_counterclockwise:" in reason, reason
@@ -186,6 +171,7 @@ def test_the_reason_of_a_rope_turned_the_wrong_way_is_its_direction_not_the_halv
 
 @pytest.mark.process
 @pytest.mark.slow
+@TRAPPED
 def test_a_stub_is_not_written_and_its_reason_says_so(graded):
     line = line_of(graded["estimate_loss stub"][0], "task 2")
     expect = ("not written", "not written yet (its code only returns None)")
@@ -196,6 +182,7 @@ def test_a_stub_is_not_written_and_its_reason_says_so(graded):
 
 @pytest.mark.process
 @pytest.mark.slow
+@TRAPPED
 def test_a_syntax_errors_line_is_the_students_own(graded):
     g, path = graded["syntax slip"]
     mine = (path / "layers.py").read_text(encoding="utf-8").splitlines().index(SLIP) + 1
@@ -205,6 +192,7 @@ def test_a_syntax_errors_line_is_the_students_own(graded):
 
 @pytest.mark.process
 @pytest.mark.slow
+@TRAPPED
 def test_the_feedback_shows_each_tests_share_and_keeps_every_reason_whole(graded):
     g, _ = graded["no zero_grad"]
     line = line_of(g, "task 4")

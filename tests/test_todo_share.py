@@ -1,19 +1,13 @@
 """The first screen gives the contract, not the code: at most 25% of a TODO's solution is shown.
 
-A solution token counts as shown when it lies in a run of consecutive solution tokens that also
-appears, in the same order, in what the student sees before asking for help. Two measures:
-
-- the starter: the function that holds the TODO (signature, docstring, the given checks, comments
-  and the NotImplementedError message, which is also what the check's "Next:" prints), runs of 3;
-- the starter and the handout together: that function, plus every fenced block, every inline code
-  span and every cell of the symptom table in the step's README.md, runs of 6 (so that idioms such
-  as `self.x(y)`, which any text about the code names, do not count).
-
-Tokens come from Python's tokenize module; comments and strings are split into words and symbols
-the same way. `python -m tests.test_todo_share` prints the table.
-"""
+A solution token is shown when it lies in a run of solution tokens (Python's tokenize; comments and
+strings split into words) that appears in order in what the student reads first: the starter's
+function holding the TODO (its docstring, comments and NotImplementedError message), runs of 3;
+that and the handout's fenced blocks, inline code and symptom-table cells, runs of 6 (so an idiom
+such as `self.x(y)` does not count). `python -m tests.test_todo_share` prints the table."""
 
 import ast
+import contextlib
 import io
 import re
 import sys
@@ -33,18 +27,21 @@ RUN = 3  # the shortest run of tokens that counts as transcribed, in the starter
 HANDOUT_RUN = 6  # the same, over the starter and the handout together
 LIMIT = 0.25
 EXEMPT = {"step-04 4.1: Head.forward"}  # the lecture hands this code out to be read (handout 4.1)
-SKIP = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT}
-SKIP |= {tokenize.ENDMARKER}
+SKIP = {
+    tokenize.COMMENT,
+    tokenize.NL,
+    tokenize.NEWLINE,
+    tokenize.INDENT,
+    tokenize.DEDENT,
+    tokenize.ENDMARKER,
+}
 
 
 def _tokens(text: str) -> list[tokenize.TokenInfo]:
     """Python's tokens of `text`, as many as it yields before an error (prose is not code)."""
     found = []
-    try:
-        for token in tokenize.generate_tokens(io.StringIO(text).readline):
-            found.append(token)
-    except (tokenize.TokenError, SyntaxError):
-        pass
+    with contextlib.suppress(tokenize.TokenError, SyntaxError):
+        found.extend(tokenize.generate_tokens(io.StringIO(text).readline))
     return found
 
 
@@ -68,10 +65,8 @@ def streams_of(source: str) -> list[list[str]]:
 
 
 def shown_streams(step: Path) -> dict[str, list[list[str]]]:
-    """TODO id -> the token streams of every starter function that raises its NotImplementedError.
-
-    The starter as shipped (made from the solution): a student's edits or a catch-up do not count.
-    """
+    """TODO id -> the token streams of every function of the shipped starter (made from the
+    solution) that raises its NotImplementedError."""
     found = defaultdict(list)
     for _, text in sorted(starters(step).items()):
         lines = text.splitlines()
@@ -132,17 +127,12 @@ SHARES = shares()
 
 
 @pytest.mark.parametrize("todo", sorted(set(SHARES) - EXEMPT))
-def test_the_starter_shows_at_most_a_quarter_of_the_solution(todo):
-    share, _, n = SHARES[todo]
+def test_the_starter_and_the_handout_show_at_most_a_quarter_of_the_solution(todo):
+    share, both, n = SHARES[todo]
     assert share <= LIMIT, f"TODO({todo}): {share:.0%} of its {n} solution tokens are shown"
-
-
-@pytest.mark.parametrize("todo", sorted(set(SHARES) - EXEMPT))
-def test_starter_and_handout_show_at_most_a_quarter_of_the_solution(todo):
-    _, share, n = SHARES[todo]
     where = f"steps/{todos.split_id(todo)[0]}/README.md"
-    assert share <= LIMIT, (
-        f"TODO({todo}): {share:.0%} of its {n} solution tokens are shown in runs of "
+    assert both <= LIMIT, (
+        f"TODO({todo}): {both:.0%} of its {n} solution tokens are shown in runs of "
         f"{HANDOUT_RUN} by its starter and {where} (fenced code, inline code, symptom table): "
         "say what is wrong and where to look, not the line to type"
     )

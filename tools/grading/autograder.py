@@ -94,8 +94,8 @@ def setup_script(step: str = "lab-01") -> str:
     return SETUP.format(cpu_index=CPU_INDEX, **pins)
 
 
-def _add(z: zipfile.ZipFile, path: Path, name: str, mode: int = 0o644) -> None:
-    """One file into the zip under `name`, with its Unix mode (so run_autograder stays executable)."""
+def _add(z: zipfile.ZipFile, path: Path | str, name: str, mode: int = 0o644) -> None:
+    """A file (or a text) into the zip as `name`, with its Unix mode (run_autograder executable)."""
     info = zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0))  # the same bytes every build
     info.external_attr = (stat.S_IFREG | mode) << 16
     info.compress_type = zipfile.ZIP_DEFLATED
@@ -134,12 +134,8 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m tools.grading.autograder", description=__doc__.split("\n")[0]
     )
     parser.add_argument("step")
-    parser.add_argument(
-        "--out",
-        type=Path,
-        help="the zip to write, outside the repository (default: a new folder in the system's "
-        "temporary folder, readable by you only)",
-    )
+    help_ = "the zip to write, outside the repository (default: a new folder in the system's "
+    parser.add_argument("--out", type=Path, help=help_ + "temporary folder, readable by you only)")
     args = parser.parse_args(argv)
     try:
         course_step(args.step, STEPS_DIR)
@@ -154,9 +150,8 @@ def main(argv: list[str] | None = None) -> int:
         args.out or Path(tempfile.mkdtemp(prefix="llm-internals-")) / f"autograder-{args.step}.zip"
     )
     bundle(args.step, out)
-    print(
-        f"wrote {shown(out)}: upload it as the assignment's autograder (Gradescope: Configure Autograder, zip file upload)"
-    )
+    where = "Gradescope: Configure Autograder, zip file upload"
+    print(f"wrote {shown(out)}: upload it as the assignment's autograder ({where})")
     return 0
 
 

@@ -1,16 +1,14 @@
 """The grade's engine: each TODO scored on its own tests, in a copy where every other TODO is the
 reference's, all inside the sandbox (tools/grading/sandbox.py) through one worker (tools/grading/worker.py).
 
-Which tests are a TODO's own is read off the reference, run first in the same worker: a test
-belongs to the TODO its `todo` marker names, else to the last TODO (in course order) it runs.
-Tests that run no TODO test code the starter gives, and count for none; tests that fail on the
-reference in the graded copy (a run that needs the reference) count for none and are not shown.
+Which tests are a TODO's own is read off the reference's run (CONTRIBUTING, "How a grade is made").
 """
 
 import ast
 import compileall
 import contextlib
 import difflib
+import fcntl
 import hashlib
 import json
 import os
@@ -36,7 +34,7 @@ REFUSED = "the graded copy holds no reference solution of this step: grade your 
 COURSE_FILES = ["common", "conftest.py", "pyproject.toml"]
 GRACE = 30.0  # seconds past a submission's wall limit the worker gets to answer before it is killed
 PIPE = 65536  # bytes written to the worker at a time: a pipe's buffer
-TRUSTED = 120.0  # CPU seconds per test for the reference's own runs: a loaded machine is no bug  # what every copy runs the tests with
+TRUSTED = 120.0  # CPU seconds per test for the reference's own runs: a loaded machine is no bug
 
 
 # --- the graded base: the course as shipped, without this step's reference ----------------------
@@ -202,9 +200,7 @@ class Worker:
         """Run `tests` (paths or node ids) on a copy whose starter is `files`, for at most `wall`
         seconds (default: the limits' per copy) within the submission's; a copy this worker
         already ran with the same bytes and tests is not run again (its result cannot differ)."""
-        key = hashlib.sha256(
-            json.dumps([sorted(files.items()), tests, list(extra)]).encode()
-        ).hexdigest()
+        key = json.dumps([sorted(files.items()), tests, list(extra)])
         if key in self.done:
             return self.done[key]
         if not tests:  # pytest given no path runs every test it finds: never what is meant
@@ -235,7 +231,7 @@ class Worker:
         except TimeoutError:
             return Run(name, None, "", None, timed_out=True, wall=left)
         except (OSError, EOFError, ValueError):
-            return Run(name, None, self._log_tail(), None, wall=left)
+            return Run(name, None, self.log.read_text("utf-8", "replace")[-2000:], None, wall=left)
         report, screen, blob = answer["blobs"]
         try:
             data = json.loads(report.decode("utf-8")).get(self.step) if report else None
@@ -243,8 +239,7 @@ class Worker:
             data = None  # what came back is not the check's JSON
         text = screen.decode("utf-8", errors="replace")
         record, flags = read_record(blob)
-        if answer.get("left") and not answer["timed_out"]:  # a hang is charged as one
-            n = answer["left"]
+        if (n := answer.get("left")) and not answer["timed_out"]:  # a hang is charged as one
             flags.append(
                 f"{n} of its processes {'were' if n > 1 else 'was'} still running after it ended"
             )
@@ -290,24 +285,15 @@ class Worker:
             data += chunk
         return data
 
-    def _log_tail(self) -> str:
-        try:
-            return self.log.read_text(encoding="utf-8", errors="replace")[-2000:]
-        except OSError:
-            return ""
-
     def close(self) -> None:
         """End the worker and everything it started, and remove its folders."""
-        if self.proc is None:
-            shutil.rmtree(self.tmp, ignore_errors=True)
-            return
-        try:
-            self._send({"end": True}, [])
-            self.proc.stdin.close()
-            self.proc.wait(timeout=10)
-        except (OSError, ValueError, subprocess.TimeoutExpired):  # closed, gone or silent
-            pass  # stopped below
-        stop(self.proc)
+        if self.proc is not None:
+            # closed, gone or silent: stopped below
+            with contextlib.suppress(OSError, ValueError, subprocess.TimeoutExpired):
+                self._send({"end": True}, [])
+                self.proc.stdin.close()
+                self.proc.wait(timeout=10)
+            stop(self.proc)
         shutil.rmtree(self.tmp, ignore_errors=True)
 
     def __enter__(self) -> "Worker":
@@ -329,12 +315,7 @@ def fingerprint(folder: Path) -> str:
 
 @contextlib.contextmanager
 def _locked(path: Path):
-    """Hold an exclusive lock on `path` (created) while the block runs (unguarded without fcntl)."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows
-        yield
-        return
+    """Hold an exclusive lock on `path` (created) while the block runs."""
     with path.open("a") as held:
         fcntl.flock(held, fcntl.LOCK_EX)  # released when the file closes
         yield
@@ -385,18 +366,20 @@ class Owners:
         the four keys, each TODO's list of node ids, core tests among them."""
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            if set(data) != {f.name for f in fields(cls)}:
+                return None
+            owners = cls(**data)
+            lists = [owners.broken, owners.core, *owners.tests.values()]
+            owned = {n for v in owners.tests.values() for n in v}
+        except (OSError, ValueError, TypeError, AttributeError):  # not JSON, not a dict of four
             return None
-        if not isinstance(data, dict) or set(data) != {f.name for f in fields(cls)}:
-            return None
-        tests, broken, given, core = (data[k] for k in ("tests", "broken", "given", "core"))
-        lists = [broken, core, *(tests.values() if isinstance(tests, dict) else [None])]
-        if not all(isinstance(v, list) and all(isinstance(n, str) for n in v) for v in lists):
-            return None
-        owned = {n for v in tests.values() for n in v}
-        if not set(todos) <= set(tests) or type(given) is not int or not set(core) <= owned:
-            return None
-        return cls(tests, broken, given, core)
+        if all(type(v) is list and all(type(n) is str for n in v) for v in lists) and (
+            set(todos) <= set(owners.tests)
+            and type(owners.given) is int
+            and set(owners.core) <= owned
+        ):
+            return owners
+        return None
 
     @classmethod
     def read(cls, worker: "Worker", todos: dict[str, Todo]) -> "Owners":
@@ -552,10 +535,8 @@ def students_lines(message: str, moved: dict[str, dict[int, int]]) -> str:
 def scrub(
     message: str, todos: dict[str, Todo], mine: str, moved: dict[str, dict[int, int]] | None = None
 ) -> str:
-    """A failure's message as a student may read it: its places at the student's own lines
-    (`moved`: moved_lines of the graded copy), cut to SHOWN characters, and withheld when it
-    quotes a line of another TODO's reference code (that TODO's copy holds it, so a submission
-    could raise it back)."""
+    """A failure's message as a student may read it: at their own lines (`moved`), cut to SHOWN
+    characters, withheld when it quotes another TODO's reference (a copy could raise it back)."""
     flat = " ".join(students_lines(message, moved or {}).split())
     for todo in todos.values():
         if todo.id == mine:
@@ -572,10 +553,8 @@ def scrub(
 def own_outcome(
     run: Run, own: list[str], scrubbed=lambda m: m, core=()
 ) -> tuple[int, int, str, str | None, list[tuple[str, bool, bool]]]:
-    """(passed, total, the first failure's reason, the guard's refusal if any, and each test's
-    (node id, passed, core)) of a TODO's tests; `scrubbed` makes the failure's message fit to
-    show; the reason is the first core test's that fails (`core`: the owners' core tests), else
-    the first failure's."""
+    """(passed, total, the reason: the first failing core test's or else test's, scrubbed; the
+    guard's refusal if any; each test's (node id, passed, core)) of a TODO's own tests."""
     tests, core = run.tests(), set(core)
     each = [(n, tests.get(n, {}).get("outcome") == "passed", n in core) for n in own]
     passed = sum(ok for _, ok, _ in each)

@@ -31,7 +31,7 @@ from tools.grading.engine import (
     starter_files,
     variant,
 )
-from tools.grading.gradescope import results_json
+from tools.grading.gradescope import results_json as gradescope
 from tools.grading.sandbox import UNCONTAINED, Limits, mode
 from tools.grading.submission import SubmissionError, match
 
@@ -83,12 +83,18 @@ class Grade:
         return sum(line.weight for line in self.lines if line.counted)
 
 
-def grade_settings(step: str) -> tuple[dict[str, float], set[str]]:
-    """step.toml's [grade]: weights per task ('task 2' = 2; 1 when not named) and the tasks
-    graded all-or-nothing."""
-    spec = course_step(step, STEPS_DIR).grade or {}
-    weights = {k: float(v) for k, v in spec.get("weights", {}).items()}
-    return weights, set(spec.get("all_or_nothing", []))
+def _setting(todo: str, key: str, default):
+    """step.toml's [grade] `key` for the TODO's step: weights ({'task 2': 2}), all_or_nothing."""
+    return (course_step(split_id(todo)[0], STEPS_DIR).grade or {}).get(key, default)
+
+
+def _weight(todo: str) -> float:
+    """Its task's weight in step.toml's [grade] (1 when not named); 0 for optional work."""
+    return 0.0 if optional(todo) else float(_setting(todo, "weights", {}).get(split_id(todo)[1], 1))
+
+
+def _zero(todo: str, state: str, reason: str) -> Line:
+    return Line(todo, state, 0.0, _weight(todo), reason)
 
 
 CORE_CAP = 0.5  # the most of its weight a TODO that fails one of its core tests earns
@@ -97,15 +103,14 @@ CORE_CAP = 0.5  # the most of its weight a TODO that fails one of its core tests
 def _score(todo: str, passed: int, total: int, why: str, refused: str | None, each=()) -> Line:
     """A written TODO's line from its own tests' outcome: the share of them that pass, at most
     half its weight while one of its core tests fails (`each`: own_outcome's per-test list)."""
-    weight, whole = _weight(todo), grade_settings(split_id(todo)[0])[1]
-    each = [tuple(e) for e in each]
+    weight, each = _weight(todo), [tuple(e) for e in each]
     if refused:
         return Line(todo, "refused", 0.0, weight, f"0: {refused} ({why})", passed, total, each)
     if total == 0:
         reason = why or "none of its tests ran"
         return Line(todo, "not run", 0.0, weight, reason, passed, total, each)
     share = passed / total
-    if split_id(todo)[1] in whole and share < 1:
+    if split_id(todo)[1] in _setting(todo, "all_or_nothing", []) and share < 1:
         share = 0.0
     core_failed = [n for n, ok, core in each if core and not ok]
     capped = bool(core_failed) and share > CORE_CAP
@@ -117,16 +122,6 @@ def _score(todo: str, passed: int, total: int, why: str, refused: str | None, ea
         reason += f" ({n} core test{'s' if n > 1 else ''} failing: at most half its weight)"
     reason += f"; first failure: {why}" if why else ""
     return Line(todo, state, round(weight * share, 4), weight, reason, passed, total, each)
-
-
-def _weight(todo: str) -> float:
-    """Its task's weight in step.toml's [grade] (1 when not named); 0 for optional work."""
-    weights, _ = grade_settings(split_id(todo)[0])
-    return 0.0 if optional(todo) else weights.get(split_id(todo)[1], 1.0)
-
-
-def _zero(todo: str, state: str, reason: str) -> Line:
-    return Line(todo, state, 0.0, _weight(todo), reason)
 
 
 def grade(
@@ -142,77 +137,66 @@ def grade(
     running worker of this step to reuse (a class), else one is started and stopped here."""
     if worker is None:
         with Worker(step, limits or Limits(), per_test, heldout) as own:
-            return grade(step, submission, limits, per_test, heldout, own, screen)
+            return grade(step, submission, worker=own, screen=screen)
     started, m, layout = time.monotonic(), mode(), course_step(step)
-    todos, notes = layout.regions(), [m.said]
+    todos, notes, files = layout.regions(), [m.said], starter_files(step)
     worker.begin()
     with tempfile.TemporaryDirectory(prefix="course-submission-") as tmp:
-        files, submitted = starter_files(step), set()
         try:
             found = match(submission or layout.starter, Path(tmp) / "unpacked", sorted(files))
         except (SubmissionError, OSError) as exc:
             lines = [_zero(t, "not run", str(exc)) for t in todos]
-            return Grade(
-                step, lines, [*notes, str(exc)], time.monotonic() - started, "", m.contained
-            )
+            seconds = time.monotonic() - started
+            return Grade(step, lines, [*notes, str(exc)], seconds, contained=m.contained)
         for rel, path in found.files.items():
             files[rel] = path.read_bytes().decode("utf-8", errors="replace")
-            submitted.add(rel)
-    lines, shown_screen = _grade_in(worker, step, todos, files, submitted, heldout, screen)
+    owners = Owners.cached(worker, todos)
+    lines = [_line(worker, todo, todos, files, set(found.files), owners) for todo in todos.values()]
     if not m.contained:  # said on every line, so no score leaves without it
         for line in lines:
             line.reason = f"[uncontained] {line.reason}"
+    shown_screen = _check(worker, step, files, owners) if screen else ""
     if worker.proc is not None and worker.proc.poll() is not None:
-        notes.append(
-            f"the submission's code stopped the grade's worker (exit {worker.proc.returncode})"
-        )
-    found.missing = [rel for rel in found.missing if rel.endswith(".py")]  # predictions: optional
-    if found.missing:
-        notes.append(f"missing from the submission: {', '.join(found.missing)}")
+        code = worker.proc.returncode
+        notes.append(f"the submission's code stopped the grade's worker (exit {code})")
+    missing = [rel for rel in found.missing if rel.endswith(".py")]  # predictions: optional
+    if missing:
+        notes.append(f"missing from the submission: {', '.join(missing)}")
     if found.stray:
         notes.append(f"not starter files (ignored): {', '.join(found.stray)}")
-    return Grade(
-        step, lines, notes, time.monotonic() - started, shown_screen, m.contained,
-        list(found.missing), list(found.stray),
-    )  # fmt: skip
+    seconds = time.monotonic() - started
+    return Grade(step, lines, notes, seconds, shown_screen, m.contained, missing, found.stray)
 
 
-def _grade_in(worker, step, todos, files, submitted, heldout, screen) -> tuple[list[Line], str]:
-    """The reference's run (once per process), one copy per TODO, each with its own time, then
-    the student's check of the whole submission, with a time of its own, for the feedback."""
-    reference = reference_files(step)
-    owners = Owners.cached(worker, todos)
-    lines = []
-    for todo in todos.values():
-        own = owners.tests.get(todo.id, [])
-        if why := not_written(todo, files, submitted, todo.rel):
-            lines.append(_zero(todo.id, "not written", why))
-        elif not own:
-            lines.append(
-                _zero(todo.id, "not run", "no test of its own (ask the course's maintainers)")
-            )
-        else:
-            copy = variant(files, reference, todos, todo.id)
-            run = worker.run(todo.id, copy, own)
-            said = partial(scrub, todos=todos, mine=todo.id, moved=moved_lines(files, copy))
-            if run.flags:
-                lines.append(_zero(todo.id, "flagged", f"flagged: {'; '.join(run.flags)}"))
-            elif run.record is None:
-                state, why = _ended(run, step)
-                lines.append(_zero(todo.id, state, said(why)))
-            else:
-                lines.append(_score(todo.id, *own_outcome(run, own, said, owners.core)))
-    if not screen:
-        return lines, ""
+def _line(worker: Worker, todo, todos, files: dict[str, str], submitted: set, owners) -> Line:
+    """A TODO's line: from its copy, where every other TODO is the reference's, run in its time."""
+    own = owners.tests.get(todo.id, [])
+    if why := not_written(todo, files, submitted, todo.rel):
+        return _zero(todo.id, "not written", why)
+    if not own:
+        return _zero(todo.id, "not run", "no test of its own (ask the course's maintainers)")
+    copy = variant(files, reference_files(worker.step), todos, todo.id)
+    run = worker.run(todo.id, copy, own)
+    said = partial(scrub, todos=todos, mine=todo.id, moved=moved_lines(files, copy))
+    if run.flags:
+        return _zero(todo.id, "flagged", f"flagged: {'; '.join(run.flags)}")
+    if run.record is None:
+        state, why = _ended(run, worker.step)
+        return _zero(todo.id, state, said(why))
+    return _score(todo.id, *own_outcome(run, own, said, owners.core))
+
+
+def _check(worker: Worker, step: str, files: dict[str, str], owners) -> str:
+    """The student's check of the whole submission, in a time of its own: the feedback's screen."""
     deselect = [a for n in owners.broken for a in ("--deselect", n)]
     check = worker.run("check", files, [f"steps/{step}/tests"], deselect, wall=worker.limits.check)
-    if check.timed_out:
-        where = hung_at(check.screen, step)
-        return lines, (
-            f"{check.screen}\nThe check of your whole submission was stopped after "
-            f"{check.wall:.0f} s{f', in {where}' if where else ''}: its screen is cut short."
-        )
-    return lines, check.screen
+    if not check.timed_out:
+        return check.screen
+    where = hung_at(check.screen, step)
+    return (
+        f"{check.screen}\nThe check of your whole submission was stopped after "
+        f"{check.wall:.0f} s{f', in {where}' if where else ''}: its screen is cut short."
+    )
 
 
 def hung_at(screen: str, step: str) -> str:
@@ -270,11 +254,6 @@ def text(g: Grade) -> str:
     rows.append(f"{'total':<{width}} {_n(g.score) + '/' + _n(g.max_score):>8}")
     flag = "" if g.contained else f" ({UNCONTAINED})"
     return "\n".join([f"{g.step}: {_n(g.score)} of {_n(g.max_score)}{flag}", *rows, *g.notes])
-
-
-def gradescope(g: Grade) -> dict:
-    """Gradescope's results.json (tools/grading/gradescope.py)."""
-    return results_json(g)
 
 
 def shares(line: Line) -> list[str]:
@@ -371,54 +350,30 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m tools.grading.grade", description=__doc__.split("\n")[0]
     )
-    parser.add_argument("step")
-    parser.add_argument(
-        "submission", nargs="?", type=Path, help="a folder or zip (default: your starter)"
-    )
-    parser.add_argument("--format", choices=["text", "gradescope"], default="text")
-    parser.add_argument(
-        "--out", type=Path, help="gradescope: results.json (default ./results.json)"
-    )
-    parser.add_argument(
-        "--class",
-        dest="klass",
-        type=Path,
-        metavar="DIR",
-        help="a folder of submissions: one CSV line each",
-    )
-    parser.add_argument(
-        "--feedback",
-        type=Path,
-        metavar="DIR",
-        help="with --class: a feedback file per student (default DIR/../feedback)",
-    )
-    parser.add_argument(
-        "--jobs", type=int, default=1, help="with --class: submissions graded at once"
-    )
-    parser.add_argument(
-        "--tests",
-        type=Path,
-        metavar="DIR",
-        help="held-out test files (test_*.py, each test marked @pytest.mark.todo('task N'))",
-    )
-    parser.add_argument(
-        "--allow-uncontained",
-        action="store_true",
-        help="grade someone else's code (a submission, a class) even where nothing contains it",
-    )
-    parser.add_argument(
-        "--prepare",
-        action="store_true",
-        help="only read which tests are each TODO's own, into out/ (the autograder's setup.sh)",
-    )
-    parser.add_argument("--timeout", type=float, default=PER_TEST, help="CPU seconds per test")
-    parser.add_argument("--screen", action="store_true", help="also print the check's screen")
-    parser.add_argument("--wall", type=int, default=Limits.wall, help="seconds per submission")
-    parser.add_argument(
-        "--copy-wall", type=int, default=Limits.copy,
-        help="seconds for each TODO's copy, and for the check of the whole submission",
-    )  # fmt: skip
-    args = parser.parse_args(argv)  # fmt: skip
+    add = parser.add_argument
+    # fmt: off
+    add("step")
+    add("submission", nargs="?", type=Path, help="a folder or zip (default: your starter)")
+    add("--format", choices=["text", "gradescope"], default="text")
+    add("--out", type=Path, help="gradescope: results.json (default ./results.json)")
+    add("--class", dest="klass", type=Path, metavar="DIR",
+        help="a folder of submissions: one CSV line each")
+    add("--feedback", type=Path, metavar="DIR",
+        help="with --class: a feedback file per student (default DIR/../feedback)")
+    add("--jobs", type=int, default=1, help="with --class: submissions graded at once")
+    add("--tests", type=Path, metavar="DIR",
+        help="held-out test files (test_*.py, each test marked @pytest.mark.todo('task N'))")
+    add("--allow-uncontained", action="store_true",
+        help="grade someone else's code (a submission, a class) even where nothing contains it")
+    add("--prepare", action="store_true",
+        help="only read which tests are each TODO's own, into out/ (the autograder's setup.sh)")
+    add("--timeout", type=float, default=PER_TEST, help="CPU seconds per test")
+    add("--screen", action="store_true", help="also print the check's screen")
+    add("--wall", type=int, default=Limits.wall, help="seconds per submission")
+    add("--copy-wall", type=int, default=Limits.copy,
+        help="seconds for each TODO's copy, and for the check of the whole submission")
+    # fmt: on
+    args = parser.parse_args(argv)
     try:
         course_step(args.step, STEPS_DIR)  # a step: a checkpoint has nothing to grade
     except ValueError as exc:
@@ -429,9 +384,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.prepare:
         with Worker(args.step, limits, args.timeout, args.tests) as worker:
             owners = Owners.cached(worker, course_step(args.step).regions())
-        print(
-            f"{args.step}: {sum(map(len, owners.tests.values()))} tests graded, {owners.given} of given code"
-        )
+        graded = sum(map(len, owners.tests.values()))
+        print(f"{args.step}: {graded} tests graded, {owners.given} of given code")
         return 0
     if args.klass:
         if not args.klass.is_dir():
@@ -442,11 +396,8 @@ def main(argv: list[str] | None = None) -> int:
         feedback_dir.mkdir(parents=True, exist_ok=True)
         if mode().name == "user":  # earlier students' screens: not for a later one's code to read
             feedback_dir.chmod(feedback_dir.stat().st_mode & 0o700)
-        sys.stdout.write(
-            class_csv(
-                args.step, args.klass, limits, args.timeout, args.jobs, args.tests, feedback_dir
-            )
-        )
+        klass = (args.step, args.klass, limits, args.timeout, args.jobs, args.tests, feedback_dir)
+        sys.stdout.write(class_csv(*klass))
         print(f"feedback files: {shown(feedback_dir)}", file=sys.stderr)
         return 0
     if args.submission is not None and not args.submission.exists():
@@ -458,9 +409,7 @@ def main(argv: list[str] | None = None) -> int:
         out = args.out or Path("results.json")
         write_json(out, gradescope(g), indent=2)
         print(f"wrote {out}: {_n(g.score)} of {_n(g.max_score)}")
-        print(text(g))  # stdout: the instructor's view (Gradescope shows it to instructors only)
-    else:
-        print(text(g))
+    print(text(g))  # gradescope: stdout, the instructor's view (hidden from students)
     if args.screen:
         print(f"\nThe check's own screen:\n{g.screen}")
     return 0

@@ -10,24 +10,20 @@ Three ways, the best this machine allows (COURSE_GRADE_SANDBOX=bwrap|user|none p
 - none (anywhere else): no containment; every line of the grade says so.
 """
 
+import contextlib
 import os
 import pwd
+import resource
 import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 from common import REPO_ROOT
-
-try:
-    import resource  # POSIX only: Windows has no setrlimit
-except ImportError:  # pragma: no cover - Windows
-    resource = None
 
 WORKER = Path(__file__).with_name("worker.py")
 INSIDE = Path("/course")  # where the base is seen from inside bwrap
@@ -203,15 +199,12 @@ def _as_user(uid: int, gid: int) -> None:
 
 def _limits(limits: Limits) -> None:
     """In the child before exec: the memory limit (the worker sets each copy's CPU limit)."""
-    if resource is not None:
-        resource.setrlimit(resource.RLIMIT_AS, (limits.memory, limits.memory))
+    resource.setrlimit(resource.RLIMIT_AS, (limits.memory, limits.memory))
 
 
 def start(base: Path, work: Path, limits: Limits, log: Path) -> subprocess.Popen:
-    """The grade's worker (tools/grading/worker.py), started in this machine's containment.
-
-    base: the graded base (read-only to the worker); work: an empty folder it may write (user and
-    none modes: bwrap gives it a private /tmp); log: where its own stderr goes (never a pipe)."""
+    """The grade's worker (tools/grading/worker.py) in this machine's containment: `base` read-only
+    to it, `work` a folder it may write (bwrap: a private /tmp instead), its stderr to `log`."""
     m = mode()
     shutil.copy2(WORKER, base / ".grader-worker.py")
     env = os.environ | _common_env()
@@ -237,98 +230,60 @@ def start(base: Path, work: Path, limits: Limits, log: Path) -> subprocess.Popen
             _limits(limits)
             _as_user(uid, gid)
 
-    elif resource is not None:
+    else:
         preexec = lambda: _limits(limits)  # noqa: E731
     with log.open("wb") as err:
-        proc = subprocess.Popen(
+        return subprocess.Popen(
             cmd, env=env, cwd=work, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
-            preexec_fn=preexec, start_new_session=os.name == "posix",
+            preexec_fn=preexec, start_new_session=True,
         )  # fmt: skip
-    proc.closed = m.name == "user"  # stop() reopens what _close closed for it
-    return proc
 
 
 _closed: dict[Path, int] = {}  # what user mode closed -> its mode before
-_closers = 0  # workers that still need them closed
-_closing = threading.Lock()
 
 
 def _close(repository: Path) -> None:
-    """User mode: what in the repository holds a reference (each step's solution/, out/ with its
-    autograder zips and caches, .git) readable by its owner only, until the last worker that
-    needs it closed ends (reopen); the rest, the interpreter perhaps among it, stays as it is."""
-    global _closers
+    """User mode (one worker at a time): what in the repository holds a reference (each step's
+    solution/, out/ with its autograder zips and caches, .git) readable by its owner only, until
+    the worker ends (reopen); the rest, the interpreter perhaps among it, stays as it is."""
     secret = [*repository.glob("steps/*/solution"), repository / "out", repository / ".git"]
-    with _closing:
-        _closers += 1
-        for path in secret:
-            if path.is_dir() and (st := path.stat()).st_mode & 0o077 and path not in _closed:
-                _closed[path] = st.st_mode
-                path.chmod(st.st_mode & 0o700)
-
-
-def reopen() -> None:
-    """Put back the modes user mode changed, once no worker needs them closed."""
-    global _closers
-    with _closing:
-        _closers = max(0, _closers - 1)
-        if _closers:
-            return
-        for path, mode in list(_closed.items()):
-            try:
-                path.chmod(mode)
-            except OSError:
-                pass
-            del _closed[path]
+    for path in secret:
+        if path.is_dir() and (st := path.stat()).st_mode & 0o077 and path not in _closed:
+            _closed[path] = st.st_mode
+            path.chmod(st.st_mode & 0o700)
 
 
 def stop(worker: subprocess.Popen) -> None:
-    """End the worker and everything it started; never waits for good."""
-    if worker.poll() is None and os.name == "posix":
-        try:
+    """End the worker and everything it started (user mode: every process of nobody, and the
+    repository opened again); never waits for good."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        if worker.poll() is None:
             os.killpg(worker.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-    elif worker.poll() is None:  # pragma: no cover - Windows
-        worker.kill()
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):
         worker.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        pass
     for pipe in (worker.stdin, worker.stdout):
-        try:
+        with contextlib.suppress(OSError):
             if pipe:
                 pipe.close()
-        except OSError:
-            pass
     if mode().name == "user":
         kill_user(_nobody()[0])
-        if getattr(worker, "closed", False):
-            worker.closed = False
-            reopen()
+        while _closed:
+            path, was = _closed.popitem()
+            with contextlib.suppress(OSError):
+                path.chmod(was)
 
 
-def kill_user(uid: int) -> int:
-    """Kill every process of `uid` (user mode, before a result is written); how many there were."""
-    killed = 0
+def kill_user(uid: int) -> None:
+    """Kill every process of `uid` (user mode, before a result is written)."""
     for _ in range(20):
-        pids = [
-            int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and _owner(p) == uid
-        ]
+        pids = []
+        for proc in Path("/proc").iterdir():
+            with contextlib.suppress(OSError):
+                if proc.name.isdigit() and proc.stat().st_uid == uid:
+                    pids.append(int(proc.name))
         if not pids:
-            break
+            return
         for pid in pids:
-            try:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
-                killed += 1
-            except (ProcessLookupError, PermissionError):
-                pass
         time.sleep(0.05)
-    return killed
-
-
-def _owner(proc: Path) -> int | None:
-    try:
-        return proc.stat().st_uid
-    except OSError:
-        return None

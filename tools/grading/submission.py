@@ -161,21 +161,13 @@ def match(submission: Path, dest: Path, wanted: list[str]) -> Matched:
         if w not in taken and rel not in used:
             taken[w], used[rel] = rel, w
     result = Matched(missing=[w.as_posix() for w in targets if w not in taken])
-    stray = []
-    for rel in sorted(found.files):
-        if rel in used:
-            continue
+    for rel in sorted(set(found.files) - set(used)):
         rivals = [w for w in targets if w.name == rel.name and w in taken]
         why = f" (not used: {taken[rivals[0]]} was taken for {rivals[0]})" if rivals else ""
-        stray.append(f"{rel}{why}")
-    result.stray = stray + found.skipped
-    total = 0
-    for w in targets:
-        if w in taken:
-            path = found.files[taken[w]]
-            total += path.stat().st_size
-            result.files[w.as_posix()] = path
-    if total > LIMIT:
+        result.stray.append(f"{rel}{why}")
+    result.stray += found.skipped
+    result.files = {w.as_posix(): found.files[taken[w]] for w in targets if w in taken}
+    if sum(path.stat().st_size for path in result.files.values()) > LIMIT:
         raise SubmissionError(f"the submission's starter files are larger than {LIMIT} bytes")
     if not result.files:
         names = ", ".join(wanted)

@@ -1,8 +1,7 @@
 """The per-TODO copies a grade runs: the student's module with every other TODO's functions swapped
 for the reference's, so a bug is charged once, to the TODO it is in, and the student's helpers stay.
 
-Pure text work (ast, no import): nothing here runs the student's code.
-"""
+Pure text work (ast, no import): nothing here runs the student's code."""
 
 import ast
 from pathlib import Path
@@ -38,11 +37,9 @@ def _reindent(lines: list[str], old: int, new: int) -> list[str]:
 
 
 def swap(student: str, reference: str, functions: list[str]) -> str:
-    """The student's source with each of `functions` ('f' or 'Class.m') taken from the reference.
-
-    A function the student deleted is added back (at the end of its class, or of the module); a
-    class the student deleted comes back whole. Raises SyntaxError when either does not parse.
-    """
+    """The student's source with each of `functions` ('f' or 'Class.m') the reference's: one they
+    deleted comes back (at the end of its class or module, its class whole if that is gone too);
+    SyntaxError when either does not parse."""
     mine, theirs = ast.parse(student), ast.parse(reference)
     ref_lines, out = reference.splitlines(), student.splitlines()
     have, ref = _defs(mine), _defs(theirs)
@@ -68,9 +65,7 @@ def swap(student: str, reference: str, functions: list[str]) -> str:
                 appended += ["", "", *block]
         else:
             appended += ["", "", *body]
-    for at, end, body in sorted(
-        edits, key=lambda e: e[0], reverse=True
-    ):  # bottom up: lines stay put
+    for at, end, body in sorted(edits, key=lambda e: e[0], reverse=True):  # bottom up
         out[at - 1 : end] = body
     return "\n".join(out + appended) + "\n"
 
@@ -78,11 +73,9 @@ def swap(student: str, reference: str, functions: list[str]) -> str:
 def variant(
     starter: dict[str, str], solution: dict[str, str], todos: dict[str, Todo], mine: str
 ) -> dict[str, str]:
-    """The starter files (relative path -> text) with every TODO but `mine` the reference's.
-
-    A file that does not parse keeps the student's text when it holds `mine` (its tests then fail
-    to import: the TODO's own fault), else becomes the reference's (the other TODOs are not
-    charged for it)."""
+    """The starter files (relative path -> text) with every TODO but `mine` the reference's; a file
+    that does not parse even so stays the student's if it holds `mine` (its fault), else becomes
+    the reference's (the other TODOs are not charged for it)."""
     by_file: dict[str, list[str]] = {}
     for todo in todos.values():
         if todo.id != mine:

@@ -12,6 +12,7 @@ Between copies it kills every process the last one left (counted: `left`), and p
 it could write back as it was when the worker started, so no copy finds what another wrote.
 """
 
+import contextlib
 import json
 import os
 import shutil
@@ -111,17 +112,14 @@ def _child(copy: Path, header: dict, private: list[int], record: int) -> None:
         # which line it hung in (its own descriptor: pytest points 2 elsewhere while a test runs)
         stacks = open(os.dup(fd), "w")  # noqa: SIM115 - open until the process ends
         faulthandler.register(signal.SIGUSR1, file=stacks, all_threads=True)
-        try:
-            import resource
+        import resource
 
-            resource.setrlimit(resource.RLIMIT_CPU, (header["cpu"], header["cpu"] + 5))
-            resource.setrlimit(resource.RLIMIT_AS, (header["memory"], header["memory"]))
-            # no POSIX message queue (a place outside any folder, which outlives its maker) and
-            # no file larger than the memory limit (a private /tmp is memory)
-            resource.setrlimit(resource.RLIMIT_MSGQUEUE, (0, 0))
-            resource.setrlimit(resource.RLIMIT_FSIZE, (header["memory"], header["memory"]))
-        except ImportError:  # pragma: no cover - Windows has no fork either
-            pass
+        resource.setrlimit(resource.RLIMIT_CPU, (header["cpu"], header["cpu"] + 5))
+        resource.setrlimit(resource.RLIMIT_AS, (header["memory"], header["memory"]))
+        # no POSIX message queue (a place outside any folder, which outlives its maker) and
+        # no file larger than the memory limit (a private /tmp is memory)
+        resource.setrlimit(resource.RLIMIT_MSGQUEUE, (0, 0))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (header["memory"], header["memory"]))
         os.chdir(copy)
         sys.path.insert(0, str(copy))
         os.environ.pop("COURSE_STEPS_DIR", None)
@@ -177,17 +175,13 @@ def _kill_leftovers(child: int) -> int:
         if not pids:
             break
         left |= set(pids)
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(child, signal.SIGKILL)
             if _kill_all():  # every process of its namespace or user but itself, in one call:
                 os.kill(-1, signal.SIGKILL)  # one that forks to change its PID cannot slip by
-        except (ProcessLookupError, PermissionError):
-            pass
         for pid in pids:
-            try:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
         time.sleep(0.05)
         _reap()
     _reap()
@@ -223,12 +217,10 @@ def _wait(child: int, wall: float, record: int, got: "Held") -> tuple[int | None
         if pid:
             return os.waitstatus_to_exitcode(status), False
         time.sleep(0.02)
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.kill(child, signal.SIGUSR1)  # faulthandler writes where each thread is
         time.sleep(0.5)
         os.kill(child, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
     os.waitpid(child, 0)  # SIGKILL cannot be refused: this returns
     return None, True
 
@@ -251,10 +243,8 @@ def _drain(fd: int, got: Held) -> None:
 
 
 class Places:
-    """Every folder a copy could write, and what was in each when the worker started: after each
-    copy, whatever this user made there since is removed (its folders put back as they were), and
-    its SysV IPC objects and keyrings emptied, so nothing one copy leaves is there for the next,
-    nor for the next student."""
+    """Every folder a copy could write, as it was when the worker started: after each copy, what
+    this user made there since, its SysV IPC objects and keyrings go (nothing left for the next)."""
 
     FIXED = ("/tmp", "/var/tmp", "/dev", "/run/lock", "/var/lock")
 
@@ -314,20 +304,16 @@ def _writable(root: Path) -> list[Path]:
 
 def _remove(path: Path) -> None:
     """Remove a file or a whole folder this user owns, even one it made unreadable to itself."""
-    try:
-        if path.is_dir() and not path.is_symlink():
-            os.chmod(path, 0o700)
-            for folder, dirs, _ in os.walk(path, onerror=lambda e: None):
-                for name in dirs:
-                    try:
-                        os.chmod(Path(folder) / name, 0o700)
-                    except OSError:
-                        pass
-            shutil.rmtree(path, ignore_errors=True)
-        else:
+    with contextlib.suppress(OSError):
+        if not path.is_dir() or path.is_symlink():
             path.unlink()
-    except OSError:
-        pass
+            return
+        os.chmod(path, 0o700)
+        for folder, dirs, _ in os.walk(path, onerror=lambda e: None):
+            for name in dirs:  # opened before os.walk goes in
+                with contextlib.suppress(OSError):
+                    os.chmod(Path(folder) / name, 0o700)
+        shutil.rmtree(path, ignore_errors=True)
 
 
 KEYCTL = {"x86_64": 250, "aarch64": 219}  # the keyctl system call's number on each machine
@@ -364,13 +350,10 @@ def _clear_ipc(uid: int) -> None:
 
 def _read(path: Path, into: Held) -> None:
     """A file's last bytes, as many as `into` holds (none when the copy left no such file)."""
-    try:
-        with path.open("rb", buffering=0) as f:
-            f.seek(max(0, os.fstat(f.fileno()).st_size - len(into.buf)))
-            while into.n < len(into.buf) and (k := f.readinto(memoryview(into.buf)[into.n :])):
-                into.n += k
-    except OSError:
-        pass
+    with contextlib.suppress(OSError), path.open("rb", buffering=0) as f:
+        f.seek(max(0, os.fstat(f.fileno()).st_size - len(into.buf)))
+        while into.n < len(into.buf) and (k := f.readinto(memoryview(into.buf)[into.n :])):
+            into.n += k
 
 
 def _warm() -> None:
