@@ -1,17 +1,13 @@
 """The check's model: a step's test results and TODO regions in, a status per TODO out.
 
-Pure: it reads no file and knows no pytest. common/check/__init__.py collects the records it takes;
-common/check/screen.py draws the screen from what it returns; --check-json writes its TodoStatus.
-"""
+Pure: it reads no file and knows no pytest (collect.py feeds it, screen.py draws it)."""
 
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 
 from common.todos import Todo
 
-Function = tuple[
-    str, str
-]  # (TODO id, the function of it), e.g. ("lab-01 task 6: ...", "A.forward")
+Function = tuple[str, str]  # (TODO id, a function of it): ("lab-01 task 6: ...", "A.forward")
 
 
 @dataclass(frozen=True)
@@ -48,7 +44,7 @@ class TestResult:
 
 @dataclass(frozen=True)
 class StarterFacts:
-    """What the starter's files say, read once: the open TODOs and where each function's own code starts."""
+    """The starter's files, read once: the open TODOs, where each function's own code starts."""
 
     open: dict[str, Place]  # TODO id -> its raise (or its shipped bug) still in the starter
     shipped: frozenset[str] = frozenset()  # TODOs that ship buggy code (open while it is unchanged)
@@ -113,12 +109,8 @@ def blame(
 ) -> tuple[dict[str, Function], dict[str, set[str]]]:
     """(each failure's TODO function, the whole-run tests held back and what they wait for).
 
-    A failure belongs to the TODO whose code raised it (the innermost line the student wrote);
-    else to the earliest function it ran that is wrong on its own. A function is wrong on its own
-    when a test fails that ran it and no function the course puts after it, except ones already
-    found right. So a bug in an earlier TODO is named, not the later TODO whose tests it breaks.
-    Tests of whole runs wait while a TODO they ran is not right.
-    """
+    A failure is the TODO's whose line raised it, else the earliest function it ran that is wrong
+    on its own (a failing test ran it and, after it in course order, only functions found right)."""
     failed = {n: r for n, r in results.items() if r.outcome == "failed" and not r.stopped_at}
     order = [(t, f) for t in todos for f in dict.fromkeys(todos[t].functions)]
     right, wrong = _wrong_functions(failed, order, open_todos)
@@ -148,21 +140,16 @@ def _state(todo: str, todos: dict, facts: StarterFacts, counts: dict, ran: list)
 
 
 def _show_order(status: StepStatus, nodeid: str, symptom_tests: set[str]) -> tuple:
-    """The next TODO's failures first: those that ran the student's functions themselves (not a
-    fresh copy of the module, as a curated-bug test makes), then those that ran the fewest
-    functions (the closest to the cause: append's own test before a forward that raised in it),
-    raised ones, then those the symptom table names."""
-    r = status.results[nodeid]
+    """The next TODO's failures first; then those that ran the student's functions (not a fresh
+    copy), the fewest (the closest to the cause), raised ones, those the symptom table names."""
+    r, test = status.results[nodeid], nodeid.rsplit("tests/", 1)[-1].split("[")[0]
     return (
         status.owner[nodeid] != status.next,
         r.whole_run,
         not r.ran,
         len(r.ran),
         r.raised_at is None,
-        not (
-            {test := nodeid.rsplit("tests/", 1)[-1].split("[")[0], test.split("::")[-1]}
-            & symptom_tests
-        ),
+        not ({test, test.split("::")[-1]} & symptom_tests),
         nodeid,
     )
 
@@ -180,11 +167,7 @@ def _next_place(status: StepStatus, todos: dict, facts: StarterFacts) -> Place |
     )
     if its_failures and status.results[its_failures[0]].raised_at:
         return status.results[its_failures[0]].raised_at
-    function = (
-        status.blamed[its_failures[0]]
-        if its_failures and its_failures[0] in status.blamed
-        else None
-    )
+    function = status.blamed.get(its_failures[0]) if its_failures else None
     function = function or (todo, todos[todo].functions[0])
     return facts.starts.get(function)
 
@@ -197,10 +180,7 @@ def step_status(
     symptom_tests: set[str] = frozenset(),
     interrupted: str | None = None,
 ) -> StepStatus:
-    """The status of each of a step's TODOs, what failed where, and what to do next.
-
-    `interrupted` is the TODO that Ctrl-C stopped in (it counts as one failure of it).
-    """
+    """Each TODO's status, what failed where, what to do next (`interrupted`: Ctrl-C's TODO)."""
     blamed, held_back = blame(results, todos, set(facts.open))
     failing, warned = Counter(), Counter()
     for n, r in results.items():
@@ -218,20 +198,14 @@ def step_status(
     status.given = sum(r.outcome == "passed" and r.given for r in results.values())
     for todo in todos:
         ran = [r for r in results.values() if todo in r.todos_ran]
+        its = [r for n, r in results.items() if status.owner[n] == todo]
         status.todos[todo] = TodoStatus(
             state=_state(todo, todos, facts, counts, ran),
             optional=todos[todo].optional,
             passed=sum(r.outcome == "passed" for r in ran),
             failing=failing[todo],
             waiting=counts["waiting"][todo],
-            reason=next(
-                (
-                    r.error[-1].strip()
-                    for n, r in results.items()
-                    if status.owner[n] == todo and r.error
-                ),
-                "",
-            ),
+            reason=next((r.error[-1].strip() for r in its if r.error), ""),
         )
     states = {t: s.state for t, s in status.todos.items()}
     status.next = next((t for t, s in states.items() if s in ("todo", "bug", "exercise")), None)
@@ -248,12 +222,9 @@ def step_status(
 def _first_test(status: StepStatus) -> str:
     """The test to run in full: the next TODO's first failure shown, else the first that waits."""
     shown_first = [n for n in status.shown if status.owner[n] == status.next]
-    waits = [
-        n
-        for n, r in status.results.items()
-        if r.outcome == "failed" and r.stopped_at == status.next
-    ]
-    waits.sort(key=lambda n: status.results[n].whole_run)  # tests of the code first
+    results = status.results
+    waits = [n for n, r in results.items() if r.outcome == "failed" and r.stopped_at == status.next]
+    waits.sort(key=lambda n: results[n].whole_run)  # tests of the code first
     return (shown_first or waits or [""])[0] if status.next else ""
 
 
