@@ -86,55 +86,38 @@ def check_a_copy(tmp_path, body: str | None = None, args=(), steps: Path | None 
 
 
 @pytest.mark.process
-def test_a_written_todo_is_ticked_and_the_next_one_named(tmp_path):
-    out = check_a_copy(tmp_path, "return x * 2")
-    assert "[x] TODO(step-97 task 1: double): done" in out, out
-    assert "[ ] TODO(step-97 task 2: halve): 2 tests wait for it" in out
-    assert re.search(r"^Next: TODO\(step-97 task 2: halve\) at .*calc\.py:\d+$", out, re.M)
-
-
-@pytest.mark.process
-def test_check_json_writes_each_todos_state_and_counts_as_the_screen_says(tmp_path):
-    """--check-json's keys and meaning are what graders read: {step: {todos: {TODO: {state, ...}},
-    tests: {nodeid: {outcome, ran, error, refused}}, stopped}}."""
-    path = tmp_path / "check.json"
-    out = check_a_copy(tmp_path, "return x + undefined_name", ["--check-json", str(path)])
+def test_a_bug_is_shown_written_as_check_json_and_the_hint_answers_for_it(tmp_path):
+    """One check of a TODO with a bug: its short traceback into the student's code; --check-json,
+    whose keys graders read; the hint answers for the TODO the check named (issue 26)."""
+    steps, path = tiny_copy(tmp_path, "return x + undefined_name"), tmp_path / "check.json"
+    out = check_a_copy(tmp_path, args=["--check-json", str(path)], steps=steps)
     assert "[!] TODO(step-97 task 1: double): written; 3 of its tests fail" in out, out
+    assert re.search(r"calc\.py:\d+ in double\n +return x \+ undefined_name", out)
+    assert "NameError: name 'undefined_name' is not defined" in out
+    assert "Next: TODO(step-97 task 1: double)" in out
     data = json.loads(path.read_text(encoding="utf-8"))["step-97"]
     failed = [t for t in data["tests"].values() if t["outcome"] == "failed"]
     mine = [t for t in failed if "step-97 task 1: double" in t["ran"] and "NameError" in t["error"]]
     assert len(mine) == 3, data  # the three the screen counts
     assert failed[0]["error"] == "NameError: name 'undefined_name' is not defined", failed
     assert failed[0]["refused"] is None and data["stopped"] == "", data
-    assert {"todos": data["todos"]} == {
-        "todos": {
-            "step-97 task 1: double": {
-                "state": "bug",
-                "optional": False,
-                "passed": 0,
-                "failing": 3,
-                "waiting": 0,
-                "reason": "NameError: name 'undefined_name' is not defined",
-            },
-            "step-97 task 2: halve": {
-                "state": "todo",
-                "optional": False,
-                "passed": 0,
-                "failing": 0,
-                "waiting": 1,
-                "reason": "",
-            },
-        }
+    counts = ("state", "optional", "passed", "failing", "waiting", "reason")
+    assert {todo: tuple(s[k] for k in counts) for todo, s in data["todos"].items()} == {
+        "step-97 task 1: double": ("bug", False, 0, 3, 0, failed[0]["error"]),
+        "step-97 task 2: halve": ("todo", False, 0, 0, 1, ""),
     }
+    assert [set(s) for s in data["todos"].values()] == [set(counts)] * 2
+    state = tmp_path / "out" / "hints" / "step-97.json"  # beside the check's Next (steps/../out)
 
+    def hint() -> str:
+        env = os.environ | {"COURSE_STEPS_DIR": str(steps)}
+        cmd = [sys.executable, "-m", "common.hint", "step-97", "--state", str(state)]
+        return subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True).stdout
 
-@pytest.mark.process
-def test_a_bug_is_shown_with_a_short_traceback_into_the_students_code(tmp_path):
-    out = check_a_copy(tmp_path, "return x + undefined_name")
-    assert "[!] TODO(step-97 task 1: double): written; 3 of its tests fail" in out, out
-    assert "NameError: name 'undefined_name' is not defined" in out
-    assert re.search(r"calc\.py:\d+ in double\n +return x \+ undefined_name", out)
-    assert "Next: TODO(step-97 task 1: double)" in out
+    assert hint().startswith("TODO(step-97 task 1: double) in ")
+    calc = steps / "step-97" / "starter" / "calc.py"
+    calc.write_text(calc.read_text(encoding="utf-8") + "# changed since\n", encoding="utf-8")
+    assert hint().startswith("TODO(step-97 task 2: halve) in ")  # the first open TODO again
 
 
 @pytest.mark.process
@@ -235,24 +218,6 @@ def test_when_every_todo_is_done_the_check_names_the_next_step():
     assert [next_step(s).split(",")[0] for s in steps[:-1]] == steps[1:]
     assert next_step(steps[-1]) is None
     assert next_step("notes") is None  # a folder that is no step has no place in the course
-
-
-@pytest.mark.process
-def test_the_hint_answers_for_the_todo_the_check_named_while_the_starter_is_unchanged(tmp_path):
-    """Issue 26: the check said Next: task 4 (written, with a bug), the hint answered for task 5."""
-    steps = tiny_copy(tmp_path, "return x + undefined_name")  # task 1 has a bug; task 2 is open
-    assert "Next: TODO(step-97 task 1: double)" in check_a_copy(tmp_path, steps=steps)
-    state = tmp_path / "out" / "hints" / "step-97.json"  # beside the check's Next (steps/../out)
-
-    def hint() -> str:
-        env = os.environ | {"COURSE_STEPS_DIR": str(steps)}
-        cmd = [sys.executable, "-m", "common.hint", "step-97", "--state", str(state)]
-        return subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True).stdout
-
-    assert hint().startswith("TODO(step-97 task 1: double) in ")
-    calc = steps / "step-97" / "starter" / "calc.py"
-    calc.write_text(calc.read_text(encoding="utf-8") + "# changed since\n", encoding="utf-8")
-    assert hint().startswith("TODO(step-97 task 2: halve) in ")  # the first open TODO again
 
 
 @pytest.mark.process
