@@ -21,17 +21,16 @@ from pathlib import Path
 
 import pytest
 
-from common import OUT_DIR
+from common import OUT_DIR, hint
 from common.check import TIMEOUT
 from common.course import at, course, course_step, pixi_tasks
 from common.todos import END, optional
 from tools import clean_clone
 from tools.grading import sandbox
-from tools.grading.engine import Worker, fingerprint, reference_files, starter_files
+from tools.grading.engine import Worker, reference_files, starter_files
 from tools.grading.sandbox import Limits
 from tools.mutate import equivalents, mutants
 
-pytestmark = pytest.mark.process  # every test runs the student's commands or the grader's worker
 STEPS = [s for s in course() if not s.checkpoint]  # in course order
 
 
@@ -75,6 +74,16 @@ def tables(out: str) -> list[list[str]]:
     return rows
 
 
+def run_files(repo: Path) -> str:
+    """sha256 over the clone's files a run can read: all but the repository's tests and bench/."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in repo.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        rel = path.relative_to(repo)
+        if rel.parts[0] not in ("tests", "bench"):
+            digest.update(rel.as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
 def reference_quick(repo: Path, step: str, key: str, out: Path) -> str:
     """What the reference's quick run of `step` prints in the clean clone `repo`, whose files
     (with this Python and torch) `key` hashes: run once, then read from out/, since the same files
@@ -94,11 +103,12 @@ def reference_quick(repo: Path, step: str, key: str, out: Path) -> str:
     return done.stdout
 
 
+@pytest.mark.process
 @pytest.mark.slow
 @pytest.mark.parametrize("step", [s.name for s in STEPS])
 def test_untouched_red_then_caught_up_green_and_the_run_matches_the_reference(step, tmp_path):
     repo = clean_clone(tmp_path)
-    clone = fingerprint(repo)  # before any run: the files the reference's run depends on
+    clone = run_files(repo)  # before any run: the files the reference's run depends on
     todos = list(at(repo / "steps" / step).regions())
     required = [t for t in todos if not optional(t)]
 
@@ -123,10 +133,27 @@ def test_untouched_red_then_caught_up_green_and_the_run_matches_the_reference(st
 
 
 @pytest.mark.parametrize("step", [s.name for s in STEPS])
-def test_hint_gives_four_levels_of_the_first_todo(step, tmp_path):
+def test_hint_gives_four_levels_of_the_first_todo(step, tmp_path, capsys, monkeypatch):
+    """In this process (the command itself runs in a child once, below)."""
+    first = next(iter(course_step(step).regions()))
+    monkeypatch.setattr(hint, "first_open", lambda step, regions: first)  # the untouched starter's
+    shown = []
+    for _ in range(4):
+        hint.main([step, "--state", str(tmp_path / "hints.json")])
+        shown.append(capsys.readouterr().out)
+    four_levels(first, shown)
+
+
+@pytest.mark.process
+def test_hint_is_the_readmes_command_in_a_clean_clone(tmp_path):
     repo = clean_clone(tmp_path)
+    step = STEPS[0].name
     first = next(iter(at(repo / "steps" / step).regions()))
-    shown = [student(repo, "hint", step).stdout for _ in range(4)]
+    four_levels(first, [student(repo, "hint", step).stdout for _ in range(4)])
+
+
+def four_levels(first: str, shown: list[str]) -> None:
+    """Four runs of the hint: four screens of the first TODO, each one level more."""
     assert all(f"TODO({first})" in out for out in shown), shown[0]
     assert len(set(shown)) == 4, "four runs, four different screens"
     for level, out in enumerate(shown[:3], start=1):  # each shows its level, with the earlier above
@@ -198,6 +225,7 @@ def _not_named(todo: str, bug: str, returncode: int | None, screen: str) -> str:
     return ""
 
 
+@pytest.mark.process
 @pytest.mark.slow
 def test_a_bug_in_a_todo_makes_the_students_check_name_it_end_to_end(tmp_path):
     step, todo = SLIPS[0]  # one bug as the student meets it: their files, the check's command
@@ -229,6 +257,7 @@ def worker():
         each.close()
 
 
+@pytest.mark.process
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("step", "todo"),
