@@ -22,21 +22,27 @@ from tools import check_in_a_child, pristine, run_pytest
 from tools.screens import README, first_check, screen_path, untouched_screen
 
 
+def live(step: str) -> bool:
+    """Is the check's first screen of `step` made in a child (lab-01's, the README's), not read?"""
+    return step == "lab-01" or not screen_path(step).is_file()
+
+
 @functools.cache
 def shown(step: str) -> str:
-    """What the check prints on the shipped starter: lab-01's (the README's) and a step's without a
-    recording in a child, on a pristine copy; else its recording, which the model draws byte for
-    byte from the recorded results (tests/test_screens.py)."""
-    if step != "lab-01" and (recorded := screen_path(step)).is_file():
-        return recorded.read_text(encoding="utf-8").removesuffix("\n")
+    """What the check prints on the shipped starter: in a child, or the recording the model draws
+    byte for byte from the recorded results (tests/test_screens.py)."""
+    if not live(step):
+        return screen_path(step).read_text(encoding="utf-8").removesuffix("\n")
     return untouched_screen(step)[0].removesuffix("\n")
 
 
 STEPS = [s.name for s in course() if not s.checkpoint]  # from each step.toml, in course order
 
 
-@pytest.mark.process
-@pytest.mark.parametrize("step", STEPS)
+@pytest.mark.parametrize(
+    "step",  # a child runs the check of lab-01 and of a step not recorded yet; the others replay
+    [pytest.param(s, marks=[pytest.mark.process] if live(s) else []) for s in STEPS],
+)
 def test_first_check_fits_one_screen_and_names_what_to_write(step):
     text = shown(step)
     lines = text.splitlines()
@@ -153,15 +159,15 @@ def test_one_test_command_picks_exactly_that_test(nodeid, expected):
 
 
 class Collected:
-    """A pytest plugin: the ids of the tests a run selected."""
+    """A pytest plugin: the tests a run selected, each with its markers' names."""
 
     def pytest_collection_finish(self, session):
-        self.ids = [item.nodeid for item in session.items]
+        self.items = {i.nodeid: {m.name for m in i.iter_markers()} for i in session.items}
+        self.ids = list(self.items)
 
 
 def test_one_test_command_picks_one_curated_bug_case_of_twelve():
-    """Issue 26: the -k for `test_each_curated_bug_fails_the_check_that_names_it[PyTorch's default
-    init]` was the function's name, which selects all twelve cases."""
+    """Issue 26: the -k for a case `[PyTorch's default init]` was its function's, all twelve."""
     tests = STEPS_DIR / "step-05" / "tests" / "test_checks.py"
     everything = Collected()
     run_pytest([str(tests), "--collect-only", "-qq"], plugins=[everything])
@@ -235,17 +241,10 @@ def test_progress_prints_no_scorecard_above_its_line(tmp_path):
     assert len(lines) == 2, f"expected that line and pytest's counts alone, got:\n{done.stdout}"
 
 
-class Marked:
-    """A pytest plugin: the markers of each test a run selected."""
-
-    def pytest_collection_finish(self, session):
-        self.items = {i.nodeid: {m.name for m in i.iter_markers()} for i in session.items}
-
-
 @pytest.mark.parametrize("step", STEPS)
 def test_a_starters_run_leaves_out_exactly_the_tests_of_the_courses_own_code(step):
     tests = str(course_step(step).folder / "tests")
-    suite, check = Marked(), Marked()
+    suite, check = Collected(), Collected()
     run_pytest([tests, "--collect-only", "-qq"], plugins=[suite])
     run_pytest([tests, "--collect-only", "-qq", "--impl", "starter", "--full"], plugins=[check])
     own = {nodeid for nodeid, names in suite.items.items() if "course" in names}

@@ -1,14 +1,6 @@
-"""The student's loop, step by step, as the README's commands run it (issue 26).
-
-For every step in the course map (each step.toml), on a clean clone of the repository, in fresh
-child processes started from the clone's folder with the pip path's commands (the python twin of
-each pixi task): the untouched starter's check is red and lists the step's TODOs in order; after
-catch-up the check is green; the quick run of the caught-up starter prints the reference's tables;
-hint gives four different levels; and a bug written into each TODO in turn makes the check name
-that TODO (one bug as the student meets it; the others through the grader's worker,
-tools.grading.Worker, which imports torch once and runs each copy's check in a forked child).
-A new step gets all of it from its own files.
-"""
+"""The student's loop, step by step, as the README's commands run it in a clean clone (issue 26):
+the untouched check is red, caught up it is green, the run prints the reference's tables, the hint
+gives four levels, and a bug in each TODO makes the check name it (the grader's worker runs those)."""
 
 import ast
 import functools
@@ -85,9 +77,8 @@ def run_files(repo: Path) -> str:
 
 
 def reference_quick(repo: Path, step: str, key: str, out: Path) -> str:
-    """What the reference's quick run of `step` prints in the clean clone `repo`, whose files
-    (with this Python and torch) `key` hashes: run once, then read from out/, since the same files
-    print the same tables; the run kept only when it ends well."""
+    """The reference's quick run of `step` in `repo`: run once per `key` (its files), then read from
+    out/ (the same files print the same tables)."""
     import torch  # the version is part of what the run depends on
 
     key = hashlib.sha256(f"{key}\0{sys.version}\0{torch.__version__}".encode()).hexdigest()
@@ -163,8 +154,7 @@ def four_levels(first: str, shown: list[str]) -> None:
 
 @functools.cache
 def _bug(step: str, todo: str) -> tuple[str, int, str, str] | None:
-    """(solution module, line, statement, mutated statement): a one-line mutant of tools.mutate
-    inside the TODO's marked lines that the step's suite kills (not EQUIVALENT), the first one."""
+    """(module, line, statement, mutant): the first mutant inside the TODO the suite kills."""
     regions = course_step(step).regions()[todo]
     found = []
     for region in regions.regions:
@@ -181,8 +171,7 @@ def _bug(step: str, todo: str) -> tuple[str, int, str, str] | None:
 
 
 def _kind(before: str, after: str) -> int:
-    """0: a changed operator, call or index (a student's slip); 1: only a number changed (a seed's
-    may change nothing); 2: the line deleted (a NameError, not a subtle bug)."""
+    """0: an operator, call or index changed (a slip); 1: only a number; 2: the line deleted."""
     numbers = re.compile(r"-?\d+(\.\d+)?")
     return 2 if after == "pass" else int(numbers.sub("N", before) == numbers.sub("N", after))
 
@@ -200,8 +189,7 @@ SLIPS = [(s.name, t) for s in STEPS for t in s.regions() if not optional(t)]
 
 
 def _slipped(step: str, todo: str) -> tuple[str, dict[str, str]]:
-    """(the bug as `before => after at file:line`, the caught-up starter's files with the student's
-    slip written into the TODO): a caught-up starter is the reference, as catch-up makes it."""
+    """(`before => after at file:line`, the caught-up starter's files with that slip written)."""
     bug = _bug(step, todo)
     assert bug, f"no one-line mutant of tools.mutate falls inside TODO({todo})"
     module, line, before, after = bug
@@ -214,8 +202,7 @@ def _slipped(step: str, todo: str) -> tuple[str, dict[str, str]]:
 
 
 def _not_named(todo: str, bug: str, returncode: int | None, screen: str) -> str:
-    """Why the check's screen fails the student ('' when it does not): it must be red, show the
-    TODO as written but failing, and send the student to it."""
+    """'' when the check is red, marks the TODO written but failing and names it Next; else why."""
     if returncode in (0, None):
         return f"{bug}: expected a red check, got exit {returncode}:\n{screen}"
     if not re.search(rf"^\[!\] TODO\({re.escape(todo)}\): written", screen, re.M):
@@ -240,8 +227,7 @@ def test_a_bug_in_a_todo_makes_the_students_check_name_it_end_to_end(tmp_path):
 
 @pytest.fixture(scope="module")
 def worker():
-    """The grader's worker of a step (tools.grading.engine): torch imported once, each copy's check run in
-    a forked child. Uncontained: a copy holds the course's own code and one changed line."""
+    """A step's grading worker (torch imported once, a fork per copy), uncontained: course code."""
     made: dict[str, Worker] = {}
 
     def get(step: str) -> Worker:

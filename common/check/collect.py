@@ -7,6 +7,7 @@ import json
 import os
 import re
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -228,17 +229,15 @@ class Collector:
     def results_of(self, step: str) -> dict[str, TestResult]:
         return {n: r for n, r in self.results.items() if r.step == step}
 
-    def status(self, step: str) -> StepStatus:
-        """The model's status of one step, from the results collected and the starter as it is."""
-        todos, results = self.regions[step], self.results_of(step)
-        step_in, todo_in = self.interrupted or (None, None)
-        stopped_in = todo_in if step_in == step else None
-        self.facts[step] = facts = starter_facts(step, todos)  # read once: --check-record too
-        return step_status(step, results, todos, facts, symptom_tests(step), stopped_in)
-
     def step_screen(self, step: str, progress: bool) -> list[str]:
-        """One step's lines: the screen, or --progress's one line (drawn only: nothing written)."""
-        status = self.statuses[step]
+        """One step's status (its starter read now), drawn as its screen or --progress's line."""
+        todos, (step_in, todo_in) = self.regions[step], self.interrupted or (None, None)
+        self.facts[step] = facts = starter_facts(step, todos)  # read once: --check-record too
+        status = step_status(
+            step, self.results_of(step), todos, facts, symptom_tests(step),
+            todo_in if step_in == step else None,
+        )  # fmt: skip
+        self.statuses[step] = status
         if progress:
             used = hint.read_state(hint.state_file(step))
             return [progress_line(status, used, predictions.progress_note(step))]
@@ -260,7 +259,6 @@ class Collector:
                 continue
             if judges and step in judges.replaced:
                 write(f"{judges.replaced[step]}: the check put the originals back")
-            self.statuses[step] = self.status(step)
             for line in self.step_screen(step, progress):
                 write(line)
         for nodeid, r in self.results.items():
@@ -269,22 +267,21 @@ class Collector:
         self.write_records()
 
     def write_records(self) -> None:
-        """After the screen: each step's record for the hint, --check-record, --check-json."""
-        records = {s: self.as_json(s, st) for s, st in self.statuses.items()}
-        for step, data in records.items():
-            hint.keep_check(step, data)
+        """After the screen: each step's record for the hint, --check-record, --check-json (each
+        TODO's state, each test's, the TODO named Next)."""
+        records = {}
+        for step, status in self.statuses.items():
+            tests = {nodeid: self.test_json(r) for nodeid, r in self.results_of(step).items()}
+            todos = {t: asdict(v) for t, v in status.todos.items()}
+            records[step] = {"todos": todos, "tests": tests, "stopped": self.stopped}
+            records[step]["next"] = status.next
+            hint.keep_check(step, records[step])
         if path := self.config.getoption("--check-record"):  # the model's input (tests/screens/)
             data = {s: record(self.results_of(s), self.facts[s]) for s in self.statuses}
             write_json(Path(path), data, indent=1)
         if path := self.config.getoption("--check-json"):  # what the screen says, as data (grading)
             write_json(Path(path), records, indent=2)
         send_record({"end": len(self.results), "stopped": self.stopped})
-
-    def as_json(self, step: str, status: StepStatus) -> dict:
-        """--check-json's record of one step: TODOs' states, tests, the Next TODO."""
-        tests = {nodeid: self.test_json(r) for nodeid, r in self.results_of(step).items()}
-        todos = {t: v.as_json() for t, v in status.todos.items()}
-        return {"todos": todos, "tests": tests, "stopped": self.stopped, "next": status.next}
 
     def test_json(self, r: TestResult) -> dict:
         """A test's outcome, the TODOs it ran, its error line and whether a guard refused it."""

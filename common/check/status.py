@@ -63,9 +63,6 @@ class TodoStatus:
     waiting: int  # tests that stopped at its NotImplementedError
     reason: str  # the error of its first failure ("" when none)
 
-    def as_json(self) -> dict:
-        return asdict(self)
-
 
 @dataclass
 class StepStatus:
@@ -231,25 +228,10 @@ def _first_test(status: StepStatus) -> str:
 # --- the model's input as data: the check records it (--check-record), tests replay it ----------
 
 
-def _result_json(r: TestResult) -> dict:
-    data = asdict(r)
-    data["ran"] = sorted(map(list, r.ran))
-    return data
-
-
-def _result_from(data: dict) -> TestResult:
-    data = dict(data)
-    data["error"] = tuple(data["error"])
-    data["ran"] = frozenset(map(tuple, data["ran"]))
-    data["raised_in"] = tuple(data["raised_in"]) if data["raised_in"] else None
-    data["raised_at"] = Place(**data["raised_at"]) if data["raised_at"] else None
-    return TestResult(**data)
-
-
 def record(results: dict[str, TestResult], facts: StarterFacts) -> dict:
     """A step's results and starter facts as JSON-ready data (tests/screens/*.json)."""
     return {
-        "results": [_result_json(r) for r in results.values()],
+        "results": [asdict(r) | {"ran": sorted(map(list, r.ran))} for r in results.values()],
         "open": {t: asdict(p) for t, p in facts.open.items()},
         "shipped": sorted(facts.shipped),
         "starts": [[t, f, asdict(p)] for (t, f), p in facts.starts.items()],
@@ -259,11 +241,16 @@ def record(results: dict[str, TestResult], facts: StarterFacts) -> dict:
 
 def replay(data: dict) -> tuple[dict[str, TestResult], StarterFacts]:
     """The results and starter facts that `record` wrote."""
-    results = [_result_from(r) for r in data["results"]]
+    results = {}
+    for r in data["results"]:
+        r = r | {"error": tuple(r["error"]), "ran": frozenset(map(tuple, r["ran"]))}
+        r["raised_in"] = r["raised_in"] and tuple(r["raised_in"])
+        r["raised_at"] = r["raised_at"] and Place(**r["raised_at"])
+        results[r["nodeid"]] = TestResult(**r)
     facts = StarterFacts(
         {t: Place(**p) for t, p in data["open"].items()},
         frozenset(data["shipped"]),
         {(t, f): Place(**p) for t, f, p in data["starts"]},
         {t: tuple(slots) for t, slots in data.get("unpredicted", {}).items()},
     )
-    return {r.nodeid: r for r in results}, facts
+    return results, facts
