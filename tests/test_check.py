@@ -15,7 +15,7 @@ import pytest
 
 from common import REPO_ROOT, STEPS_DIR
 from common.check import misplaced_markers
-from common.check.screen import k_name
+from common.check.screen import k_name, next_step
 from common.course import course, course_step
 from common.docs import read_block
 from tools import check_in_a_child, pristine, run_pytest
@@ -215,8 +215,6 @@ def test_the_check_refuses_to_run_spread_over_processes(capsys):
 
 def test_when_every_todo_is_done_the_check_names_the_next_step():
     """The course order of the step.toml files: lab-01 leads to Step 4, the last step to none."""
-    from common.check.screen import next_step
-
     assert (
         next_step("lab-01") == "step-04, A causal self-attention head: read steps/step-04/README.md"
     )
