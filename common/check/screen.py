@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from common import STEPS_DIR, command, counted, predictions, shown, typed
 from common.bugs import Bug
-from common.check.status import StepStatus
+from common.check.status import StepStatus, names
 from common.course import course, course_step
 from common.todos import order_key, split_id
 
@@ -38,7 +38,7 @@ def symptom_tests(step: str) -> set[str]:
 
 def _fails(row_test: str, failures: dict[str, str]) -> list[str]:
     """The errors of the failures that a table's test names."""
-    return [error for nodeid, error in failures.items() if _names(row_test, nodeid)]
+    return [error for nodeid, error in failures.items() if names(row_test, nodeid)]
 
 
 def recognised(rows: list[Bug], failures: dict[str, str]) -> list[Bug]:
@@ -52,14 +52,6 @@ def recognised(rows: list[Bug], failures: dict[str, str]) -> list[Bug]:
         if any(r.says in error for error in _fails(r.fails, failures))
         and not any(_fails(test, failures) for test in r.passes)
     ]
-
-
-def _names(row_test: str, nodeid: str) -> bool:
-    """Does a table's test (file::function or function, a [case] or none) name this test?"""
-    test = nodeid.rsplit("tests/", 1)[-1]
-    if "[" not in row_test:
-        test = test.split("[")[0]
-    return test == row_test or ("::" not in row_test and test.split("::")[-1] == row_test)
 
 
 def _wrapped(text: str, first: str) -> list[str]:

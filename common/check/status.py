@@ -122,6 +122,14 @@ def blame(
     return blamed, held_back
 
 
+def names(row_test: str, nodeid: str) -> bool:
+    """Does a table's test (file::function or function, a [case] or none) name this test?"""
+    test = nodeid.rsplit("tests/", 1)[-1]
+    if "[" not in row_test:
+        test = test.split("[")[0]
+    return test == row_test or ("::" not in row_test and test.split("::")[-1] == row_test)
+
+
 def _state(todo: str, todos: dict, facts: StarterFacts, counts: dict, ran: list) -> str:
     """A TODO's state from its counts and whether the starter still holds it open."""
     failing, waiting = counts["failing"][todo], counts["waiting"][todo]
@@ -139,14 +147,14 @@ def _state(todo: str, todos: dict, facts: StarterFacts, counts: dict, ran: list)
 def _show_order(status: StepStatus, nodeid: str, symptom_tests: set[str]) -> tuple:
     """The next TODO's failures first; then those that ran the student's functions (not a fresh
     copy), the fewest (the closest to the cause), raised ones, those the symptom table names."""
-    r, test = status.results[nodeid], nodeid.rsplit("tests/", 1)[-1].split("[")[0]
+    r = status.results[nodeid]
     return (
         status.owner[nodeid] != status.next,
         r.whole_run,
         not r.ran,
         len(r.ran),
         r.raised_at is None,
-        not ({test, test.split("::")[-1]} & symptom_tests),
+        not any(names(test, nodeid) for test in symptom_tests),
         nodeid,
     )
 
