@@ -132,7 +132,7 @@ def test_hint_gives_four_levels_of_the_first_todo(step, tmp_path, capsys, monkey
     for _ in range(4):
         hint.main([step, "--state", str(tmp_path / "hints.json")])
         shown.append(capsys.readouterr().out)
-    four_levels(first, shown)
+    assert four_levels(first, shown), "\n---\n".join(shown)
 
 
 @pytest.mark.process
@@ -140,16 +140,23 @@ def test_hint_is_the_readmes_command_in_a_clean_clone(tmp_path):
     repo = clean_clone(tmp_path)
     step = STEPS[0].name
     first = next(iter(at(repo / "steps" / step).regions()))
-    four_levels(first, [student(repo, "hint", step).stdout for _ in range(4)])
+    shown = [student(repo, "hint", step).stdout for _ in range(4)]
+    assert four_levels(first, shown), "\n---\n".join(shown)
 
 
-def four_levels(first: str, shown: list[str]) -> None:
-    """Four runs of the hint: four screens of the first TODO, each one level more."""
-    assert all(f"TODO({first})" in out for out in shown), shown[0]
-    assert len(set(shown)) == 4, "four runs, four different screens"
-    for level, out in enumerate(shown[:3], start=1):  # each shows its level, with the earlier above
-        assert f"hint {level} of 3" in out and f"hint {level + 1} of 3" not in out, out
-    assert "--solution" in shown[3], shown[3]  # used up: how to see the reference lines
+def four_levels(first: str, shown: list[str]) -> bool:
+    """Four runs of the hint: four screens of the first TODO, each showing one level more (the
+    earlier above it); the fourth, used up, says how to see the reference lines."""
+    levels = [
+        f"hint {n} of 3" in out and f"hint {n + 1} of 3" not in out
+        for n, out in enumerate(shown[:3], 1)
+    ]
+    return (
+        all(f"TODO({first})" in out for out in shown)
+        and len(set(shown)) == 4
+        and all(levels)
+        and "--solution" in shown[3]
+    )
 
 
 @functools.cache
