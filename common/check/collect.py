@@ -232,12 +232,11 @@ class Collector:
     def step_screen(self, step: str, progress: bool) -> list[str]:
         """One step's status (its starter read now), drawn as its screen or --progress's line."""
         todos, (step_in, todo_in) = self.regions[step], self.interrupted or (None, None)
+        stopped_in = todo_in if step_in == step else None  # Ctrl-C in one of its TODOs
         self.facts[step] = facts = starter_facts(step, todos)  # read once: --check-record too
-        status = step_status(
-            step, self.results_of(step), todos, facts, symptom_tests(step),
-            todo_in if step_in == step else None,
-        )  # fmt: skip
-        self.statuses[step] = status
+        self.statuses[step] = status = step_status(
+            step, self.results_of(step), todos, facts, symptom_tests(step), stopped_in
+        )
         if progress:
             used = hint.read_state(hint.state_file(step))
             return [progress_line(status, used, predictions.progress_note(step))]

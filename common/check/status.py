@@ -106,8 +106,9 @@ def blame(
 ) -> tuple[dict[str, Function], dict[str, set[str]]]:
     """(each failure's TODO function, the whole-run tests held back and what they wait for).
 
-    A failure is the TODO's whose line raised it, else the earliest function it ran that is wrong
-    on its own (a failing test ran it and, after it in course order, only functions found right)."""
+    A failure belongs to the function whose student line raised it, else to the earliest it ran
+    that is wrong on its own (a failing test ran it and, after it, only functions found right):
+    a bug in an earlier TODO is named, not the later TODO whose tests it breaks."""
     failed = {n: r for n, r in results.items() if r.outcome == "failed" and not r.stopped_at}
     order = [(t, f) for t in todos for f in dict.fromkeys(todos[t].functions)]
     right, wrong = _wrong_functions(failed, order, open_todos)
