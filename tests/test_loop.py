@@ -26,20 +26,15 @@ from tools.mutate import equivalents, mutants
 STEPS = [s for s in course() if not s.checkpoint]  # in course order
 
 
-def student(repo: Path, task: str, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+def student(repo: Path, task: str, *args: str) -> subprocess.CompletedProcess:
     """`pixi run <task> <args>` as the pip path types it: the task's own command, this Python."""
     cmd = pixi_tasks()[task]["cmd"].split()
     assert cmd[0] == "python", f"pixi task {task} is not a plain python command: {cmd}"
     env = {k: v for k, v in os.environ.items() if k not in ("COURSE_STEPS_DIR", "PYTHONPATH")}
     env |= {"COLUMNS": "100", "PYTHONUTF8": "1"}
+    cmd = [sys.executable, *cmd[1:], *args]
     return subprocess.run(
-        [sys.executable, *cmd[1:], *args],
-        cwd=repo,
-        env=env,
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        timeout=timeout,
+        cmd, cwd=repo, env=env, capture_output=True, encoding="utf-8", timeout=300
     )
 
 
@@ -48,9 +43,7 @@ def todo_lines(out: str) -> list[str]:
     return re.findall(r"^\[.\] TODO\(([^)]+)\)", out, re.M)
 
 
-TIMED = re.compile(
-    r"\bms\b|seconds|per second|/s\b|\bwall\b|MFU|speed-up"
-)  # a column the clock decides
+TIMED = re.compile(r"\bms\b|seconds|per second|/s\b|\bwall\b|MFU|speed-up")  # the clock's columns
 
 
 def tables(out: str) -> list[list[str]]:
