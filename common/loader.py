@@ -48,10 +48,7 @@ def _step(name: str):
 
 
 def _import(package: str, folder: Path, module: str) -> ModuleType:
-    """Import `package.module`, turning any failure into a one-line ImplImportError.
-
-    SystemExit counts: a file that calls sys.exit() (or exit()) at import does not import.
-    """
+    """Import `package.module`; any failure (SystemExit too) becomes a one-line ImplImportError."""
     try:
         return importlib.import_module(f"{package}.{module}")
     except (Exception, SystemExit) as exc:
@@ -106,8 +103,7 @@ def _caller_step() -> str | None:
 
 
 def declared(step: str, module: str) -> None:
-    """Raise UndeclaredStepError when a step's file loads `module` of another step `step` that
-    its step.toml does not declare: steps use each other only where a file says so."""
+    """Raise UndeclaredStepError when a step's file loads another step's undeclared `module`."""
     caller = _caller_step()
     if caller is None or caller == step or not (STEPS_DIR / caller / "step.toml").is_file():
         return
@@ -130,11 +126,8 @@ def load(step: str, module: str, impl: str = "solution") -> ModuleType:
 
 
 def reference(name: str, module: str) -> ModuleType:
-    """An earlier step's reference `module`: steps/<name>/solution/, or checkpoint solutions/<name>/;
-    a module the step keeps beside its solution/ (steps/<name>/<module>.py) when solution/ has none.
-
-    The one route a later step (and catch-up's checkpoint) takes to code it builds on; the step
-    that calls it declares the module in its step.toml's [uses]."""
+    """An earlier step's reference `module` (its solution/, or beside it): the one route a later
+    step takes to code it builds on, declared in its step.toml's [uses]."""
     declared(name, module)
     found = _step(name)
     own = found.folder / f"{module}.py"  # course material of the step, not a TODO's code
@@ -144,9 +137,8 @@ def reference(name: str, module: str) -> ModuleType:
 
 
 def package_name(folder: Path, copy: int | None = None) -> str:
-    """The one name of the package a folder's files load under, made from its place:
-    steps/step-04/solution -> _course_step_04_solution, solutions/step-03 -> _course_checkpoint_step_03;
-    `copy`: a new private copy's number (_course_fresh_<n>)."""
+    """The package a folder's files load under: steps/step-04/solution -> _course_step_04_solution,
+    solutions/step-03 -> _course_checkpoint_step_03; `copy`: _course_fresh_<n>."""
     if copy is not None:
         return f"_course_fresh_{copy}"
     folder = folder.resolve()
@@ -174,8 +166,7 @@ def load_fresh(folder: Path, module: str) -> ModuleType:
 
 
 def load_file(path: Path) -> ModuleType:
-    """Import a single file (a step's run.py, say) as a module of its folder's package: whoever
-    loads it gets the same module."""
+    """Import one file (a step's run.py) as a module of its folder's package: the same for all."""
     return load_from(path.parent, path.stem, package_name(path.parent))
 
 

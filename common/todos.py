@@ -165,9 +165,7 @@ class Todo:
     file: Path  # the solution file
     functions: list[str] = field(default_factory=list)  # "" for a region outside any function
     regions: list[Region] = field(default_factory=list)
-    given: frozenset[str] = (
-        frozenset()
-    )  # its file's code outside every region: what the starter gives
+    given: frozenset[str] = frozenset()  # its file's code outside every region: the starter's
     optional: bool = field(init=False)  # read from its id once, here, not at every look-up
 
     def __post_init__(self):
@@ -229,8 +227,7 @@ def raised_todos(text: str) -> list[tuple[str, int, str]]:
 
 
 def raised_in(starter: Path, todos: dict[str, Todo]) -> dict[str, tuple[Path, int, Region]]:
-    """TODO id -> (starter file, line, its Region) of each TODO the starter still raises; the one
-    scanner of open TODOs (the check's Next, the hint's first TODO)."""
+    """TODO id -> (starter file, line, its Region) of each TODO the starter still raises."""
     found = {}
     for path in py_files(starter):  # read as Python reads them: a BOM, a coding cookie
         for todo, line, message in raised_todos(source(path)):

@@ -1,10 +1,5 @@
-"""The check names an injected bug's TODO and line on its first screen (at most 40 lines).
-
-Each case is lab-01 caught up (the reference as the starter) with one mistake a student makes in
-steps/lab-01/starter/attention.py (a bug of lab-01's catalogue, its bugs.py BUGS). The model
-draws the screen in process from the results recorded for it (tests/screens/); two cases also run
-the check in a child, as a student does, and print that recording byte for byte.
-"""
+"""The check names an injected bug's TODO and line on its first screen (at most 40 lines): lab-01
+caught up with each bug of its catalogue, drawn from the recorded results (two also in a child)."""
 
 import re
 

@@ -15,28 +15,34 @@ import pytest
 
 from common import REPO_ROOT, STEPS_DIR
 from common.check import misplaced_markers
-from common.check.screen import k_name
+from common.check.screen import k_name, next_step
 from common.course import course, course_step
 from common.docs import read_block
 from tools import check_in_a_child, pristine, run_pytest
 from tools.screens import README, first_check, screen_path, untouched_screen
 
 
+def live(step: str) -> bool:
+    """Is the check's first screen of `step` made in a child (lab-01's, the README's), not read?"""
+    return step == "lab-01" or not screen_path(step).is_file()
+
+
 @functools.cache
 def shown(step: str) -> str:
-    """What the check prints on the shipped starter: lab-01's (the README's) and a step's without a
-    recording in a child, on a pristine copy; else its recording, which the model draws byte for
-    byte from the recorded results (tests/test_screens.py)."""
-    if step != "lab-01" and (recorded := screen_path(step)).is_file():
-        return recorded.read_text(encoding="utf-8").removesuffix("\n")
+    """What the check prints on the shipped starter: in a child, or the recording the model draws
+    byte for byte from the recorded results (tests/test_screens.py)."""
+    if not live(step):
+        return screen_path(step).read_text(encoding="utf-8").removesuffix("\n")
     return untouched_screen(step)[0].removesuffix("\n")
 
 
 STEPS = [s.name for s in course() if not s.checkpoint]  # from each step.toml, in course order
 
 
-@pytest.mark.process
-@pytest.mark.parametrize("step", STEPS)
+@pytest.mark.parametrize(
+    "step",  # a child runs the check of lab-01 and of a step not recorded yet; the others replay
+    [pytest.param(s, marks=[pytest.mark.process] if live(s) else []) for s in STEPS],
+)
 def test_first_check_fits_one_screen_and_names_what_to_write(step):
     text = shown(step)
     lines = text.splitlines()
@@ -86,55 +92,38 @@ def check_a_copy(tmp_path, body: str | None = None, args=(), steps: Path | None 
 
 
 @pytest.mark.process
-def test_a_written_todo_is_ticked_and_the_next_one_named(tmp_path):
-    out = check_a_copy(tmp_path, "return x * 2")
-    assert "[x] TODO(step-97 task 1: double): done" in out, out
-    assert "[ ] TODO(step-97 task 2: halve): 2 tests wait for it" in out
-    assert re.search(r"^Next: TODO\(step-97 task 2: halve\) at .*calc\.py:\d+$", out, re.M)
-
-
-@pytest.mark.process
-def test_check_json_writes_each_todos_state_and_counts_as_the_screen_says(tmp_path):
-    """--check-json's keys and meaning are what graders read: {step: {todos: {TODO: {state, ...}},
-    tests: {nodeid: {outcome, ran, error, refused}}, stopped}}."""
-    path = tmp_path / "check.json"
-    out = check_a_copy(tmp_path, "return x + undefined_name", ["--check-json", str(path)])
+def test_a_bug_is_shown_written_as_check_json_and_the_hint_answers_for_it(tmp_path):
+    """One check of a TODO with a bug: its short traceback into the student's code; --check-json,
+    whose keys graders read; the hint answers for the TODO the check named (issue 26)."""
+    steps, path = tiny_copy(tmp_path, "return x + undefined_name"), tmp_path / "check.json"
+    out = check_a_copy(tmp_path, args=["--check-json", str(path)], steps=steps)
     assert "[!] TODO(step-97 task 1: double): written; 3 of its tests fail" in out, out
+    assert re.search(r"calc\.py:\d+ in double\n +return x \+ undefined_name", out)
+    assert "NameError: name 'undefined_name' is not defined" in out
+    assert "Next: TODO(step-97 task 1: double)" in out
     data = json.loads(path.read_text(encoding="utf-8"))["step-97"]
     failed = [t for t in data["tests"].values() if t["outcome"] == "failed"]
     mine = [t for t in failed if "step-97 task 1: double" in t["ran"] and "NameError" in t["error"]]
     assert len(mine) == 3, data  # the three the screen counts
     assert failed[0]["error"] == "NameError: name 'undefined_name' is not defined", failed
     assert failed[0]["refused"] is None and data["stopped"] == "", data
-    assert {"todos": data["todos"]} == {
-        "todos": {
-            "step-97 task 1: double": {
-                "state": "bug",
-                "optional": False,
-                "passed": 0,
-                "failing": 3,
-                "waiting": 0,
-                "reason": "NameError: name 'undefined_name' is not defined",
-            },
-            "step-97 task 2: halve": {
-                "state": "todo",
-                "optional": False,
-                "passed": 0,
-                "failing": 0,
-                "waiting": 1,
-                "reason": "",
-            },
-        }
+    counts = ("state", "optional", "passed", "failing", "waiting", "reason")
+    assert {todo: tuple(s[k] for k in counts) for todo, s in data["todos"].items()} == {
+        "step-97 task 1: double": ("bug", False, 0, 3, 0, failed[0]["error"]),
+        "step-97 task 2: halve": ("todo", False, 0, 0, 1, ""),
     }
+    assert [set(s) for s in data["todos"].values()] == [set(counts)] * 2
+    state = tmp_path / "out" / "hints" / "step-97.json"  # beside the check's Next (steps/../out)
 
+    def hint() -> str:
+        env = os.environ | {"COURSE_STEPS_DIR": str(steps)}
+        cmd = [sys.executable, "-m", "common.hint", "step-97", "--state", str(state)]
+        return subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True).stdout
 
-@pytest.mark.process
-def test_a_bug_is_shown_with_a_short_traceback_into_the_students_code(tmp_path):
-    out = check_a_copy(tmp_path, "return x + undefined_name")
-    assert "[!] TODO(step-97 task 1: double): written; 3 of its tests fail" in out, out
-    assert "NameError: name 'undefined_name' is not defined" in out
-    assert re.search(r"calc\.py:\d+ in double\n +return x \+ undefined_name", out)
-    assert "Next: TODO(step-97 task 1: double)" in out
+    assert hint().startswith("TODO(step-97 task 1: double) in ")
+    calc = steps / "step-97" / "starter" / "calc.py"
+    calc.write_text(calc.read_text(encoding="utf-8") + "# changed since\n", encoding="utf-8")
+    assert hint().startswith("TODO(step-97 task 2: halve) in ")  # the first open TODO again
 
 
 @pytest.mark.process
@@ -170,15 +159,15 @@ def test_one_test_command_picks_exactly_that_test(nodeid, expected):
 
 
 class Collected:
-    """A pytest plugin: the ids of the tests a run selected."""
+    """A pytest plugin: the tests a run selected, each with its markers' names."""
 
     def pytest_collection_finish(self, session):
-        self.ids = [item.nodeid for item in session.items]
+        self.items = {i.nodeid: {m.name for m in i.iter_markers()} for i in session.items}
+        self.ids = list(self.items)
 
 
 def test_one_test_command_picks_one_curated_bug_case_of_twelve():
-    """Issue 26: the -k for `test_each_curated_bug_fails_the_check_that_names_it[PyTorch's default
-    init]` was the function's name, which selects all twelve cases."""
+    """Issue 26: the -k for a case `[PyTorch's default init]` was its function's, all twelve."""
     tests = STEPS_DIR / "step-05" / "tests" / "test_checks.py"
     everything = Collected()
     run_pytest([str(tests), "--collect-only", "-qq"], plugins=[everything])
@@ -226,8 +215,6 @@ def test_the_check_refuses_to_run_spread_over_processes(capsys):
 
 def test_when_every_todo_is_done_the_check_names_the_next_step():
     """The course order of the step.toml files: lab-01 leads to Step 4, the last step to none."""
-    from common.check.screen import next_step
-
     assert (
         next_step("lab-01") == "step-04, A causal self-attention head: read steps/step-04/README.md"
     )
@@ -235,24 +222,6 @@ def test_when_every_todo_is_done_the_check_names_the_next_step():
     assert [next_step(s).split(",")[0] for s in steps[:-1]] == steps[1:]
     assert next_step(steps[-1]) is None
     assert next_step("notes") is None  # a folder that is no step has no place in the course
-
-
-@pytest.mark.process
-def test_the_hint_answers_for_the_todo_the_check_named_while_the_starter_is_unchanged(tmp_path):
-    """Issue 26: the check said Next: task 4 (written, with a bug), the hint answered for task 5."""
-    steps = tiny_copy(tmp_path, "return x + undefined_name")  # task 1 has a bug; task 2 is open
-    assert "Next: TODO(step-97 task 1: double)" in check_a_copy(tmp_path, steps=steps)
-    state = tmp_path / "out" / "hints" / "step-97.json"  # beside the check's Next (steps/../out)
-
-    def hint() -> str:
-        env = os.environ | {"COURSE_STEPS_DIR": str(steps)}
-        cmd = [sys.executable, "-m", "common.hint", "step-97", "--state", str(state)]
-        return subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True).stdout
-
-    assert hint().startswith("TODO(step-97 task 1: double) in ")
-    calc = steps / "step-97" / "starter" / "calc.py"
-    calc.write_text(calc.read_text(encoding="utf-8") + "# changed since\n", encoding="utf-8")
-    assert hint().startswith("TODO(step-97 task 2: halve) in ")  # the first open TODO again
 
 
 @pytest.mark.process
@@ -270,17 +239,10 @@ def test_progress_prints_no_scorecard_above_its_line(tmp_path):
     assert len(lines) == 2, f"expected that line and pytest's counts alone, got:\n{done.stdout}"
 
 
-class Marked:
-    """A pytest plugin: the markers of each test a run selected."""
-
-    def pytest_collection_finish(self, session):
-        self.items = {i.nodeid: {m.name for m in i.iter_markers()} for i in session.items}
-
-
 @pytest.mark.parametrize("step", STEPS)
 def test_a_starters_run_leaves_out_exactly_the_tests_of_the_courses_own_code(step):
     tests = str(course_step(step).folder / "tests")
-    suite, check = Marked(), Marked()
+    suite, check = Collected(), Collected()
     run_pytest([tests, "--collect-only", "-qq"], plugins=[suite])
     run_pytest([tests, "--collect-only", "-qq", "--impl", "starter", "--full"], plugins=[check])
     own = {nodeid for nodeid, names in suite.items.items() if "course" in names}

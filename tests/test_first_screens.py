@@ -2,14 +2,13 @@
 line it names, its symptom row (its own or none), expected against got in words, no torch error."""
 
 import re
-import shutil
-from pathlib import Path
 
 import pytest
 
 from common.bugs import Bug, committed
-from common.course import at, course_step, step_names
-from tools import check_in_a_child, pristine
+from common.course import course_step
+from tests.test_loop import worker  # noqa: F401 (the fixture: a grading worker per step)
+from tools.grading.engine import reference_files, starter_files
 
 CURATED = {bug.name: bug for bug in course_step("lab-02").bugs()}
 # the issue's findings (and the student walk's): (bug, its TODO's task, its row is shown)
@@ -38,16 +37,14 @@ CASES = [
 ]
 
 
-def first_screen(tmp: Path, bug: Bug) -> tuple[str, list[str]]:
-    """(the check's screen on lab-02 caught up with `bug`, the buggy file's lines)."""
-    steps = pristine(step_names(), tmp)
-    layout = at(steps / "lab-02")
-    shutil.rmtree(layout.starter)
-    shutil.copytree(layout.solution, layout.starter)
-    path = layout.starter / f"{bug.module or 'layers'}.py"
-    path.write_text(committed(path.read_text(encoding="utf-8"), bug, path.name), encoding="utf-8")
-    done = check_in_a_child(steps, [str(steps / "lab-02"), "--impl", "starter", "-m", "not slow"])
-    return done.stdout, path.read_text(encoding="utf-8").splitlines()
+def first_screen(grader, bug: Bug) -> tuple[str, list[str]]:
+    """(the check's screen on lab-02 caught up with `bug`, the buggy file's lines): the grader's
+    worker runs it in a fork of a process that imported torch once."""
+    files = starter_files("lab-02") | reference_files("lab-02")  # caught up: the reference
+    rel = f"{bug.module or 'layers'}.py"
+    files[rel] = committed(files[rel], bug, rel)
+    run = grader("lab-02").run(bug.name, files, ["steps/lab-02/tests"], ["-m", "not slow"])
+    return run.screen, files[rel].splitlines()
 
 
 def function_of(lines: list[str], number: int) -> str:
@@ -59,12 +56,13 @@ def function_of(lines: list[str], number: int) -> str:
 
 @pytest.mark.process
 @pytest.mark.slow
+@pytest.mark.xdist_group("first-screens")  # one worker for every case
 @pytest.mark.parametrize(
     ("bug", "task", "row"), CASES, ids=[b if isinstance(b, str) else b.name for b, _, _ in CASES]
 )
-def test_the_first_screen_names_the_todo_the_row_and_expected_against_got(tmp_path, bug, task, row):
+def test_the_first_screen_names_the_todo_the_row_and_expected_against_got(request, bug, task, row):
     bug = CURATED[bug] if isinstance(bug, str) else bug
-    screen, lines = first_screen(tmp_path, bug)
+    screen, lines = first_screen(request.getfixturevalue("worker"), bug)
     where = re.search(r"^Next: TODO\(lab-02 ([^:)]+)[^)]*\) at \S+\.py:(\d+)$", screen, re.M)
     assert where and where[1] == task, f"expected Next: TODO(lab-02 {task}), got:\n{screen}"
     changed = next(i for i, line in enumerate(lines, 1) if bug.new.splitlines()[0].strip() in line)

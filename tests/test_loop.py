@@ -1,14 +1,6 @@
-"""The student's loop, step by step, as the README's commands run it (issue 26).
-
-For every step in the course map (each step.toml), on a clean clone of the repository, in fresh
-child processes started from the clone's folder with the pip path's commands (the python twin of
-each pixi task): the untouched starter's check is red and lists the step's TODOs in order; after
-catch-up the check is green; the quick run of the caught-up starter prints the reference's tables;
-hint gives four different levels; and a bug written into each TODO in turn makes the check name
-that TODO (one bug as the student meets it; the others through the grader's worker,
-tools.grading.Worker, which imports torch once and runs each copy's check in a forked child).
-A new step gets all of it from its own files.
-"""
+"""The student's loop, step by step, as the README's commands run it in a clean clone (issue 26):
+the untouched check is red, caught up it is green, the run prints the reference's tables, the hint
+gives four levels, and a bug in each TODO makes the check name it (the grader's worker runs those)."""
 
 import ast
 import functools
@@ -21,34 +13,28 @@ from pathlib import Path
 
 import pytest
 
-from common import OUT_DIR
+from common import OUT_DIR, hint
 from common.check import TIMEOUT
 from common.course import at, course, course_step, pixi_tasks
 from common.todos import END, optional
 from tools import clean_clone
 from tools.grading import sandbox
-from tools.grading.engine import Worker, fingerprint, reference_files, starter_files
+from tools.grading.engine import Worker, reference_files, starter_files
 from tools.grading.sandbox import Limits
 from tools.mutate import equivalents, mutants
 
-pytestmark = pytest.mark.process  # every test runs the student's commands or the grader's worker
 STEPS = [s for s in course() if not s.checkpoint]  # in course order
 
 
-def student(repo: Path, task: str, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+def student(repo: Path, task: str, *args: str) -> subprocess.CompletedProcess:
     """`pixi run <task> <args>` as the pip path types it: the task's own command, this Python."""
     cmd = pixi_tasks()[task]["cmd"].split()
     assert cmd[0] == "python", f"pixi task {task} is not a plain python command: {cmd}"
     env = {k: v for k, v in os.environ.items() if k not in ("COURSE_STEPS_DIR", "PYTHONPATH")}
     env |= {"COLUMNS": "100", "PYTHONUTF8": "1"}
+    cmd = [sys.executable, *cmd[1:], *args]
     return subprocess.run(
-        [sys.executable, *cmd[1:], *args],
-        cwd=repo,
-        env=env,
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        timeout=timeout,
+        cmd, cwd=repo, env=env, capture_output=True, encoding="utf-8", timeout=300
     )
 
 
@@ -57,9 +43,7 @@ def todo_lines(out: str) -> list[str]:
     return re.findall(r"^\[.\] TODO\(([^)]+)\)", out, re.M)
 
 
-TIMED = re.compile(
-    r"\bms\b|seconds|per second|/s\b|\bwall\b|MFU|speed-up"
-)  # a column the clock decides
+TIMED = re.compile(r"\bms\b|seconds|per second|/s\b|\bwall\b|MFU|speed-up")  # the clock's columns
 
 
 def tables(out: str) -> list[list[str]]:
@@ -75,10 +59,19 @@ def tables(out: str) -> list[list[str]]:
     return rows
 
 
+def run_files(repo: Path) -> str:
+    """sha256 over the clone's files a run can read: all but the repository's tests and bench/."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in repo.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        rel = path.relative_to(repo)
+        if rel.parts[0] not in ("tests", "bench"):
+            digest.update(rel.as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
 def reference_quick(repo: Path, step: str, key: str, out: Path) -> str:
-    """What the reference's quick run of `step` prints in the clean clone `repo`, whose files
-    (with this Python and torch) `key` hashes: run once, then read from out/, since the same files
-    print the same tables; the run kept only when it ends well."""
+    """The reference's quick run of `step` in `repo`: run once per `key` (its files), then read from
+    out/ (the same files print the same tables)."""
     import torch  # the version is part of what the run depends on
 
     key = hashlib.sha256(f"{key}\0{sys.version}\0{torch.__version__}".encode()).hexdigest()
@@ -94,11 +87,12 @@ def reference_quick(repo: Path, step: str, key: str, out: Path) -> str:
     return done.stdout
 
 
+@pytest.mark.process
 @pytest.mark.slow
 @pytest.mark.parametrize("step", [s.name for s in STEPS])
 def test_untouched_red_then_caught_up_green_and_the_run_matches_the_reference(step, tmp_path):
     repo = clean_clone(tmp_path)
-    clone = fingerprint(repo)  # before any run: the files the reference's run depends on
+    clone = run_files(repo)  # before any run: the files the reference's run depends on
     todos = list(at(repo / "steps" / step).regions())
     required = [t for t in todos if not optional(t)]
 
@@ -123,21 +117,44 @@ def test_untouched_red_then_caught_up_green_and_the_run_matches_the_reference(st
 
 
 @pytest.mark.parametrize("step", [s.name for s in STEPS])
-def test_hint_gives_four_levels_of_the_first_todo(step, tmp_path):
+def test_hint_gives_four_levels_of_the_first_todo(step, tmp_path, capsys, monkeypatch):
+    """In this process (the command itself runs in a child once, below)."""
+    first = next(iter(course_step(step).regions()))
+    monkeypatch.setattr(hint, "first_open", lambda step, regions: first)  # the untouched starter's
+    shown = []
+    for _ in range(4):
+        hint.main([step, "--state", str(tmp_path / "hints.json")])
+        shown.append(capsys.readouterr().out)
+    assert four_levels(first, shown), "\n---\n".join(shown)
+
+
+@pytest.mark.process
+def test_hint_is_the_readmes_command_in_a_clean_clone(tmp_path):
     repo = clean_clone(tmp_path)
+    step = STEPS[0].name
     first = next(iter(at(repo / "steps" / step).regions()))
     shown = [student(repo, "hint", step).stdout for _ in range(4)]
-    assert all(f"TODO({first})" in out for out in shown), shown[0]
-    assert len(set(shown)) == 4, "four runs, four different screens"
-    for level, out in enumerate(shown[:3], start=1):  # each shows its level, with the earlier above
-        assert f"hint {level} of 3" in out and f"hint {level + 1} of 3" not in out, out
-    assert "--solution" in shown[3], shown[3]  # used up: how to see the reference lines
+    assert four_levels(first, shown), "\n---\n".join(shown)
+
+
+def four_levels(first: str, shown: list[str]) -> bool:
+    """Four runs of the hint: four screens of the first TODO, each showing one level more (the
+    earlier above it); the fourth, used up, says how to see the reference lines."""
+    levels = [
+        f"hint {n} of 3" in out and f"hint {n + 1} of 3" not in out
+        for n, out in enumerate(shown[:3], 1)
+    ]
+    return (
+        all(f"TODO({first})" in out for out in shown)
+        and len(set(shown)) == 4
+        and all(levels)
+        and "--solution" in shown[3]
+    )
 
 
 @functools.cache
 def _bug(step: str, todo: str) -> tuple[str, int, str, str] | None:
-    """(solution module, line, statement, mutated statement): a one-line mutant of tools.mutate
-    inside the TODO's marked lines that the step's suite kills (not EQUIVALENT), the first one."""
+    """(module, line, statement, mutant): the first mutant inside the TODO the suite kills."""
     regions = course_step(step).regions()[todo]
     found = []
     for region in regions.regions:
@@ -154,8 +171,7 @@ def _bug(step: str, todo: str) -> tuple[str, int, str, str] | None:
 
 
 def _kind(before: str, after: str) -> int:
-    """0: a changed operator, call or index (a student's slip); 1: only a number changed (a seed's
-    may change nothing); 2: the line deleted (a NameError, not a subtle bug)."""
+    """0: an operator, call or index changed (a slip); 1: only a number; 2: the line deleted."""
     numbers = re.compile(r"-?\d+(\.\d+)?")
     return 2 if after == "pass" else int(numbers.sub("N", before) == numbers.sub("N", after))
 
@@ -173,8 +189,7 @@ SLIPS = [(s.name, t) for s in STEPS for t in s.regions() if not optional(t)]
 
 
 def _slipped(step: str, todo: str) -> tuple[str, dict[str, str]]:
-    """(the bug as `before => after at file:line`, the caught-up starter's files with the student's
-    slip written into the TODO): a caught-up starter is the reference, as catch-up makes it."""
+    """(`before => after at file:line`, the caught-up starter's files with that slip written)."""
     bug = _bug(step, todo)
     assert bug, f"no one-line mutant of tools.mutate falls inside TODO({todo})"
     module, line, before, after = bug
@@ -187,8 +202,7 @@ def _slipped(step: str, todo: str) -> tuple[str, dict[str, str]]:
 
 
 def _not_named(todo: str, bug: str, returncode: int | None, screen: str) -> str:
-    """Why the check's screen fails the student ('' when it does not): it must be red, show the
-    TODO as written but failing, and send the student to it."""
+    """'' when the check is red, marks the TODO written but failing and names it Next; else why."""
     if returncode in (0, None):
         return f"{bug}: expected a red check, got exit {returncode}:\n{screen}"
     if not re.search(rf"^\[!\] TODO\({re.escape(todo)}\): written", screen, re.M):
@@ -198,6 +212,7 @@ def _not_named(todo: str, bug: str, returncode: int | None, screen: str) -> str:
     return ""
 
 
+@pytest.mark.process
 @pytest.mark.slow
 def test_a_bug_in_a_todo_makes_the_students_check_name_it_end_to_end(tmp_path):
     step, todo = SLIPS[0]  # one bug as the student meets it: their files, the check's command
@@ -212,8 +227,7 @@ def test_a_bug_in_a_todo_makes_the_students_check_name_it_end_to_end(tmp_path):
 
 @pytest.fixture(scope="module")
 def worker():
-    """The grader's worker of a step (tools.grading.engine): torch imported once, each copy's check run in
-    a forked child. Uncontained: a copy holds the course's own code and one changed line."""
+    """A step's grading worker (torch imported once, a fork per copy), uncontained: course code."""
     made: dict[str, Worker] = {}
 
     def get(step: str) -> Worker:
@@ -229,6 +243,7 @@ def worker():
         each.close()
 
 
+@pytest.mark.process
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("step", "todo"),

@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+from common.check.screen import RunFacts, cut, fitted, step_lines
 from common.check.status import Place, StarterFacts, TestResult, step_status
 from common.todos import Todo
 
@@ -29,8 +30,6 @@ def test_a_curated_bug_case_is_shown_after_the_students_own_failures():
 def test_a_failure_of_no_todo_is_named_so_and_counted_apart():
     """Issue 33: a failure no TODO's code ran read 'TODO(None)', and '3 failures are bugs' stood
     beside its TODO's '2 of its tests fail'."""
-    from common.check.screen import RunFacts, step_lines
-
     error = ("  AssertionError: the tests' tiny GPT",)
     mine = {"outcome": "failed", "step": "s", "error": error, "ran": frozenset({FORWARD})}
     results = {
@@ -50,8 +49,6 @@ def test_a_failure_of_no_todo_is_named_so_and_counted_apart():
 
 def test_a_long_failure_line_is_cut_after_a_whole_word():
     """Issue 42: one-line failures were cut mid-word ("expected 0, got 1 (2 ")."""
-    from common.check.screen import cut
-
     line = (
         "tests/test_x.py::test_y: AssertionError: sinusoidal(1, 2)[0, 0]: expected 0, got 1 (2 of 2"
     )
@@ -63,13 +60,9 @@ def test_a_long_failure_line_is_cut_after_a_whole_word():
 
 def test_a_long_failure_line_keeps_expected_and_got():
     """Issue 42: the cut fell on the got value; the entry count and the reason go first."""
-    from common.check.screen import fitted
-
     head = "tests/test_parity_torch.py::test_boolean_padding_mask_matches_sdpa_attn_mask[B2-T8-1]: "
     message = (
         "AssertionError: max |yours - SDPA|: expected <= 1e-06, got 0.4017: the mask is inverted"
     )
     got = fitted(head, message, 160)
-    assert got.endswith("expected <= 1e-06, got 0.4017"), (
-        f"expected the got value kept, got {got!r}"
-    )
+    assert got.endswith("expected <= 1e-06, got 0.4017"), f"expected the got kept, got {got!r}"

@@ -35,20 +35,15 @@ def python_problem() -> str | None:
     )
 
 
-def _missing_paths(config) -> list[str]:
-    """Paths on the command line that do not exist from where pytest was started."""
-    start = config.invocation_params.dir
-    paths = [a.split("::")[0] for a in config.args if not a.startswith("-")]
-    return [p for p in paths if not (start / p).exists()]
-
-
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config):
     """`--impl starter` without -v or --full: the student's summary replaces pytest's report."""
     if problem := python_problem():
         raise pytest.UsageError(problem)
     start = config.invocation_params.dir
-    if (missing := _missing_paths(config)) and start.resolve().is_relative_to(STEPS_DIR):
+    paths = [a.split("::")[0] for a in config.args if not a.startswith("-")]
+    missing = [p for p in paths if not (start / p).exists()]
+    if missing and start.resolve().is_relative_to(STEPS_DIR):
         up = os.path.relpath(REPO_ROOT, start)  # steps/lab-01 -> ../..
         raise pytest.UsageError(
             f"{missing[0]} is not there from {shown(start)}/: the commands run from the "
@@ -77,14 +72,12 @@ def _steps_under_test(config) -> list[str]:
     """Steps whose folder is inside, or contains, a path given on the command line."""
     start = config.invocation_params.dir
     paths = [(start / a.split("::")[0]).resolve() for a in config.args] or [Path.cwd()]
-    chosen = []
-    for step in step_names():
-        folder = (STEPS_DIR / step).resolve()
-        if any(
-            p.exists() and (p.is_relative_to(folder) or folder.is_relative_to(p)) for p in paths
-        ):
-            chosen.append(step)
-    return chosen
+    folders = {step: (STEPS_DIR / step).resolve() for step in step_names()}
+    return [
+        step
+        for step, f in folders.items()
+        if any(p.exists() and (p.is_relative_to(f) or f.is_relative_to(p)) for p in paths)
+    ]
 
 
 def _step_problem(
@@ -100,9 +93,7 @@ def _step_problem(
         for path in py_files(solution):
             theirs = tested / path.relative_to(solution)
             if not theirs.is_file():
-                gone = shown(theirs if tested.is_dir() else tested) + (
-                    "" if tested.is_dir() else "/"
-                )
+                gone = shown(theirs) if tested.is_dir() else f"{shown(tested)}/"
                 return (
                     f"{gone} is missing: restore the untouched one (git checkout -- {gone}), "
                     f"or take the reference with {catch_up}"
@@ -112,9 +103,7 @@ def _step_problem(
             if controller:
                 check_syntax(path)
                 continue
-            with Watchdog(
-                limit or float("inf"), only_in=tested
-            ):  # a loop: its line, not importlib's
+            with Watchdog(limit or float("inf"), only_in=tested):  # a loop: its line
                 load(step, module_name(tested, path), impl)
         except ImplImportError as exc:
             return str(exc)
@@ -124,10 +113,7 @@ def _step_problem(
 
 
 def pytest_sessionstart(session):
-    """Import every module of the chosen implementation first, so a broken file is one line.
-
-    For the check, a step that cannot run is set aside with its line, and the others still run.
-    """
+    """Import every module first: a broken file is one line (the check sets only its step aside)."""
     config = session.config
     impl = config.getoption("--impl")
     config.stash[STEPS_UNDER_TEST] = steps = _steps_under_test(config)
@@ -162,27 +148,20 @@ def pytest_unconfigure(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    """The tests of a step set aside at the start do not run: its one line says why. A starter's
-    run leaves out the tests marked `course`: they never run the student's code, so they say
-    nothing of it (and cost a check seconds: some train a model, some draw)."""
+    """A step set aside at the start runs no test; a starter's run leaves out `course` tests."""
     if wrong := misplaced_markers(items):
         raise pytest.UsageError(wrong[0])
     broken = config.stash.get(BROKEN, {})
     starter = config.getoption("--impl") == "starter"
-    left = [
-        i
-        for i in items
-        if _step_of(i.path) in broken or (starter and i.get_closest_marker("course"))
-    ]
+    left = {i for i in items if _step_of(i.path) in broken}
+    left |= {i for i in items if starter and i.get_closest_marker("course")}
     if left:
-        config.hook.pytest_deselected(items=left)
-        gone = set(left)
-        items[:] = [i for i in items if i not in gone]
+        config.hook.pytest_deselected(items=[i for i in items if i in left])
+        items[:] = [i for i in items if i not in left]
 
 
 def misplaced_markers(items) -> list[str]:
-    """A test marked `course` that asks for `impl` (the code under test) says something of the
-    student's code; a test marked `given` that does not runs none of it. One line for each."""
+    """One line per lying marker: `course` asking for `impl`, `given` not asking for it."""
     wrong = []
     for i in items:
         uses_impl = "impl" in getattr(i, "fixturenames", ())  # directly or through a fixture
@@ -262,7 +241,5 @@ def short_traceback(exc) -> list[str]:
     )
 
 
-EXPECT = (
-    Path(__file__).parent.parent / "expect.py"
-)  # the value checks' helper, left out of tracebacks
+EXPECT = Path(__file__).parent.parent / "expect.py"  # the value checks: out of tracebacks
 DETAIL = 3  # detail lines of an error's message shown under its first line

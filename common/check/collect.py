@@ -7,6 +7,7 @@ import json
 import os
 import re
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -17,13 +18,7 @@ from common.check.screen import RunFacts, progress_line, step_lines, symptom_tes
 from common.check.status import Place, StarterFacts, StepStatus, TestResult, record, step_status
 from common.course import course_step
 from common.loader import load, source
-from common.todos import (
-    Todo,
-    first_student_line,
-    order_key,
-    shipped_line,
-    student_line,
-)
+from common.todos import Todo, first_student_line, order_key, shipped_line, student_line
 
 STEPS_UNDER_TEST = pytest.StashKey[list[str]]()
 BROKEN = pytest.StashKey[dict[str, str]]()  # step -> the one line that says why it cannot run
@@ -73,9 +68,8 @@ ERROR_LINE = re.compile(r"^  [A-Za-z_][\w.]*: ")  # "  TypeError: ...", not a fr
 
 def error_line(error: tuple[str, ...]) -> str:
     """A failure's error line (its type and message's first line), not a detail under it."""
-    return next(
-        (e.strip() for e in error if ERROR_LINE.match(e)), error[-1].strip() if error else ""
-    )
+    last = error[-1].strip() if error else ""
+    return next((e.strip() for e in error if ERROR_LINE.match(e)), last)
 
 
 # The grade's record (tools/grading/worker.py): each test's outcome, sent down a pipe as the test ends
@@ -96,8 +90,7 @@ def send_record(line: dict) -> None:
 
 
 class Collector:
-    """`--impl starter`: each test's result and the TODO functions it ran, collected; at the end each
-    step's status (common.check.status) shown as one screen (common.check.screen), or written as --check-json."""
+    """`--impl starter`: each test's result and the TODO functions it ran; at the end, the screen."""
 
     TOOL = 4  # a sys.monitoring tool id that coverage (1) and debuggers (0) leave free
 
@@ -116,6 +109,8 @@ class Collector:
         self.current = ""  # the running test's id
         self.statuses: dict[str, StepStatus] = {}  # step -> what the screen says (--check-json)
         self.facts: dict[str, StarterFacts] = {}  # step -> its starter as the status read it
+        self.marked: dict[str, str] = {}  # nodeid -> the TODO its `todo` marker names
+        self.core: set[str] = set()  # nodeids marked `core`
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionstart(self, session):
@@ -160,10 +155,7 @@ class Collector:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_timeout_set_timer(self, item, settings):
-        """pytest-timeout's limit, kept by a watchdog that fails the test and lets the run report.
-
-        (Its own methods either need SIGALRM, which Windows lacks, or end the whole process.)
-        """
+        """pytest-timeout's limit as a watchdog (its own need SIGALRM or end the process)."""
         item.cancel_timeout = Watchdog(settings.timeout).start().cancel
         return True
 
@@ -222,8 +214,8 @@ class Collector:
             warning=getattr(report, "warning", False),
             whole_run=getattr(report, "whole_run", False),
         )
-        if report.nodeid in self.results and self.results[report.nodeid].step:
-            send_record({"test": report.nodeid, **self.test_json(self.results[report.nodeid])})
+        if (result := self.results[report.nodeid]).step:
+            send_record({"test": report.nodeid, **self.test_json(result)})
         if getattr(report, "timeout", False):
             reached = max((t for t, _ in self.ran), key=order_key, default=None)
             blamed = raised_in[0] if raised_in else reached
@@ -237,18 +229,14 @@ class Collector:
     def results_of(self, step: str) -> dict[str, TestResult]:
         return {n: r for n, r in self.results.items() if r.step == step}
 
-    def status(self, step: str) -> StepStatus:
-        """The model's status of one step, from the results collected and the starter as it is."""
-        todos, results = self.regions[step], self.results_of(step)
-        stopped_in = (
-            self.interrupted[1] if self.interrupted and self.interrupted[0] == step else None
-        )
-        self.facts[step] = facts = starter_facts(step, todos)  # read once: --check-record too
-        return step_status(step, results, todos, facts, symptom_tests(step), stopped_in)
-
     def step_screen(self, step: str, progress: bool) -> list[str]:
-        """One step's lines: the screen, or --progress's one line (drawn only: nothing written)."""
-        status = self.statuses[step]
+        """One step's status (its starter read now), drawn as its screen or --progress's line."""
+        todos, (step_in, todo_in) = self.regions[step], self.interrupted or (None, None)
+        stopped_in = todo_in if step_in == step else None  # Ctrl-C in one of its TODOs
+        self.facts[step] = facts = starter_facts(step, todos)  # read once: --check-record too
+        self.statuses[step] = status = step_status(
+            step, self.results_of(step), todos, facts, symptom_tests(step), stopped_in
+        )
         if progress:
             used = hint.read_state(hint.state_file(step))
             return [progress_line(status, used, predictions.progress_note(step))]
@@ -270,7 +258,6 @@ class Collector:
                 continue
             if judges and step in judges.replaced:
                 write(f"{judges.replaced[step]}: the check put the originals back")
-            self.statuses[step] = self.status(step)
             for line in self.step_screen(step, progress):
                 write(line)
         for nodeid, r in self.results.items():
@@ -279,11 +266,15 @@ class Collector:
         self.write_records()
 
     def write_records(self) -> None:
-        """What the run leaves behind, written once after the screen: each step's record for the
-        hint (so it answers for the TODO the screen named Next), --check-record, --check-json."""
-        records = {s: self.as_json(s, st) for s, st in self.statuses.items()}
-        for step, data in records.items():
-            hint.keep_check(step, data)
+        """After the screen: each step's record for the hint, --check-record, --check-json (each
+        TODO's state, each test's, the TODO named Next)."""
+        records = {}
+        for step, status in self.statuses.items():
+            tests = {nodeid: self.test_json(r) for nodeid, r in self.results_of(step).items()}
+            todos = {t: asdict(v) for t, v in status.todos.items()}
+            records[step] = {"todos": todos, "tests": tests, "stopped": self.stopped}
+            records[step]["next"] = status.next
+            hint.keep_check(step, records[step])
         if path := self.config.getoption("--check-record"):  # the model's input (tests/screens/)
             data = {s: record(self.results_of(s), self.facts[s]) for s in self.statuses}
             write_json(Path(path), data, indent=1)
@@ -291,35 +282,24 @@ class Collector:
             write_json(Path(path), records, indent=2)
         send_record({"end": len(self.results), "stopped": self.stopped})
 
-    def as_json(self, step: str, status: StepStatus) -> dict:
-        """--check-json's record of one step: each TODO's state, and each test's outcome, the TODOs
-        it ran and, for a failure, its last line and whether a guard refused the code; the TODO
-        the screen named Next."""
-        tests = {nodeid: self.test_json(r) for nodeid, r in self.results_of(step).items()}
-        todos = {t: v.as_json() for t, v in status.todos.items()}
-        return {"todos": todos, "tests": tests, "stopped": self.stopped, "next": status.next}
-
     def test_json(self, r: TestResult) -> dict:
-        """A test's outcome as --check-json and the grade's record give it: the TODOs it ran and,
-        for a failure, its last line and whether a guard refused the code."""
+        """A test's outcome, the TODOs it ran, its error line and whether a guard refused it."""
         return {
             "outcome": r.outcome,
             "ran": sorted(r.todos_ran, key=order_key),
             "error": error_line(r.error),
             "refused": refusal(r.error) if r.outcome == "failed" else None,
-            "marked": getattr(self, "marked", {}).get(r.nodeid),
+            "marked": self.marked.get(r.nodeid),
             "given": r.given,
-            "core": r.nodeid in getattr(self, "core", ()),  # the grade: half at most if it fails
+            "core": r.nodeid in self.core,  # the grade: half at most if it fails
         }
 
     def pytest_sessionfinish(self, session):
         why = session.shouldfail or session.shouldstop  # -x, --maxfail, a test out of time
         if why and not self.stopped:
             self.stopped = f"The run stopped early ({why}): the tests after it did not run"
-        if (
-            self.config.getoption("--progress")
-            and session.exitstatus == pytest.ExitCode.TESTS_FAILED
-        ):
+        progress = self.config.getoption("--progress")
+        if progress and session.exitstatus == pytest.ExitCode.TESTS_FAILED:
             session.exitstatus = 0  # progress is a report: failing tests are not a red check
 
     def pytest_keyboard_interrupt(self, excinfo):

@@ -54,9 +54,7 @@ class Judges:
         self.kept: dict[str, tuple[object, dict]] = {}  # "torch" -> (the module, {name: function})
         for name, attrs in JUDGES.items():
             if (owner := _loaded(name)) is not None:
-                found = {
-                    a: getattr_static(owner, a, None) for a in attrs
-                }  # a class's: inherited too
+                found = {a: getattr_static(owner, a, None) for a in attrs}  # inherited too
                 self.kept[name] = (owner, {a: obj for a, obj in found.items() if obj is not None})
 
     def restore(self) -> str:
@@ -67,9 +65,8 @@ class Judges:
                 if getattr_static(owner, attr, None) is not obj:
                     setattr(owner, attr, obj)
                     changed.append(f"{name}.{attr}")
-        return ", ".join(changed[:3]) + (
-            f" and {len(changed) - 3} more" if len(changed) > 3 else ""
-        )
+        more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
+        return ", ".join(changed[:3]) + more
 
 
 # A failure that is one of these is a refusal, not a wrong result: the code was stopped (a loop,
@@ -118,12 +115,8 @@ def _raise_in(thread_id: int, error: type[BaseException] | None) -> None:
 
 
 class Watchdog:
-    """Inside `with`, raise TookTooLong in this thread once it used `seconds` of CPU time (or waited
-    six times as long): on any OS (no SIGALRM), and a busy machine does not make a test late.
-
-    only_in: fire only while the innermost frame is a file under this folder, so a slow import of
-    torch by the student's file is waited for, and a loop in it is stopped at its own line.
-    """
+    """Inside `with`, raise TookTooLong in this thread after `seconds` of CPU time (or WALL times as
+    long waiting), on any OS; `only_in`: only while the innermost frame is a file under it."""
 
     WALL = 6  # a wait (sleep, a lock) is stopped too, after this many times the limit
 

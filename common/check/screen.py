@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from common import STEPS_DIR, command, counted, predictions, shown, typed
 from common.bugs import Bug
-from common.check.status import StepStatus
+from common.check.status import StepStatus, names
 from common.course import course, course_step
 from common.todos import order_key, split_id
 
@@ -24,8 +24,7 @@ class RunFacts:
 
 
 def symptom_rows(step: str) -> list[Bug]:
-    """The step's curated bugs (its bugs.py), the rows of its handout's symptom table in order;
-    none for a name the course does not know (a fixture's)."""
+    """The step's curated bugs (its bugs.py), its handout's symptom rows; none for a fixture's."""
     try:
         return course_step(step).bugs()
     except ValueError:
@@ -39,13 +38,12 @@ def symptom_tests(step: str) -> set[str]:
 
 def _fails(row_test: str, failures: dict[str, str]) -> list[str]:
     """The errors of the failures that a table's test names."""
-    return [error for nodeid, error in failures.items() if _names(row_test, nodeid)]
+    return [error for nodeid, error in failures.items() if names(row_test, nodeid)]
 
 
 def recognised(rows: list[Bug], failures: dict[str, str]) -> list[Bug]:
-    """The rows whose bug these failures (nodeid -> its error) are: the row's test fails saying
-    what the row says, and no test the bug leaves passing fails. None after a test out of time:
-    a loop that never ends is no row's bug."""
+    """The rows whose test fails saying the row's words while the tests it passes pass (none after a
+    test out of time: a loop is no row's bug)."""
     if any("TookTooLong" in error for error in failures.values()):
         return []
     return [
@@ -54,14 +52,6 @@ def recognised(rows: list[Bug], failures: dict[str, str]) -> list[Bug]:
         if any(r.says in error for error in _fails(r.fails, failures))
         and not any(_fails(test, failures) for test in r.passes)
     ]
-
-
-def _names(row_test: str, nodeid: str) -> bool:
-    """Does a table's test (file::function or function, a [case] or none) name this test?"""
-    test = nodeid.rsplit("tests/", 1)[-1]
-    if "[" not in row_test:
-        test = test.split("[")[0]
-    return test == row_test or ("::" not in row_test and test.split("::")[-1] == row_test)
 
 
 def _wrapped(text: str, first: str) -> list[str]:
@@ -73,8 +63,7 @@ SHOWN_ROWS = 3  # rows a failure shared by several bugs lists; the handout's tab
 
 
 def symptom_lines(step: str, failures: dict[str, str]) -> list[str]:
-    """The symptom table's rows these failures (nodeid -> error) are recognised as: one row, or
-    "one of these" and the rows that share the failure; nothing when no row is recognised."""
+    """The rows these failures (nodeid -> error) are: one row, or "one of these" and the rows."""
     rows = recognised(symptom_rows(step), failures)
     if len(rows) == 1:
         return _wrapped(f"Symptom table: {rows[0].breaks}; fix: {rows[0].fix}", "  ")
@@ -93,12 +82,8 @@ def next_step(step: str) -> str | None:
         order = next(s.order for s in steps if s.name == step)
     except (StopIteration, OSError, ValueError):  # a step without its step.toml: no course order
         return None
-    later = [s for s in steps if s.order > order]
-    return (
-        f"{later[0].name}, {later[0].title}: read {shown(later[0].folder / 'README.md')}"
-        if later
-        else None
-    )
+    after = next((s for s in steps if s.order > order), None)
+    return after and f"{after.name}, {after.title}: read {shown(after.folder / 'README.md')}"
 
 
 def k_name(nodeid: str) -> str:
@@ -123,9 +108,7 @@ def _waiting(n: int, verb: str = "wait for it") -> str:
     return counted(n, "test", verb)
 
 
-def _none_ran(
-    todo: str, earlier: list[str], run: RunFacts, what: str = "not written yet ({})"
-) -> str:
+def _none_ran(todo: str, earlier: list, run: RunFacts, what: str = "not written yet ({})") -> str:
     """What a TODO none of whose tests reached it says: the real reason, not a guess."""
     if todo in run.renamed:
         file, name = run.renamed[todo].rsplit(" ", 1)
@@ -146,21 +129,17 @@ def summary(status: StepStatus) -> str:
     todos, required = status.todos, status.required
     done = sum(s.state == "done" for s in todos.values())
     done_required = sum(todos[t].state == "done" for t in required)
+    optional = len(todos) - len(required)
     return (
         f"{done_required} of {len(required)} required TODOs done"
-        + (
-            f", {done - done_required} of {len(todos) - len(required)} optional"
-            if len(todos) > len(required)
-            else ""
-        )
+        + (f", {done - done_required} of {optional} optional" if optional else "")
         + f"; {status.passed} of {len(status.results)} tests pass"
         + (f" ({status.given} of them test code the starter gives)" if status.given else "")
     )
 
 
 def progress_line(status: StepStatus, hints_used: dict[str, int], predicted: str = "") -> str:
-    """The one line of `--progress`: the summary, the hint levels used, the predictions written
-    (predictions.progress_note's words), the next TODO's place."""
+    """`--progress`'s line: the summary, hint levels used, predictions written, the next TODO."""
     step, nxt, where = status.step, status.next, status.next_place
     per_todo = [f"{split_id(t)[1]} {n}" for t, n in hints_used.items() if t in status.todos and n]
     hints = f"; hint levels used: {', '.join(per_todo)}" if per_todo else ""
@@ -211,8 +190,7 @@ def _owner(todo: str | None) -> str:
 
 
 def _whose(status: StepStatus) -> str:
-    """': 2 of TODO(a), 1 in no TODO's code' when the failures shown are not all one TODO's, so the
-    count agrees with each TODO's own line."""
+    """': 2 of TODO(a), 1 in no TODO's code' when the failures shown are not all one TODO's."""
     owners = Counter(status.owner[n] for n in status.shown)
     if len(owners) < 2:
         return ""
@@ -250,15 +228,11 @@ def _bug_lines(status: StepStatus) -> list[str]:
 
 
 def fitted(head: str, message: str, width: int) -> str:
-    """`head` and a failure's message in `width` characters, its expected and got kept first: the
-    entry count, then the reason after the got value, go before words are cut."""
+    """`head` and a message in `width` characters: the entry count, then the reason go first."""
     counted_out = re.sub(r" \(\d+ of \d+ entries differ\)", "", message)
     got = counted_out.find(", got ")
-    reason_out = (
-        counted_out[: counted_out.find(": ", got)]
-        if got >= 0 and ": " in counted_out[got:]
-        else counted_out
-    )
+    reason = counted_out.find(": ", got) if got >= 0 else -1
+    reason_out = counted_out[:reason] if reason >= 0 else counted_out
     for shorter in (message, counted_out, reason_out):
         if len(head + shorter) <= width:
             return head + shorter

@@ -1,17 +1,13 @@
 """The check's model: a step's test results and TODO regions in, a status per TODO out.
 
-Pure: it reads no file and knows no pytest. common/check/__init__.py collects the records it takes;
-common/check/screen.py draws the screen from what it returns; --check-json writes its TodoStatus.
-"""
+Pure: it reads no file and knows no pytest (collect.py feeds it, screen.py draws it)."""
 
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 
 from common.todos import Todo
 
-Function = tuple[
-    str, str
-]  # (TODO id, the function of it), e.g. ("lab-01 task 6: ...", "A.forward")
+Function = tuple[str, str]  # (TODO id, a function of it): ("lab-01 task 6: ...", "A.forward")
 
 
 @dataclass(frozen=True)
@@ -48,7 +44,7 @@ class TestResult:
 
 @dataclass(frozen=True)
 class StarterFacts:
-    """What the starter's files say, read once: the open TODOs and where each function's own code starts."""
+    """The starter's files, read once: the open TODOs, where each function's own code starts."""
 
     open: dict[str, Place]  # TODO id -> its raise (or its shipped bug) still in the starter
     shipped: frozenset[str] = frozenset()  # TODOs that ship buggy code (open while it is unchanged)
@@ -66,9 +62,6 @@ class TodoStatus:
     failing: int  # failures that are its own
     waiting: int  # tests that stopped at its NotImplementedError
     reason: str  # the error of its first failure ("" when none)
-
-    def as_json(self) -> dict:
-        return asdict(self)
 
 
 @dataclass
@@ -113,12 +106,9 @@ def blame(
 ) -> tuple[dict[str, Function], dict[str, set[str]]]:
     """(each failure's TODO function, the whole-run tests held back and what they wait for).
 
-    A failure belongs to the TODO whose code raised it (the innermost line the student wrote);
-    else to the earliest function it ran that is wrong on its own. A function is wrong on its own
-    when a test fails that ran it and no function the course puts after it, except ones already
-    found right. So a bug in an earlier TODO is named, not the later TODO whose tests it breaks.
-    Tests of whole runs wait while a TODO they ran is not right.
-    """
+    A failure belongs to the function whose student line raised it, else to the earliest it ran
+    that is wrong on its own (a failing test ran it and, after it, only functions found right):
+    a bug in an earlier TODO is named, not the later TODO whose tests it breaks."""
     failed = {n: r for n, r in results.items() if r.outcome == "failed" and not r.stopped_at}
     order = [(t, f) for t in todos for f in dict.fromkeys(todos[t].functions)]
     right, wrong = _wrong_functions(failed, order, open_todos)
@@ -131,6 +121,14 @@ def blame(
         n: {t for t, _ in r.ran - right} for n, r in failed.items() if r.whole_run and r.ran - right
     }
     return blamed, held_back
+
+
+def names(row_test: str, nodeid: str) -> bool:
+    """Does a table's test (file::function or function, a [case] or none) name this test?"""
+    test = nodeid.rsplit("tests/", 1)[-1]
+    if "[" not in row_test:
+        test = test.split("[")[0]
+    return test == row_test or ("::" not in row_test and test.split("::")[-1] == row_test)
 
 
 def _state(todo: str, todos: dict, facts: StarterFacts, counts: dict, ran: list) -> str:
@@ -148,10 +146,8 @@ def _state(todo: str, todos: dict, facts: StarterFacts, counts: dict, ran: list)
 
 
 def _show_order(status: StepStatus, nodeid: str, symptom_tests: set[str]) -> tuple:
-    """The next TODO's failures first: those that ran the student's functions themselves (not a
-    fresh copy of the module, as a curated-bug test makes), then those that ran the fewest
-    functions (the closest to the cause: append's own test before a forward that raised in it),
-    raised ones, then those the symptom table names."""
+    """The next TODO's failures first; then those that ran the student's functions (not a fresh
+    copy), the fewest (the closest to the cause), raised ones, those the symptom table names."""
     r = status.results[nodeid]
     return (
         status.owner[nodeid] != status.next,
@@ -159,10 +155,7 @@ def _show_order(status: StepStatus, nodeid: str, symptom_tests: set[str]) -> tup
         not r.ran,
         len(r.ran),
         r.raised_at is None,
-        not (
-            {test := nodeid.rsplit("tests/", 1)[-1].split("[")[0], test.split("::")[-1]}
-            & symptom_tests
-        ),
+        not any(names(test, nodeid) for test in symptom_tests),
         nodeid,
     )
 
@@ -180,11 +173,7 @@ def _next_place(status: StepStatus, todos: dict, facts: StarterFacts) -> Place |
     )
     if its_failures and status.results[its_failures[0]].raised_at:
         return status.results[its_failures[0]].raised_at
-    function = (
-        status.blamed[its_failures[0]]
-        if its_failures and its_failures[0] in status.blamed
-        else None
-    )
+    function = status.blamed.get(its_failures[0]) if its_failures else None
     function = function or (todo, todos[todo].functions[0])
     return facts.starts.get(function)
 
@@ -197,10 +186,7 @@ def step_status(
     symptom_tests: set[str] = frozenset(),
     interrupted: str | None = None,
 ) -> StepStatus:
-    """The status of each of a step's TODOs, what failed where, and what to do next.
-
-    `interrupted` is the TODO that Ctrl-C stopped in (it counts as one failure of it).
-    """
+    """Each TODO's status, what failed where, what to do next (`interrupted`: Ctrl-C's TODO)."""
     blamed, held_back = blame(results, todos, set(facts.open))
     failing, warned = Counter(), Counter()
     for n, r in results.items():
@@ -218,20 +204,14 @@ def step_status(
     status.given = sum(r.outcome == "passed" and r.given for r in results.values())
     for todo in todos:
         ran = [r for r in results.values() if todo in r.todos_ran]
+        its = [r for n, r in results.items() if status.owner[n] == todo]
         status.todos[todo] = TodoStatus(
             state=_state(todo, todos, facts, counts, ran),
             optional=todos[todo].optional,
             passed=sum(r.outcome == "passed" for r in ran),
             failing=failing[todo],
             waiting=counts["waiting"][todo],
-            reason=next(
-                (
-                    r.error[-1].strip()
-                    for n, r in results.items()
-                    if status.owner[n] == todo and r.error
-                ),
-                "",
-            ),
+            reason=next((r.error[-1].strip() for r in its if r.error), ""),
         )
     states = {t: s.state for t, s in status.todos.items()}
     status.next = next((t for t, s in states.items() if s in ("todo", "bug", "exercise")), None)
@@ -248,37 +228,19 @@ def step_status(
 def _first_test(status: StepStatus) -> str:
     """The test to run in full: the next TODO's first failure shown, else the first that waits."""
     shown_first = [n for n in status.shown if status.owner[n] == status.next]
-    waits = [
-        n
-        for n, r in status.results.items()
-        if r.outcome == "failed" and r.stopped_at == status.next
-    ]
-    waits.sort(key=lambda n: status.results[n].whole_run)  # tests of the code first
+    results = status.results
+    waits = [n for n, r in results.items() if r.outcome == "failed" and r.stopped_at == status.next]
+    waits.sort(key=lambda n: results[n].whole_run)  # tests of the code first
     return (shown_first or waits or [""])[0] if status.next else ""
 
 
 # --- the model's input as data: the check records it (--check-record), tests replay it ----------
 
 
-def _result_json(r: TestResult) -> dict:
-    data = asdict(r)
-    data["ran"] = sorted(map(list, r.ran))
-    return data
-
-
-def _result_from(data: dict) -> TestResult:
-    data = dict(data)
-    data["error"] = tuple(data["error"])
-    data["ran"] = frozenset(map(tuple, data["ran"]))
-    data["raised_in"] = tuple(data["raised_in"]) if data["raised_in"] else None
-    data["raised_at"] = Place(**data["raised_at"]) if data["raised_at"] else None
-    return TestResult(**data)
-
-
 def record(results: dict[str, TestResult], facts: StarterFacts) -> dict:
     """A step's results and starter facts as JSON-ready data (tests/screens/*.json)."""
     return {
-        "results": [_result_json(r) for r in results.values()],
+        "results": [asdict(r) | {"ran": sorted(map(list, r.ran))} for r in results.values()],
         "open": {t: asdict(p) for t, p in facts.open.items()},
         "shipped": sorted(facts.shipped),
         "starts": [[t, f, asdict(p)] for (t, f), p in facts.starts.items()],
@@ -288,11 +250,16 @@ def record(results: dict[str, TestResult], facts: StarterFacts) -> dict:
 
 def replay(data: dict) -> tuple[dict[str, TestResult], StarterFacts]:
     """The results and starter facts that `record` wrote."""
-    results = [_result_from(r) for r in data["results"]]
+    results = {}
+    for r in data["results"]:
+        r = r | {"error": tuple(r["error"]), "ran": frozenset(map(tuple, r["ran"]))}
+        r["raised_in"] = r["raised_in"] and tuple(r["raised_in"])
+        r["raised_at"] = r["raised_at"] and Place(**r["raised_at"])
+        results[r["nodeid"]] = TestResult(**r)
     facts = StarterFacts(
         {t: Place(**p) for t, p in data["open"].items()},
         frozenset(data["shipped"]),
         {(t, f): Place(**p) for t, f, p in data["starts"]},
         {t: tuple(slots) for t, slots in data.get("unpredicted", {}).items()},
     )
-    return {r.nodeid: r for r in results}, facts
+    return results, facts
