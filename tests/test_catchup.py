@@ -190,7 +190,7 @@ def test_a_second_catch_up_while_one_runs_is_refused(step):
 def test_a_lock_left_by_a_killed_catch_up_is_taken_over_after_ten_minutes(step):
     lock = step / catchup.LOCK
     lock.write_text("pid 1\n", encoding="utf-8")
-    old = lock.stat().st_mtime - catchup._Lock.STALE - 1
+    old = lock.stat().st_mtime - catchup.STALE - 1
     os.utime(lock, (old, old))  # a run killed (power cut, kill -9) eleven minutes ago
     catchup.catch_up(step, now=NOW)
     assert not lock.exists() and snapshot(step / "starter") == snapshot(step / "solution")
