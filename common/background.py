@@ -97,25 +97,17 @@ def prepare(step: str, root: Path) -> tuple[Path, list[Path]]:
     return folder, kept
 
 
-def port_is_free(port: int) -> bool:
-    """True if nothing listens on HOST:`port` (bound the way the server will bind it)."""
+def choose_port(preferred: int) -> tuple[int, str | None]:
+    """(`preferred`, None) if nothing listens on it, else (a free port, a line saying which)."""
     with socket.socket() as s:
         if os.name != "nt":  # as uvicorn does; on Windows the option would let two servers share
             s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            s.bind((HOST, port))
+            s.bind((HOST, preferred))
+            return preferred, None
         except OSError:
-            return False
-    return True
-
-
-def choose_port(preferred: int) -> tuple[int, str | None]:
-    """(`preferred`, None) if it is free, else (a free port, a line saying which)."""
-    if port_is_free(preferred):
-        return preferred, None
-    with socket.socket() as s:
-        s.bind((HOST, 0))  # the system picks a free port
-        port = s.getsockname()[1]
+            s.bind((HOST, 0))  # the system picks a free port
+            port = s.getsockname()[1]
     return port, f"port {preferred} is busy; using port {port} instead"
 
 
