@@ -178,18 +178,14 @@ def test_a_killed_backup_keeps_a_name_that_says_incomplete(step, monkeypatch):
     assert (backup / "mine.py").read_text(encoding="utf-8") == "# my own work\n"
 
 
-def test_a_second_catch_up_while_one_runs_is_refused(step):
-    (step / catchup.LOCK).write_text("pid 1\n", encoding="utf-8")
+@pytest.mark.process
+def test_a_second_catch_up_is_refused_until_the_lock_is_ten_minutes_old(step):
+    lock = step / catchup.LOCK
+    lock.write_text("pid 1\n", encoding="utf-8")
     before = snapshot(step / "starter")
     with pytest.raises(catchup.CatchUpError, match="another catch-up of .*step-99 is running"):
         catchup.catch_up(step, now=NOW)
-    assert snapshot(step / "starter") == before and (step / catchup.LOCK).exists()
-
-
-@pytest.mark.process
-def test_a_lock_left_by_a_killed_catch_up_is_taken_over_after_ten_minutes(step):
-    lock = step / catchup.LOCK
-    lock.write_text("pid 1\n", encoding="utf-8")
+    assert snapshot(step / "starter") == before and lock.exists()
     old = lock.stat().st_mtime - catchup.STALE - 1
     os.utime(lock, (old, old))  # a run killed (power cut, kill -9) eleven minutes ago
     catchup.catch_up(step, now=NOW)
@@ -197,13 +193,18 @@ def test_a_lock_left_by_a_killed_catch_up_is_taken_over_after_ten_minutes(step):
 
 
 @pytest.mark.process
-def test_a_run_killed_between_its_two_renames_is_recovered(step):
+def test_a_run_killed_between_its_two_renames_is_recovered_and_no_starter_claims_no_backup(step):
     (step / "starter").rename(step / catchup.OLD)  # the student's folder, moved aside
     backup, _ = catchup.catch_up(step, now=NOW)
     assert (backup / "mine.py").read_text(encoding="utf-8") == "# my own work\n"
-    assert not (step / catchup.OLD).exists() and catchup.caught_up(
-        step / "starter", step / "solution"
+    assert not (step / catchup.OLD).exists()
+    assert catchup.caught_up(step / "starter", step / "solution")
+    shutil.rmtree(step / "starter")
+    backup, message = catchup.catch_up(step, now=NOW)
+    assert (
+        backup is None and "saved" not in message and backups(step) == ["starter-20261129-080000"]
     )
+    assert (step / "starter" / "thing.py").is_file()
 
 
 def test_the_command_answers_a_refusal_in_one_line(step, monkeypatch, capsys):
@@ -266,14 +267,6 @@ def test_catch_up_backs_up_installs_and_never_overwrites_a_backup(step, monkeypa
     if shutil.which("git") and (REPO_ROOT / ".git").exists():  # and this .gitignore says so
         ignored = ["git", "check-ignore", "-q", "steps/lab-01/backups/starter-x/attention.py"]
         assert subprocess.run(ignored, cwd=REPO_ROOT).returncode == 0
-
-
-@pytest.mark.process
-def test_catch_up_without_a_starter_claims_no_backup(step):
-    shutil.rmtree(step / "starter")
-    backup, message = catchup.catch_up(step, now=NOW)
-    assert backup is None and "saved" not in message and backups(step) == []
-    assert (step / "starter" / "thing.py").is_file()
 
 
 @pytest.mark.process
