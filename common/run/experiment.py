@@ -197,9 +197,8 @@ def answers(run: Run, outcome: Outcome, quick: bool = False) -> list[predictions
         else:
             waits = outcome.waiting.get(e.name)
             why = f"TODO({waits}) not written" if waits else "its experiment did not run"
-            found.append(
-                predictions.Answer(s.key, s.what, None, waits=outcome.skipped.get(e.name, why))
-            )
+            why = outcome.skipped.get(e.name, why)
+            found.append(predictions.Answer(s.key, s.what, None, waits=why))
     return found
 
 
@@ -214,22 +213,12 @@ def execute(run: Run, args: argparse.Namespace) -> int:
     for b, text in outcome.blocks(run).values():
         print(b.title or f"({b.name})", text, sep="\n")
     folder = out_dir(run.step, args.out)
-    drawn = {  # a figure a later experiment draws again (with more in it) is drawn once, by it
-        f.name: (f, outcome.results[e.name])
-        for e in run.experiments
-        if e.name in outcome.results
-        for f in e.figures
-    }
-    for f, result in drawn.values():
+    ran = [(e, outcome.results[e.name]) for e in run.experiments if e.name in outcome.results]
+    # a figure a later experiment draws again (with more in it) is drawn once, by it
+    for f, result in {f.name: (f, r) for e, r in ran for f in e.figures}.values():
         print(f"wrote {f.draw(result, figure_path(folder, f.name, args.quick))}")
     print("", *predictions.report(run.step, answers(run, outcome, args.quick)), sep="\n")
-    fails = [
-        line
-        for e in run.experiments
-        if e.verdict and e.name in outcome.results
-        for line in [e.verdict(outcome.results[e.name], ctx)]
-        if line
-    ]
+    fails = [line for e, r in ran if e.verdict and (line := e.verdict(r, ctx))]
     for name, why in outcome.skipped.items():
         print(f"skipped {name}: {why}")
     for e in run.experiments:  # one line each: the experiment and its TODO (its prompt, if its own)
