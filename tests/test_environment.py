@@ -52,7 +52,7 @@ def test_pixi_and_requirements_pin_the_same_versions_and_torch_is_the_cpu_build(
     assert torch == {"version": "==2.15.0", "index": "https://download.pytorch.org/whl/cpu"}
 
 
-def test_both_paths_install_the_course_itself_editable():
+def test_both_paths_install_the_course_itself_editable_and_pip_from_the_lock():
     """So `common` imports from a step's folder too; pyproject.toml's build backend is pinned."""
     assert PIXI["pypi-dependencies"][envreport.PROJECT["name"]] == {"path": ".", "editable": True}
     pyproject = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))
@@ -61,6 +61,11 @@ def test_both_paths_install_the_course_itself_editable():
     ci = (REPO_ROOT / ".ci" / "run").read_text(encoding="utf-8")
     readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8").split("## Without pixi", 1)[1]
     assert f".venv/bin/{envreport.INSTALL}" in ci and readme.count(envreport.INSTALL) >= 2
+    # and the pip path installs from the hashed lock, not from the top-level pins
+    lock = r"^\.venv/bin/python -m pip install .*--require-hashes -r requirements\.lock$"
+    assert re.search(lock, ci, re.M) and "-r requirements.txt" not in ci
+    section = readme.split("\n## ", 1)[0]
+    assert "python -m pip install --require-hashes -r requirements.lock" in section
 
 
 def test_every_task_has_a_description():
@@ -111,17 +116,6 @@ def test_the_lock_pins_as_requirements_do_with_hashes_and_names_its_task():
         assert part in cmd
     assert cmd.endswith("-o requirements.lock") and "--python-version 3.12" in cmd
     assert "uv" in PINS  # the resolver is pinned like every other tool
-
-
-def test_ci_and_the_readme_install_the_pip_path_from_the_lock():
-    ci = (REPO_ROOT / ".ci" / "run").read_text(encoding="utf-8")
-    assert re.search(
-        r"^\.venv/bin/python -m pip install .*--require-hashes -r requirements\.lock$", ci, re.M
-    )
-    assert "-r requirements.txt" not in ci
-    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Without pixi", 1)[1].split("\n## ", 1)[0]
-    assert "python -m pip install --require-hashes -r requirements.lock" in section
 
 
 def test_pixi_lock_workflow_runs_the_pinned_pixi():
