@@ -79,7 +79,7 @@ def explain(exc: OSError, doing: str, path: Path | str) -> str:
 
 def _copy(src: Path, dst: Path, links: bool) -> None:
     """Copy the folder `src` to the new folder `dst` file by file; an OSError names the file.
-    links=True copies a link as a link (a backup keeps what was there); otherwise its target's bytes."""
+    links=True copies a link as a link (a backup keeps what was), else its target's bytes."""
     dst.mkdir(parents=True, exist_ok=True)
     for rel in sorted(source_files(src)):
         source, target = src / rel, dst / rel
