@@ -172,9 +172,7 @@ def test_the_browser_opens_a_busy_port_is_avoided_ctrl_c_stops_all_and_the_repo_
             port = int(re.search(r":(\d+)/", url)[1])
             assert note.strip() == f"port {taken} is busy; using port {port} instead"
             deadline = time.monotonic() + 30
-            while (
-                not (opened.exists() and opened.read_text("utf-8")) and time.monotonic() < deadline
-            ):
+            while not (opened.is_file() and opened.stat().st_size) and time.monotonic() < deadline:
                 time.sleep(0.2)
             assert opened.read_text(encoding="utf-8") == url  # the browser got the address
             with urllib.request.urlopen(url, timeout=10) as page:
