@@ -178,14 +178,18 @@ def test_a_killed_backup_keeps_a_name_that_says_incomplete(step, monkeypatch):
     assert (backup / "mine.py").read_text(encoding="utf-8") == "# my own work\n"
 
 
-@pytest.mark.process
-def test_a_second_catch_up_is_refused_until_the_lock_is_ten_minutes_old(step):
-    lock = step / catchup.LOCK
-    lock.write_text("pid 1\n", encoding="utf-8")
+def test_a_second_catch_up_while_one_runs_is_refused(step):
+    (step / catchup.LOCK).write_text("pid 1\n", encoding="utf-8")
     before = snapshot(step / "starter")
     with pytest.raises(catchup.CatchUpError, match="another catch-up of .*step-99 is running"):
         catchup.catch_up(step, now=NOW)
-    assert snapshot(step / "starter") == before and lock.exists()
+    assert snapshot(step / "starter") == before and (step / catchup.LOCK).exists()
+
+
+@pytest.mark.process  # a catch-up that goes ahead asks git about the reference
+def test_a_lock_left_by_a_killed_catch_up_is_taken_over_after_ten_minutes(step):
+    lock = step / catchup.LOCK
+    lock.write_text("pid 1\n", encoding="utf-8")
     old = lock.stat().st_mtime - catchup.STALE - 1
     os.utime(lock, (old, old))  # a run killed (power cut, kill -9) eleven minutes ago
     catchup.catch_up(step, now=NOW)
