@@ -1,6 +1,8 @@
-"""bench/: tiled attention agrees with naive attention and torch's SDPA; the README quotes the run."""
+"""bench/: tiled attention agrees with naive attention and torch's SDPA; the README quotes the run;
+the timing protocol it shares with the steps (common/run/timing.py) holds."""
 
 import json
+import logging
 import sys
 import time
 
@@ -213,6 +215,14 @@ def test_rounds_are_interleaved_and_one_thread_reads_its_own_cpu_clock():
     windows = sys.platform == "win32"  # its thread clock moves in ~15 ms steps: wall time there
     assert timing.clock(1)[0] is (time.perf_counter if windows else time.thread_time)
     assert timing.clock(2)[0] is time.perf_counter  # other threads' work: only the wall clock
+
+
+def test_torchs_cuda_home_warning_is_dropped_once_something_is_timed():
+    """cpp_extension, which torch.utils.benchmark imports, warns of CUDA_HOME on a CPU-only machine
+    (Step 6 printed it above its MFU): nothing is compiled, so only its errors are kept."""
+    timing._benchmark()
+    logger = logging.getLogger("torch.utils.cpp_extension")
+    assert not logger.isEnabledFor(logging.WARNING) and logger.isEnabledFor(logging.ERROR)
 
 
 def test_quick_bench_runs_end_to_end(tmp_path, capsys):
