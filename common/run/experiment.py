@@ -13,7 +13,7 @@ from typing import Any
 from common import counted, predictions, shown
 from common.docs import write_block
 from common.loader import load
-from common.run.figures import figure_path, out_dir
+from common.run.figures import out_dir
 from common.todos import optional, todo_in
 
 
@@ -213,10 +213,11 @@ def execute(run: Run, args: argparse.Namespace) -> int:
     for b, text in outcome.blocks(run).values():
         print(b.title or f"({b.name})", text, sep="\n")
     folder = out_dir(run.step, args.out)
+    quick = "_quick" if args.quick else ""  # a quick run's figures never overwrite the full run's
     ran = [(e, outcome.results[e.name]) for e in run.experiments if e.name in outcome.results]
     # a figure a later experiment draws again (with more in it) is drawn once, by it
     for f, result in {f.name: (f, r) for e, r in ran for f in e.figures}.values():
-        print(f"wrote {f.draw(result, figure_path(folder, f.name, args.quick))}")
+        print(f"wrote {f.draw(result, folder / f'{f.name}{quick}.png')}")
     print("", *predictions.report(run.step, answers(run, outcome, args.quick)), sep="\n")
     fails = [line for e, r in ran if e.verdict and (line := e.verdict(r, ctx))]
     for name, why in outcome.skipped.items():
