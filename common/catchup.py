@@ -118,10 +118,12 @@ def back_up(starter: Path, now: datetime | None = None) -> Path:
 def _leaving_link(starter: Path, step: Path) -> str | None:
     """A one-line refusal for a link in `starter` that leaves the step or loops back, else None."""
     inside = step.resolve()
-    candidates = [starter] + [starter / f for f in sorted(source_files(starter))]
-    for path in candidates:
-        if not path.is_symlink():
-            continue
+    links = [
+        p
+        for p in [starter, *(starter / f for f in sorted(source_files(starter)))]
+        if p.is_symlink()
+    ]
+    for path in links:
         target = path.resolve()
         loops = target.is_dir() and path.parent.resolve().is_relative_to(target)
         if loops or not target.is_relative_to(inside):
@@ -133,23 +135,19 @@ def _leaving_link(starter: Path, step: Path) -> str | None:
     return None
 
 
-def _missing_tracked(solution: Path) -> list[str]:
-    """Files git tracks in `solution` that are gone from the disk (none when git is not there)."""
-    git = ["git", "ls-files", "--deleted", "--", "."]
-    try:
-        done = subprocess.run(git, cwd=solution, capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.SubprocessError):
-        return []  # no git, or not a clone (a downloaded zip): the checks below still hold
-    return done.stdout.split() if done.returncode == 0 else []
-
-
 def check_reference(step: Path) -> None:
     """Refuse, before anything is touched, a reference solution that is missing, partial or unreadable."""
     solution = at(step).solution
     restore = f"restore it (git checkout -- {shown(solution)}, or a fresh download of the course)"
     if not solution.is_dir() or not source_files(solution):
         raise CatchUpError(f"{shown(solution)} is missing or empty: {restore}; nothing changed")
-    if missing := _missing_tracked(solution):
+    git = ["git", "ls-files", "--deleted", "--", "."]  # tracked files gone from the disk
+    try:
+        done = subprocess.run(git, cwd=solution, capture_output=True, text=True, timeout=30)
+        missing = done.stdout.split() if done.returncode == 0 else []
+    except (OSError, subprocess.SubprocessError):
+        missing = []  # no git, or not a clone (a downloaded zip): the checks below still hold
+    if missing:
         gone = shown(solution / missing[0])
         raise CatchUpError(f"{gone} is missing from the reference: {restore}; nothing changed")
     for rel in sorted(source_files(solution)):
