@@ -31,28 +31,17 @@ def mine(tmp_path, monkeypatch):
     return tmp_path / "s" / "starter" / predictions.FILE
 
 
-def test_every_step_with_a_predict_then_run_prompt_has_its_slots():
+def test_each_step_ships_an_empty_template_in_its_starter_and_its_run_answers_every_slot():
+    """Every slot empty; the starter's copy the generator's; the run's declared slots the template's
+    keys, in its order."""
     assert STEPS == ["lab-01", "step-04", "step-05", "step-06", "lab-02"]
     for step in STEPS:
-        template = tomllib.loads(predictions.path(step, "solution").read_text(encoding="utf-8"))
-        assert template and set(template.values()) == {predictions.EMPTY}, step  # all empty
-
-
-def test_each_run_answers_exactly_the_slots_of_its_template():
-    """The slots a step's run.py answers are its template's keys, in its order (no part run)."""
-    runs = {step: load_file(runnable()[step]) for step in STEPS}
-    declared = {  # the one step shape: the slots are in the declaration
-        step: [s.key for e in run.RUN.experiments for s in e.slots] for step, run in runs.items()
-    }
-    for step, keys in declared.items():
-        assert keys == predictions.slots(step), step
-
-
-def test_the_generator_ships_the_empty_template_in_the_starter():
-    for step in STEPS:
-        made = starters(STEPS_DIR / step)
-        template = predictions.path(step, "solution").read_text(encoding="utf-8")
-        assert made[STEPS_DIR / step / "starter" / predictions.FILE] == template
+        text = predictions.path(step, "solution").read_text(encoding="utf-8")
+        template = tomllib.loads(text)
+        assert template and set(template.values()) == {predictions.EMPTY}, step
+        assert starters(STEPS_DIR / step)[STEPS_DIR / step / "starter" / predictions.FILE] == text
+        run = load_file(runnable()[step]).RUN
+        assert [s.key for e in run.experiments for s in e.slots] == list(template), step
 
 
 @pytest.mark.parametrize(
