@@ -5,11 +5,9 @@
     python -m common.background --write-docs          # maintainers: copy what each topic prints
                                                       # into its step's handout
 
-A topic is one marimo notebook, `steps/<step>/background/NN_name.py`: `python NN_name.py` runs it
-as a plain script and prints what the handout shows; the server opens it as editable cells run by
-this very interpreter, so they import the environment's torch. The server works on copies under
-out/background/<step>/, so editing a cell never changes the repository, and marimo's caches
-(`__marimo__/`) land there too.
+A topic is one marimo notebook, `steps/<step>/background/NN_name.py`, that also runs as a script
+printing what the handout shows. The server (this interpreter, so the environment's torch) edits
+copies under out/background/<step>/: a cell edited never changes the repository.
 """
 
 import argparse
@@ -84,11 +82,8 @@ def write_docs(step: str, readme: Path | None = None) -> list[str]:
 
 
 def prepare(step: str, root: Path) -> tuple[Path, list[Path]]:
-    """Copy the step's topics into `root`/<step>/; return (that folder, the edited copies kept).
-
-    A copy that differs from its topic holds the student's own edits (marimo saves them there),
-    so it is kept, never overwritten; deleting it brings the course's version back.
-    """
+    """Copy the step's topics into `root`/<step>/; return (that folder, the edited copies kept:
+    one that differs from its topic holds the student's edits, so it is never overwritten)."""
     folder = root / step
     folder.mkdir(parents=True, exist_ok=True)
     (root / "pyproject.toml").write_text(MARIMO_CONFIG, encoding="utf-8")
@@ -102,47 +97,29 @@ def prepare(step: str, root: Path) -> tuple[Path, list[Path]]:
     return folder, kept
 
 
-def port_is_free(port: int) -> bool:
-    """True if nothing listens on HOST:`port` (bound the way the server will bind it)."""
+def choose_port(preferred: int) -> tuple[int, str | None]:
+    """(`preferred`, None) if nothing listens on it, else (a free port, a line saying which)."""
     with socket.socket() as s:
         if os.name != "nt":  # as uvicorn does; on Windows the option would let two servers share
             s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            s.bind((HOST, port))
+            s.bind((HOST, preferred))
+            return preferred, None
         except OSError:
-            return False
-    return True
-
-
-def choose_port(preferred: int) -> tuple[int, str | None]:
-    """(`preferred`, None) if it is free, else (a free port, a line saying which)."""
-    if port_is_free(preferred):
-        return preferred, None
-    with socket.socket() as s:
-        s.bind((HOST, 0))  # the system picks a free port
-        port = s.getsockname()[1]
+            s.bind((HOST, 0))  # the system picks a free port
+            port = s.getsockname()[1]
     return port, f"port {preferred} is busy; using port {port} instead"
 
 
 def start(folder: Path, port: int, token: str) -> subprocess.Popen:
     """Start `marimo edit` on `folder` with this interpreter, in its own process group."""
-    cmd = [
-        sys.executable,
-        "-m",
-        "marimo",
-        "--quiet",
-        "--yes",
-        "--log-level",
-        "error",
-        "edit",
-        str(folder),
-    ]
-    cmd += ["--headless", "--host", HOST, "--port", str(port), "--skip-update-check"]
+    cmd = [sys.executable, "-m", "marimo", *"--quiet --yes --log-level error edit".split()]
+    cmd += [str(folder), "--headless", "--host", HOST, "--port", str(port), "--skip-update-check"]
     cmd += ["--no-sandbox", "--token-password-file", "-"]  # the token is not on the command line
     # Its own process group: the terminal's Ctrl-C reaches only this process, which then stops
     # the server and the kernels it started, and waits for them.
-    group = {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP} if os.name == "nt" else {}
-    group = group or {"process_group": 0}
+    nt = os.name == "nt"
+    group = {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP} if nt else {"process_group": 0}
     proc = subprocess.Popen(cmd, cwd=folder, stdin=subprocess.PIPE, text=True, **group)
     proc.stdin.write(token)
     proc.stdin.close()  # stdin is then no terminal: marimo quits on SIGINT without asking
@@ -229,29 +206,22 @@ def main(argv: list[str] | None = None) -> int:
         description="Serve a step's Python background as live notebooks on localhost.",
     )
     parser.add_argument("step", nargs="?", help="the step, e.g. step-04")
-    parser.add_argument(
-        "--port", type=port_number, default=DEFAULT_PORT, help="default: %(default)s"
-    )
+    parser.add_argument("--port", type=port_number, default=DEFAULT_PORT, help="default: 2718")
     parser.add_argument("--no-browser", action="store_true", help="do not open a browser")
-    parser.add_argument(
-        "--workspace",
-        type=Path,
-        default=OUT_DIR / "background",
-        help="where the copies live (default: out/background)",
-    )
+    where = "where the copies live (default: out/background)"
+    parser.add_argument("--workspace", type=Path, default=OUT_DIR / "background", help=where)
     parser.add_argument("--write-docs", action="store_true", help="rewrite the handouts' blocks")
     args = parser.parse_args(argv)
     steps = [args.step] if args.step else steps_with_background()
     if args.step not in steps_with_background() and not (args.write_docs and not args.step):
         what = f"no Python background for {args.step!r}" if args.step else "name a step"
-        parser.exit(
-            2, f"background: {what}; steps with one: {', '.join(steps_with_background())}\n"
-        )
+        with_one = ", ".join(steps_with_background())
+        parser.exit(2, f"background: {what}; steps with one: {with_one}\n")
     if args.write_docs:
         for step in steps:
-            changed = write_docs(step)
+            changed = ", ".join(write_docs(step))
             print(
-                f"{step}/README.md: rewrote {', '.join(changed)}"
+                f"{step}/README.md: rewrote {changed}"
                 if changed
                 else f"{step}/README.md up to date"
             )

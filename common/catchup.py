@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
@@ -39,9 +40,7 @@ def source_files(folder: Path) -> set[Path]:
 
 
 def caught_up(starter: Path, solution: Path) -> bool:
-    """True when the starter holds exactly the solution's files, and the solution has some.
-
-    The files of KEPT (the student's predictions) are the student's whatever they hold."""
+    """True when the starter holds exactly the solution's files (KEPT aside), and it has some."""
     files = source_files(solution) - set(KEPT)
     return (
         bool(files)
@@ -51,8 +50,7 @@ def caught_up(starter: Path, solution: Path) -> bool:
 
 
 def _keep(starter: Path, new: Path) -> list[Path]:
-    """Copy the student's KEPT files from `starter` over the staged copy `new`; return those that
-    differ from the solution's (the ones worth saying were kept)."""
+    """Copy the student's KEPT files over the staged copy `new`; return those not the template."""
     kept = []
     for rel in KEPT:
         mine = starter / rel
@@ -62,9 +60,7 @@ def _keep(starter: Path, new: Path) -> list[Path]:
             try:
                 shutil.copyfile(mine, new / rel)
             except OSError as exc:
-                raise CatchUpError(
-                    explain(exc, "keep", mine) + " (your starter is unchanged)"
-                ) from exc
+                raise CatchUpError(explain(exc, "keep", mine)) from exc
             kept.append(mine)
     return kept
 
@@ -83,39 +79,25 @@ def explain(exc: OSError, doing: str, path: Path | str) -> str:
 
 def _copy(src: Path, dst: Path, links: bool) -> None:
     """Copy the folder `src` to the new folder `dst` file by file; an OSError names the file.
-
-    links=True copies a link as a link (a backup keeps what was there); otherwise its target's bytes.
-    """
-    for root, dirs, files in os.walk(src):
-        dirs[:] = [d for d in dirs if not _skipped(d)]
-        here = dst / Path(root).relative_to(src)
+    links=True copies a link as a link (a backup keeps what was), else its target's bytes."""
+    dst.mkdir(parents=True, exist_ok=True)
+    for rel in sorted(source_files(src)):
+        source, target = src / rel, dst / rel
         try:
-            here.mkdir(parents=True, exist_ok=True)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if links and source.is_symlink():
+                target.symlink_to(os.readlink(source), target_is_directory=source.is_dir())
+            else:
+                shutil.copyfile(source, target)
         except OSError as exc:
-            raise CatchUpError(explain(exc, "create the folder", here)) from exc
-        linked = [d for d in dirs if os.path.islink(os.path.join(root, d))]
-        dirs[:] = [d for d in dirs if d not in linked]
-        for name in [*files, *linked]:
-            if _skipped(name):
-                continue
-            source, target = Path(root) / name, here / name
-            try:
-                if links and source.is_symlink():
-                    target.symlink_to(os.readlink(source), target_is_directory=source.is_dir())
-                else:
-                    shutil.copyfile(source, target)
-            except OSError as exc:
-                failed = exc.filename if exc.filename else source  # the side that failed
-                doing = "read" if str(failed) == str(source) else "write"
-                raise CatchUpError(explain(exc, doing, failed)) from exc
+            failed = exc.filename or source  # the side that failed
+            doing = "read" if str(failed) == str(source) else "write"
+            raise CatchUpError(explain(exc, doing, failed)) from exc
 
 
 def back_up(starter: Path, now: datetime | None = None) -> Path:
-    """Copy `starter` to a fresh `backups/starter-<timestamp>` folder beside it; return that.
-
-    The copy is written under a name ending in -incomplete and renamed once every file is in it,
-    so a backup without that ending is whole. A failed copy is removed; a killed one keeps the name.
-    """
+    """Copy `starter` to a fresh `backups/starter-<timestamp>` beside it, named -incomplete until
+    whole (a killed copy keeps that name, a failed one is removed); return it."""
     base = starter.parent / "backups" / f"starter-{now or datetime.now():%Y%m%d-%H%M%S}"
     path, n = base, 1
     while path.exists() or path.with_name(path.name + INCOMPLETE).exists():
@@ -136,10 +118,12 @@ def back_up(starter: Path, now: datetime | None = None) -> Path:
 def _leaving_link(starter: Path, step: Path) -> str | None:
     """A one-line refusal for a link in `starter` that leaves the step or loops back, else None."""
     inside = step.resolve()
-    candidates = [starter] + [starter / f for f in sorted(source_files(starter))]
-    for path in candidates:
-        if not path.is_symlink():
-            continue
+    links = [
+        p
+        for p in [starter, *(starter / f for f in sorted(source_files(starter)))]
+        if p.is_symlink()
+    ]
+    for path in links:
         target = path.resolve()
         loops = target.is_dir() and path.parent.resolve().is_relative_to(target)
         if loops or not target.is_relative_to(inside):
@@ -151,28 +135,19 @@ def _leaving_link(starter: Path, step: Path) -> str | None:
     return None
 
 
-def _missing_tracked(solution: Path) -> list[str]:
-    """Files git tracks in `solution` that are gone from the disk (none when git is not there)."""
-    try:
-        done = subprocess.run(
-            ["git", "ls-files", "--deleted", "--", "."],
-            cwd=solution,
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return []  # no git, or not a clone (a downloaded zip): the checks below still hold
-    return done.stdout.split() if done.returncode == 0 else []
-
-
 def check_reference(step: Path) -> None:
     """Refuse, before anything is touched, a reference solution that is missing, partial or unreadable."""
     solution = at(step).solution
     restore = f"restore it (git checkout -- {shown(solution)}, or a fresh download of the course)"
     if not solution.is_dir() or not source_files(solution):
         raise CatchUpError(f"{shown(solution)} is missing or empty: {restore}; nothing changed")
-    if missing := _missing_tracked(solution):
+    git = ["git", "ls-files", "--deleted", "--", "."]  # tracked files gone from the disk
+    try:
+        done = subprocess.run(git, cwd=solution, capture_output=True, text=True, timeout=30)
+        missing = done.stdout.split() if done.returncode == 0 else []
+    except (OSError, subprocess.SubprocessError):
+        missing = []  # no git, or not a clone (a downloaded zip): the checks below still hold
+    if missing:
         gone = shown(solution / missing[0])
         raise CatchUpError(f"{gone} is missing from the reference: {restore}; nothing changed")
     for rel in sorted(source_files(solution)):
@@ -188,48 +163,46 @@ def check_reference(step: Path) -> None:
             ) from exc
 
 
-class _Lock:
+STALE = 600  # seconds: a catch-up takes a second or two, so an older lock is a killed run's
+
+
+@contextmanager
+def _locked(step: Path):
     """Only one catch-up per step at a time: a file made with O_EXCL (atomic on every OS)."""
-
-    STALE = 600  # seconds: a catch-up takes a second or two, so an older lock is a killed run's
-
-    def __init__(self, step: Path):
-        self.path = step / LOCK
-
-    def __enter__(self):
-        try:
-            fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-        except FileExistsError:
-            made = self.path.stat().st_mtime
-            if datetime.now().timestamp() - made > self.STALE:
-                self.path.unlink(missing_ok=True)  # left by a run that was killed: take it over
-                return self.__enter__()
-            since = datetime.fromtimestamp(made).strftime("%H:%M:%S")
+    path = step / LOCK
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        made = path.stat().st_mtime
+        if datetime.now().timestamp() - made > STALE:
+            path.unlink(missing_ok=True)  # left by a run that was killed: take it over
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        else:
             raise CatchUpError(
-                f"another catch-up of {shown(self.path.parent)} is running ({shown(self.path)} exists, "
-                f"made at {since}): wait for it to finish; if none is running, delete that file (after {self.STALE // 60} minutes the next run does) and run the command again"
+                f"another catch-up of {shown(step)} is running ({shown(path)} exists, made at "
+                f"{datetime.fromtimestamp(made):%H:%M:%S}): wait for it to finish; if none is "
+                f"running, delete that file (after {STALE // 60} minutes the next run does) and "
+                "run the command again"
             ) from None
-        except OSError as exc:
-            raise CatchUpError(explain(exc, "create", self.path) + " (nothing changed)") from exc
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(f"pid {os.getpid()}\n")
-        return self
-
-    def __exit__(self, *exc):
-        self.path.unlink(missing_ok=True)
+    except OSError as exc:
+        raise CatchUpError(explain(exc, "create", path) + " (nothing changed)") from exc
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(f"pid {os.getpid()}\n")
+    try:
+        yield
+    finally:
+        path.unlink(missing_ok=True)
 
 
 def _swap(step: Path) -> None:
     """Put the staged starter (.starter-new) in place of starter/, by two renames."""
     starter, new, old = step / "starter", step / NEW, step / OLD
-    moved = False
     try:
         if starter.exists():
             starter.rename(old)
-            moved = True
         new.rename(starter)
     except OSError as exc:
-        if moved and not starter.exists():
+        if old.exists() and not starter.exists():  # old/ was cleared before: this run moved it
             old.rename(starter)  # put the student's folder back as it was
         shutil.rmtree(new, ignore_errors=True)
         raise CatchUpError(
@@ -239,13 +212,12 @@ def _swap(step: Path) -> None:
 
 
 def catch_up(step: Path, now: datetime | None = None) -> tuple[Path | None, str]:
-    """Replace the starter of the step folder `step` by its solution; return (backup or None, message).
-
-    Raises CatchUpError (one line) and leaves the starter as it was when anything goes wrong."""
+    """Replace the step's starter by its solution; return (backup or None, message).
+    Anything wrong raises CatchUpError (one line) and leaves the starter as it was."""
     layout = at(step)
     starter, solution = layout.starter, layout.solution
     rel = shown(starter)
-    with _Lock(step):
+    with _locked(step):
         if not starter.exists() and (step / OLD).is_dir():  # a run killed between its two renames
             (step / OLD).rename(starter)
         for leftover in (step / NEW, step / OLD):  # a copy of the solution, or backed-up work

@@ -72,11 +72,8 @@ def machine(threads: int | None = None) -> str:
 
 
 def report() -> str:
-    """A short multi-line description of the machine the numbers were produced on.
-
-    The cpu line names the instruction set torch dispatches its kernels to (AVX2, AVX512, ...):
-    another one sums in another order, which moves a float32 result by a rounding unit or two.
-    """
+    """The machine the numbers were produced on, and the instruction set torch dispatches to
+    (another one sums in another order: a float32 result moves by a rounding unit or two)."""
     build = f"CUDA {torch.version.cuda}" if torch.version.cuda else "CPU"
     device = "CUDA available" if torch.cuda.is_available() else "CPU only"
     return (

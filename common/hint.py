@@ -48,8 +48,7 @@ def starter_print(step: str) -> str:
 
 
 def keep_check(step: str, record: dict) -> None:
-    """Keep the check's own record of the step (its --check-json entry, with the TODO it named
-    Next), with the starter it checked; the check writes it once, after its screen."""
+    """Keep the check's record of the step (the TODO it named Next) with the starter it checked."""
     try:
         write_json(check_file(step), {**record, "starter": starter_print(step)})
     except OSError:
@@ -72,8 +71,8 @@ def first_open(step: str, regions: dict) -> str | None:
 
 
 def pick(step: str, regions: dict, asked: str | None, named: str | None = None) -> str | None:
-    """The TODO to help with: the one named by --todo (an id or a task number), else the one the
-    check named Next (while the starter is as it checked it), else the first open."""
+    """The TODO to help with: --todo's (an id or a task number), else the check's Next, else the
+    first open."""
     if asked:
         match = [t for t in regions if asked == t or todos.split_id(t)[1].split()[-1] == asked]
         return match[0] if match else None
@@ -115,19 +114,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.step}: no hint levels recorded any more")
         return 0
     if args.used:
-        for todo in regions:
-            used = state.get(todo, 0)
-            shown_as = "the reference lines" if used > LEVELS else f"{used} of {LEVELS} hints"
-            print(f"TODO({todo}): {shown_as}")
+        for todo, used in ((t, state.get(t, 0)) for t in regions):
+            print(
+                f"TODO({todo}): "
+                + ("the reference lines" if used > LEVELS else f"{used} of {LEVELS} hints")
+            )
         return 0
     named = checks_next(args.step, path.with_suffix(".next.json") if args.state else None)
     todo = pick(args.step, regions, args.todo, named)
     if todo is None:
-        print(
-            f"no such TODO in {args.step}: {args.todo}"
-            if args.todo
-            else f"{args.step}: every TODO is written; ask about one with {again} --todo N"
-        )
+        written = f"{args.step}: every TODO is written; ask about one with {again} --todo N"
+        print(f"no such TODO in {args.step}: {args.todo}" if args.todo else written)
         return 1 if args.todo else 0
     level = LEVELS + 1 if args.solution else min(state.get(todo, 0) + 1, LEVELS + 1)
     file = shown(regions[todo].file).replace("/solution/", "/starter/")

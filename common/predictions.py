@@ -1,7 +1,6 @@
 """Predictions the student writes before a run (starter/predictions.toml): the run answers, nothing grades.
 
-The protocol: CONTRIBUTING.md, "Predictions".
-"""
+The protocol: CONTRIBUTING.md, "Predictions"."""
 
 import tomllib
 from dataclasses import dataclass
@@ -34,9 +33,7 @@ def path(step: str, impl: str = "starter") -> Path:
 def slots(step: str) -> list[str]:
     """The slots a step offers: the keys of its template, in order (none without a template)."""
     template = path(step, "solution")
-    if not template.is_file():
-        return []
-    return list(tomllib.loads(template.read_text(encoding="utf-8")))
+    return list(tomllib.loads(template.read_text(encoding="utf-8"))) if template.is_file() else []
 
 
 def read(step: str) -> tuple[dict, str | None]:
@@ -52,8 +49,8 @@ def read(step: str) -> tuple[dict, str | None]:
 
 
 def written(value) -> bool:
-    """Is a slot filled in? An empty string (or only spaces) is not."""
-    return not (isinstance(value, str) and not value.strip())
+    """Is a slot filled in? A missing one or an empty string (or only spaces) is not."""
+    return value is not None and not (isinstance(value, str) and not value.strip())
 
 
 def _number(value) -> float | None:
@@ -104,18 +101,16 @@ def report(step: str, answers: list[Answer]) -> list[str]:
     lines = [f"Your predictions ({shown(path(step))}) and what this run measured:"]
     if problem:
         lines.append(f"  {problem}")
-    lines += [f"  {a.key}, {a.what}: {compare(mine.get(a.key, EMPTY), a)}" for a in answers]
+    lines += [f"  {a.key}, {a.what}: {compare(mine.get(a.key), a)}" for a in answers]
     lines.append("  (your own record: nothing grades a prediction)")
     return lines
 
 
 def unpredicted(step: str, todos: list[str]) -> dict[str, tuple[str, ...]]:
-    """TODO id -> the slots its step.toml [predictions] asks for before it that are still empty
-    in the student's file (a TODO with none, or all written, is left out)."""
+    """TODO id -> the slots step.toml [predictions] asks before it still empty (none: left out)."""
     asked, (mine, _) = course_step(step).predictions, read(step)
     empty = {
-        t: [s for s in asked.get(split_id(t)[1], []) if not written(mine.get(s, EMPTY))]
-        for t in todos
+        t: [s for s in asked.get(split_id(t)[1], []) if not written(mine.get(s))] for t in todos
     }
     return {t: tuple(slots) for t, slots in empty.items() if slots}
 
@@ -125,4 +120,4 @@ def progress_note(step: str) -> str:
     if not (keys := slots(step)):
         return ""
     mine, _ = read(step)
-    return f"; predictions written: {sum(written(mine.get(k, EMPTY)) for k in keys)} of {len(keys)}"
+    return f"; predictions written: {sum(written(mine.get(k)) for k in keys)} of {len(keys)}"

@@ -49,9 +49,10 @@ def run_check(folder: Path, extra: list[str]) -> str:
     width = shutil.get_terminal_size((100, 40)).columns
     env = os.environ | {"COLUMNS": str(width), "PYTHONIOENCODING": "utf-8"}
     # its own process group: Ctrl-C in the terminal reaches the watcher alone, which stops it
+    nt = os.name == "nt"
     group = (
         {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}
-        if os.name == "nt"
+        if nt
         else {"start_new_session": True}
     )
     child = subprocess.Popen(
@@ -86,20 +87,15 @@ def draw(step: str, folder: Path, extra: list[str], why: str) -> None:
 
 def changed(starter: Path, changes) -> list[str]:
     """The names of the starter's own files among watchfiles' changes (caches and backups left out)."""
-    names = []
-    for _, raw in changes:
-        path = Path(raw)
-        if path.suffix in WATCHED and "__pycache__" not in path.parts:
-            names.append(path.name)
-    return sorted(set(names))
+    paths = [Path(raw) for _, raw in changes]
+    return sorted({p.name for p in paths if p.suffix in WATCHED and "__pycache__" not in p.parts})
 
 
 def watch(step: str, extra: list[str], poll: bool = False) -> int:
     """Draw the check now, then again after each burst of saves, until Ctrl-C (exit 0)."""
     from watchfiles import watch as changes_of  # imported here: --help and a bad step need none
 
-    folder = course_step(step).folder
-    starter = course_step(step).starter
+    folder, starter = course_step(step).folder, course_step(step).starter
     if not starter.is_dir():
         catch_up = command(f"pixi run catch-up {step}", f"python -m common.catchup {step}")
         print(f"{shown(starter)} is missing: restore it with git, or {catch_up}")
@@ -109,14 +105,11 @@ def watch(step: str, extra: list[str], poll: bool = False) -> int:
     signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         draw(step, folder, extra, "started")
-        for batch in changes_of(
-            starter, step=STEP_MS, force_polling=poll or None, raise_interrupt=True
-        ):
+        for batch in changes_of(starter, step=STEP_MS, force_polling=poll or None):
             if names := changed(starter, batch):
                 draw(step, folder, extra, f"{', '.join(names)} saved")
     except KeyboardInterrupt:
         print(f"\nStopped watching {shown(starter)}.")
-        return 0
     return 0
 
 

@@ -14,22 +14,19 @@ from pathlib import Path
 
 from common import REPO_ROOT
 
+TEXT = dict(capture_output=True, text=True, check=True)
+
 
 def repo_state() -> tuple[str, str]:
     """git's view of the working tree: changed and untracked files, and ignored ones outside out/."""
 
-    def git(*args: str) -> str:
-        return subprocess.run(
-            ["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, check=True
-        ).stdout
+    def git(*args: str) -> list[str]:
+        done = subprocess.run(["git", "status", "--porcelain", *args], cwd=REPO_ROOT, **TEXT)
+        return done.stdout.splitlines()
 
-    ignored = git("status", "--porcelain", "--ignored=matching", "--untracked-files=all")
-    keep = [
-        line
-        for line in ignored.splitlines()
-        if line.startswith("!!") and not re.search(r"(^!! out/|__pycache__|\.pyc$|_cache/)", line)
-    ]
-    return git("status", "--porcelain"), "\n".join(sorted(keep))
+    made = [line for line in git("--ignored=matching", "--untracked-files=all") if line[:2] == "!!"]
+    outside = r"(^!! out/|__pycache__|\.pyc$|_cache/)"  # what every run makes, out/ included
+    return "\n".join(git()), "\n".join(sorted(x for x in made if not re.search(outside, x)))
 
 
 class Server:
@@ -72,9 +69,7 @@ class Server:
     def url(self) -> str:
         return re.search(r"(http://\S+)", self.wait_for("is live at"))[1]
 
-    # The server gives marimo STOP_TIMEOUT (15 s) before it kills it; with a load average of 8 on
-    # 2 cores a clean-clone CI run once waited here more than 30 s in all, so allow 60.
-    def interrupt(self, timeout: float = 60) -> int:
+    def interrupt(self, timeout: float = 60) -> int:  # a busy CI machine once took over 30 s
         """Ctrl-C, as the terminal sends it; the exit code."""
         self.proc.send_signal(signal.SIGINT)
         return self.proc.wait(timeout)
@@ -83,10 +78,8 @@ class Server:
         """Whatever happened, leave no process behind: the wrapper, the server, its kernels."""
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGINT)
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                pass
         for pid in session_processes(self.proc.pid) if Path("/proc").is_dir() else []:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)

@@ -18,15 +18,8 @@ from tests.background_server import Server, repo_state, session_processes
 CHROMIUM = Path("/usr/bin/chromium")  # Debian's package; `.ci/run` installs it
 SCREENSHOT = OUT_DIR / "test-background" / "step-04.png"
 # Chromium on a closed network: no sandbox as root, and none of its own calls home.
-FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+FLAGS = "--no-sandbox --disable-gpu --disable-quic --no-first-run --disable-sync".split()
+FLAGS += ["--disable-background-networking", "--disable-component-update"]
 TOPIC = "02_embedding_buffers.py"  # its cells import torch
 EDIT = 'print("edited:", torch.arange(4).sum().item())'
 WAIT_MS = 60_000  # for the kernel to start (it imports torch) and the cells to run
@@ -36,6 +29,14 @@ playwright = pytest.importorskip("playwright.sync_api", reason="playwright is no
 
 def local(url: str, port: int) -> bool:
     return re.match(rf"(http|ws)://(127\.0\.0\.1|localhost):{port}(/|$)", url) is not None
+
+
+def until(page, read, done):
+    """read() once done(it) holds, or as it is after WAIT_MS (Playwright keeps routing meanwhile)."""
+    deadline = time.monotonic() + WAIT_MS / 1000
+    while not done(value := read()) and time.monotonic() < deadline:
+        page.wait_for_timeout(500)  # not time.sleep: Playwright must keep routing requests
+    return value
 
 
 @pytest.mark.process
@@ -87,14 +88,8 @@ def test_step_04_background_runs_and_edits_in_a_browser_offline(tmp_path):
             n_cells = source.count("\n@app.cell") + ("\nwith app.setup:" in source)
             cells = page.locator("[data-cell-id]")
             expected = background.output(background.STEPS_DIR / "step-04" / "background" / TOPIC)
-            deadline = time.monotonic() + WAIT_MS / 1000
-            while time.monotonic() < deadline:
-                printed = "".join(
-                    page.locator('[data-testid="console-output-area"]').all_inner_texts()
-                )
-                if printed == expected:
-                    break
-                page.wait_for_timeout(500)  # not time.sleep: Playwright must keep routing requests
+            outputs = page.locator('[data-testid="console-output-area"]')
+            printed = until(page, lambda: "".join(outputs.all_inner_texts()), expected.__eq__)
             assert cells.count() == n_cells
             assert printed == expected, (
                 f"the cells printed:\n{printed}\nthe script prints:\n{expected}"
@@ -116,10 +111,7 @@ def test_step_04_background_runs_and_edits_in_a_browser_offline(tmp_path):
             # Ctrl-S saves the edit to the copy marimo serves, not to the repository
             page.keyboard.press("Control+s")
             copy = tmp_path / "workspace" / "step-04" / TOPIC
-            deadline = time.monotonic() + 15
-            while EDIT not in copy.read_text("utf-8") and time.monotonic() < deadline:
-                page.wait_for_timeout(500)
-            assert EDIT in copy.read_text("utf-8")
+            assert EDIT in until(page, lambda: copy.read_text("utf-8"), lambda text: EDIT in text)
             context.close()
         assert server.interrupt() == 0
     finally:

@@ -73,34 +73,11 @@ def test_a_reference_that_lost_a_tracked_file_is_refused(step):
     assert "solution/extra.py is missing from the reference" in refused(step)
 
 
-@pytest.mark.process
-def test_a_reference_that_does_not_compile_is_refused(step):
-    (step / "solution" / "thing.py").write_text("def f(:\n", encoding="utf-8")
-    assert "thing.py does not compile (SyntaxError)" in refused(step)
-
-
 def link(path: Path, target: Path | str) -> None:
     try:
         path.symlink_to(target, target_is_directory=True)
     except OSError:  # Windows without developer mode makes no links
         pytest.skip("this system does not let us make a symbolic link")
-
-
-@pytest.mark.process
-def test_a_link_back_up_the_tree_is_refused_not_copied_forever(step):
-    link(step / "starter" / "up", "..")
-    message = refused(step)
-    assert (
-        "starter/up is a link to " in message and "a folder that holds the link itself" in message
-    )
-    assert "delete that link" in message and backups(step) == []
-
-
-@pytest.mark.process
-def test_a_link_out_of_the_step_is_refused(step, tmp_path):
-    (tmp_path / "elsewhere").mkdir()
-    link(step / "starter" / "data", tmp_path / "elsewhere")
-    assert "starter/data is a link to " in refused(step) and "outside the step" in refused(step)
 
 
 def failing_copy(monkeypatch, error: OSError, after: int = 1):
@@ -117,12 +94,71 @@ def failing_copy(monkeypatch, error: OSError, after: int = 1):
     monkeypatch.setattr(shutil, "copyfile", copyfile)
 
 
+def elsewhere(step: Path) -> Path:
+    """A folder beside the step."""
+    (step.parent / "elsewhere").mkdir()
+    return step.parent / "elsewhere"
+
+
+def held_open():
+    error = PermissionError(errno.EACCES, "The process cannot access the file")
+    error.winerror = 32  # what Windows sets for a file another process has open
+    return error
+
+
+def failing_swap(monkeypatch):
+    real = Path.rename
+
+    def rename(self, target):
+        if self.name == catchup.NEW:  # the staged folder cannot take the starter's place
+            raise PermissionError(errno.EACCES, "Permission denied", str(target))
+        return real(self, target)
+
+    monkeypatch.setattr(Path, "rename", rename)
+
+
+# what goes wrong -> (what the one line says, what it must not say)
+REFUSALS = {
+    "no-compile": (
+        lambda step, mp: (step / "solution" / "thing.py").write_text("def f(:\n", encoding="utf-8"),
+        ["thing.py does not compile (SyntaxError)"],
+    ),
+    "link-up": (
+        lambda step, mp: link(step / "starter" / "up", ".."),
+        ["starter/up is a link to ", "a folder that holds the link itself", "delete that link"],
+    ),
+    "link-out": (
+        lambda step, mp: link(step / "starter" / "data", elsewhere(step)),
+        ["starter/data is a link to ", "outside the step"],
+    ),
+    "disk-full": (
+        lambda step, mp: failing_copy(mp, OSError(errno.ENOSPC, "No space left on device")),
+        ["the disk is full; free some space and run the command again", "starter is unchanged"],
+    ),
+    "unreadable": (
+        lambda step, mp: failing_copy(mp, PermissionError(errno.EACCES, "Denied"), after=0),
+        ["could not read ", "permission denied; give yourself read and"],
+    ),
+    "held-open": (
+        lambda step, mp: failing_copy(mp, held_open(), after=0),
+        ["another program has it open; close editors or terminals"],
+    ),
+    "swap": (
+        lambda step, mp: failing_swap(mp),
+        ["could not replace ", "(your starter is unchanged)"],
+    ),
+}
+
+
 @pytest.mark.process
-def test_a_full_disk_leaves_no_backup_that_looks_whole(step, monkeypatch):
-    failing_copy(monkeypatch, OSError(errno.ENOSPC, "No space left on device"))
+@pytest.mark.parametrize("case", REFUSALS)
+def test_a_refusal_is_one_line_and_leaves_no_backup_that_looks_whole(case, step, monkeypatch):
+    make, said = REFUSALS[case]
+    make(step, monkeypatch)
     message = refused(step)
-    assert "the disk is full; free some space and run the command again" in message
-    assert "your starter is unchanged" in message and backups(step) == []
+    assert all(part in message for part in said), message
+    assert "close editors" not in message or case == "held-open", message
+    assert backups(step) == ([] if case != "swap" else ["starter-20261129-080000"])
 
 
 @pytest.mark.process
@@ -142,22 +178,6 @@ def test_a_killed_backup_keeps_a_name_that_says_incomplete(step, monkeypatch):
     assert (backup / "mine.py").read_text(encoding="utf-8") == "# my own work\n"
 
 
-@pytest.mark.process
-def test_an_unreadable_file_gets_permission_advice_not_close_your_editors(step, monkeypatch):
-    failing_copy(monkeypatch, PermissionError(errno.EACCES, "Permission denied"), after=0)
-    message = refused(step)
-    assert "could not read " in message and "permission denied; give yourself read and" in message
-    assert "close editors" not in message
-
-
-@pytest.mark.process
-def test_a_file_another_program_holds_gets_close_your_editors(step, monkeypatch):
-    error = PermissionError(errno.EACCES, "The process cannot access the file")
-    error.winerror = 32  # what Windows sets for a file another process has open
-    failing_copy(monkeypatch, error, after=0)
-    assert "another program has it open; close editors or terminals" in refused(step)
-
-
 def test_a_second_catch_up_while_one_runs_is_refused(step):
     (step / catchup.LOCK).write_text("pid 1\n", encoding="utf-8")
     before = snapshot(step / "starter")
@@ -166,38 +186,29 @@ def test_a_second_catch_up_while_one_runs_is_refused(step):
     assert snapshot(step / "starter") == before and (step / catchup.LOCK).exists()
 
 
-@pytest.mark.process
+@pytest.mark.process  # a catch-up that goes ahead asks git about the reference
 def test_a_lock_left_by_a_killed_catch_up_is_taken_over_after_ten_minutes(step):
     lock = step / catchup.LOCK
     lock.write_text("pid 1\n", encoding="utf-8")
-    old = lock.stat().st_mtime - catchup._Lock.STALE - 1
+    old = lock.stat().st_mtime - catchup.STALE - 1
     os.utime(lock, (old, old))  # a run killed (power cut, kill -9) eleven minutes ago
     catchup.catch_up(step, now=NOW)
     assert not lock.exists() and snapshot(step / "starter") == snapshot(step / "solution")
 
 
 @pytest.mark.process
-def test_a_swap_that_fails_puts_the_starter_back(step, monkeypatch):
-    real = Path.rename
-
-    def rename(self, target):
-        if self.name == catchup.NEW:  # the staged folder cannot take the starter's place
-            raise PermissionError(errno.EACCES, "Permission denied", str(target))
-        return real(self, target)
-
-    monkeypatch.setattr(Path, "rename", rename)
-    message = refused(step)
-    assert "could not replace " in message and "(your starter is unchanged)" in message
-
-
-@pytest.mark.process
-def test_a_run_killed_between_its_two_renames_is_recovered(step):
+def test_a_run_killed_between_its_two_renames_is_recovered_and_no_starter_claims_no_backup(step):
     (step / "starter").rename(step / catchup.OLD)  # the student's folder, moved aside
     backup, _ = catchup.catch_up(step, now=NOW)
     assert (backup / "mine.py").read_text(encoding="utf-8") == "# my own work\n"
-    assert not (step / catchup.OLD).exists() and catchup.caught_up(
-        step / "starter", step / "solution"
+    assert not (step / catchup.OLD).exists()
+    assert catchup.caught_up(step / "starter", step / "solution")
+    shutil.rmtree(step / "starter")
+    backup, message = catchup.catch_up(step, now=NOW)
+    assert (
+        backup is None and "saved" not in message and backups(step) == ["starter-20261129-080000"]
     )
+    assert (step / "starter" / "thing.py").is_file()
 
 
 def test_the_command_answers_a_refusal_in_one_line(step, monkeypatch, capsys):
@@ -223,47 +234,24 @@ def test_a_folder_that_is_not_a_step_is_not_a_step(tmp_path):
 
 
 @pytest.mark.process
-def test_the_message_says_where_the_backup_is_and_that_git_does_not_track_it(step):
-    backup, message = catchup.catch_up(step, now=NOW)
-    assert f"is saved in {shown(backup)}/ (git does not track backups/" in message.splitlines()[0]
-    assert (backup / "mine.py").read_text(encoding="utf-8") == "# my own work\n"
-    if shutil.which("git") is None or not (REPO_ROOT / ".git").exists():
-        pytest.skip("no git checkout here: the .gitignore promise cannot be asked of git")
-    ignored = subprocess.run(  # the promise is true of this repository's .gitignore
-        ["git", "check-ignore", "-q", "steps/lab-01/backups/starter-x/attention.py"], cwd=REPO_ROOT
-    )
-    assert ignored.returncode == 0
-
-
-@pytest.mark.process
-def test_the_students_predictions_survive_a_catch_up(step):
-    """predictions.toml is the student's record: catch-up keeps it, and it alone keeps the step
-    from being caught up no more than the template does."""
-    template = 'leaks = ""  # how many?\n'
+def test_catch_up_writes_the_empty_predictions_and_keeps_the_students_own(step):
+    """predictions.toml is the student's record: catch-up keeps it, backs it up, and it alone
+    keeps the step from being caught up no more than the template does."""
+    template, mine = 'leaks = ""  # how many?\n', 'leaks = "6"  # how many?\n'
     (step / "solution" / "predictions.toml").write_text(template, encoding="utf-8")
-    mine = 'leaks = "6"  # how many?\n'
-    (step / "starter" / "predictions.toml").write_text(mine, encoding="utf-8")
+    predicted = step / "starter" / "predictions.toml"
+    _, message = catchup.catch_up(step, now=NOW)
+    assert predicted.read_text(encoding="utf-8") == template
+    assert "predictions" not in message, message  # nothing of the student's to keep
+    predicted.write_text(mine, encoding="utf-8")
+    (step / "starter" / "thing.py").write_text("# edited again\n", encoding="utf-8")
     backup, message = catchup.catch_up(step, now=NOW)
-    assert (step / "starter" / "predictions.toml").read_text(encoding="utf-8") == mine
-    assert (backup / "predictions.toml").read_text(encoding="utf-8") == mine  # and backed up
+    assert predicted.read_text(encoding="utf-8") == mine
+    assert (backup / "predictions.toml").read_text(encoding="utf-8") == mine
     assert "Your predictions stay as you wrote them: " in message, message
     assert (step / "solution" / "predictions.toml").read_text(encoding="utf-8") == template
-    again = catchup.catch_up(
-        step, now=NOW
-    )  # the predictions are not a difference from the reference
-    assert again == (
-        None,
-        f"{shown(step / 'starter')} already holds the reference solution; nothing changed.",
-    )
-
-
-@pytest.mark.process
-def test_catch_up_writes_the_empty_predictions_where_there_were_none(step):
-    template = 'leaks = ""  # how many?\n'
-    (step / "solution" / "predictions.toml").write_text(template, encoding="utf-8")
-    _, message = catchup.catch_up(step, now=NOW)
-    assert (step / "starter" / "predictions.toml").read_text(encoding="utf-8") == template
-    assert "predictions" not in message, message  # nothing of the student's to keep
+    already = f"{shown(step / 'starter')} already holds the reference solution; nothing changed."
+    assert catchup.catch_up(step, now=NOW) == (None, already)
 
 
 @pytest.mark.process
@@ -271,31 +259,18 @@ def test_catch_up_backs_up_installs_and_never_overwrites_a_backup(step, monkeypa
     monkeypatch.setenv("PIXI_PROJECT_ROOT", str(REPO_ROOT))
     first, message = catchup.catch_up(step, now=NOW)
     assert first == step / "backups" / "starter-20261129-080000"
+    assert f"is saved in {shown(first)}/ (git does not track backups/" in message.splitlines()[0]
     assert (first / "mine.py").read_text(encoding="utf-8") == "# my own work\n"
-    assert (step / "starter" / "thing.py").read_bytes() == (
-        step / "solution" / "thing.py"
-    ).read_bytes()
-    assert not (step / "starter" / "mine.py").exists() and "check-step-99" in message
-    assert sorted(p.name for p in step.iterdir()) == [
-        "backups",
-        "run.py",
-        "solution",
-        "starter",
-        "tests",
-    ]
+    assert catchup.caught_up(step / "starter", step / "solution") and "check-step-99" in message
+    assert sorted(p.name for p in step.iterdir()) == "backups run.py solution starter tests".split()
     assert catchup.catch_up(step, now=NOW)[0] is None  # twice does no harm
     (step / "starter" / "thing.py").write_text("# edited again\n", encoding="utf-8")
     second, _ = catchup.catch_up(step, now=NOW)
     assert backups(step) == [first.name, first.name + "-2"]
     assert (second / "thing.py").read_text(encoding="utf-8") == "# edited again\n"
-
-
-@pytest.mark.process
-def test_catch_up_without_a_starter_claims_no_backup(step):
-    shutil.rmtree(step / "starter")
-    backup, message = catchup.catch_up(step, now=NOW)
-    assert backup is None and "saved" not in message and backups(step) == []
-    assert (step / "starter" / "thing.py").is_file()
+    if shutil.which("git") and (REPO_ROOT / ".git").exists():  # and this .gitignore says so
+        ignored = ["git", "check-ignore", "-q", "steps/lab-01/backups/starter-x/attention.py"]
+        assert subprocess.run(ignored, cwd=REPO_ROOT).returncode == 0
 
 
 @pytest.mark.process

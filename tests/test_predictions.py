@@ -1,24 +1,23 @@
 """Predictions: one empty file per step, made like a starter, answered by the run, never graded."""
 
-import os
-import shutil
-import subprocess
-import sys
 import tomllib
 
 import pytest
 
-from common import REPO_ROOT, STEPS_DIR, catchup, predictions
+from common import STEPS_DIR, predictions
 from common.course import at, course
 from common.loader import load_file
 from common.run import runnable
 from common.todos import split_id
-from tools import pristine
+from tests.test_loop import reference_quick
+from tools import clean_clone
+from tools.grading.engine import fingerprint
 from tools.starters import starters
 
 STEPS = [s.name for s in course() if (s.solution / predictions.FILE).is_file()]
 NUMBER = predictions.Answer("raw_std", "raw std", 7.95, "7.95")
 CHOICE = predictions.Answer("family", "pattern", "near-uniform")
+SHOWN = ("step-04", "step-05")  # the steps whose quick run the end-to-end test reads
 
 
 @pytest.fixture
@@ -32,28 +31,17 @@ def mine(tmp_path, monkeypatch):
     return tmp_path / "s" / "starter" / predictions.FILE
 
 
-def test_every_step_with_a_predict_then_run_prompt_has_its_slots():
+def test_each_step_ships_an_empty_template_in_its_starter_and_its_run_answers_every_slot():
+    """Every slot empty; the starter's copy the generator's; the run's declared slots the template's
+    keys, in its order."""
     assert STEPS == ["lab-01", "step-04", "step-05", "step-06", "lab-02"]
     for step in STEPS:
-        template = tomllib.loads(predictions.path(step, "solution").read_text(encoding="utf-8"))
-        assert template and set(template.values()) == {predictions.EMPTY}, step  # all empty
-
-
-def test_each_run_answers_exactly_the_slots_of_its_template():
-    """The slots a step's run.py answers are its template's keys, in its order (no part run)."""
-    runs = {step: load_file(runnable()[step]) for step in STEPS}
-    declared = {  # the one step shape: the slots are in the declaration
-        step: [s.key for e in run.RUN.experiments for s in e.slots] for step, run in runs.items()
-    }
-    for step, keys in declared.items():
-        assert keys == predictions.slots(step), step
-
-
-def test_the_generator_ships_the_empty_template_in_the_starter():
-    for step in STEPS:
-        made = starters(STEPS_DIR / step)
-        template = predictions.path(step, "solution").read_text(encoding="utf-8")
-        assert made[STEPS_DIR / step / "starter" / predictions.FILE] == template
+        text = predictions.path(step, "solution").read_text(encoding="utf-8")
+        template = tomllib.loads(text)
+        assert template and set(template.values()) == {predictions.EMPTY}, step
+        assert starters(STEPS_DIR / step)[STEPS_DIR / step / "starter" / predictions.FILE] == text
+        run = load_file(runnable()[step]).RUN
+        assert [s.key for e in run.experiments for s in e.slots] == list(template), step
 
 
 @pytest.mark.parametrize(
@@ -65,6 +53,7 @@ def test_the_generator_ships_the_empty_template_in_the_starter():
         ("7", NUMBER, "you wrote 7; measured 7.95 (off by -0.95, 12%)"),
         ("211,072", predictions.Answer("n", "n", 211072), "you wrote 211,072; measured 211072 (off by +0, 0%)"),
         (8, predictions.Answer("s", "s", 7.9481, "7.95"), "you wrote 8; measured 7.95 (off by +0.05, 1%)"),
+        (200000, predictions.Answer("p", "p", 211072, "211,072"), "you wrote 200000; measured 211,072 (off by -11,072, 5%)"),
         ("eight", NUMBER, "you wrote 'eight', which is not a number; measured 7.95"),
         ("Near uniform", CHOICE, "you wrote Near uniform; measured near-uniform (the same answer)"),
         ("scattered", CHOICE, "you wrote scattered; measured near-uniform (another answer)"),
@@ -99,45 +88,18 @@ def test_a_missing_or_broken_file_is_one_line_and_every_slot_counts_as_empty(min
     assert predictions.progress_note("s") == "; predictions written: 0 of 2"
 
 
-def run_starter(steps_dir, step: str, *options: str) -> str:
-    """`python -m common.run <step> --impl starter --quick` on another steps folder, in a child."""
-    env = os.environ | {"COURSE_STEPS_DIR": str(steps_dir), "COLUMNS": "100"}
-    cmd = [sys.executable, "-m", "common.run", step, "--impl", "starter", "--quick", *options]
-    cmd += ["--out", str(steps_dir.parent / "out")]
-    done = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return done.stdout
-
-
 @pytest.mark.process
-@pytest.mark.slow  # a catch-up and a quick run of Steps 4 and 5 in a child: about 40 s
+@pytest.mark.slow  # the reference quick runs tests/test_loop.py keeps: made once, then read
 def test_a_caught_up_run_prints_each_prediction_beside_its_answer(tmp_path):
-    """What a student sees: Step 4 and Step 5 caught up, one slot filled, the others empty; the
-    filled predictions survive the catch-up, and a wrong one does not fail the run."""
-    steps = pristine(["lab-01", "step-04", "step-05"], tmp_path)
-    filled = {"step-04": ("family", '"scattered"'), "step-05": ("parameters", "200000")}
-    for step, (key, value) in filled.items():
-        path = steps / step / "starter" / predictions.FILE
-        text = path.read_text(encoding="utf-8")
-        path.write_text(text.replace(f'{key} = ""', f"{key} = {value}"), encoding="utf-8")
-        catchup.catch_up(steps / step)
-        assert f"{key} = {value}" in path.read_text(encoding="utf-8")
-    out4 = run_starter(steps, "step-04")
-    assert (
-        "family, the default init's pattern: you wrote scattered; measured near-uniform (another answer)"
-        in out4
-    )
-    assert "raw_std, raw scores' std at d_k = 64: no prediction written; measured " in out4
-    out5 = run_starter(steps, "step-05")
-    assert (
-        "parameters, this step's run: you wrote 200000; measured 211,072 (off by -11,072, 5%)"
-        in out5
-    )
-    assert (
-        "loss_at_init, held-out loss at init (--quick: its tiny model's): no prediction written; measured "
-        in out5
-    )
-    shutil.rmtree(tmp_path / "out", ignore_errors=True)
+    """What a student sees after catch-up (the reference's code, the template's empty slots): each
+    slot beside what the quick run measured, in the run tests/test_loop.py makes and keeps."""
+    repo = clean_clone(tmp_path)
+    out4, out5 = (reference_quick(repo, s, fingerprint(repo), tmp_path / s) for s in SHOWN)
+    said = "no prediction written; measured"
+    assert f"family, the default init's pattern: {said} near-uniform\n" in out4
+    assert f"raw_std, raw scores' std at d_k = 64: {said} " in out4
+    assert f"parameters, this step's run: {said} 211,072\n" in out5
+    assert f"loss_at_init, held-out loss at init (--quick: its tiny model's): {said} " in out5
 
 
 @pytest.mark.parametrize("step", STEPS)

@@ -100,12 +100,9 @@ def test_every_run_py_is_a_declaration(step):
     """The one step shape: common.run executes RUN; a run.py has no main() of its own."""
     run = load_file(runner.runnable()[step])
     assert isinstance(getattr(run, "RUN", None), Run) and run.RUN.step == step, (
-        f"{shown(runner.runnable()[step])}: declare RUN = common.run.experiment.Run({step!r}, ...) "
-        "(CONTRIBUTING.md, 'A step's run')"
+        f"{shown(runner.runnable()[step])}: declare RUN = Run({step!r}, ...) (CONTRIBUTING.md)"
     )
-    assert not hasattr(run, "main"), (
-        f"{shown(runner.runnable()[step])}: no main(): the runner runs RUN"
-    )
+    assert not hasattr(run, "main"), f"{shown(runner.runnable()[step])}: the runner runs RUN"
 
 
 def test_a_run_without_its_step_toml_is_one_line(tmp_path, monkeypatch):

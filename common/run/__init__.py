@@ -28,25 +28,15 @@ def parser(step: str, folder: Path) -> argparse.ArgumentParser:
     about = describe(folder)
     prog = command(f"pixi run {step}", f"python -m common.run {step}")
     parser = argparse.ArgumentParser(prog=prog, description=f"{about.title}: {about.topic}")
-    parser.add_argument(
-        "--impl",
-        choices=IMPLS,
-        default="solution",
-        help="the code to run: the reference solution (default) or your starter",
-    )
+    code = "the code to run: the reference solution (default) or your starter"
+    parser.add_argument("--impl", choices=IMPLS, default="solution", help=code)
     parser.add_argument("--quick", action="store_true", help="a short run (what the tests use)")
-    parser.add_argument(
-        "--write-docs",
-        action="store_true",
-        help="rewrite the handout's generated blocks (reference solution only)",
+    docs = "rewrite the handout's generated blocks (reference solution only)"
+    parser.add_argument("--write-docs", action="store_true", help=docs)
+    out = (
+        f"root of the output folder (default {shown(OUT_DIR)}/; the step writes to <root>/{step}/)"
     )
-    parser.add_argument(
-        "--out",
-        type=Path,
-        default=OUT_DIR,
-        metavar="DIR",
-        help=f"root of the output folder (default {shown(OUT_DIR)}/; the step writes to <root>/{step}/)",
-    )
+    parser.add_argument("--out", type=Path, default=OUT_DIR, metavar="DIR", help=out)
     for name, spec in about.run.get("options", {}).items():
         kind = TYPES[spec.get("type", "str")]
         parser.add_argument(f"--{name}", type=kind, default=spec.get("default"), help=spec["help"])
@@ -117,16 +107,15 @@ def main(argv: list[str] | None = None) -> int:
         prog = f"{interpreter()} -m common.run"
         about = f"Run a step: its tables and figures. `{prog} <step> --help` lists its options"
         usage = argparse.ArgumentParser(
-            prog=prog, description=about + ": --impl starter runs your code."
+            prog=prog, description=f"{about}: --impl starter runs your code."
         )
         usage.add_argument("step", help=f"one of: {', '.join(scripts)}")
         if {"-h", "--help"} & set(argv):
             usage.print_help()
             return 0
         named = next((a for a in argv if not a.startswith("-")), "")
-        usage.error(
-            f"{f'unknown step {named!r}' if named else 'name a step'}; valid steps: {', '.join(scripts)}"
-        )
+        unknown = f"unknown step {named!r}" if named else "name a step"
+        usage.error(f"{unknown}; valid steps: {', '.join(scripts)}")
     argv.remove(step)
     try:
         args = parse(step, scripts[step].parent, argv)

@@ -5,6 +5,7 @@ What an experiment declares: CONTRIBUTING.md, "A step's run".
 
 import argparse
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ from typing import Any
 from common import counted, predictions, shown
 from common.docs import write_block
 from common.loader import load
-from common.run.figures import figure_path, out_dir
+from common.run.figures import out_dir
 from common.todos import optional, todo_in
 
 
@@ -31,12 +32,11 @@ class Block:
     name: str
     write: Callable[[Any], str]  # the experiment's result -> Markdown
     title: str = ""  # printed above the block in the run's output (default: "(name)")
-    check: Callable[[str, str], bool] | None = (
-        None  # common.docs comparator: a fresh run reproduces it
-    )
+    # a common.docs comparator when a fresh run reproduces it
+    check: Callable[[str, str], bool] | None = None
     record: bool = True  # False: printed only, never written into the handout (timings)
-    compared: Callable[[Any], str] | None = None  # what a fresh run is checked on, when the
-    # block holds more than it reproduces (the machine it was recorded on): result -> text
+    # result -> what a fresh run is checked on, when the block holds more (the machine it ran on)
+    compared: Callable[[Any], str] | None = None
 
 
 @dataclass(frozen=True)
@@ -107,11 +107,8 @@ class Run:
     threads: int | None = 1  # torch's threads while computing: fixed, so a run repeats bit for bit
 
     def __post_init__(self):
-        names, blocks = (
-            [e.name for e in self.experiments],
-            [b.name for e in self.experiments for b in e.blocks],
-        )
-        for seen in (names, blocks):
+        names = [e.name for e in self.experiments]
+        for seen in (names, [b.name for e in self.experiments for b in e.blocks]):
             if twice := sorted({n for n in seen if seen.count(n) > 1}):
                 raise ValueError(f"{self.step}'s run: names must be unique, got {twice} twice")
         for i, e in enumerate(self.experiments):
@@ -127,8 +124,7 @@ class Outcome:
 
     results: dict[str, Any]
     waiting: dict[str, str]  # experiment -> the TODO id it waits for
-    # experiment -> the option that left it out
-    skipped: dict[str, str] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)  # experiment -> the option leaving it out
 
     def blocks(self, run: Run, kind: str = "all") -> dict[str, tuple[Block, str]]:
         """The written blocks of the experiments that ran: all, 'checked' or 'recorded'."""
@@ -146,19 +142,12 @@ class Outcome:
         }
 
 
-def _threads(n: int | None):
-    """Fixed torch threads for the run (none when n is None), imported only when computing."""
-    from contextlib import nullcontext
-
-    from common.run.timing import torch_threads
-
-    return nullcontext() if n is None else torch_threads(n)
-
-
 def compute(run: Run, ctx: Context, only: Callable[[Experiment], bool] = lambda e: True) -> Outcome:
     """Every experiment `only` keeps, in order; one that reaches a TODO not written waits."""
+    from common.run.timing import torch_threads  # torch: only when computing
+
     outcome = Outcome(ctx.results, {})
-    with _threads(run.threads):
+    with nullcontext() if run.threads is None else torch_threads(run.threads):
         for e in run.experiments:
             if not only(e):
                 continue
@@ -200,17 +189,16 @@ def fresh_blocks(run: Run) -> dict[str, tuple[str, Callable[[str, str], bool]]]:
 def answers(run: Run, outcome: Outcome, quick: bool = False) -> list[predictions.Answer]:
     """Each slot's measured answer, or why this run did not measure it."""
     found = []
-    for e in run.experiments:
-        for s in e.slots:
-            if e.name in outcome.results:
-                value = s.value(outcome.results[e.name])
-                what = s.quick if quick and s.quick else s.what
-                found.append(predictions.Answer(s.key, what, value, s.shown(value)))
-            else:
-                waits = outcome.waiting.get(e.name)
-                why = f"TODO({waits}) not written" if waits else "its experiment did not run"
-                why = outcome.skipped.get(e.name, why)
-                found.append(predictions.Answer(s.key, s.what, None, waits=why))
+    for e, s in [(x, s) for x in run.experiments for s in x.slots]:
+        if e.name in outcome.results:
+            value = s.value(outcome.results[e.name])
+            what = s.quick if quick and s.quick else s.what
+            found.append(predictions.Answer(s.key, what, value, s.shown(value)))
+        else:
+            waits = outcome.waiting.get(e.name)
+            why = f"TODO({waits}) not written" if waits else "its experiment did not run"
+            why = outcome.skipped.get(e.name, why)
+            found.append(predictions.Answer(s.key, s.what, None, waits=why))
     return found
 
 
@@ -225,22 +213,13 @@ def execute(run: Run, args: argparse.Namespace) -> int:
     for b, text in outcome.blocks(run).values():
         print(b.title or f"({b.name})", text, sep="\n")
     folder = out_dir(run.step, args.out)
-    drawn = {  # a figure a later experiment draws again (with more in it) is drawn once, by it
-        f.name: (f, outcome.results[e.name])
-        for e in run.experiments
-        if e.name in outcome.results
-        for f in e.figures
-    }
-    for f, result in drawn.values():
-        print(f"wrote {f.draw(result, figure_path(folder, f.name, args.quick))}")
+    quick = "_quick" if args.quick else ""  # a quick run's figures never overwrite the full run's
+    ran = [(e, outcome.results[e.name]) for e in run.experiments if e.name in outcome.results]
+    # a figure a later experiment draws again (with more in it) is drawn once, by it
+    for f, result in {f.name: (f, r) for e, r in ran for f in e.figures}.values():
+        print(f"wrote {f.draw(result, folder / f'{f.name}{quick}.png')}")
     print("", *predictions.report(run.step, answers(run, outcome, args.quick)), sep="\n")
-    fails = [
-        line
-        for e in run.experiments
-        if e.verdict and e.name in outcome.results
-        for line in [e.verdict(outcome.results[e.name], ctx)]
-        if line
-    ]
+    fails = [line for e, r in ran if e.verdict and (line := e.verdict(r, ctx))]
     for name, why in outcome.skipped.items():
         print(f"skipped {name}: {why}")
     for e in run.experiments:  # one line each: the experiment and its TODO (its prompt, if its own)

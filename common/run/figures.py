@@ -40,11 +40,6 @@ def out_dir(step: str, root: Path | None = None) -> Path:
     return folder
 
 
-def figure_path(folder: Path, stem: str, quick: bool) -> Path:
-    """Where a figure goes: `<stem>_quick.png` for --quick, so it never overwrites the full run's."""
-    return folder / f"{stem}{'_quick' if quick else ''}.png"
-
-
 def save(fig: "Figure", path: Path) -> Path:
     """Write `fig` as a PNG, close it, and return the path."""
     if fig.get_layout_engine() is None:  # without one, savefig would clip labels and legends

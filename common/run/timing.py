@@ -27,20 +27,17 @@ def torch_threads(n: int) -> Iterator[None]:
 
 def clock(threads: int) -> tuple[Callable[[], float], str]:
     """The clock to time with at this thread count, and its name for the record."""
-    # On one thread torch runs the whole call in the calling thread, so that thread's CPU time is
-    # the call's cost, and the time it spends waiting for a core while another program runs is
-    # not counted. The work of several threads is spread over threads this clock cannot see: wall
-    # time then. Windows' thread clock moves in steps of about 15 ms, too coarse for short calls.
+    # On one thread the calling thread's CPU time is the call's cost, without the waits for a core
+    # another program takes; other threads' work only the wall clock sees. Windows' thread clock
+    # moves in steps of about 15 ms, too coarse for short calls.
     if threads == 1 and sys.platform != "win32":
         return time.thread_time, "CPU time of the calling thread"
     return time.perf_counter, "wall-clock time"
 
 
 def _benchmark():
-    """torch.utils.benchmark, imported when something is timed: a step's check that times nothing
-    does not pay for it (and for torch.utils.cpp_extension, which it imports)."""
-    # cpp_extension logs a warning when it finds a CUDA toolkit but no CUDA runtime. Nothing here
-    # compiles C++ or touches CUDA: that line is noise.
+    """torch.utils.benchmark, imported when something is timed (a check that times nothing skips it)."""
+    # cpp_extension, which it imports, warns of a CUDA toolkit without a CUDA runtime: noise here
     logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)
     from torch.utils import benchmark
 
@@ -63,8 +60,7 @@ def interleaved(
     done: Callable[[int, Hashable], None] | None = None,
 ) -> dict[Hashable, list[float]]:
     """Seconds per call of every cell, round by round: round r times all cells before round r+1."""
-    # A busy moment then slows one round of every cell, not every round of one cell, and a ratio
-    # of two cells taken within one round compares them under the same conditions.
+    # a busy moment slows one round of every cell, and a ratio within a round compares like with like
     seconds = {key: [] for key in cells}
     for r in range(rounds):
         for key, fn in cells.items():
@@ -75,10 +71,7 @@ def interleaved(
 
 
 def matmul_peak(threads: int, n: int = 512, min_run_time: float = 0.3) -> float:
-    """FLOPs per CPU-second of an n x n float32 matmul on `threads` threads: the peak to compare with.
-
-    CPU seconds (time.process_time), not wall seconds: on a machine shared with other programs
-    the wall clock also counts the time this process waits for a core."""
+    """FLOPs per CPU-second (not wall: no waits for a core) of an n x n float32 matmul on `threads`."""
     from common.seeding import generator
 
     a, b = torch.randn(n, n, generator=generator(0)), torch.randn(n, n, generator=generator(1))
@@ -120,8 +113,7 @@ def load_average() -> float | None:
 
 def load_warning(load: float | None, cores: int, when: str, own: int = 0) -> str | None:
     """A warning if the load average, less `own` busy threads of ours, says others were busy."""
-    # The 1-minute average lags: at the start it shows what ran just before; at the end it also
-    # counts this run's own threads, hence `own`.
+    # the 1-minute average lags: at the end it also counts this run's own threads, hence `own`
     if load is None or load - own <= LOAD_LIMIT * cores:
         return None
     ours = f" ({own} of it this run's own)" if own else ""
