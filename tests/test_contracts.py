@@ -36,7 +36,7 @@ def shipped(step: str, tmp_path: Path) -> Path:
     return pristine(STEPS, tmp_path) / step  # all: a step may import an earlier one
 
 
-def generated(folder: Path, strict: bool) -> None:
+def assert_generated(folder: Path, strict: bool) -> None:
     """The starter is what the solution generates; an edited one skips, unless `strict`."""
     paths = starters.stale(folder)
     stale = [shown(p) for p in paths]
@@ -62,7 +62,7 @@ def test_starter_and_solution_signatures_match(step, tmp_path):
 
 @pytest.mark.parametrize("step", STEPS)
 def test_starters_are_generated_from_the_solutions(step):
-    generated(STEPS_DIR / step, STRICT)
+    assert_generated(STEPS_DIR / step, STRICT)
 
 
 @pytest.mark.parametrize("step", [s.name for s in COURSE])
@@ -149,12 +149,11 @@ BITES = {
     ),
     "stale starter": (lambda tmp: [p.name for p in starters.stale(BROKEN)], ["thing.py"]),
     "todo ids": (
-        lambda tmp: c.todo_id_problems(shutil.copytree(TINY, tmp / "step-42")),
-        [
-            f"step-42: solution/calc.py:{n}: TODO(step-97 task {t}: {f}) must have an id starting "
-            "with 'step-42' (TODO(step-42 task 1: name))"
-            for n, t, f in ((6, 1, "double"), (14, 2, "halve"))
+        lambda tmp: [
+            "starting with 'step-42'" in p
+            for p in c.todo_id_problems(shutil.copytree(TINY, tmp / "step-42"))
         ],
+        [True, True],  # two TODOs whose ids name step-97
     ),
     "step.toml": (
         lambda tmp: c.description_problems(Step("step-97", TINY, "T", "t", 5, "lab-01", [])),
@@ -207,7 +206,7 @@ def test_a_stale_starter_skips_for_a_student_and_fails_strictly(strict, tmp_path
     calc.write_text(calc.read_text(encoding="utf-8") + "# mine\n", encoding="utf-8")
     said = "differ from the generated starter: regenerate" if strict else "STRICT_STARTERS=1 fails"
     with pytest.raises(AssertionError if strict else pytest.skip.Exception, match=said):
-        generated(step, strict)
+        assert_generated(step, strict)
 
 
 def test_untouched_is_decided_by_content(tmp_path):
