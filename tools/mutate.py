@@ -24,30 +24,13 @@ from tools.symptoms import SUITE_ARGS
 TARGETS = [(s.name, m) for s in course() for m in s.mutation.get("modules", [])]
 TIMEOUT = 60  # seconds per mutant: one that loops or crawls counts as killed
 
-CMP = {
-    ast.Lt: [ast.LtE, ast.Gt],
-    ast.LtE: [ast.Lt, ast.GtE],
-    ast.Gt: [ast.GtE, ast.Lt],
-    ast.GtE: [ast.Gt, ast.LtE],
-    ast.Eq: [ast.NotEq],
-    ast.NotEq: [ast.Eq],
-    ast.Is: [ast.IsNot],
-    ast.IsNot: [ast.Is],
-    ast.In: [ast.NotIn],
-    ast.NotIn: [ast.In],
-}
-BIN = {
-    ast.Add: [ast.Sub],
-    ast.Sub: [ast.Add],
-    ast.Mult: [ast.Div],
-    ast.Div: [ast.Mult],
-    ast.FloorDiv: [ast.Div],
-    ast.Mod: [ast.FloorDiv],
-    ast.Pow: [ast.Mult],
-    ast.MatMult: [ast.Mult],
-    ast.BitAnd: [ast.BitOr],
-    ast.BitOr: [ast.BitAnd],
-}
+# what each operator becomes: a comparison, then an arithmetic or bitwise operator
+CMP = {ast.Lt: [ast.LtE, ast.Gt], ast.LtE: [ast.Lt, ast.GtE], ast.Gt: [ast.GtE, ast.Lt]}
+CMP |= {ast.GtE: [ast.Gt, ast.LtE], ast.Eq: [ast.NotEq], ast.NotEq: [ast.Eq]}
+CMP |= {ast.Is: [ast.IsNot], ast.IsNot: [ast.Is], ast.In: [ast.NotIn], ast.NotIn: [ast.In]}
+BIN = {ast.Add: [ast.Sub], ast.Sub: [ast.Add], ast.Mult: [ast.Div], ast.Div: [ast.Mult]}
+BIN |= {ast.FloorDiv: [ast.Div], ast.Mod: [ast.FloorDiv], ast.Pow: [ast.Mult]}
+BIN |= {ast.MatMult: [ast.Mult], ast.BitAnd: [ast.BitOr], ast.BitOr: [ast.BitAnd]}
 INF = {"float('-inf')": "inf", "float('inf')": "-inf"}  # float("-inf") -> 0.0 or its opposite
 
 

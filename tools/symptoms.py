@@ -1,5 +1,6 @@
-"""Each handout's symptom table, written from its step's bugs.py: `python -m tools.symptoms --write-docs`;
-and the in-process scan of a step's suite with a curated bug in, which holds the table true."""
+"""Each handout's symptom table, written from its step's bugs.py: `python -m tools.symptoms --write-docs`.
+
+Here too the in-process scan of a step's suite with a curated bug in, which holds the table true."""
 
 import contextlib
 import io
