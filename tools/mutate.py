@@ -14,6 +14,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 from common import shown
 from common.course import course, course_step
 from common.loader import load_fresh, override
@@ -227,23 +229,24 @@ def _alarm(signum, frame):
     raise TimeoutError(f"mutant ran longer than {TIMEOUT} s")
 
 
-def run_suite(step: str, module: str, tree: ast.Module | None, files: list[Path]) -> bool:
-    """Do the step's test `files` pass with `module` replaced by `tree` (None: the solution)?"""
+def run_suite(step: str, module: str, tree: ast.Module | None, files: list[Path]) -> int:
+    """pytest's exit code on the step's test `files`, `module` replaced by `tree` (None: as it is);
+    1 for a mutant that does not import or runs too long."""
     fresh = load_fresh(course_step(step).solution, module)
     if tree is not None:
         try:
             exec(compile(tree, fresh.__file__, "exec"), fresh.__dict__)
         except Exception:
-            return False  # a module that does not import fails every test
+            return 1  # a module that does not import fails every test
     timed = hasattr(signal, "SIGALRM")  # a mutant that loops forever is stopped, except on Windows
     previous = signal.signal(signal.SIGALRM, _alarm) if timed else None
     if timed:
         signal.alarm(TIMEOUT)
     try:
         with override(step, module, fresh), contextlib.redirect_stdout(io.StringIO()):
-            return run_pytest([*map(str, files), *SUITE_ARGS]) == 0
+            return run_pytest([*map(str, files), *SUITE_ARGS])
     except TimeoutError:
-        return False
+        return 1
     finally:
         if timed:
             signal.alarm(0)
@@ -251,11 +254,14 @@ def run_suite(step: str, module: str, tree: ast.Module | None, files: list[Path]
 
 
 def fastest_first(step: str, module: str) -> list[Path] | None:
-    """The step's test files, quickest first (so -x stops early), or None if one fails unmutated."""
+    """The step's test files that run a test, quickest first (so -x stops early), or None if one
+    fails unmutated."""
     timed = []
     for path in sorted(course_step(step).tests.glob("test_*.py")):
-        start = time.monotonic()
-        if not run_suite(step, module, None, [path]):
+        start, code = time.monotonic(), run_suite(step, module, None, [path])
+        if code == pytest.ExitCode.NO_TESTS_COLLECTED:
+            continue  # every test of it sits out (SUITE_ARGS): slow, course or whole_run
+        if code != 0:
             print(f"{shown(path)} fails on the unmutated solution: fix that first")
             return None
         timed.append((time.monotonic() - start, path))
@@ -269,7 +275,7 @@ def score(step: str, module: str, todo: list, where: str) -> tuple[int, str]:
         return -1, ""
     start, killed, equivalent, survived, known = time.monotonic(), 0, 0, 0, equivalents(step)
     for n, (m, tree) in enumerate(todo, start=1):
-        if not run_suite(step, module, tree, files):
+        if run_suite(step, module, tree, files) != 0:
             killed += 1
         elif m.key in known:
             equivalent += 1
