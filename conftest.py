@@ -16,21 +16,14 @@ pytest_plugins = ["common.check"]
 # pytest-xdist runs a process per core. Set before any test imports torch; children inherit it.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-# The pip path's CUDA build of torch imports triton (torch._dynamo, with the first optimiser), and
-# at exit triton's bindings print ~40 lines of "nanobind: leaked ..." under pytest's summary. No test
-# compiles a model, so triton is never loaded here: None in sys.modules makes `import triton` an
-# ImportError, which torch reads as "triton not installed". Set without importing torch, so the
-# torch-free fixture steps' child runs do not pay for torch.
+# The pip path's CUDA torch imports triton, whose bindings print ~40 lines of "nanobind: leaked" at
+# exit. No test compiles a model: None in sys.modules reads as "triton not installed" to torch.
 sys.modules.setdefault("triton", None)
 
 
 def pytest_addoption(parser):
-    parser.addoption(
-        "--impl",
-        choices=IMPLS,
-        default="solution",
-        help="implementation the step tests run against (default: solution)",
-    )
+    help = "implementation the step tests run against (default: solution)"
+    parser.addoption("--impl", choices=IMPLS, default="solution", help=help)
     parser.addoption("--full", action="store_true", help="with --impl starter: pytest's own output")
     parser.addoption(
         "--progress", action="store_true", help="with --impl starter: one line per step, exit 0"

@@ -56,14 +56,10 @@ def committed(text: str, bug: Bug, where: str) -> str:
     return text[: found[0]] + bug.new + text[found[0] + len(bug.old) :]
 
 
-def commit(fresh: ModuleType, bug: Bug) -> ModuleType:
-    """Make a fresh copy of a module commit `bug`: its source run again with the replacement."""
+def broken_copy(folder: Path, module: str, bug: Bug) -> ModuleType:
+    """A new copy of `module` from `folder` that commits `bug`: its source run again, replaced."""
+    fresh = load_fresh(folder, module)
     text = Path(fresh.__file__).read_text(encoding="utf-8")
     code = compile(committed(text, bug, Path(fresh.__file__).name), fresh.__file__, "exec")
     exec(code, vars(fresh))  # over the copy: its module stays registered (dataclasses need it)
     return fresh
-
-
-def broken_copy(folder: Path, module: str, bug: Bug) -> ModuleType:
-    """A new copy of `module` from `folder` that commits `bug`."""
-    return commit(load_fresh(folder, module), bug)

@@ -17,28 +17,16 @@ from common.loader import load_file
 from common.todos import Region, Todo, raised_in, step_regions
 
 PIXI_TOML = REPO_ROOT / "pixi.toml"
-# key -> (type, needed): CONTRIBUTING.md ("A step describes itself") says what each one means
-KEYS = {
-    "title": (str, True),
-    "topic": (str, True),
-    "order": (int, True),
-    "starts_from": (str, True),
-    "todo_modules": (list, True),
-    "lecture_words": (int, False),
-    "mutation": (dict, False),
-    "run": (dict, False),
-    "grade": (dict, False),
-    "predictions": (dict, False),
-    "uses": (dict, False),
-    "modules": (dict, False),
-}
+# step.toml's keys and their types: CONTRIBUTING.md ("A step describes itself") says what each means
+NEEDED = {"title": str, "topic": str, "order": int, "starts_from": str, "todo_modules": list}
+TABLES = ("mutation", "run", "grade", "predictions", "uses", "modules")
+KEYS = NEEDED | {"lecture_words": int} | dict.fromkeys(TABLES, dict)
 
 
 @dataclass(frozen=True)
 class Step:
-    """One step (or checkpoint): its self-description, and the one owner of its folder's layout.
-
-    A step still being made (a fixture: tests/, no step.toml) has the layout and no description."""
+    """One step (or checkpoint): its step.toml, and the one owner of its folder's layout (a step
+    still being made, a fixture with tests/ and no step.toml, has the layout alone)."""
 
     name: str
     folder: Path
@@ -101,8 +89,8 @@ class Step:
 
 
 def describe(folder: Path) -> Step:
-    """The step.toml of a step folder, checked: a ValueError names the file and the fix. Read
-    once per process, and again only when the file changes."""
+    """The step.toml of a step folder, checked (a ValueError names the file and the fix); read
+    again only when the file changes."""
     path = folder / "step.toml"
     if not path.is_file():
         raise ValueError(
@@ -117,8 +105,8 @@ def describe(folder: Path) -> Step:
 def _describe(folder: Path, stamp: tuple[int, int]) -> Step:
     path = folder / "step.toml"
     data = tomllib.loads(path.read_text(encoding="utf-8"))
-    for key, (kind, needed) in KEYS.items():
-        if key not in data and needed:
+    for key, kind in KEYS.items():
+        if key not in data and key in NEEDED:
             raise ValueError(f"{shown(path)}: add the key {key!r} ({kind.__name__})")
         if key in data and not isinstance(data[key], kind):
             raise ValueError(f"{shown(path)}: {key!r} must be a {kind.__name__}, got {data[key]!r}")
@@ -133,24 +121,20 @@ def _describe(folder: Path, stamp: tuple[int, int]) -> Step:
 
 
 def is_step(folder: Path) -> bool:
-    """A step (or checkpoint) folder holds its step.toml, or tests/ (a step still being made, a fixture).
-
-    A folder a student adds (steps/notes/) holds neither: catch-up, the check and progress skip it.
-    """
+    """A step (or checkpoint) folder holds its step.toml, or tests/ (a step being made): a folder
+    a student adds (steps/notes/) holds neither, and catch-up, the check and progress skip it."""
     return folder.name[0] not in "._" and (
         (folder / "step.toml").is_file() or (folder / "tests").is_dir()
     )
 
 
 def step_names(root: Path = STEPS_DIR) -> list[str]:
-    """Every step folder under steps/ (or checkpoint under `root`=solutions/), sorted: the one
-    place that lists the course's folders."""
+    """Every step folder under steps/ (or checkpoint under `root`=solutions/), sorted."""
     return sorted(p.name for p in root.iterdir() if p.is_dir() and is_step(p))
 
 
 def at(folder: Path) -> Step:
-    """The Step whose folder is `folder`, wherever it is (a copy, a fixture): described when it has
-    a step.toml, else its layout alone (a step still being made)."""
+    """The Step whose folder is `folder`, wherever it is (a copy, a fixture)."""
     return describe(folder) if (folder / "step.toml").is_file() else Step(folder.name, folder)
 
 
@@ -192,16 +176,12 @@ def step_tasks(step: Step) -> dict[str, tuple[str, str]]:
     return tasks
 
 
-def task_line(name: str, cmd: str, description: str) -> str:
-    """One pixi.toml task line."""
-    description = description.replace("\\", "\\\\").replace('"', '\\"')
-    return f'{name} = {{ cmd = "{cmd}", description = "{description}" }}'
-
-
 def pixi_block() -> str:
     """pixi.toml's step tasks, written from each step.toml: a step's run, test- and check- tasks."""
+    line = '{} = {{ cmd = "{}", description = "{}" }}'
+    quoted = lambda text: text.replace("\\", "\\\\").replace('"', '\\"')  # noqa: E731
     groups = [
-        "\n".join(task_line(n, cmd, about) for n, (cmd, about) in step_tasks(s).items())
+        "\n".join(line.format(n, cmd, quoted(about)) for n, (cmd, about) in step_tasks(s).items())
         for s in course()
     ]
     return "\n\n".join(groups) + "\n"
@@ -249,13 +229,5 @@ def write_docs() -> list[str]:
     return lines
 
 
-def main(argv: list[str]) -> int:
-    if "--write-docs" in argv:
-        print("\n".join(write_docs()))
-    else:
-        print(course_map(), end="")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    print("\n".join(write_docs()) + "\n" if "--write-docs" in sys.argv else course_map(), end="")

@@ -12,13 +12,9 @@ NUMBER = re.compile(r"(?:(?<![\w.])-)?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
 
 def _block(path: Path, name: str) -> tuple[str, re.Match]:
     """The text of `path` and the match of its block `name` (group 1 is the body)."""
-    text = path.read_text(encoding="utf-8")
-    tag = re.escape(name)
-    begin, end = (
-        rf"(?:<!-- BEGIN {tag} -->|# BEGIN {tag}(?::[^\n]*)?)\n",
-        rf"(?:<!--|#) END {tag}\b",
-    )
-    if m := re.search(rf"{begin}(.*?){end}", text, re.S):
+    text, tag = path.read_text(encoding="utf-8"), re.escape(name)
+    begin = rf"(?:<!-- BEGIN {tag} -->|# BEGIN {tag}(?::[^\n]*)?)\n"
+    if m := re.search(rf"{begin}(.*?)(?:<!--|#) END {tag}\b", text, re.S):
         return text, m
     raise ValueError(
         f"{path}: no generated block named {name!r}: add the two lines <!-- BEGIN {name} --> and "
@@ -28,14 +24,13 @@ def _block(path: Path, name: str) -> tuple[str, re.Match]:
 
 def holding(name: str, root: Path) -> list[Path]:
     """The handouts under `root` (README.md up to two folders down) that hold the block `name`."""
-    found = []
-    for path in sorted(
-        p for pattern in ("", "*/", "*/*/") for p in root.glob(pattern + "README.md")
-    ):
-        hidden = any(part.startswith(".") for part in path.relative_to(root).parts)
-        if not hidden and f"<!-- BEGIN {name} -->" in path.read_text(encoding="utf-8"):
-            found.append(path)
-    return found
+    paths = sorted(p for pattern in ("", "*/", "*/*/") for p in root.glob(pattern + "README.md"))
+    return [
+        path
+        for path in paths
+        if not any(part.startswith(".") for part in path.relative_to(root).parts)
+        and f"<!-- BEGIN {name} -->" in path.read_text(encoding="utf-8")
+    ]
 
 
 def read_block(path: Path, name: str) -> str:

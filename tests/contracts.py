@@ -251,48 +251,38 @@ def starter_run(folder: Path, junit: Path, steps_dir: Path | None = None) -> tup
     code, so they must pass. The exit code is the one of the run without the given tests.
     """
     args = [str(folder / "tests"), "--impl", "starter", "-qq", "--tb=line"]
-    given_junit = junit.with_name(junit.stem + ".given.xml")
-    code = run_pytest([*args, "-m", "not given", f"--junitxml={junit}"], steps_dir)
-    given_code = run_pytest([*args, "-m", "given", f"--junitxml={given_junit}"], steps_dir)
-    problems = []
-    for report, ran in ((junit, code), (given_junit, given_code)):
-        if not report.is_file():
-            problems.append(f"{folder.name}: the starter run wrote no {report.name} (exit {ran})")
-    if problems:
+    given = junit.with_name(junit.stem + ".given.xml")
+    runs = {junit: run_pytest([*args, "-m", "not given", f"--junitxml={junit}"], steps_dir)}
+    runs[given] = run_pytest([*args, "-m", "given", f"--junitxml={given}"], steps_dir)
+    step, code = folder.name, runs[junit]
+    missing = [r for r in runs if not r.is_file()]
+    if problems := [f"{step}: no {r.name} from the starter run (exit {runs[r]})" for r in missing]:
         return code, problems
-    count = 0
-    for name, bad, skipped in _cases(junit):
-        count += 1
-        if bad is None and _names_a_todo(skipped, folder.name):
-            continue  # held back by an optional TODO: the check plugin skips its tests
-        if bad is None and skipped:
+    cases = list(_cases(junit))
+    for name, bad, skipped in cases:
+        text = "" if bad is None else bad.get("message", "") + (bad.text or "")
+        if bad is None and skipped and not _names_a_todo(skipped, step):
             problems.append(
-                f"{folder.name}: {name} skips on the untouched starter for a reason other than "
+                f"{step}: {name} skips on the untouched starter for a reason other than "
                 "an optional TODO not written"
             )
-            continue
-        if bad is None:
+        elif bad is None and not skipped:
             problems.append(
-                f"{folder.name}: {name} passes on the untouched starter "
+                f"{step}: {name} passes on the untouched starter "
                 "(mark it given if it calls only given code)"
             )
-            continue
-        text = bad.get("message", "") + (bad.text or "")
-        if "NotImplementedError" not in text:
+        elif bad is not None and "NotImplementedError" not in text:
+            problems.append(f"{step}: {name} fails on the starter without NotImplementedError")
+        elif bad is not None and not _names_a_todo(text, step):
             problems.append(
-                f"{folder.name}: {name} fails on the starter without NotImplementedError"
+                f"{step}: {name} hits a NotImplementedError that names no TODO of the step "
+                f"(an id starts with the step's folder name: TODO({step} task 1: name))"
             )
-        elif not _names_a_todo(text, folder.name):
-            problems.append(
-                f"{folder.name}: {name} hits a NotImplementedError that names no TODO of the step "
-                f"(an id starts with the step's folder name: TODO({folder.name} task 1: name))"
-            )
-    if count == 0:
-        problems.append(f"{folder.name}: no tests ran against the starter (exit {code})")
-    for name, bad, _ in _cases(given_junit):
-        if bad is not None:
-            problems.append(
-                f"{folder.name}: {name} is marked given but fails on the untouched starter "
-                "(it runs TODO code)"
-            )
+    if not cases:
+        problems.append(f"{step}: no tests ran against the starter (exit {code})")
+    problems += [
+        f"{step}: {name} is marked given but fails on the untouched starter (it runs TODO code)"
+        for name, bad, _ in _cases(given)
+        if bad is not None
+    ]
     return code, problems

@@ -65,21 +65,13 @@ def test_a_disagreement_is_one_line_each_and_words_must_match():
     ]
 
 
-def test_contributings_map_of_the_rooms_names_every_module_as_its_docstring_says():
-    from tools.common_map import CONTRIBUTING, ROOMS, common_map
+def test_contributings_maps_are_what_the_docstrings_say():
+    """The rooms (every package of common/ and tools/) and each step's own modules."""
+    from tools.common_map import BLOCKS, CONTRIBUTING, ROOMS
 
-    block = read_block(CONTRIBUTING, "common-map")
     packages = {p.parent for d in ("common", "tools") for p in (REPO_ROOT / d).rglob("__init__.py")}
     rooms = sorted(p.relative_to(REPO_ROOT).as_posix() for p in packages)
     assert rooms == sorted(ROOMS), f"expected every package of common/ and tools/ a room: {rooms}"
-    assert block == common_map(), "run python -m tools.common_map --write-docs"
-
-
-def test_contributings_map_of_each_steps_modules_is_what_their_docstrings_say():
-    from tools.common_map import CONTRIBUTING, step_files
-
-    made = step_files()
-    assert "`steps/step-05/run.py`" in made, made
-    assert read_block(CONTRIBUTING, "step-files") == made, (
-        "run python -m tools.common_map --write-docs"
-    )
+    assert "`steps/step-05/run.py`" in BLOCKS["step-files"]()
+    for name, made in BLOCKS.items():
+        assert read_block(CONTRIBUTING, name) == made(), "python -m tools.common_map --write-docs"

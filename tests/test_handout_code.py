@@ -1,9 +1,5 @@
-"""The handouts' Python code is laid out as the lecture lays it out: each comment beside its syntax.
-
-A handout comment names the syntax of its line (`# @ = matrix multiply`), so a formatter that
-splits the line and leaves the comment on a closing bracket cuts it away from what it explains.
-The handouts are kept out of `ruff format` (pyproject.toml); this test holds the layout.
-"""
+"""The handouts' Python code is laid out as the lecture lays it out: each comment (`# @ = matrix
+multiply`) beside the syntax it names, which a formatter would cut away (ruff leaves them alone)."""
 
 import re
 from pathlib import Path

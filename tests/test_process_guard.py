@@ -1,11 +1,12 @@
-"""The `process` marker is kept true: a test that starts a process without it fails (the guard
-tools/process_guard.py, which the root conftest.py registers for the suite)."""
+"""The `process` marker is kept true: a test that starts a process without it fails, itself or
+through a fixture (tools/process_guard.py, which the root conftest.py registers for the suite)."""
 
 import pytest
 
 from tools.process_guard import MARKER, RUNNING
 
 TESTS = """
+import os
 import subprocess
 import sys
 
@@ -14,6 +15,10 @@ import pytest
 
 def test_unmarked_child():
     subprocess.run([sys.executable, "-c", ""], check=True)
+
+
+def test_unmarked_system():
+    assert os.system("true") == 0
 
 
 @pytest.mark.process
@@ -50,11 +55,10 @@ def pytest_configure(config):
 
 
 class Outcomes:
-    """Each test's outcome in the inner session: failed if any of its phases failed."""
+    """Each inner test's failure, if any of its phases failed."""
 
     def __init__(self):
-        self.failed: dict[str, str] = {}
-        self.seen: set[str] = set()
+        self.failed, self.seen = {}, set()
 
     def pytest_runtest_logreport(self, report):
         name = report.nodeid.split("::")[-1]
@@ -71,12 +75,18 @@ def test_a_test_that_starts_a_process_unmarked_fails_itself_or_through_a_fixture
     (tmp_path / "conftest.py").write_text(CONFTEST, encoding="utf-8")
     monkeypatch.delenv(RUNNING, raising=False)  # as the suite's own session, not a child's
     outcomes = Outcomes()
-    args = [str(tmp_path), f"--rootdir={tmp_path}", "-q", "-p", "no:cacheprovider"]
-    pytest.main(args, plugins=[outcomes])
-    expected = {"test_unmarked_child", "test_unmarked_later_user_of_that_fixture"}
-    assert len(outcomes.seen) == 5, f"expected 5 tests to run, ran {sorted(outcomes.seen)}"
-    assert set(outcomes.failed) == expected, (
-        f"expected exactly {sorted(expected)} to fail, failed: {outcomes.failed}"
+    pytest.main(
+        [str(tmp_path), f"--rootdir={tmp_path}", "-q", "-p", "no:cacheprovider"], [outcomes]
+    )
+    unmarked = {
+        "test_unmarked_child",
+        "test_unmarked_system",
+        "test_unmarked_later_user_of_that_fixture",
+    }
+    assert len(outcomes.seen) == 6, f"expected 6 tests to run, ran {sorted(outcomes.seen)}"
+    assert set(outcomes.failed) == unmarked, (
+        f"expected {sorted(unmarked)} to fail: {outcomes.failed}"
     )
     said = outcomes.failed["test_unmarked_later_user_of_that_fixture"]
-    assert "in fixture server" in said and f"@pytest.mark.{MARKER}" in said, said
+    assert "subprocess.Popen (python" in said and "in fixture server" in said, said
+    assert f"@pytest.mark.{MARKER}" in said, said

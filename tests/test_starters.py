@@ -16,34 +16,33 @@ SOLUTION = '''def f(x):
 '''
 
 
-def test_a_region_becomes_the_todo_with_its_hint():
-    assert starters.starter_text(SOLUTION) == (
-        'def f(x):\n    """Double x."""\n'
-        '    raise NotImplementedError("TODO(step-99 f): return x doubled; use + or *")\n'
-    )
+RAISED = '    raise NotImplementedError("TODO(step-99 f): return x doubled; {}")'
 
 
-def test_a_long_hint_is_laid_out_as_ruff_format_would():
-    text = starters.starter_text(SOLUTION.replace("use + or *", "use + or * " + "x" * 80))
-    assert text.splitlines()[2:] == [
-        "    raise NotImplementedError(",
-        f'        "TODO(step-99 f): return x doubled; use + or * {"x" * 80}"',
-        "    )",
-    ]
-
-
-def test_quotes_in_a_hint_are_quoted_as_ruff_would():
-    text = starters.starter_text(SOLUTION.replace("use + or *", 'say "twice"'))
-    assert """raise NotImplementedError('TODO(step-99 f): return x doubled; say "twice"')""" in text
-    text = starters.starter_text(SOLUTION.replace("use + or *", 'say "x\'s"'))
-    assert 'NotImplementedError("TODO(step-99 f): return x doubled; say \\"x\'s\\"")' in text
-
-
-def test_starter_lines_replace_the_region_for_a_bug_hunt():
-    text = starters.starter_text(
-        SOLUTION.replace("    y = x * 2", "    # STARTER: return x + 1\n    y = x * 2")
-    )
-    assert text.splitlines()[2:] == ["    return x + 1"]
+@pytest.mark.parametrize(
+    ("hint", "starter"),
+    [
+        ("use + or *", [RAISED.format("use + or *")]),  # the region becomes its TODO
+        (  # a long hint is laid out as ruff format would
+            "use + or * " + "x" * 80,
+            [
+                "    raise NotImplementedError(",
+                f'        "TODO(step-99 f): return x doubled; use + or * {"x" * 80}"',
+                "    )",
+            ],
+        ),
+        (
+            'say "twice"',
+            ["    raise NotImplementedError('TODO(step-99 f): return x doubled; say \"twice\"')"],
+        ),
+        ('say "x\'s"', [RAISED.format('say \\"x\'s\\"')]),  # quotes quoted as ruff would
+        ("use + or *\n    # STARTER: return x + 1", ["    return x + 1"]),  # a bug hunt's lines
+    ],
+    ids=["hint", "long hint", "double quotes", "both quotes", "starter lines"],
+)
+def test_a_region_becomes_the_todo_with_its_hint(hint, starter):
+    text = starters.starter_text(SOLUTION.replace("use + or *", hint))
+    assert text.splitlines() == ["def f(x):", '    """Double x."""', *starter]
 
 
 @pytest.mark.parametrize(

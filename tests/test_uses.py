@@ -1,6 +1,5 @@
 """A step loads another step's module only where its step.toml's [uses] says so."""
 
-import shutil
 import subprocess
 import sys
 
@@ -15,22 +14,15 @@ data = reference("step-03", "data")
 """
 
 
-def _copy_with(tmp, uses: str):
-    """A copy of the repository's steps with steps/lab-01 declaring `uses`, its run.py replaced."""
-    steps = shutil.copytree(
-        REPO_ROOT / "steps" / "lab-01", tmp / "steps" / "lab-01",
-        ignore=shutil.ignore_patterns("__pycache__", "out", "backups"),
-    )  # fmt: skip
-    toml = steps / "step.toml"
-    toml.write_text(toml.read_text(encoding="utf-8") + uses, encoding="utf-8")
-    (steps / "probe.py").write_text(RUN, encoding="utf-8")
-    return steps
-
-
 @pytest.mark.process
 @pytest.mark.parametrize("declared", [False, True])
 def test_an_undeclared_load_of_another_steps_module_fails_with_one_line(tmp_path, declared):
-    steps = _copy_with(tmp_path, '\n[uses]\nstep-03 = ["data"]\n' if declared else "")
+    steps = tmp_path / "steps" / "lab-01"  # lab-01 as its step.toml says, with `uses` or not
+    steps.mkdir(parents=True)
+    toml = (REPO_ROOT / "steps" / "lab-01" / "step.toml").read_text(encoding="utf-8")
+    uses = '\n[uses]\nstep-03 = ["data"]\n' if declared else ""
+    (steps / "step.toml").write_text(toml + uses, encoding="utf-8")
+    (steps / "probe.py").write_text(RUN, encoding="utf-8")  # a step's file that loads step-03's
     probe = (
         "from common.loader import load_file; import pathlib, sys\n"
         "try:\n    load_file(pathlib.Path(sys.argv[1]))\n    print('loaded')\n"

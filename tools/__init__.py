@@ -33,34 +33,32 @@ def run_pytest(args: list[str], steps_dir: Path | None = None, plugins=()) -> in
 
 def untouched(folder: Path) -> bool:
     """Does the step's starter/ hold exactly the generated files (no edit, no file added)?"""
-    from common.course import at
-    from tools.starters import (  # here: `python -m tools.starters` imports tools/ first
-        stale,
-        starters,
-    )
+    from tools.starters import stale, starters  # here, as in _shipped()
 
     made = starters(folder)  # .py files and predictions.toml; a student adds only .py files
-    return not stale(folder) and set(py_files(at(folder).starter)) == {
+    return not stale(folder) and set(py_files(folder / "starter")) == {
         p for p in made if p.suffix == ".py"
     }
 
 
 def pristine(steps: list[str], dest: Path, source: Path = STEPS_DIR) -> Path:
-    """A steps folder under `dest` with these steps as shipped: each starter made from its solution.
-
-    What the student did to steps/ (edits, a catch-up, a deleted file) is not in it.
-    """
-    from tools.starters import write  # here, as in untouched()
-
+    """A steps folder under `dest` with these steps as shipped: each starter made from its solution
+    (what the student did to steps/, edits, a catch-up, a deleted file, is not in it)."""
     root = dest / "steps"
+    return _shipped(root, [shutil.copytree(source / s, root / s, ignore=NOT_COPIED) for s in steps])
+
+
+def _shipped(root: Path, steps: list[Path]) -> Path:
+    """`root`, with the starter of each of `steps` written from its solution."""
+    from tools.starters import write  # here: `python -m tools.starters` imports tools/ first
+
     for step in steps:
-        write(shutil.copytree(source / step, root / step, ignore=NOT_COPIED))  # no starter: all
+        write(step)
     return root
 
 
 def check_command(steps_dir: Path, args: list[str], env: dict | None = None):
-    """(command, environment) of `python -m pytest <args>` with the check on `steps_dir` (may be
-    outside the repository), for a child process."""
+    """(command, environment) of a child `python -m pytest <args>` on `steps_dir` (anywhere)."""
     env = os.environ | {"COURSE_STEPS_DIR": str(steps_dir), "COLUMNS": "100"} | (env or {})
     return pytest_command(steps_dir, [*args, "-p", "no:cacheprovider"]), env
 
@@ -68,8 +66,7 @@ def check_command(steps_dir: Path, args: list[str], env: dict | None = None):
 def check_in_a_child(
     steps_dir: Path, args: list[str], env: dict | None = None, cwd: Path = REPO_ROOT
 ):
-    """Run the check_command in a new process: student code never runs in the process of the
-    repository's own tests."""
+    """The check_command run in a child: student code never runs in the repository's tests."""
     cmd, env = check_command(steps_dir, args, env)
     return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
 
@@ -82,13 +79,7 @@ NOT_CLONED = shutil.ignore_patterns(
 
 
 def clean_clone(dest: Path) -> Path:
-    """The repository as a fresh clone has it, under `dest`: every starter made from its solution.
-
-    A student's edits and catch-ups, and every run's output, stay behind.
-    """
-    from tools.starters import write
-
+    """The repository as a fresh clone has it, under `dest`: every starter made from its solution
+    (a student's edits and catch-ups, and every run's output, stay behind)."""
     root = shutil.copytree(REPO_ROOT, dest / "repo", ignore=NOT_CLONED)
-    for name in step_names(root / "steps"):
-        write(root / "steps" / name)
-    return root
+    return _shipped(root, [root / "steps" / name for name in step_names(root / "steps")])

@@ -5,8 +5,12 @@ import ast
 import sys
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+from common import REPO_ROOT
+from common.course import course
+from common.docs import markdown_table, write_block
+
 CONTRIBUTING = REPO_ROOT / "CONTRIBUTING.md"
+ROOMS = ("common", "common/check", "common/run", "tools", "tools/grading")
 
 
 def summary(path: Path) -> str:
@@ -15,42 +19,32 @@ def summary(path: Path) -> str:
     return " ".join(doc.split("\n\n")[0].split()).replace("|", "\\|")
 
 
-ROOMS = ("common", "common/check", "common/run", "tools", "tools/grading")
+def rows(files: list[Path]) -> str:
+    """A table of modules: each one's path and what its docstring says it is."""
+    made = [[f"`{p.relative_to(REPO_ROOT).as_posix()}`", summary(p)] for p in sorted(files)]
+    return markdown_table(["module", "what it is"], made) if made else ""
 
 
 def common_map() -> str:
     """Each room: who it is for (its package's docstring), then a row per module of it."""
-    from common.docs import markdown_table
-
     parts = []
     for room in ROOMS:
         folder = REPO_ROOT / room
-        files = sorted(
-            p for p in folder.glob("*.py") if p.name not in ("__init__.py", "__main__.py")
-        )
-        rows = [[f"`{room}/{p.name}`", summary(p)] for p in files]
         parts.append(f"**`{room}/`** {summary(folder / '__init__.py')}\n")
-        parts.append(markdown_table(["module", "what it is"], rows) if rows else "")
+        parts.append(
+            rows([p for p in folder.glob("*.py") if p.stem not in ("__init__", "__main__")])
+        )
     return "\n".join(part for part in parts if part)
 
 
 def step_files() -> str:
     """One row per module a step keeps beside solution/, starter/ and tests/: what it is."""
-    from common.course import course
-    from common.docs import markdown_table
-
-    steps = [step for step in course() if not step.checkpoint]  # a checkpoint is all solution
-    files = sorted(p for step in steps for p in step.folder.glob("*.py"))
-    rows = [[f"`{p.relative_to(REPO_ROOT).as_posix()}`", summary(p)] for p in files]
-    return markdown_table(["module", "what it is"], rows)
+    return rows([p for step in course() if not step.checkpoint for p in step.folder.glob("*.py")])
 
 
 BLOCKS = {"common-map": common_map, "step-files": step_files}
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(REPO_ROOT))
-    from common.docs import write_block
-
     for name, made in BLOCKS.items():
         if "--write-docs" in sys.argv:
             changed = write_block(CONTRIBUTING, name, made())

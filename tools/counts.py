@@ -15,27 +15,19 @@ BLOCKS = {"lab-01": "lab-01-test-count"}  # step -> the block of its README that
 class Count:
     """A pytest plugin that keeps how many tests a session collected."""
 
-    n = 0
-
     def pytest_collection_finish(self, session):
         self.n = len(session.items)
 
 
-def collected(step: str) -> int:
-    """How many tests `pixi run test-<step>` runs: pytest's own count, collected in this process."""
-    count = Count()
-    with contextlib.redirect_stdout(io.StringIO()):
-        run_pytest(
-            [str(STEPS_DIR / step), "--impl", "solution", "--collect-only", "-q"], plugins=[count]
-        )
-    return count.n
-
-
 def count_block(step: str) -> str:
-    """The handout's line: the command that runs the step's tests, and how many pass."""
+    """The handout's line: the command that runs the step's tests, and how many pass (pytest's
+    count of the tests `pixi run test-<step>` runs, collected in this process)."""
+    count, args = Count(), [str(STEPS_DIR / step), "--impl", "solution", "--collect-only", "-q"]
+    with contextlib.redirect_stdout(io.StringIO()):
+        run_pytest(args, plugins=[count])
     return (
         f"`pixi run test-{step}` (`python -m pytest steps/{step} --impl solution`): "
-        f"Expected: `{collected(step)} passed`.\n"
+        f"Expected: `{count.n} passed`.\n"
     )
 
 

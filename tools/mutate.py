@@ -1,11 +1,7 @@
 """Generic mutation testing of the solutions: `python -m tools.mutate [--list] [--only TEXT]`.
 
-Each mutant changes one thing in one function of a solution file (an operator, a constant, a
-condition, a statement removed), and the step's own suite runs against it in this process, as
-tests/test_curated_bugs.py runs the curated bugs of each step's bugs.py. A mutant the suite
-passes survived; every survivor must be listed in its step's EQUIVALENT (the file step.toml's
-[mutation] `equivalent` names) with the reason no test can tell it apart.
-"""
+Each mutant changes one thing in one function of a solution file and the step's own suite runs
+against it in this process; every survivor must be in its step's EQUIVALENT, with the reason."""
 
 import argparse
 import ast
@@ -18,6 +14,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 from common import shown
 from common.course import course, course_step
 from common.loader import load_fresh, override
@@ -28,35 +26,18 @@ from tools.symptoms import SUITE_ARGS
 TARGETS = [(s.name, m) for s in course() for m in s.mutation.get("modules", [])]
 TIMEOUT = 60  # seconds per mutant: one that loops or crawls counts as killed
 
-CMP = {
-    ast.Lt: [ast.LtE, ast.Gt],
-    ast.LtE: [ast.Lt, ast.GtE],
-    ast.Gt: [ast.GtE, ast.Lt],
-    ast.GtE: [ast.Gt, ast.LtE],
-    ast.Eq: [ast.NotEq],
-    ast.NotEq: [ast.Eq],
-    ast.Is: [ast.IsNot],
-    ast.IsNot: [ast.Is],
-    ast.In: [ast.NotIn],
-    ast.NotIn: [ast.In],
-}
-BIN = {
-    ast.Add: [ast.Sub],
-    ast.Sub: [ast.Add],
-    ast.Mult: [ast.Div],
-    ast.Div: [ast.Mult],
-    ast.FloorDiv: [ast.Div],
-    ast.Mod: [ast.FloorDiv],
-    ast.Pow: [ast.Mult],
-    ast.MatMult: [ast.Mult],
-    ast.BitAnd: [ast.BitOr],
-    ast.BitOr: [ast.BitAnd],
-}
+# what each operator becomes: a comparison, then an arithmetic or bitwise operator
+CMP = {ast.Lt: [ast.LtE, ast.Gt], ast.LtE: [ast.Lt, ast.GtE], ast.Gt: [ast.GtE, ast.Lt]}
+CMP |= {ast.GtE: [ast.Gt, ast.LtE], ast.Eq: [ast.NotEq], ast.NotEq: [ast.Eq]}
+CMP |= {ast.Is: [ast.IsNot], ast.IsNot: [ast.Is], ast.In: [ast.NotIn], ast.NotIn: [ast.In]}
+BIN = {ast.Add: [ast.Sub], ast.Sub: [ast.Add], ast.Mult: [ast.Div], ast.Div: [ast.Mult]}
+BIN |= {ast.FloorDiv: [ast.Div], ast.Mod: [ast.FloorDiv], ast.Pow: [ast.Mult]}
+BIN |= {ast.MatMult: [ast.Mult], ast.BitAnd: [ast.BitOr], ast.BitOr: [ast.BitAnd]}
+INF = {"float('-inf')": "inf", "float('inf')": "-inf"}  # float("-inf") -> 0.0 or its opposite
 
 
 def equivalents(step: str) -> dict[str, str]:
-    """The step's survivors no test can kill (Mutant.key -> why): the EQUIVALENT of the file its
-    step.toml's [mutation] `equivalent` names (none without one)."""
+    """The step's survivors no test can kill (Mutant.key -> why): its bugs.py's EQUIVALENT."""
     return course_step(step).equivalents()
 
 
@@ -88,42 +69,20 @@ def _text(stmt: ast.AST) -> str:
     return " ".join(ast.unparse(stmt).split())
 
 
-def _numbers(value: int | float) -> list[int | float]:
-    """Replacements for a numeric constant: off by one either way, and 0, 1, -1."""
+def _numbers(value: int | float, like: ast.AST) -> list:
+    """Makers of a numeric constant's replacements: off by one either way, and 0, 1, -1."""
     if isinstance(value, int):
         options = [value + 1, value - 1, 0, 1, -1]
     else:
         options = [value + 1.0, 0.0, 1.0, -1.0]
-    return [o for i, o in enumerate(options) if o != value and o not in options[:i]]
+    options = [o for i, o in enumerate(options) if o != value and o not in options[:i]]
+    return [lambda o=o: _const(o, like) for o in options]
 
 
 def _const(value, like: ast.AST) -> ast.AST:
     """A constant node, negative numbers written as -(n) like the parser does."""
     node = ast.Constant(value) if value >= 0 else ast.UnaryOp(ast.USub(), ast.Constant(-value))
     return ast.copy_location(node, like)
-
-
-def _negative_constant(node: ast.AST) -> int | float | None:
-    """The value of `-3` or `-0.5` (a minus applied to a number), else None."""
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        inner = node.operand
-        if isinstance(inner, ast.Constant) and type(inner.value) in (int, float):
-            return -inner.value
-    return None
-
-
-def _is_inf(node: ast.AST) -> str | None:
-    """'-inf' or 'inf' for float("-inf") / float("inf"), else None."""
-    if (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id == "float"
-        and len(node.args) == 1
-        and isinstance(node.args[0], ast.Constant)
-        and node.args[0].value in ("-inf", "inf")
-    ):
-        return node.args[0].value
-    return None
 
 
 class Mutator(ast.NodeTransformer):
@@ -135,26 +94,19 @@ class Mutator(ast.NodeTransformer):
         self.stmts: list[ast.stmt] = []
         self.functions: list[str] = []
 
-    def _site(self, node: ast.AST, make, removal: bool = False) -> ast.AST:
-        """Number one possible mutation of `node`; apply it if it is the target."""
+    def _sites(self, node: ast.AST, makes: list, removal: bool = False) -> ast.AST:
+        """Number each possible mutation of `node`; apply the target's if it is among them."""
         if not self.functions:
             return node  # module level: imports and definitions only
-        # a node made by the walk has no line of its own: its statement's
-        self.lines.append(getattr(node, "lineno", None) or self.stmts[-1].lineno)
-        if self.count == self.target:
-            stmt = self.stmts[-1]
-            self.hit = (node.lineno, ".".join(self.functions), _text(stmt), stmt, removal)
-            self.count += 1
-            return ast.copy_location(make(), node)
-        self.count += 1
-        return node
-
-    def _sites(self, node: ast.AST, makes: list) -> ast.AST:
-        """Number several possible mutations of `node`; apply the target's if it is among them."""
         result = node
         for make in makes:
-            mutated = self._site(node, make)
-            result = result if mutated is node else mutated
+            # a node made by the walk has no line of its own: its statement's
+            self.lines.append(getattr(node, "lineno", None) or self.stmts[-1].lineno)
+            if self.count == self.target:
+                stmt = self.stmts[-1]
+                self.hit = (node.lineno, ".".join(self.functions), _text(stmt), stmt, removal)
+                result = ast.copy_location(make(), node)
+            self.count += 1
         return result
 
     def visit(self, node):
@@ -164,12 +116,9 @@ class Mutator(ast.NodeTransformer):
         if docstring or isinstance(node, ast.FunctionDef | ast.ClassDef):
             return super().visit(node)
         self.stmts.append(node)
-        try:
-            result = self._site(node, lambda: ast.Pass(), removal=True)  # remove the statement
-            if result is node:
-                result = super().visit(node)
-        finally:
-            self.stmts.pop()
+        result = self._sites(node, [ast.Pass], removal=True)  # the statement removed
+        result = super().visit(node) if result is node else result
+        self.stmts.pop()
         return result
 
     def visit_ClassDef(self, node):
@@ -196,97 +145,78 @@ class Mutator(ast.NodeTransformer):
 
     def visit_If(self, node):
         if not (isinstance(node.test, ast.UnaryOp) and isinstance(node.test.op, ast.Not)):
-            node = self._site(node, lambda: self._negated(node))  # `not` dropped: visit_UnaryOp
+            node = self._sites(node, [lambda: self._negated(node)])  # `not` dropped: visit_UnaryOp
         return self.generic_visit(node)
 
-    def visit_While(self, node):
-        return self.visit_If(node)
+    visit_While = visit_If
 
     def _negated(self, node):
         node.test = ast.UnaryOp(ast.Not(), node.test)  # in place: the statement stays the same node
         return node
 
     def visit_IfExp(self, node):
-        node = self._site(
-            node, lambda: ast.IfExp(ast.UnaryOp(ast.Not(), node.test), node.body, node.orelse)
-        )
-        return self.generic_visit(node)
+        negated = lambda: ast.IfExp(ast.UnaryOp(ast.Not(), node.test), node.body, node.orelse)  # noqa: E731
+        return self.generic_visit(self._sites(node, [negated]))
 
     def visit_Compare(self, node):
         def swap(i, new):
-            mutated = copy.copy(node)
-            mutated.ops = [*node.ops[:i], new(), *node.ops[i + 1 :]]
-            return mutated
+            return ast.Compare(
+                node.left, [*node.ops[:i], new(), *node.ops[i + 1 :]], node.comparators
+            )
 
-        makes = [
-            lambda i=i, new=new: swap(i, new)
-            for i, op in enumerate(node.ops)
-            for new in CMP.get(type(op), [])
-        ]
-        return self.generic_visit(self._sites(node, makes))
+        ops = [(i, new) for i, op in enumerate(node.ops) for new in CMP.get(type(op), [])]
+        return self.generic_visit(self._sites(node, [lambda p=p: swap(*p) for p in ops]))
 
     def visit_BinOp(self, node):
-        makes = [
-            lambda new=new: ast.BinOp(node.left, new(), node.right)
-            for new in BIN.get(type(node.op), [])
-        ]
+        news = BIN.get(type(node.op), [])
+        makes = [lambda new=new: ast.BinOp(node.left, new(), node.right) for new in news]
         return self.generic_visit(self._sites(node, makes))
 
     def visit_BoolOp(self, node):
         other = ast.Or if isinstance(node.op, ast.And) else ast.And
-        node = self._site(node, lambda: ast.BoolOp(other(), node.values))
-        return self.generic_visit(node)
+        return self.generic_visit(self._sites(node, [lambda: ast.BoolOp(other(), node.values)]))
 
     def visit_UnaryOp(self, node):
-        value = _negative_constant(node)
-        if value is not None:
-            return self._sites(node, [lambda new=new: _const(new, node) for new in _numbers(value)])
+        number = node.operand
+        if isinstance(node.op, ast.USub) and isinstance(number, ast.Constant):
+            if type(number.value) in (int, float):  # -3 or -0.5: a negative number
+                return self._sites(node, _numbers(-number.value, node))
         if isinstance(node.op, ast.Not | ast.Invert | ast.USub):
-            node = self._site(node, lambda: node.operand)  # drop the not, ~ or minus
+            node = self._sites(node, [lambda: node.operand])  # drop the not, ~ or minus
         return self.generic_visit(node)
 
     def visit_Constant(self, node):
         if isinstance(node.value, bool):
-            return self._site(node, lambda: ast.Constant(not node.value))
+            return self._sites(node, [lambda: ast.Constant(not node.value)])
         if type(node.value) in (int, float):
-            return self._sites(
-                node, [lambda new=new: _const(new, node) for new in _numbers(node.value)]
-            )
+            return self._sites(node, _numbers(node.value, node))
         return node
 
     def visit_Call(self, node):
-        inf = _is_inf(node)
-        if inf is not None:
-            flipped = "inf" if inf == "-inf" else "-inf"
+        named = getattr(node.func, "id", "") == "float"
+        if named and (flipped := INF.get(ast.unparse(node))) is not None:
             flip = ast.Call(node.func, [ast.Constant(flipped)], [])
             return self._sites(node, [lambda: ast.Constant(0.0), lambda: flip])
         func = node.func
         if isinstance(func, ast.Attribute) and func.attr == "transpose":
-            node = self._site(node, lambda: func.value)  # no transpose at all
+            node = self._sites(node, [lambda: func.value])  # no transpose at all
         return self.generic_visit(node)
-
-
-def _tree(step: str, module: str) -> tuple[Path, ast.Module]:
-    """The solution file of (step, module) and its syntax tree."""
-    path = course_step(step).solution / (module.replace(".", "/") + ".py")
-    return path, ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
 
 
 def mutants(step: str, module: str, within: range | None = None) -> list[tuple[Mutant, ast.Module]]:
     """Every distinct mutant of the file (of its lines `within`), with its tree; duplicates and
     no-ops are dropped."""
-    path, tree = _tree(step, module)
+    path = course_step(step).solution / (module.replace(".", "/") + ".py")
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     counter = Mutator()
     counter.visit(copy.deepcopy(tree))
-    seen = {ast.unparse(tree)}
-    found = []
+    seen, found = {ast.unparse(tree)}, []
     for index in range(counter.count):
         if within is not None and counter.lines[index] not in within:
             continue  # each mutant copies the whole tree: only the lines asked for
         mutator = Mutator(index)
         mutated = ast.fix_missing_locations(mutator.visit(copy.deepcopy(tree)))
-        source = ast.unparse(mutated)
-        if source in seen:
+        if (source := ast.unparse(mutated)) in seen:
             continue
         seen.add(source)
         line, function, before, stmt, removal = mutator.hit
@@ -295,32 +225,28 @@ def mutants(step: str, module: str, within: range | None = None) -> list[tuple[M
     return found
 
 
-class _Timeout(Exception):
-    """A mutant ran longer than TIMEOUT."""
-
-
 def _alarm(signum, frame):
-    raise _Timeout(f"mutant ran longer than {TIMEOUT} s")
+    raise TimeoutError(f"mutant ran longer than {TIMEOUT} s")
 
 
-def run_suite(step: str, module: str, tree: ast.Module | None, files: list[Path]) -> bool:
-    """Do the step's test `files` pass with `module` replaced by `tree` (None: the solution)?"""
+def run_suite(step: str, module: str, tree: ast.Module | None, files: list[Path]) -> int:
+    """pytest's exit code on the step's test `files`, `module` replaced by `tree` (None: as it is);
+    1 for a mutant that does not import or runs too long."""
     fresh = load_fresh(course_step(step).solution, module)
     if tree is not None:
         try:
             exec(compile(tree, fresh.__file__, "exec"), fresh.__dict__)
         except Exception:
-            return False  # a module that does not import fails every test
-    args = [*map(str, files), *SUITE_ARGS]
+            return 1  # a module that does not import fails every test
     timed = hasattr(signal, "SIGALRM")  # a mutant that loops forever is stopped, except on Windows
     previous = signal.signal(signal.SIGALRM, _alarm) if timed else None
     if timed:
         signal.alarm(TIMEOUT)
     try:
         with override(step, module, fresh), contextlib.redirect_stdout(io.StringIO()):
-            return run_pytest(args) == 0
-    except _Timeout:
-        return False
+            return run_pytest([*map(str, files), *SUITE_ARGS])
+    except TimeoutError:
+        return 1
     finally:
         if timed:
             signal.alarm(0)
@@ -328,15 +254,43 @@ def run_suite(step: str, module: str, tree: ast.Module | None, files: list[Path]
 
 
 def fastest_first(step: str, module: str) -> list[Path] | None:
-    """The step's test files, quickest first (so -x stops early), or None if one fails unmutated."""
+    """The step's test files that run a test, quickest first (so -x stops early), or None if one
+    fails unmutated."""
     timed = []
     for path in sorted(course_step(step).tests.glob("test_*.py")):
-        start = time.monotonic()
-        if not run_suite(step, module, None, [path]):
+        start, code = time.monotonic(), run_suite(step, module, None, [path])
+        if code == pytest.ExitCode.NO_TESTS_COLLECTED:
+            continue  # every test of it sits out (SUITE_ARGS): slow, course or whole_run
+        if code != 0:
             print(f"{shown(path)} fails on the unmutated solution: fix that first")
             return None
         timed.append((time.monotonic() - start, path))
     return [path for _, path in sorted(timed)]
+
+
+def score(step: str, module: str, todo: list, where: str) -> tuple[int, str]:
+    """Run the file's mutants; print each survivor; (the unexplained ones, the file's line)."""
+    files = fastest_first(step, module)
+    if files is None:
+        return -1, ""
+    start, killed, equivalent, survived, known = time.monotonic(), 0, 0, 0, equivalents(step)
+    for n, (m, tree) in enumerate(todo, start=1):
+        if run_suite(step, module, tree, files) != 0:
+            killed += 1
+        elif m.key in known:
+            equivalent += 1
+            print(f"  equivalent {where}:{m.line} {m.key}\n    ({known[m.key]})")
+        else:
+            survived += 1
+            print(f"  SURVIVED {where}:{m.line} {m.key}", flush=True)
+        if n % 25 == 0:
+            print(f"  {where}: {n}/{len(todo)} run", file=sys.stderr, flush=True)
+    live = len(todo) - equivalent
+    return survived, (
+        f"{where}: {len(todo)} mutants, {killed} killed, {equivalent} equivalent, "
+        f"{survived} survived: {100 * killed / live if live else 100.0:.1f}% of non-equivalent "
+        f"mutants killed ({time.monotonic() - start:.0f} s)"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -346,38 +300,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default="", help="only mutants whose key contains this text")
     parser.add_argument("--module", action="append", help="only these modules (e.g. attention)")
     args = parser.parse_args(argv)
-    targets = [t for t in TARGETS if not args.module or t[1] in args.module]
     unexplained, totals = 0, []
-    for step, module in targets:
+    for step, module in [t for t in TARGETS if not args.module or t[1] in args.module]:
         todo = [(m, tree) for m, tree in mutants(step, module) if args.only in m.key]
         where = shown(course_step(step).solution / f"{module.replace('.', '/')}.py")
         if args.list:
-            for m, _ in todo:
-                print(f"{where}:{m.line} {m.key}")
+            print("".join(f"{where}:{m.line} {m.key}\n" for m, _ in todo), end="")
             continue
-        files = fastest_first(step, module)
-        if files is None:
+        survived, total = score(step, module, todo, where)
+        if survived < 0:
             return 2
-        start, killed, equivalent, survivors = time.monotonic(), 0, 0, []
-        for n, (m, tree) in enumerate(todo, start=1):
-            if not run_suite(step, module, tree, files):
-                killed += 1
-            elif m.key in (known := equivalents(step)):
-                equivalent += 1
-                print(f"  equivalent {where}:{m.line} {m.key}\n    ({known[m.key]})")
-            else:
-                survivors.append(m)
-                print(f"  SURVIVED {where}:{m.line} {m.key}", flush=True)
-            if n % 25 == 0:
-                print(f"  {where}: {n}/{len(todo)} run", file=sys.stderr, flush=True)
-        live = len(todo) - equivalent
-        score = 100 * killed / live if live else 100.0
-        totals.append(
-            f"{where}: {len(todo)} mutants, {killed} killed, {equivalent} equivalent, "
-            f"{len(survivors)} survived: {score:.1f}% of non-equivalent mutants killed "
-            f"({time.monotonic() - start:.0f} s)"
-        )
-        unexplained += len(survivors)
+        unexplained, totals = unexplained + survived, [*totals, total]
     if totals:
         print("\n".join(totals))
     return 1 if unexplained else 0

@@ -1,4 +1,6 @@
-"""Each handout's symptom table, written from its step's bugs.py: `python -m tools.symptoms --write-docs`."""
+"""Each handout's symptom table, written from its step's bugs.py: `python -m tools.symptoms --write-docs`.
+
+Here too the in-process scan of a step's suite with a curated bug in, which holds the table true."""
 
 import contextlib
 import io
@@ -23,6 +25,7 @@ SUITE_ARGS = [
     *("--impl", "solution", "-x", "-qq", "--no-header", "--tb=no"),
     *("-m", "not slow and not course and not whole_run"),
 ]
+EVERY = [arg for arg in SUITE_ARGS if arg != "-x"]  # every failure: a row may need a test to pass
 
 
 def targets() -> list[tuple[str, str, list]]:
@@ -31,41 +34,25 @@ def targets() -> list[tuple[str, str, list]]:
     return [(s.name, s.mutation.get("target", ""), bugs) for s in course() if (bugs := s.bugs())]
 
 
-class FirstFailure:
-    """A pytest plugin: tests of the code itself run first; remember the first test that fails."""
+class Failures:
+    """A pytest plugin: tests of the code itself run first; of each failure, in order, the short
+    traceback the check shows (`errors`) and its AssertionError's message (`messages`)."""
 
     def __init__(self):
-        self.nodeid, self.ran = None, 0
+        self.errors: dict[str, str] = {}  # nodeid -> short traceback
+        self.messages: dict[str, str | None] = {}  # test -> message (None: no AssertionError)
+        self.ran = 0
+
+    @property
+    def first(self) -> str | None:
+        """The first test to fail, as a handout names it (file::function[case])."""
+        return next(iter(self.messages), None)
 
     def pytest_collection_modifyitems(self, items):
         items.sort(key=lambda item: item.get_closest_marker("whole_run") is not None)  # stable
 
     def pytest_runtest_logreport(self, report):
         self.ran += report.when == "call"
-        if report.failed and self.nodeid is None:
-            self.nodeid = report.nodeid.split("tests/")[-1]
-
-
-def first_failure(step: str, module: str, bug=None) -> FirstFailure:
-    """Run `step`'s suite with `module` broken by `bug` (None: unbroken); .nodeid failed first."""
-    layout = course_step(step)
-    copy = None if bug is None else broken_copy(layout.solution, module, bug)
-    return run_with(step, module, copy, FirstFailure(), [str(layout.tests), *SUITE_ARGS])
-
-
-def run_with(step: str, module: str, copy: ModuleType | None, plugin, args: list[str]):
-    """Run pytest quietly with `args`, `step`'s `module` replaced by `copy` (None: as it is)."""
-    replaced = contextlib.nullcontext() if copy is None else override(step, module, copy)
-    with contextlib.redirect_stdout(io.StringIO()), replaced:
-        run_pytest(args, plugins=[plugin])
-    return plugin
-
-
-class Failures:
-    """A pytest plugin: each failure's short traceback, as the check shows it (nodeid -> text)."""
-
-    def __init__(self):
-        self.errors: dict[str, str] = {}
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item, call):
@@ -75,15 +62,30 @@ class Failures:
         report = yield
         if report.failed and call.excinfo is not None:
             self.errors[report.nodeid] = "\n".join(short_traceback(call.excinfo))
+            asserted = call.excinfo.errisinstance(AssertionError)
+            message = str(call.excinfo.value) if asserted else None
+            self.messages.setdefault(report.nodeid.split("tests/")[-1], message)
         return report
 
 
+def failures_with(step: str, module: str, copy: ModuleType | None, args=()) -> Failures:
+    """`step`'s suite run quietly in process, `module` replaced by `copy` (None: as it is)."""
+    replaced = contextlib.nullcontext() if copy is None else override(step, module, copy)
+    plugin = Failures()
+    with contextlib.redirect_stdout(io.StringIO()), replaced:
+        run_pytest([str(course_step(step).tests), *EVERY, *args], plugins=[plugin])
+    return plugin
+
+
+def scan(step: str, module: str, bug=None) -> Failures:
+    """Every failure of `step`'s suite with `bug` in a copy of `module` (None: unbroken)."""
+    copy = None if bug is None else broken_copy(course_step(step).solution, module, bug)
+    return failures_with(step, module, copy)
+
+
 def failures(step: str, module: str, copy: ModuleType, tests: list[str]) -> dict[str, str]:
-    """The failures of `step`'s tests named in `tests` (functions) with `module` replaced by `copy`:
-    nodeid -> the short traceback the check would show."""
-    every = [a for a in SUITE_ARGS if a != "-x"]  # every failure: a row may need a test to pass
-    args = [str(course_step(step).tests), *every, "-k", " or ".join(sorted(set(tests)))]
-    return run_with(step, module, copy, Failures(), args).errors
+    """nodeid -> short traceback of `step`'s test functions `tests`, `module` replaced by `copy`."""
+    return failures_with(step, module, copy, ["-k", " or ".join(sorted(set(tests)))]).errors
 
 
 def table(step: str) -> str:
