@@ -9,9 +9,8 @@ from common.course import at, course
 from common.loader import load_file
 from common.run import runnable
 from common.todos import split_id
-from tests.test_loop import reference_quick
+from tests.test_loop import reference_quick, run_files
 from tools import clean_clone
-from tools.grading.engine import fingerprint
 from tools.starters import starters
 
 STEPS = [s.name for s in course() if (s.solution / predictions.FILE).is_file()]
@@ -94,7 +93,7 @@ def test_a_caught_up_run_prints_each_prediction_beside_its_answer(tmp_path):
     """What a student sees after catch-up (the reference's code, the template's empty slots): each
     slot beside what the quick run measured, in the run tests/test_loop.py makes and keeps."""
     repo = clean_clone(tmp_path)
-    out4, out5 = (reference_quick(repo, s, fingerprint(repo), tmp_path / s) for s in SHOWN)
+    out4, out5 = (reference_quick(repo, s, run_files(repo), tmp_path / s) for s in SHOWN)
     said = "no prediction written; measured"
     assert f"family, the default init's pattern: {said} near-uniform\n" in out4
     assert f"raw_std, raw scores' std at d_k = 64: {said} " in out4
