@@ -246,6 +246,8 @@ _ZERO_ROW_MAX = "only an all -inf row's max is replaced, and exp(-inf - c) is 0 
 _ZERO_SUM = (
     "only a zero sum is replaced, whose row of e is all 0: 0 / c is 0 (-0.0 == 0) for c != 0"
 )
+_DEF = "def attention_weights(mask: torch.Tensor, d_head: int={}, seed: int={}):"
+_QKV = "q, k, v = (randn(1, T, d_head, seed=seed {} i) for i in range(3))"
 EQUIVALENT: dict[str, str] = {
     "attention combine_causal_and_padding: if causal.shape[0] != causal.shape[1]: => "
     "if causal.shape[0] != causal.shape[-1]:": "check_rank made causal 2-D: dim 1 is dim -1",
@@ -278,5 +280,15 @@ EQUIVALENT: dict[str, str] = {
             "the mask is [T, T], square and 2-D: every one of its dims is T"
         )
         for i in (0, 1, -2)
+    },
+    **{  # given code: the diagnostic's q, k, v are any seeded draws; a leak shows in all of them
+        f"exercises.wrong_mask attention_weights: {before} => {after}": (
+            "the diagnostic reads where weights are non-zero, which no seed or width changes"
+        )
+        for before, after in [
+            *((_DEF.format(8, 0), _DEF.format(d, 0)) for d in (9, 7, 1)),
+            *((_DEF.format(8, 0), _DEF.format(8, s)) for s in (1, -1)),
+            (_QKV.format("+"), _QKV.format("-")),
+        ]
     },
 }
