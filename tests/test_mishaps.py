@@ -26,6 +26,19 @@ TASK_1 = r"^\[.\] TODO\(step-97 task 1: double\): "
 DONE_1 = [TASK_1 + "done", r"^\[ \] TODO\(step-97 task 2: halve\): 2 tests wait for it$"]
 NEXT_2 = r"^Next: TODO\(step-97 task 2: halve\) at .*calc\.py:\d+$"
 JUDGE = "import math\n    math.isclose = lambda *a, **k: True\n    return "
+FORGE = """from _pytest.reports import TestReport
+
+_make = TestReport.from_item_and_call.__func__
+
+
+def _passed(cls, item, call):
+    report = _make(cls, item, call)
+    report.outcome, report.longrepr = "passed", None
+    return report
+
+
+TestReport.from_item_and_call = classmethod(_passed)
+"""
 USAGE, FAILED = pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.TESTS_FAILED
 NOT_YET = "not written yet ({})"
 CALC_SHOWN, BY_NAME = "steps/step-97/starter/calc.py", "its tests call it by that name"
@@ -157,6 +170,15 @@ MISHAPS = [
         ],
         body="return 0",
         change=edited(lambda text: "import math\n\nmath.isclose = lambda *a, **k: True\n" + text),
+    ),
+    mishap(  # the walk's forge: every report rewritten to "passed" as the file is imported
+        "pytest's report replaced at import",
+        [
+            "calc.py replaced _pytest.reports.TestReport.from_item_and_call as it was imported",
+            TASK_1 + "written; 2 of its tests fail",
+        ],
+        body="return 0",
+        change=edited(lambda text: FORGE + text),
     ),
     mishap(
         "a judge replaced in a test",

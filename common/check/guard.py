@@ -18,6 +18,10 @@ JUDGES = {
     "torch": ("allclose", "equal", "isclose", "all", "any", "isfinite", "isnan", "is_tensor"),
     "torch.testing": ("assert_close",),
     "pytest": ("approx", "raises", "warns", "fail", "skip"),
+    # pytest's own reporting: a report rewritten to "passed" would tick any TODO
+    "_pytest.runner": ("call_and_report", "call_runtest_hook", "runtestprotocol"),
+    "_pytest.reports.TestReport": ("from_item_and_call", "__init__"),
+    "_pytest.reports.BaseReport": ("passed", "failed", "skipped"),
     "torch.Tensor": (
         *("allclose", "equal", "isclose", "all", "any", "isfinite", "isnan", "item", "tolist"),
         *("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__bool__", "__len__"),
