@@ -259,6 +259,9 @@ EQUIVALENT: dict[str, str] = {
     "'padding') => check_mask(padding, (padding.shape[0], causal.shape[-1]), 'padding')": (
         "check_rank made causal 2-D: dim 1 is dim -1"
     ),
+    "attention check_mask: fits = fits and all((m in (1, s) for m, s in zip(dims, shape, "
+    "strict=True))) => fits = fits and all((m in (1, s) for m, s in zip(dims, shape, "
+    "strict=False)))": "the line above pads dims to len(shape) whenever fits is still true",
     "attention SelfAttention.forward: check_input(x, self) => pass": (
         "the reference's forward calls project, which checks the same x first (the given check in "
         "forward is for a student's forward that does not call project)"
