@@ -151,7 +151,8 @@ def grade(
         for rel, path in found.files.items():
             files[rel] = path.read_bytes().decode("utf-8", errors="replace")
     owners = Owners.cached(worker, todos)
-    lines = [_line(worker, todo, todos, files, set(found.files), owners) for todo in todos.values()]
+    submitted, reference = set(found.files), reference_files(step)  # read once for every copy
+    lines = [_line(worker, t, todos, files, submitted, reference, owners) for t in todos.values()]
     if not m.contained:  # said on every line, so no score leaves without it
         for line in lines:
             line.reason = f"[uncontained] {line.reason}"
@@ -168,14 +169,16 @@ def grade(
     return Grade(step, lines, notes, seconds, shown_screen, m.contained, missing, found.stray)
 
 
-def _line(worker: Worker, todo, todos, files: dict[str, str], submitted: set, owners) -> Line:
+def _line(
+    worker: Worker, todo, todos, files: dict, submitted: set, reference: dict, owners
+) -> Line:
     """A TODO's line: from its copy, where every other TODO is the reference's, run in its time."""
     own = owners.tests.get(todo.id, [])
     if why := not_written(todo, files, submitted, todo.rel):
         return _zero(todo.id, "not written", why)
     if not own:
         return _zero(todo.id, "not run", "no test of its own (ask the course's maintainers)")
-    copy = variant(files, reference_files(worker.step), todos, todo.id)
+    copy = variant(files, reference, todos, todo.id)
     run = worker.run(todo.id, copy, own)
     said = partial(scrub, todos=todos, mine=todo.id, moved=moved_lines(files, copy))
     if run.flags:
