@@ -50,8 +50,7 @@ def pytest_configure(config):
 @pytest.hookimpl(tryfirst=True)  # before xdist names each test by its group
 def pytest_collection_modifyitems(config, items):
     """Tests that share a module- or class-scoped fixture (a grader's worker, a graded class, a
-    scan of one bug) form one xdist group: with `--dist=loadgroup` one process makes it once, and
-    the biggest groups start first, while single tests fill in around them."""
+    scan of one bug) form one xdist group: with `--dist=loadgroup` one process makes it once."""
     if not getattr(config.option, "loadgroup", False):  # an xdist worker of --dist=loadgroup
         return  # elsewhere (a step's suite, the check, the grader's copies) xdist_group is unknown
     for item in items:
