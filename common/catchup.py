@@ -170,22 +170,22 @@ STALE = 600  # seconds: a catch-up takes a second or two, so an older lock is a 
 def _locked(step: Path):
     """Only one catch-up per step at a time: a file made with O_EXCL (atomic on every OS)."""
     path = step / LOCK
-    try:
-        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-    except FileExistsError:
-        made = path.stat().st_mtime
-        if datetime.now().timestamp() - made > STALE:
-            path.unlink(missing_ok=True)  # left by a run that was killed: take it over
+    while True:  # once more after taking over a killed run's lock: another run may take it first
+        try:
             fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-        else:
-            raise CatchUpError(
-                f"another catch-up of {shown(step)} is running ({shown(path)} exists, made at "
-                f"{datetime.fromtimestamp(made):%H:%M:%S}): wait for it to finish; if none is "
-                f"running, delete that file (after {STALE // 60} minutes the next run does) and "
-                "run the command again"
-            ) from None
-    except OSError as exc:
-        raise CatchUpError(explain(exc, "create", path) + " (nothing changed)") from exc
+            break
+        except FileExistsError:
+            made = path.stat().st_mtime
+            if datetime.now().timestamp() - made <= STALE:
+                raise CatchUpError(
+                    f"another catch-up of {shown(step)} is running ({shown(path)} exists, made at "
+                    f"{datetime.fromtimestamp(made):%H:%M:%S}): wait for it to finish; if none is "
+                    f"running, delete that file (after {STALE // 60} minutes the next run does) "
+                    "and run the command again"
+                ) from None
+            path.unlink(missing_ok=True)  # left by a run that was killed: take it over
+        except OSError as exc:
+            raise CatchUpError(explain(exc, "create", path) + " (nothing changed)") from exc
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write(f"pid {os.getpid()}\n")
     try:
