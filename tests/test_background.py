@@ -101,7 +101,8 @@ def test_a_topic_runs_as_a_script_from_anywhere(tmp_path):
     assert done.stdout.replace("\r\n", "\n") == printed(topic)
 
 
-def test_write_docs_rewrites_a_stale_block_and_nothing_else(tmp_path):
+def test_write_docs_rewrites_a_stale_block_and_nothing_else(tmp_path, monkeypatch):
+    monkeypatch.setattr(background, "output", printed)  # each topic run once per process
     step, topic = "step-04", background.topics("step-04")[-1]
     name = background.block_name(topic)
     text = readme(topic).read_text(encoding="utf-8")
