@@ -67,6 +67,7 @@ class Context:
     quick: bool = False
     args: argparse.Namespace | None = None
     results: dict[str, Any] = field(default_factory=dict)
+    waiting: dict[str, str] = field(default_factory=dict)  # experiment -> the TODO id it waits for
 
     def load(self, module: str):
         """The module of this step's code being run (the reference or the student's starter)."""
@@ -146,7 +147,7 @@ def compute(run: Run, ctx: Context, only: Callable[[Experiment], bool] = lambda 
     """Every experiment `only` keeps, in order; one that reaches a TODO not written waits."""
     from common.run.timing import torch_threads  # torch: only when computing
 
-    outcome = Outcome(ctx.results, {})
+    outcome = Outcome(ctx.results, ctx.waiting)
     with nullcontext() if run.threads is None else torch_threads(run.threads):
         for e in run.experiments:
             if not only(e):
@@ -167,10 +168,16 @@ def compute(run: Run, ctx: Context, only: Callable[[Experiment], bool] = lambda 
 
 def results(run: Run, impl: str = "solution", quick: bool = True) -> dict[str, Any]:
     """Every result of the run (tests call this); a TODO not written raises NotImplementedError."""
-    outcome = compute(run, Context(run.step, impl, quick), only=lambda e: not e.docs)
-    if required := [t for t in outcome.waiting.values() if not optional(t)]:
+    ctx = Context(run.step, impl, quick)
+    compute(run, ctx, only=lambda e: not e.docs)
+    return finished(ctx)
+
+
+def finished(ctx: Context) -> dict[str, Any]:
+    """The results a run computed in `ctx`; a required TODO not written raises NotImplementedError."""
+    if required := [t for t in ctx.waiting.values() if not optional(t)]:
         raise NotImplementedError(f"TODO({required[0]}) not written")
-    return outcome.results
+    return ctx.results
 
 
 def fresh_blocks(run: Run) -> dict[str, tuple[str, Callable[[str, str], bool]]]:
@@ -202,9 +209,10 @@ def answers(run: Run, outcome: Outcome, quick: bool = False) -> list[predictions
     return found
 
 
-def execute(run: Run, args: argparse.Namespace) -> int:
-    """The run as `python -m common.run <step>` prints it: blocks, figures, predictions, skips."""
-    ctx = Context(run.step, args.impl, args.quick, args)
+def execute(run: Run, args: argparse.Namespace, ctx: Context | None = None) -> int:
+    """The run as `python -m common.run <step>` prints it: blocks, figures, predictions, skips.
+    A test passes its own `ctx` (made from `args`) to read what the run computed."""
+    ctx = ctx or Context(run.step, args.impl, args.quick, args)
     try:
         outcome = compute(run, ctx, only=lambda e: args.write_docs or not e.docs)
     except Stop as stop:

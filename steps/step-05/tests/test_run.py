@@ -1,20 +1,36 @@
 """`pixi run step-05 --quick`: the whole run on a tiny model, its figures, and that it repeats."""
 
+import io
 import math
+from contextlib import redirect_stdout
+from types import SimpleNamespace
 
 import pytest
 
 from common import expect
 from common.run import options
-from common.run.experiment import Outcome, execute, results
+from common.run.experiment import Context, Outcome, execute, finished, results
 
 pytestmark = pytest.mark.whole_run
 
 
 @pytest.fixture(scope="module")
-def quick(run, request):
-    """One quick run's results (the step's code per --impl), shared by the tests below."""
-    return results(run.RUN, request.config.getoption("--impl"), quick=True)
+def quick_run(run, request, tmp_path_factory):
+    """`pixi run step-05 --quick` once, in this process (the step's code per --impl): its exit
+    code, what it printed, its figures' folder and what it computed, shared by the tests below."""
+    impl = request.config.getoption("--impl")
+    out = tmp_path_factory.mktemp("quick")
+    args = options("step-05", ["--quick", "--out", str(out), "--impl", impl])
+    ctx = Context("step-05", impl, quick=True, args=args)
+    with redirect_stdout(io.StringIO()) as printed:
+        code = execute(run.RUN, args, ctx)
+    return SimpleNamespace(code=code, printed=printed.getvalue(), folder=out / "step-05", ctx=ctx)
+
+
+@pytest.fixture(scope="module")
+def quick(quick_run):
+    """The quick run's results; a TODO not written raises its NotImplementedError here."""
+    return finished(quick_run.ctx)
 
 
 def test_quick_run_repeats_bit_for_bit(quick, run, request):
@@ -72,14 +88,13 @@ def test_a_quick_run_claims_no_bar(quick, experiments):
 
 
 @pytest.mark.slow  # draws two figures
-def test_quick_run_writes_its_figures_and_exits_0(quick, run, impl, tmp_path, capsys):
+def test_quick_run_writes_its_figures_and_exits_0(quick, quick_run):
     # `quick` first: a TODO not written fails here with its NotImplementedError, not main's 1
-    args = options("step-05", ["--quick", "--out", str(tmp_path), "--impl", impl])
-    assert execute(run.RUN, args) == 0
+    assert quick_run.code == 0, quick_run.printed
     for name in ("loss_curve", "parameters"):  # --quick never overwrites the full run's figures
-        assert (tmp_path / "step-05" / f"{name}_quick.png").stat().st_size > 10_000, name
-        assert not (tmp_path / "step-05" / f"{name}.png").exists(), f"--quick wrote {name}.png"
-    assert "(training)" in capsys.readouterr().out
+        assert (quick_run.folder / f"{name}_quick.png").stat().st_size > 10_000, name
+        assert not (quick_run.folder / f"{name}.png").exists(), f"--quick wrote {name}.png"
+    assert "(training)" in quick_run.printed
 
 
 @pytest.mark.course
