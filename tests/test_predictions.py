@@ -9,14 +9,14 @@ from common.course import at, course
 from common.loader import load_file
 from common.run import runnable
 from common.todos import split_id
-from tests.test_loop import reference_quick, run_files
+from tests.test_loop import END_TO_END, KEPT_RUN, reference_quick, run_files
 from tools import clean_clone
 from tools.starters import starters
 
 STEPS = [s.name for s in course() if (s.solution / predictions.FILE).is_file()]
 NUMBER = predictions.Answer("raw_std", "raw std", 7.95, "7.95")
 CHOICE = predictions.Answer("family", "pattern", "near-uniform")
-SHOWN = ("step-04", "step-05")  # the steps whose quick run the end-to-end test reads
+SHOWN = END_TO_END  # the step whose reference quick run tests/test_loop.py's loop makes and keeps
 
 
 @pytest.fixture
@@ -88,17 +88,19 @@ def test_a_missing_or_broken_file_is_one_line_and_every_slot_counts_as_empty(min
 
 
 @pytest.mark.process
-@pytest.mark.slow  # the reference quick runs tests/test_loop.py keeps: made once, then read
+@pytest.mark.slow  # the reference quick run tests/test_loop.py keeps: made once, then read
+@KEPT_RUN
 def test_a_caught_up_run_prints_each_prediction_beside_its_answer(tmp_path):
     """What a student sees after catch-up (the reference's code, the template's empty slots): each
     slot beside what the quick run measured, in the run tests/test_loop.py makes and keeps."""
     repo = clean_clone(tmp_path)
-    out4, out5 = (reference_quick(repo, s, run_files(repo), tmp_path / s) for s in SHOWN)
+    out = reference_quick(repo, SHOWN, run_files(repo), tmp_path / SHOWN)
     said = "no prediction written; measured"
-    assert f"family, the default init's pattern: {said} near-uniform\n" in out4
-    assert f"raw_std, raw scores' std at d_k = 64: {said} " in out4
-    assert f"parameters, this step's run: {said} 211,072\n" in out5
-    assert f"loss_at_init, held-out loss at init (--quick: its tiny model's): {said} " in out5
+    assert f"combined_allowed, cells the combined mask allows, third sequence: {said} 18\n" in out
+    assert (
+        f"leaks, exhibit cells with weight on a later key, as future_leak counts them: {said} 6\n"
+        in out
+    )
 
 
 @pytest.mark.parametrize("step", STEPS)
