@@ -96,6 +96,7 @@ FIRST_BUG["task 7"] = (
     "leaked = above  #",
 )
 TASKS = [f"task {n}" for n in range(1, 8)]
+OPEN_FILE = "\nimport torch\n\n_SOURCE = open(__file__).read()  # never closed: a ResourceWarning\n"
 
 
 def zipped(folder: Path, dest: Path, inside: str) -> Path:
@@ -122,10 +123,12 @@ def graded(tmp_path_factory, request) -> dict[str, Grade]:
         "missing": copy_files(reference, tmp / "missing"),
     }
     (cases["missing"] / "exercises" / "wrong_mask.py").unlink()
+    cases["file left open"] = with_change(reference, tmp / "open", "\nimport torch\n", OPEN_FILE)
     for task, (file, old, new) in FIRST_BUG.items():
         cases[task] = with_change(reference, tmp / task.replace(" ", "-"), old, new, file)
     worker = shared_worker(request)
-    return {n: grade(STEP, p, worker=worker, screen=n == "reference") for n, p in cases.items()}
+    shown = ("reference", "file left open")
+    return {n: grade(STEP, p, worker=worker, screen=n in shown) for n, p in cases.items()}
 
 
 def scores(g: Grade) -> dict[str, float]:
@@ -171,6 +174,12 @@ class TestAClass:
         assert line.passed > line.total / 2, f"expected most tests passing, got {line.reason}"
         assert line.score <= 0.5, f"expected at most 0.5 of 1, got {line.score}: {line.reason}"
         assert "test_self_attention_is_sdpa_of_its_projections" in line.reason, line.reason
+
+    def test_a_file_left_open_at_import_costs_no_todo_and_the_screen_shows_it(self, graded):
+        """Its warning comes in whichever test runs when the file is collected: in every copy."""
+        g = graded["file left open"]
+        assert g.score == 7 and all(line.state == "done" for line in g.lines), text(g)
+        assert "ResourceWarning" in g.screen or "Unraisable" in g.screen, g.screen
 
     def test_uploads_without_their_folder_or_zipped_in_a_folder_score_full(self, graded):
         for case in ("flat", "nested"):
