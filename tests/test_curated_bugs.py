@@ -1,7 +1,10 @@
-"""Every curated bug of every step, injected once: the step's suite (slow tests out) runs one time
-with the bug, in a module-scoped fixture, and three contracts read that one run: the suite kills
-the variant with the test the handout names; each assertion it fails says what it expected and
-what came; the symptom table recognises the failure as the bug's own row (issue 33)."""
+"""Every curated bug of every step, injected once: a step's suite (slow tests out) is collected once
+and run in one session, unbroken and then once with each bug in, each run from fresh fixtures, and
+three contracts read a bug's run: the suite kills the variant with the test the handout names; each
+assertion it fails says what it expected and what came; the symptom table recognises the failure as
+the bug's own row (issue 33)."""
+
+import functools
 
 import pytest
 
@@ -11,7 +14,7 @@ from common.check.screen import recognised, symptom_rows
 from common.course import course_step
 from common.docs import read_block
 from tests.test_failure_messages import bare
-from tools.symptoms import scan, table, targets
+from tools.symptoms import scan_all, table, targets
 
 TARGETS = targets()  # from each step.toml's [mutation]: every step's one catalogue
 CASES = [(step, bug.module or module, bug) for step, module, bugs in TARGETS for bug in bugs]
@@ -19,11 +22,23 @@ IDS = [f"{s}-{b.name}" for s, _, b in CASES]
 WRITE = "python -m tools.symptoms --write-docs"
 
 
+def same_worker(step: str):
+    """One xdist group per step: the one process that scans the step serves all its tests."""
+    return pytest.mark.xdist_group(f"curated-bugs:{step}")
+
+
+STEPS = [pytest.param(step, marks=same_worker(step)) for step, _, _ in TARGETS]
+SCANNED = [
+    pytest.param(step, bug, marks=same_worker(step), id=i)
+    for (step, _, bug), i in zip(CASES, IDS, strict=True)
+]
+
+
 @pytest.fixture(scope="module")
-def scanned(request):
-    """(step, bug, every failure of its suite with the bug in): one run per bug, shared below."""
-    step, module, bug = request.param
-    return step, bug, scan(step, module, bug)
+def runs():
+    """step -> its runs ("" unbroken, else a bug's name -> every failure): one session a step."""
+    by_step = {step: (module, bugs) for step, module, bugs in TARGETS}
+    return functools.cache(lambda step: scan_all(step, *by_step[step]))
 
 
 def named_tests(rows) -> list[str]:
@@ -36,10 +51,10 @@ def function(test: str) -> str:
     return test.split("[")[0]
 
 
-@pytest.mark.parametrize("step", [step for step, _, _ in TARGETS])
-def test_the_unbroken_suite_passes_in_process(step):
+@pytest.mark.parametrize("step", STEPS)
+def test_the_unbroken_suite_passes_in_process(runs, step):
     """So a 'kill' means the variant failed a test, not that nested runs are broken."""
-    run = scan(step, "")
+    run = runs(step)[""]
     assert run.first is None, f"steps/{step}'s own suite fails unbroken, first at {run.first}"
     assert run.ran > 0, f"steps/{step}/tests ran no test in process"
 
@@ -52,9 +67,9 @@ def test_each_bug_commits_into_its_reference_and_names_the_test_it_fails(step, m
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("scanned", CASES, ids=IDS, indirect=True)
-def test_suite_kills_the_variant_with_the_test_its_bug_names(scanned):
-    step, bug, run = scanned
+@pytest.mark.parametrize(("step", "bug"), SCANNED)
+def test_suite_kills_the_variant_with_the_test_its_bug_names(runs, step, bug):
+    run = runs(step)[bug.name]
     assert run.first, f"{step}'s tests all pass with a copy broken by '{bug.name}': {bug.breaks}"
     assert bug.fails == run.first, (
         f"steps/{step}/bugs.py: {bug.name!r} says fails={bug.fails!r}, but the suite's first "
@@ -71,9 +86,9 @@ def test_the_handouts_symptom_table_is_written_from_its_bugs(step):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("scanned", CASES, ids=IDS, indirect=True)
-def test_every_failure_of_a_curated_bug_names_what_was_expected(scanned):
-    step, bug, run = scanned
+@pytest.mark.parametrize(("step", "bug"), SCANNED)
+def test_every_failure_of_a_curated_bug_names_what_was_expected(runs, step, bug):
+    run = runs(step)[bug.name]
     bad = [f"  {t}: {m.strip()[:100]!r}" for t, m in run.messages.items() if m and bare(m)]
     assert run.messages and not bad, (
         f"{step} with '{bug.name}': failures that name no value (expected what, got what?)\n"
@@ -82,9 +97,9 @@ def test_every_failure_of_a_curated_bug_names_what_was_expected(scanned):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("scanned", CASES, ids=IDS, indirect=True)
-def test_each_curated_bug_is_recognised_as_its_own_row(scanned):
-    step, bug, run = scanned
+@pytest.mark.parametrize(("step", "bug"), SCANNED)
+def test_each_curated_bug_is_recognised_as_its_own_row(runs, step, bug):
+    run = runs(step)[bug.name]
     named = set(named_tests(symptom_rows(step)))
     found = {n: e for n, e in run.errors.items() if function(n).split("::")[-1] in named}
     shown = recognised(symptom_rows(step), found)
