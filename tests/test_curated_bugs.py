@@ -5,6 +5,8 @@ assertion it fails says what it expected and what came; the symptom table recogn
 the bug's own row (issue 33)."""
 
 import functools
+import os
+from unittest import mock
 
 import pytest
 
@@ -14,7 +16,7 @@ from common.check.screen import recognised, symptom_rows
 from common.course import course_step
 from common.docs import read_block
 from tests.test_failure_messages import bare
-from tools.symptoms import scan_all, table, targets
+from tools.symptoms import runs_of, scan_all, table, targets
 
 TARGETS = targets()  # from each step.toml's [mutation]: every step's one catalogue
 CASES = [(step, bug.module or module, bug) for step, module, bugs in TARGETS for bug in bugs]
@@ -112,3 +114,38 @@ def test_each_curated_bug_is_recognised_as_its_own_row(runs, step, bug):
         f"{step} with {bug.name!r}: expected only rows that share its failing test "
         f"{bug.fails}, got also {foreign}"
     )
+
+
+# A suite whose fixtures keep the variant they were made in: one made for another run fails a test.
+KEEPS_ITS_VARIANT = """
+import os
+import pytest
+
+@pytest.fixture(scope="session")
+def made_in():
+    return os.environ["SCANNED_VARIANT"]
+
+@pytest.fixture(scope="module")
+def made_in_module(made_in):
+    return made_in
+
+def test_fixtures_are_made_in_this_run(made_in_module):
+    assert made_in_module == os.environ["SCANNED_VARIANT"], f"made in {made_in_module}"
+
+def test_b_fails():
+    assert os.environ["SCANNED_VARIANT"] != "b", "expected any variant but b, got b"
+"""
+
+
+def test_each_run_of_a_scan_makes_its_fixtures_anew(tmp_path):
+    """A bug's run never reads a fixture made with the unbroken code or another bug (one session
+    serves a step's runs: the session- and module-scoped fixtures are torn down between two)."""
+    suite = tmp_path / "test_variants.py"
+    suite.write_text(KEEPS_ITS_VARIANT, encoding="utf-8")
+    variant = lambda name: functools.partial(mock.patch.dict, os.environ, SCANNED_VARIANT=name)  # noqa: E731
+    runs = runs_of([str(suite)], {n: variant(n) for n in "abc"})
+    failed = {name: [t.split("::")[-1] for t in run.messages] for name, run in runs.items()}
+    assert failed == {"a": [], "b": ["test_b_fails"], "c": []}, (
+        f"expected only b's own failure, got {failed}"
+    )
+    assert [run.ran for run in runs.values()] == [2, 2, 2], "each run runs the whole suite"

@@ -108,24 +108,17 @@ def run_items(session) -> None:
             return
 
 
-def suite_runs(step: str, variants: dict, args=()) -> dict[str, Failures]:
-    """`step`'s suite, quietly in process, collected once and run once per variant."""
+def runs_of(args: list[str], variants: dict) -> dict[str, Failures]:
+    """pytest `args`, quietly in process: collected once, run once per variant."""
     plugin = Runs(variants)
     with contextlib.redirect_stdout(io.StringIO()):
-        run_pytest([str(course_step(step).tests), *EVERY, *args], plugins=[plugin])
+        run_pytest(args, plugins=[plugin])
     return plugin.runs
-
-
-def failures_with(step: str, module: str, copy: ModuleType | None, args=()) -> Failures:
-    """`step`'s suite run quietly in process, `module` replaced by `copy` (None: as it is)."""
-    put_in = contextlib.nullcontext if copy is None else lambda: override(step, module, copy)
-    return suite_runs(step, {"": put_in}, args).get("", Failures())
 
 
 def scan_all(step: str, module: str, bugs) -> dict[str, Failures]:
     """Every failure of `step`'s suite unbroken ("") and with each bug in turn (by its name), in
     one session: each bug in a fresh copy of its module (`bug.module`, or `module`)."""
-
     if len({b.name for b in bugs}) != len(bugs):
         raise ValueError(f"{step}'s bugs.py names two bugs alike: {[b.name for b in bugs]}")
 
@@ -133,14 +126,15 @@ def scan_all(step: str, module: str, bugs) -> dict[str, Failures]:
         copy = broken_copy(course_step(step).solution, bug.module or module, bug)
         return override(step, bug.module or module, copy)
 
-    return suite_runs(
-        step, {"": contextlib.nullcontext} | {b.name: partial(broken, b) for b in bugs}
-    )
+    variants = {"": contextlib.nullcontext} | {b.name: partial(broken, b) for b in bugs}
+    return runs_of([str(course_step(step).tests), *EVERY], variants)
 
 
 def failures(step: str, module: str, copy: ModuleType, tests: list[str]) -> dict[str, str]:
     """nodeid -> short traceback of `step`'s test functions `tests`, `module` replaced by `copy`."""
-    return failures_with(step, module, copy, ["-k", " or ".join(sorted(set(tests)))]).errors
+    args = [str(course_step(step).tests), *EVERY, "-k", " or ".join(sorted(set(tests)))]
+    run = runs_of(args, {"": partial(override, step, module, copy)}).get("", Failures())
+    return run.errors
 
 
 def table(step: str) -> str:
