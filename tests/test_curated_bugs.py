@@ -1,8 +1,8 @@
 """Every curated bug of every step, injected once: a step's suite (slow tests out) is collected once
-and run in one session, unbroken and then once with each bug in, each run from fresh fixtures, and
-three contracts read a bug's run: the suite kills the variant with the test the handout names; each
-assertion it fails says what it expected and what came; the symptom table recognises the failure as
-the bug's own row (issue 33)."""
+per session of up to BATCH bugs (the first also runs it unbroken) and run once with each bug in,
+from fresh fixtures each time, and three contracts read a bug's run: the suite kills the variant
+with the test the handout names; each assertion it fails says what it expected and what came; the
+symptom table recognises the failure as the bug's own row (issue 33)."""
 
 import functools
 import os
@@ -24,23 +24,37 @@ IDS = [f"{s}-{b.name}" for s, _, b in CASES]
 WRITE = "python -m tools.symptoms --write-docs"
 
 
-def same_worker(step: str):
-    """One xdist group per step: the one process that scans the step serves all its tests."""
-    return pytest.mark.xdist_group(f"curated-bugs:{step}")
+BY_STEP = {step: (module, bugs) for step, module, bugs in TARGETS}
+BATCH = 6  # bugs one session scans: all of lab-02's 22 in one would keep one worker busy alone
 
 
-STEPS = [pytest.param(step, marks=same_worker(step)) for step, _, _ in TARGETS]
+def batch_of(step: str, bug=None) -> tuple[str, int]:
+    """(step, which of its sessions scans `bug`): the first one also runs the suite unbroken."""
+    return step, 0 if bug is None else BY_STEP[step][1].index(bug) // BATCH
+
+
+def same_worker(step: str, bug=None):
+    """One xdist group per session: the one process that makes it serves all its tests."""
+    step, batch = batch_of(step, bug)
+    return pytest.mark.xdist_group(f"curated-bugs:{step}:{batch}")
+
+
+STEPS = [pytest.param(step, marks=same_worker(step)) for step in BY_STEP]
 SCANNED = [
-    pytest.param(step, bug, marks=same_worker(step), id=i)
+    pytest.param(step, bug, marks=same_worker(step, bug), id=i)
     for (step, _, bug), i in zip(CASES, IDS, strict=True)
 ]
 
 
 @pytest.fixture(scope="module")
 def runs():
-    """step -> its runs ("" unbroken, else a bug's name -> every failure): one session a step."""
-    by_step = {step: (module, bugs) for step, module, bugs in TARGETS}
-    return functools.cache(lambda step: scan_all(step, *by_step[step]))
+    """(step, batch) -> its session's runs: "" (unbroken, batch 0) or a bug's name -> failures."""
+
+    def scanned(step: str, batch: int):
+        module, bugs = BY_STEP[step]
+        return scan_all(step, module, bugs[batch * BATCH : (batch + 1) * BATCH], batch == 0)
+
+    return functools.cache(scanned)
 
 
 def named_tests(rows) -> list[str]:
@@ -56,7 +70,7 @@ def function(test: str) -> str:
 @pytest.mark.parametrize("step", STEPS)
 def test_the_unbroken_suite_passes_in_process(runs, step):
     """So a 'kill' means the variant failed a test, not that nested runs are broken."""
-    run = runs(step)[""]
+    run = runs(*batch_of(step))[""]
     assert run.first is None, f"steps/{step}'s own suite fails unbroken, first at {run.first}"
     assert run.ran > 0, f"steps/{step}/tests ran no test in process"
 
@@ -71,7 +85,7 @@ def test_each_bug_commits_into_its_reference_and_names_the_test_it_fails(step, m
 @pytest.mark.slow
 @pytest.mark.parametrize(("step", "bug"), SCANNED)
 def test_suite_kills_the_variant_with_the_test_its_bug_names(runs, step, bug):
-    run = runs(step)[bug.name]
+    run = runs(*batch_of(step, bug))[bug.name]
     assert run.first, f"{step}'s tests all pass with a copy broken by '{bug.name}': {bug.breaks}"
     assert bug.fails == run.first, (
         f"steps/{step}/bugs.py: {bug.name!r} says fails={bug.fails!r}, but the suite's first "
@@ -90,7 +104,7 @@ def test_the_handouts_symptom_table_is_written_from_its_bugs(step):
 @pytest.mark.slow
 @pytest.mark.parametrize(("step", "bug"), SCANNED)
 def test_every_failure_of_a_curated_bug_names_what_was_expected(runs, step, bug):
-    run = runs(step)[bug.name]
+    run = runs(*batch_of(step, bug))[bug.name]
     bad = [f"  {t}: {m.strip()[:100]!r}" for t, m in run.messages.items() if m and bare(m)]
     assert run.messages and not bad, (
         f"{step} with '{bug.name}': failures that name no value (expected what, got what?)\n"
@@ -101,7 +115,7 @@ def test_every_failure_of_a_curated_bug_names_what_was_expected(runs, step, bug)
 @pytest.mark.slow
 @pytest.mark.parametrize(("step", "bug"), SCANNED)
 def test_each_curated_bug_is_recognised_as_its_own_row(runs, step, bug):
-    run = runs(step)[bug.name]
+    run = runs(*batch_of(step, bug))[bug.name]
     named = set(named_tests(symptom_rows(step)))
     found = {n: e for n, e in run.errors.items() if function(n).split("::")[-1] in named}
     shown = recognised(symptom_rows(step), found)

@@ -116,9 +116,10 @@ def runs_of(args: list[str], variants: dict) -> dict[str, Failures]:
     return plugin.runs
 
 
-def scan_all(step: str, module: str, bugs) -> dict[str, Failures]:
-    """Every failure of `step`'s suite unbroken ("") and with each bug in turn (by its name), in
-    one session: each bug in a fresh copy of its module (`bug.module`, or `module`)."""
+def scan_all(step: str, module: str, bugs, unbroken: bool = True) -> dict[str, Failures]:
+    """Every failure of `step`'s suite unbroken ("", unless `unbroken` is False) and with each bug
+    in turn (by its name), in one session: each bug in a fresh copy of its module (`bug.module`,
+    or `module`)."""
     if len({b.name for b in bugs}) != len(bugs):
         raise ValueError(f"{step}'s bugs.py names two bugs alike: {[b.name for b in bugs]}")
 
@@ -126,7 +127,8 @@ def scan_all(step: str, module: str, bugs) -> dict[str, Failures]:
         copy = broken_copy(course_step(step).solution, bug.module or module, bug)
         return override(step, bug.module or module, copy)
 
-    variants = {"": contextlib.nullcontext} | {b.name: partial(broken, b) for b in bugs}
+    variants = {"": contextlib.nullcontext} if unbroken else {}
+    variants |= {b.name: partial(broken, b) for b in bugs}
     return runs_of([str(course_step(step).tests), *EVERY], variants)
 
 
