@@ -1,7 +1,12 @@
-"""Every curated bug of every step, injected once: the step's suite (slow tests out) runs one time
-with the bug, in a module-scoped fixture, and three contracts read that one run: the suite kills
-the variant with the test the handout names; each assertion it fails says what it expected and
-what came; the symptom table recognises the failure as the bug's own row (issue 33)."""
+"""Every curated bug of every step, injected once: a step's suite (slow tests out) is collected once
+per session of up to BATCH bugs (the first also runs it unbroken) and run once with each bug in,
+from fresh fixtures each time, and three contracts read a bug's run: the suite kills the variant
+with the test the handout names; each assertion it fails says what it expected and what came; the
+symptom table recognises the failure as the bug's own row (issue 33)."""
+
+import functools
+import os
+from unittest import mock
 
 import pytest
 
@@ -11,7 +16,7 @@ from common.check.screen import recognised, symptom_rows
 from common.course import course_step
 from common.docs import read_block
 from tests.test_failure_messages import bare
-from tools.symptoms import scan, table, targets
+from tools.symptoms import runs_of, scan_all, table, targets
 
 TARGETS = targets()  # from each step.toml's [mutation]: every step's one catalogue
 CASES = [(step, bug.module or module, bug) for step, module, bugs in TARGETS for bug in bugs]
@@ -19,11 +24,37 @@ IDS = [f"{s}-{b.name}" for s, _, b in CASES]
 WRITE = "python -m tools.symptoms --write-docs"
 
 
+BY_STEP = {step: (module, bugs) for step, module, bugs in TARGETS}
+BATCH = 6  # bugs one session scans: all of lab-02's 22 in one would keep one worker busy alone
+
+
+def batch_of(step: str, bug=None) -> tuple[str, int]:
+    """(step, which of its sessions scans `bug`): the first one also runs the suite unbroken."""
+    return step, 0 if bug is None else BY_STEP[step][1].index(bug) // BATCH
+
+
+def same_worker(step: str, bug=None):
+    """One xdist group per session: the one process that makes it serves all its tests."""
+    step, batch = batch_of(step, bug)
+    return pytest.mark.xdist_group(f"curated-bugs:{step}:{batch}")
+
+
+STEPS = [pytest.param(step, marks=same_worker(step)) for step in BY_STEP]
+SCANNED = [
+    pytest.param(step, bug, marks=same_worker(step, bug), id=i)
+    for (step, _, bug), i in zip(CASES, IDS, strict=True)
+]
+
+
 @pytest.fixture(scope="module")
-def scanned(request):
-    """(step, bug, every failure of its suite with the bug in): one run per bug, shared below."""
-    step, module, bug = request.param
-    return step, bug, scan(step, module, bug)
+def runs():
+    """(step, batch) -> its session's runs: "" (unbroken, batch 0) or a bug's name -> failures."""
+
+    def scanned(step: str, batch: int):
+        module, bugs = BY_STEP[step]
+        return scan_all(step, module, bugs[batch * BATCH : (batch + 1) * BATCH], batch == 0)
+
+    return functools.cache(scanned)
 
 
 def named_tests(rows) -> list[str]:
@@ -36,10 +67,10 @@ def function(test: str) -> str:
     return test.split("[")[0]
 
 
-@pytest.mark.parametrize("step", [step for step, _, _ in TARGETS])
-def test_the_unbroken_suite_passes_in_process(step):
+@pytest.mark.parametrize("step", STEPS)
+def test_the_unbroken_suite_passes_in_process(runs, step):
     """So a 'kill' means the variant failed a test, not that nested runs are broken."""
-    run = scan(step, "")
+    run = runs(*batch_of(step))[""]
     assert run.first is None, f"steps/{step}'s own suite fails unbroken, first at {run.first}"
     assert run.ran > 0, f"steps/{step}/tests ran no test in process"
 
@@ -52,9 +83,9 @@ def test_each_bug_commits_into_its_reference_and_names_the_test_it_fails(step, m
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("scanned", CASES, ids=IDS, indirect=True)
-def test_suite_kills_the_variant_with_the_test_its_bug_names(scanned):
-    step, bug, run = scanned
+@pytest.mark.parametrize(("step", "bug"), SCANNED)
+def test_suite_kills_the_variant_with_the_test_its_bug_names(runs, step, bug):
+    run = runs(*batch_of(step, bug))[bug.name]
     assert run.first, f"{step}'s tests all pass with a copy broken by '{bug.name}': {bug.breaks}"
     assert bug.fails == run.first, (
         f"steps/{step}/bugs.py: {bug.name!r} says fails={bug.fails!r}, but the suite's first "
@@ -71,9 +102,9 @@ def test_the_handouts_symptom_table_is_written_from_its_bugs(step):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("scanned", CASES, ids=IDS, indirect=True)
-def test_every_failure_of_a_curated_bug_names_what_was_expected(scanned):
-    step, bug, run = scanned
+@pytest.mark.parametrize(("step", "bug"), SCANNED)
+def test_every_failure_of_a_curated_bug_names_what_was_expected(runs, step, bug):
+    run = runs(*batch_of(step, bug))[bug.name]
     bad = [f"  {t}: {m.strip()[:100]!r}" for t, m in run.messages.items() if m and bare(m)]
     assert run.messages and not bad, (
         f"{step} with '{bug.name}': failures that name no value (expected what, got what?)\n"
@@ -82,9 +113,9 @@ def test_every_failure_of_a_curated_bug_names_what_was_expected(scanned):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("scanned", CASES, ids=IDS, indirect=True)
-def test_each_curated_bug_is_recognised_as_its_own_row(scanned):
-    step, bug, run = scanned
+@pytest.mark.parametrize(("step", "bug"), SCANNED)
+def test_each_curated_bug_is_recognised_as_its_own_row(runs, step, bug):
+    run = runs(*batch_of(step, bug))[bug.name]
     named = set(named_tests(symptom_rows(step)))
     found = {n: e for n, e in run.errors.items() if function(n).split("::")[-1] in named}
     shown = recognised(symptom_rows(step), found)
@@ -97,3 +128,38 @@ def test_each_curated_bug_is_recognised_as_its_own_row(scanned):
         f"{step} with {bug.name!r}: expected only rows that share its failing test "
         f"{bug.fails}, got also {foreign}"
     )
+
+
+# A suite whose fixtures keep the variant they were made in: one made for another run fails a test.
+KEEPS_ITS_VARIANT = """
+import os
+import pytest
+
+@pytest.fixture(scope="session")
+def made_in():
+    return os.environ["SCANNED_VARIANT"]
+
+@pytest.fixture(scope="module")
+def made_in_module(made_in):
+    return made_in
+
+def test_fixtures_are_made_in_this_run(made_in_module):
+    assert made_in_module == os.environ["SCANNED_VARIANT"], f"made in {made_in_module}"
+
+def test_b_fails():
+    assert os.environ["SCANNED_VARIANT"] != "b", "expected any variant but b, got b"
+"""
+
+
+def test_each_run_of_a_scan_makes_its_fixtures_anew(tmp_path):
+    """A bug's run never reads a fixture made with the unbroken code or another bug (one session
+    serves a step's runs: the session- and module-scoped fixtures are torn down between two)."""
+    suite = tmp_path / "test_variants.py"
+    suite.write_text(KEEPS_ITS_VARIANT, encoding="utf-8")
+    variant = lambda name: functools.partial(mock.patch.dict, os.environ, SCANNED_VARIANT=name)  # noqa: E731
+    runs = runs_of([str(suite)], {n: variant(n) for n in "abc"})
+    failed = {name: [t.split("::")[-1] for t in run.messages] for name, run in runs.items()}
+    assert failed == {"a": [], "b": ["test_b_fails"], "c": []}, (
+        f"expected only b's own failure, got {failed}"
+    )
+    assert [run.ran for run in runs.values()] == [2, 2, 2], "each run runs the whole suite"

@@ -5,6 +5,8 @@ Here too the in-process scan of a step's suite with a curated bug in, which hold
 import contextlib
 import io
 import sys
+from collections.abc import Callable
+from functools import partial
 from types import ModuleType
 
 import pytest
@@ -35,8 +37,8 @@ def targets() -> list[tuple[str, str, list]]:
 
 
 class Failures:
-    """A pytest plugin: tests of the code itself run first; of each failure, in order, the short
-    traceback the check shows (`errors`) and its AssertionError's message (`messages`)."""
+    """Of one run of a suite, in order, each failure's short traceback as the check shows it
+    (`errors`) and its AssertionError's message (`messages`); how many tests ran."""
 
     def __init__(self):
         self.errors: dict[str, str] = {}  # nodeid -> short traceback
@@ -48,44 +50,93 @@ class Failures:
         """The first test to fail, as a handout names it (file::function[case])."""
         return next(iter(self.messages), None)
 
-    def pytest_collection_modifyitems(self, items):
-        items.sort(key=lambda item: item.get_closest_marker("whole_run") is not None)  # stable
-
-    def pytest_runtest_logreport(self, report):
-        self.ran += report.when == "call"
-
-    @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(self, item, call):
+    def add(self, report, call) -> None:
+        """Keep a failed phase's traceback (the check's own, made once) and message."""
         # here: common.check is the conftest's plugin, which pytest must import first to rewrite it
         from common.check import short_traceback
 
+        self.errors[report.nodeid] = "\n".join(
+            getattr(report, "bug", None) or short_traceback(call.excinfo)
+        )
+        asserted = call.excinfo.errisinstance(AssertionError)
+        message = str(call.excinfo.value) if asserted else None
+        self.messages.setdefault(report.nodeid.split("tests/")[-1], message)
+
+
+class Runs:
+    """A pytest plugin: the suite, collected once, run once per variant (a name, and a `with` that
+    puts it in), each from fresh fixtures as a session of its own would; tests of the code itself
+    first; of each run, its Failures."""
+
+    def __init__(self, variants: dict[str, Callable[[], contextlib.AbstractContextManager]]):
+        self.variants = variants
+        self.runs: dict[str, Failures] = {}
+        self.current = Failures()
+
+    def pytest_collection_modifyitems(self, items):
+        items.sort(key=lambda item: item.get_closest_marker("whole_run") is not None)  # stable
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session):
+        if session.testsfailed or session.config.option.collectonly:
+            return None  # pytest's own loop: stop at a collection error, run nothing when asked
+        for name, put_in in self.variants.items():
+            self.current = self.runs[name] = Failures()
+            with put_in():
+                run_items(session)
+        return True
+
+    def pytest_runtest_logreport(self, report):
+        self.current.ran += report.when == "call"
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)  # outside the check's: its report.bug is made
+    def pytest_runtest_makereport(self, item, call):
         report = yield
         if report.failed and call.excinfo is not None:
-            self.errors[report.nodeid] = "\n".join(short_traceback(call.excinfo))
-            asserted = call.excinfo.errisinstance(AssertionError)
-            message = str(call.excinfo.value) if asserted else None
-            self.messages.setdefault(report.nodeid.split("tests/")[-1], message)
+            self.current.add(report, call)
         return report
 
 
-def failures_with(step: str, module: str, copy: ModuleType | None, args=()) -> Failures:
-    """`step`'s suite run quietly in process, `module` replaced by `copy` (None: as it is)."""
-    replaced = contextlib.nullcontext() if copy is None else override(step, module, copy)
-    plugin = Failures()
-    with contextlib.redirect_stdout(io.StringIO()), replaced:
-        run_pytest([str(course_step(step).tests), *EVERY, *args], plugins=[plugin])
-    return plugin
+def run_items(session) -> None:
+    """pytest's run of the collected items, down to the last teardown (session-scoped fixtures too)."""
+    items = session.items
+    for item, nextitem in zip(items, [*items[1:], None], strict=True):
+        item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+        if session.shouldfail or session.shouldstop:  # a test out of time: this run ends here
+            session.shouldfail = session.shouldstop = False
+            session._setupstate.teardown_exact(None)
+            return
 
 
-def scan(step: str, module: str, bug=None) -> Failures:
-    """Every failure of `step`'s suite with `bug` in a copy of `module` (None: unbroken)."""
-    copy = None if bug is None else broken_copy(course_step(step).solution, module, bug)
-    return failures_with(step, module, copy)
+def runs_of(args: list[str], variants: dict) -> dict[str, Failures]:
+    """pytest `args`, quietly in process: collected once, run once per variant."""
+    plugin = Runs(variants)
+    with contextlib.redirect_stdout(io.StringIO()):
+        run_pytest(args, plugins=[plugin])
+    return plugin.runs
+
+
+def scan_all(step: str, module: str, bugs, unbroken: bool = True) -> dict[str, Failures]:
+    """Every failure of `step`'s suite unbroken ("", unless `unbroken` is False) and with each bug
+    in turn (by its name), in one session: each bug in a fresh copy of its module (`bug.module`,
+    or `module`)."""
+    if len({b.name for b in bugs}) != len(bugs):
+        raise ValueError(f"{step}'s bugs.py names two bugs alike: {[b.name for b in bugs]}")
+
+    def broken(bug):
+        copy = broken_copy(course_step(step).solution, bug.module or module, bug)
+        return override(step, bug.module or module, copy)
+
+    variants = {"": contextlib.nullcontext} if unbroken else {}
+    variants |= {b.name: partial(broken, b) for b in bugs}
+    return runs_of([str(course_step(step).tests), *EVERY], variants)
 
 
 def failures(step: str, module: str, copy: ModuleType, tests: list[str]) -> dict[str, str]:
     """nodeid -> short traceback of `step`'s test functions `tests`, `module` replaced by `copy`."""
-    return failures_with(step, module, copy, ["-k", " or ".join(sorted(set(tests)))]).errors
+    args = [str(course_step(step).tests), *EVERY, "-k", " or ".join(sorted(set(tests)))]
+    run = runs_of(args, {"": partial(override, step, module, copy)}).get("", Failures())
+    return run.errors
 
 
 def table(step: str) -> str:
