@@ -30,9 +30,9 @@ def topic_id(topic: Path) -> str:
 
 
 @functools.cache
-def printed(topic: Path) -> str:
-    """What the topic prints, run once per test process."""
-    return background.output(topic)
+def printed(topic: Path, output=background.output) -> str:
+    """What the topic prints, run once per test process (by the command's own `output`)."""
+    return output(topic)
 
 
 def readme(topic: Path) -> Path:
