@@ -410,16 +410,11 @@ def main() -> int:
     report, screen, got = Held(8 * 2**20), Held(200_000), Held(RECORD_LIMIT)
     held = (report, screen, got)
     copy = work / "copy"
-    places, first = None, True
-    while True:
-        header = _header(raw)
-        if header.get("end"):
-            gc.freeze()  # Python's last collection at exit skips torch's objects: a second less
-            return 0
-        if first:  # the step is named by the first copy; the places are taken after its imports
-            _warm_training(base / "steps" / header["step"])
-            places = Places(work) if os.environ.get("COURSE_GRADE_WIPE") == "1" else None
-            first = False
+    header = _header(raw)
+    if not header.get("end"):  # the first copy names the step; its places are taken after this
+        _warm_training(base / "steps" / header["step"])
+    places = Places(work) if os.environ.get("COURSE_GRADE_WIPE") == "1" else None
+    while not header.get("end"):
         _write_copy(raw, header, base, copy)
         record_r, record_w = os.pipe()
         child = os.fork()
@@ -440,6 +435,9 @@ def main() -> int:
         _send(out, answer | {"sizes": sizes, "left": left}, *(h.view() for h in held))
         for h in held:  # what the next copy's child could find in memory: zeros
             h.clear()
+        header = _header(raw)
+    gc.freeze()  # Python's last collection at exit skips torch's objects: a second less
+    return 0
 
 
 if __name__ == "__main__":
