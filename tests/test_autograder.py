@@ -20,6 +20,7 @@ from common.course import course_step
 from common.envreport import read_pins
 from tests.test_grade import caught_up_starter, with_change
 from tools.grading.autograder import CPU_LOCK, PIP, WALL, main, setup_script
+from tools.grading.engine import build_base, fingerprint, owners_path
 from tools.grading.grade import Grade, Line
 from tools.grading.gradescope import results_json
 from tools.screens import bugs
@@ -47,11 +48,21 @@ def autograder(tmp_path_factory) -> Path:
         r"^\"\$py\" -m (tools\.grading\.grade lab-01 --prepare)$", setup_script(), re.M
     )
     assert prepare, "setup.sh reads each TODO's own tests into the image"
+    # the owners of this repository's lab-01 base, where the image keeps its own: where the suite
+    # has read them, --prepare finds them (the same base and grader, so the same name), else it
+    # reads them; either way the image's are under the repository's name
+    ours = owners_path("lab-01", fingerprint(build_base("lab-01", tmp / "ours")))
+    image = root / "source" / ours.relative_to(REPO_ROOT)
+    if ours.is_file():
+        image.parent.mkdir(parents=True)
+        shutil.copy2(ours, image)
     env = os.environ.copy()
     env.pop("COURSE_STEPS_DIR", None)
     cmd = [sys.executable, "-m", *prepare[1].split()]  # as setup.sh, with this venv
     done = subprocess.run(cmd, cwd=root / "source", env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
+    kept = sorted(p.name for p in image.parent.glob("*.json"))
+    assert kept == [image.name], f"expected the image's owners under {image.name}, got {kept}"
     return root
 
 

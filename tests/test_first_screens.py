@@ -56,7 +56,7 @@ def function_of(lines: list[str], number: int) -> str:
 
 @pytest.mark.process
 @pytest.mark.slow
-@pytest.mark.xdist_group("first-screens")  # one worker for every case
+@pytest.mark.xdist_group("loop-worker:lab-02")  # test_loop.py's lab-02 worker runs every case
 @pytest.mark.parametrize(
     ("bug", "task", "row"), CASES, ids=[b if isinstance(b, str) else b.name for b, _, _ in CASES]
 )

@@ -69,7 +69,7 @@ def test_a_cache_that_is_not_the_owners_shape_is_read_again_and_rewritten(tmp_pa
     monkeypatch.setattr(engine, "OUT_DIR", tmp_path)  # the suite's grades keep the shared cache
     monkeypatch.setattr(Owners, "read", classmethod(lambda cls, worker, todos: Owners(**good)))
     worker = SimpleNamespace(step="lab-01", fingerprint="f" * 64)
-    path = tmp_path / "grade-owners" / f"lab-01-{'f' * 16}.json"
+    path = engine.owners_path("lab-01", worker.fingerprint)
     path.parent.mkdir()
     for text_ in bad:
         path.write_text(text_, encoding="utf-8")

@@ -198,7 +198,8 @@ def four_levels(first: str, shown: list[str]) -> bool:
 
 @functools.cache
 def _bug(step: str, todo: str) -> tuple[str, int, str, str] | None:
-    """(module, line, statement, mutant): the first mutant inside the TODO the suite kills."""
+    """(module, line, statement, mutant): the first mutant inside the TODO the suite kills, a
+    slip (kind 0) before a number or a deleted line; mutants are made only until a slip is found."""
     regions = course_step(step).regions()[todo]
     found = []
     for region in regions.regions:
@@ -211,6 +212,10 @@ def _bug(step: str, todo: str) -> tuple[str, int, str, str] | None:
                 lines[mutant.line - 1]
             ) == mutant.before and mutant.key not in equivalents(step):
                 found.append((regions.module, mutant.line, mutant.before, mutant.after))
+                if _kind(mutant.before, mutant.after) == 0:
+                    break  # the first slip: the one min() below would pick
+        if found and _kind(*found[-1][2:]) == 0:
+            break
     return min(found, key=lambda bug: _kind(bug[2], bug[3]), default=None)
 
 
@@ -275,22 +280,24 @@ def test_a_bug_in_a_todo_makes_the_students_check_name_it_end_to_end(tmp_path):
     )
 
 
+_LOOP_WORKERS: dict[str, Worker] = {}  # step -> its worker, for every module of this process
+
+
 @pytest.fixture(scope="module")
-def worker():
-    """A step's grading worker (torch imported once, a fork per copy), uncontained: course code."""
-    made: dict[str, Worker] = {}
+def worker(request):
+    """A step's grading worker (torch imported once, a fork per copy), uncontained: course code.
+    One per step and process, kept to the run's end: tests/test_first_screens.py shares lab-02's."""
 
     def get(step: str) -> Worker:
-        if step not in made:
-            made[step] = Worker(step, Limits(), TIMEOUT)
-        made[step].begin()  # each copy gets a whole submission's time budget
-        return made[step]
+        if step not in _LOOP_WORKERS:
+            _LOOP_WORKERS[step] = Worker(step, Limits(), TIMEOUT)
+            request.config.add_cleanup(_LOOP_WORKERS[step].close)
+        _LOOP_WORKERS[step].begin()  # each copy gets a whole submission's time budget
+        return _LOOP_WORKERS[step]
 
-    with pytest.MonkeyPatch.context() as patch:
+    with pytest.MonkeyPatch.context() as patch:  # a worker starts (again) only in this context
         patch.setattr(sandbox, "mode", lambda: sandbox.Mode("none", sandbox.UNCONTAINED))
         yield get
-    for each in made.values():
-        each.close()
 
 
 @pytest.mark.process

@@ -11,6 +11,7 @@ import io
 import signal
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -203,14 +204,16 @@ class Mutator(ast.NodeTransformer):
         return self.generic_visit(node)
 
 
-def mutants(step: str, module: str, within: range | None = None) -> list[tuple[Mutant, ast.Module]]:
-    """Every distinct mutant of the file (of its lines `within`), with its tree; duplicates and
-    no-ops are dropped."""
+def mutants(
+    step: str, module: str, within: range | None = None
+) -> Iterator[tuple[Mutant, ast.Module]]:
+    """Every distinct mutant of the file (of its lines `within`), with its tree, in the file's
+    order, made as they are asked for; duplicates and no-ops are dropped."""
     path = course_step(step).solution / (module.replace(".", "/") + ".py")
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     counter = Mutator()
     counter.visit(copy.deepcopy(tree))
-    seen, found = {ast.unparse(tree)}, []
+    seen = {ast.unparse(tree)}
     for index in range(counter.count):
         if within is not None and counter.lines[index] not in within:
             continue  # each mutant copies the whole tree: only the lines asked for
@@ -221,8 +224,7 @@ def mutants(step: str, module: str, within: range | None = None) -> list[tuple[M
         seen.add(source)
         line, function, before, stmt, removal = mutator.hit
         after = "pass" if removal else _text(stmt)
-        found.append((Mutant(step, module, index, line, function, before, after), mutated))
-    return found
+        yield Mutant(step, module, index, line, function, before, after), mutated
 
 
 def _alarm(signum, frame):
