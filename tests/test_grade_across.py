@@ -21,6 +21,7 @@ from tests.test_grade import (
     caught_up_starter,
     copy_files,
     shared_worker,
+    shipped_starter,
     with_change,
 )
 from tests.test_grade_hostile import _bwrap_problem, _user_mode_problem
@@ -276,7 +277,8 @@ def test_the_stash_attack_is_real_where_nothing_wipes_between_copies(tmp_path, r
 def test_a_venv_under_tmp_or_behind_a_symlink_grades_in_bubblewrap(tmp_path):
     """An instructor's clone under /tmp, its venv reached through a symlink (this one's packages
     chained by a .pth, as a uv or pixi venv may): the sandbox binds the interpreter over its
-    private /tmp, and the packages it chains to, so a caught-up starter grades full, contained."""
+    private /tmp, and the packages it chains to, so a starter with task 7 written (the one TODO
+    run: every copy imports torch from the same packages) scores it, contained."""
     if why := _bwrap_problem():
         pytest.skip(why)
     venv = tmp_path / "clone" / "real-venv"
@@ -286,11 +288,16 @@ def test_a_venv_under_tmp_or_behind_a_symlink_grades_in_bubblewrap(tmp_path):
     packages = next(venv.glob("lib/python3*/site-packages"))
     ours = site.getsitepackages()  # this venv's packages, chained as pixi's or uv's may be
     (packages / "course.pth").write_text("\n".join(ours) + "\n", encoding="utf-8")
-    starter = caught_up_starter(tmp_path / "caught-up")
+    starter = shipped_starter(tmp_path / "shipped")
+    task_7 = "exercises/wrong_mask.py"
+    (starter / task_7).write_bytes(
+        (caught_up_starter(tmp_path / "caught-up") / task_7).read_bytes()
+    )
     done = subprocess.run(
         [str(linked / "bin" / "python"), "-m", "tools.grading.grade", STEP, str(starter)],
         cwd=REPO_ROOT, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     said = done.stdout + done.stderr
-    assert done.returncode == 0 and said.startswith(f"{STEP}: 7 of 7\n"), said
+    assert done.returncode == 0 and said.startswith(f"{STEP}: 1 of 7\n"), said
+    assert re.search(r"task 7: future_leak\) +1/1 +done", said), said
     assert "\ncontained: bubblewrap" in said, said
