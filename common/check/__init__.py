@@ -230,7 +230,7 @@ def short_traceback(exc) -> list[str]:
             continue
         if not libraries and not path.is_relative_to(sys.base_prefix) and path.suffix == ".py":
             where = f"{shown(path)}:{entry.lineno + 1}"
-            lines += [f"  {where} in {entry.name}", f"      {str(entry.statement).strip()}"]
+            lines += [f"  {where} in {entry.name}", f"      {_statement(entry)}"]
     # the message's detail lines too (torch's "Greatest absolute difference", pytest's Regex/Input)
     message = [line.rstrip() for line in str(exc.value).splitlines() if line.strip()] or [""]
     detail = [line for line in message[1:] if not line.strip().startswith("+")]  # not "+ where"
@@ -239,6 +239,21 @@ def short_traceback(exc) -> list[str]:
         + [f"  {exc.typename}: {message[0]}"]
         + [f"    {line.strip()}"[:120] for line in detail[:DETAIL]]
     )
+
+
+_STATEMENTS: dict[tuple[tuple[str, ...], int], str] = {}  # (a file's lines, line) -> statement
+
+
+def _statement(entry) -> str:
+    """A traceback entry's statement, as pytest finds it (which parses the file), found once per
+    file's text and line: a curated-bug scan meets the same frames bug after bug."""
+    source = entry.frame.code.fullsource
+    if source is None:
+        return str(entry.statement).strip()  # pytest's own error for a frame without source
+    key = (tuple(source.lines), entry.lineno)
+    if key not in _STATEMENTS:
+        _STATEMENTS[key] = str(source.getstatement(entry.lineno)).strip()
+    return _STATEMENTS[key]
 
 
 EXPECT = Path(__file__).parent.parent / "expect.py"  # the value checks: out of tracebacks
