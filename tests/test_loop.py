@@ -213,9 +213,7 @@ def _bug(step: str, todo: str) -> tuple[str, int, str, str] | None:
             ) == mutant.before and mutant.key not in equivalents(step):
                 found.append((regions.module, mutant.line, mutant.before, mutant.after))
                 if _kind(mutant.before, mutant.after) == 0:
-                    break  # the first slip: the one min() below would pick
-        if found and _kind(*found[-1][2:]) == 0:
-            break
+                    return found[-1]  # the first slip: the one min() below would pick
     return min(found, key=lambda bug: _kind(bug[2], bug[3]), default=None)
 
 

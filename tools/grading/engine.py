@@ -344,7 +344,7 @@ class Owners:
 
     @classmethod
     def cached(cls, worker: "Worker", todos: dict[str, Todo]) -> "Owners":
-        """The owners of this exact base (its files' hash): read once, then kept in out/ (the
+        """The owners of this exact base and grader (owners_path): read once, then kept in out/ (the
         autograder's setup.sh reads them into its image), which no graded copy can see; a file
         there that is not what this code writes (forged, stale, cut short) is read again."""
         path = owners_path(worker.step, worker.fingerprint)
