@@ -1,7 +1,11 @@
 """`pixi run lab-02`: the permutation table and the dropout table, on the layers under test."""
 
+import pytest
+
 from common import expect
 from common.run.experiment import results
+
+pytestmark = pytest.mark.whole_run
 
 
 def test_only_rotary_positions_keep_the_scores_relative(run, layers):
