@@ -14,7 +14,7 @@ import execnet
 import pytest
 
 from common import REPO_ROOT, STEPS_DIR
-from common.check import misplaced_markers
+from common.check import _steps_under_test, misplaced_markers
 from common.check.screen import k_name, next_step
 from common.course import course, course_step
 from common.docs import read_block
@@ -124,6 +124,13 @@ def test_a_bug_is_shown_written_as_check_json_and_the_hint_answers_for_it(tmp_pa
     calc = steps / "step-97" / "starter" / "calc.py"
     calc.write_text(calc.read_text(encoding="utf-8") + "# changed since\n", encoding="utf-8")
     assert hint().startswith("TODO(step-97 task 2: halve) in ")  # the first open TODO again
+
+
+def test_the_check_shows_the_steps_in_course_order():
+    """`pixi run progress` (the check of steps/) lists lab-02 after Step 6, as the course map does."""
+    config = SimpleNamespace(invocation_params=SimpleNamespace(dir=REPO_ROOT), args=["steps"])
+    course_order = [s.name for s in course() if not s.checkpoint]
+    assert _steps_under_test(config) == course_order, f"expected {course_order}"
 
 
 @pytest.mark.process
