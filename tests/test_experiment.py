@@ -21,6 +21,7 @@ from common.run.experiment import (
     execute,
     fresh_blocks,
 )
+from common.run.timing import seconds
 from common.todos import step_regions
 
 RUNS = {name: load_file(path) for name, path in runnable().items()}
@@ -158,3 +159,8 @@ def test_an_option_leaves_an_experiment_out_and_a_stop_is_one_line(tmp_path, cap
 
     assert execute(Run("tiny", (Experiment("s", (), stops),), threads=None), args) == 7
     assert capsys.readouterr().out == "the file is damaged: delete it\n"
+
+
+def test_a_quick_runs_seconds_are_shown_in_tenths_not_as_zero():
+    shown = [seconds(s) for s in (0.04, 0.42, 9.94, 10.4, 123.4)]
+    assert shown == ["0.0", "0.4", "9.9", "10", "123"], f"expected tenths under ten, got {shown}"

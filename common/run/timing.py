@@ -81,6 +81,11 @@ def matmul_peak(threads: int, n: int = 512, min_run_time: float = 0.3) -> float:
     return 2 * n**3 / timer.blocked_autorange(min_run_time=min_run_time).median
 
 
+def seconds(value: float) -> str:
+    """Seconds as a run prints them: whole ones, tenths under ten (a --quick run's are not "0")."""
+    return f"{value:.0f}" if value >= 10 else f"{value:.1f}"
+
+
 def quartiles(values: list[float]) -> tuple[float, float, float]:
     """(first quartile, median, third quartile) of values, linearly interpolated."""
     q1, med, q3 = np.percentile(values, [25, 50, 75])

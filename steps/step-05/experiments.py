@@ -9,6 +9,7 @@ from common.docs import markdown_table
 from common.envreport import machine
 from common.loader import load_file, reference
 from common.run.experiment import Context
+from common.run.timing import seconds
 from common.seeding import generator, seed_all
 from common.text import encoded, sample
 
@@ -186,7 +187,7 @@ def training_block(r) -> str:
         ["step", "held-out loss", f"training loss, mean of the last {k}"], rows
     ) + (
         f"\nRecorded on {machine(THREADS)}: {len(curve)} steps of B = {r['B']} sequences of T = {r['T']} "
-        f"characters in {r['seconds']:.0f} s. Final held-out loss {final:.3f}: {said}.\n"
+        f"characters in {seconds(r['seconds'])} s. Final held-out loss {final:.3f}: {said}.\n"
     )
 
 

@@ -13,7 +13,7 @@ from common.envreport import machine
 from common.loader import load_file, reference
 from common.run.experiment import Context, Stop
 from common.run.figures import out_dir
-from common.run.timing import matmul_peak, torch_threads
+from common.run.timing import matmul_peak, seconds, torch_threads
 from common.seeding import seed_all
 from common.text import encoded, sample
 
@@ -233,7 +233,7 @@ def speed_line(r) -> str:
         )
     resumed = f", steps {r['resumed_at']} to {r['cfg'].steps}" if r["resumed_at"] else ""
     return (
-        f"wall time {r['seconds']:.0f} s ({r['cpu_seconds']:.0f} CPU-seconds of training{resumed}); "
+        f"wall time {seconds(r['seconds'])} s ({seconds(r['cpu_seconds'])} CPU-seconds of training{resumed}); "
         f"{r['tokens_per_s']:,.0f} tokens per wall second, {r['tokens_per_cpu_s']:,.0f} per CPU-second; "
         f"matmul peak {r['peak'] / 1e9:.1f} GFLOP per CPU-second; "
         f"MFU = 6 N x tokens per CPU-second / peak = {100 * r['mfu']:.1f}%"
