@@ -22,6 +22,19 @@ FIXED += ("run.py", "experiments.py", "plots.py", "bugs.py")
 NEWSTEP = "(python -m tools.newstep writes every part of a step)"
 
 
+WHOLE_RUN_FILES = ("test_docs", "test_run", "test_run_story", "test_experiments", "test_lecture")
+
+
+def _pytestmark(path: Path) -> str:
+    """The source of a test file's module-level `pytestmark` ("" if it sets none)."""
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and any(
+            getattr(t, "id", None) == "pytestmark" for t in node.targets
+        ):
+            return ast.unparse(node.value)
+    return ""
+
+
 def layout_problems(folder: Path) -> list[str]:
     """A step has the fixed files; any other module is one its step.toml's [modules] lists with
     what it holds; its run.py declares RUN and nothing else."""
@@ -46,6 +59,12 @@ def layout_problems(folder: Path) -> list[str]:
         elif not isinstance(what, str) or not what.strip():
             problems.append(
                 f"{folder.name}: step.toml's [modules] says nothing of what {name} holds"
+            )
+    for path in sorted(folder.glob("tests/test_*.py")):
+        if path.stem in WHOLE_RUN_FILES and "whole_run" not in _pytestmark(path):
+            problems.append(
+                f"{folder.name}: tests/{path.name} tests a whole run or the handout: mark it "
+                "(pytestmark = pytest.mark.whole_run), so the check holds it back while a TODO fails"
             )
     if (folder / "run.py").is_file():
         body = ast.parse((folder / "run.py").read_text(encoding="utf-8")).body
