@@ -35,6 +35,21 @@ def test_help_and_a_typo_answer_before_torch_is_imported():
     assert helped.stderr.strip() == "no torch" and typo.stderr.strip().endswith("no torch")
 
 
+@pytest.mark.process
+def test_a_run_that_trains_exits_without_a_screen_of_binding_leaks():
+    """Step 5 and Step 6 train: an optimiser's first step imports torch's compiler, which on the pip
+    path's CUDA torch loads triton; with the run's frozen objects at exit (common/run/__main__.py)
+    its bindings printed 26 lines of "nanobind: leaked"."""
+    code = (
+        "from common import run\nimport gc, torch\n"
+        "torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0).step()\ngc.freeze()"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True
+    )
+    assert done.returncode == 0 and done.stderr == "", f"expected a quiet exit, got:\n{done.stderr}"
+
+
 @pytest.mark.parametrize("step", STEPS)
 def test_every_steps_help_offers_impl_quick_write_docs_and_out(step, capsys):
     with pytest.raises(SystemExit):
