@@ -329,7 +329,7 @@ def speed_block(r) -> str:
         f"From T={first['T']} to T={last['T']}, the cached time per new token "
         f"{grows(r['growth']['cached'], 2)} (the bar: at most {FLAT}x), the uncached "
         f"{grows(r['growth']['uncached'], 1)}; at T={last['T']} the cache is "
-        f"{last['speedup']:.1f}x faster, where the FLOP counts (questions 4 and 5) promise "
+        f"{last['speedup']:.1f}x faster, where the FLOP counts (questions 5 and 6) promise "
         f"{flop_ratio(last):,.0f}x: what the cached step costs is not its FLOPs.",
         f"Step 5's GPT, untrained, V={m['V']}, T_max={m['T_max']}, d={m['d']}, h={m['h']}, "
         f"n_layer={m['n_layer']}; {rounds}, {r['clock']}. "
