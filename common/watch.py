@@ -22,7 +22,10 @@ def usage() -> str:
 
 
 def clear() -> None:
-    """Clear the terminal: `cls` on Windows (its console may not read VT codes), VT codes elsewhere."""
+    """Clear the terminal: `cls` on Windows (its console may not read VT codes), VT codes elsewhere;
+    output sent to a file or a pipe keeps every screen, without codes."""
+    if not sys.stdout.isatty():
+        return
     if os.name == "nt":
         os.system("cls")
     else:

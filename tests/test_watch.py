@@ -13,7 +13,7 @@ import pytest
 
 from common import REPO_ROOT
 from common.course import step_names
-from common.watch import changed, main, syntax_error
+from common.watch import changed, clear, main, syntax_error
 from tools import pristine
 
 FOOTER = b"Ctrl-C stops."  # the last line of every screen the watcher draws
@@ -66,6 +66,7 @@ def test_two_saves_in_a_burst_redraw_once_and_ctrl_c_exits_0(tmp_path):
             child.kill()
         os.close(master)
     assert seen.count(FOOTER.decode()) == 2, seen  # the first screen and one for the burst
+    assert seen.count("\x1b[2J") == 2, "expected the terminal cleared before each screen"
     assert seen.count("lab-02 with your starter:") == 2 and "layers.py saved" in seen, seen
     assert code == 0 and "Traceback" not in seen and "KeyboardInterrupt" not in seen, seen
     assert seen.rstrip().endswith("Stopped watching steps/lab-02/starter."), seen[-300:]
@@ -92,3 +93,8 @@ def test_an_unknown_step_names_the_steps_and_exits_2(capsys):
     assert main(["lab-99"]) == 2
     out = capsys.readouterr().out
     assert "no step 'lab-99'" in out and "lab-02" in out and "usage:" in out, out
+
+
+def test_output_to_a_file_keeps_every_screen_without_terminal_codes(capsys):
+    clear()  # capsys's stdout is no terminal, as a file or a pipe is not
+    assert capsys.readouterr().out == "", "expected no clear-screen codes outside a terminal"
