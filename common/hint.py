@@ -96,7 +96,9 @@ def level_text(regions: dict, todo: str, level: int) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     """Show the next level of help; --solution, --todo, --used and --reset change what is shown."""
-    parser = argparse.ArgumentParser(prog="python -m common.hint", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog=command("pixi run hint", "python -m common.hint"), description=__doc__
+    )
     parser.add_argument("step", help="the step you are working on, e.g. lab-01")
     parser.add_argument("--todo", help="another TODO: its task number (3, 4.2.1) or its whole id")
     parser.add_argument("--solution", action="store_true", help="level 4: the reference lines")

@@ -10,13 +10,15 @@ import pytest
 from common import REPO_ROOT, catchup, command, hint, interpreter, loader, pytest_command
 from common import run as runner
 
+HINT = command("pixi run hint", "python -m common.hint")  # as the student types it, as catch-up's
+
 
 @pytest.mark.parametrize(
     ("main", "argv", "said"),
     [
         (runner.main, ["step-404"], "unknown step 'step-404'; valid steps: lab-01"),
         (catchup.main, ["step-404"], "unknown step 'step-404'; valid steps: lab-01"),
-        (hint.main, ["lab-99"], "unknown step 'lab-99'; valid steps: lab-01"),
+        (hint.main, ["lab-99"], f"{HINT}: error: unknown step 'lab-99'; valid steps: lab-01"),
         (runner.main, [], "valid steps: lab-01"),
         (catchup.main, [], "valid steps: lab-01"),
         (catchup.main, ["step-03"], "step-03 is a checkpoint, not a step: use solutions/step-03/"),
