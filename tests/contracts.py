@@ -25,19 +25,21 @@ NEWSTEP = "(python -m tools.newstep writes every part of a step)"
 WHOLE_RUN_FILES = ("test_docs", "test_run", "test_run_story", "test_experiments", "test_lecture")
 
 
-def _pytestmark(path: Path) -> str:
-    """The source of a test file's module-level `pytestmark` ("" if it sets none)."""
+def _marks(path: Path) -> set[str]:
+    """The marks a test file's module-level `pytestmark` names (`pytest.mark.<name>`)."""
+    marks = set()
     for node in ast.parse(path.read_text(encoding="utf-8")).body:
-        if isinstance(node, ast.Assign) and any(
-            getattr(t, "id", None) == "pytestmark" for t in node.targets
-        ):
-            return ast.unparse(node.value)
-    return ""
+        if not isinstance(node, ast.Assign | ast.AnnAssign) or node.value is None:
+            continue
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        if any(getattr(t, "id", None) == "pytestmark" for t in targets):
+            marks |= {n.attr for n in ast.walk(node.value) if isinstance(n, ast.Attribute)}
+    return marks
 
 
 def layout_problems(folder: Path) -> list[str]:
     """A step has the fixed files; any other module is one its step.toml's [modules] lists with
-    what it holds; its run.py declares RUN and nothing else."""
+    what it holds; its tests of a whole run are marked whole_run; its run.py declares RUN only."""
     problems = [f"{folder.name}: missing {n} {NEWSTEP}" for n in FIXED if not (folder / n).exists()]
     if (folder / "tests").is_dir() and not list((folder / "tests").glob("test_*.py")):
         problems.append(f"{folder.name}: tests/ holds no test_*.py: add one")
@@ -61,7 +63,7 @@ def layout_problems(folder: Path) -> list[str]:
                 f"{folder.name}: step.toml's [modules] says nothing of what {name} holds"
             )
     for path in sorted(folder.glob("tests/test_*.py")):
-        if path.stem in WHOLE_RUN_FILES and "whole_run" not in _pytestmark(path):
+        if path.stem in WHOLE_RUN_FILES and "whole_run" not in _marks(path):
             problems.append(
                 f"{folder.name}: tests/{path.name} tests a whole run or the handout: mark it "
                 "(pytestmark = pytest.mark.whole_run), so the check holds it back while a TODO fails"

@@ -162,5 +162,6 @@ def test_an_option_leaves_an_experiment_out_and_a_stop_is_one_line(tmp_path, cap
 
 
 def test_a_quick_runs_seconds_are_shown_in_tenths_not_as_zero():
-    shown = [seconds(s) for s in (0.04, 0.42, 9.94, 10.4, 123.4)]
-    assert shown == ["0.0", "0.4", "9.9", "10", "123"], f"expected tenths under ten, got {shown}"
+    shown = [seconds(s) for s in (0.042, 0.42, 9.44, 9.96, 10.4, 123.4)]
+    expected = ["0.042", "0.42", "9.4", "10", "10", "123"]
+    assert shown == expected, f"expected two digits under ten, got {shown}"

@@ -41,13 +41,15 @@ def test_a_run_that_trains_exits_without_a_screen_of_binding_leaks():
     path's CUDA torch loads triton; with the run's frozen objects at exit (common/run/__main__.py)
     its bindings printed 26 lines of "nanobind: leaked"."""
     code = (
-        "from common import run\nimport gc, torch\n"
-        "torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0).step()\ngc.freeze()"
+        "from common import run\nimport gc, sys, torch\n"
+        "torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0).step()\ngc.freeze()\n"
+        "print(sys.modules.get('triton', 'not imported'))"  # None: kept out, on every path
     )
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True
     )
-    assert done.returncode == 0 and done.stderr == "", f"expected a quiet exit, got:\n{done.stderr}"
+    assert done.returncode == 0 and "nanobind" not in done.stderr, f"got:\n{done.stderr}"
+    assert done.stdout == "None\n", f"expected triton kept out of the run, got {done.stdout!r}"
 
 
 @pytest.mark.parametrize("step", STEPS)

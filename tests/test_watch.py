@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from common import REPO_ROOT
+from common import REPO_ROOT, watch
 from common.course import step_names
 from common.watch import changed, clear, main, syntax_error
 from tools import pristine
@@ -95,6 +95,12 @@ def test_an_unknown_step_names_the_steps_and_exits_2(capsys):
     assert "no step 'lab-99'" in out and "lab-02" in out and "usage:" in out, out
 
 
-def test_output_to_a_file_keeps_every_screen_without_terminal_codes(capsys):
+def test_output_to_a_file_keeps_every_screen_without_terminal_codes(capsys, monkeypatch):
     clear()  # capsys's stdout is no terminal, as a file or a pipe is not
     assert capsys.readouterr().out == "", "expected no clear-screen codes outside a terminal"
+    cls = []
+    monkeypatch.setattr(watch.os, "system", cls.append)
+    with monkeypatch.context() as windows:
+        windows.setattr(watch.os, "name", "nt")
+        clear()  # Windows clears with cls, which would write its form feed into the file
+    assert cls == [], f"expected no cls outside a console, got {cls}"

@@ -82,8 +82,9 @@ def matmul_peak(threads: int, n: int = 512, min_run_time: float = 0.3) -> float:
 
 
 def seconds(value: float) -> str:
-    """Seconds as a run prints them: whole ones, tenths under ten (a --quick run's are not "0")."""
-    return f"{value:.0f}" if value >= 10 else f"{value:.1f}"
+    """Seconds as a run prints them: whole ones from ten up, two digits below (a --quick run's are
+    not "0")."""
+    return f"{value:.0f}" if value >= 9.5 else f"{value:.2g}"
 
 
 def quartiles(values: list[float]) -> tuple[float, float, float]:

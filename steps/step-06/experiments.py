@@ -282,7 +282,7 @@ def induction_block(runs) -> str:
             ]
             + [f"{r['prefix'].max():.2f} (L{r['induction'][0]} H{r['induction'][1]})"]
             + [f"{r['prefix_one'].max():.2f}", prev, f"{r['ablated_repeat']:.2f}", each]
-            + [f"{r['seconds']:.0f}"]
+            + [seconds(r["seconds"])]
         )
     header = ["seed", "first-copy loss", "repeat loss", "1-layer repeat loss", "best prefix score"]
     header += ["1-layer best prefix", "layer-0 previous-token heads", "repeat loss, those zeroed"]
