@@ -4,7 +4,6 @@
 import argparse
 import gc
 import os
-import sys
 
 import pytest
 
@@ -15,10 +14,6 @@ pytest_plugins = ["common.check"]
 # Test tensors are tiny: a second intra-op thread costs more than it saves, most of all when
 # pytest-xdist runs a process per core. Set before any test imports torch; children inherit it.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
-
-# The pip path's CUDA torch imports triton, whose bindings print ~40 lines of "nanobind: leaked" at
-# exit. No test compiles a model: None in sys.modules reads as "triton not installed" to torch.
-sys.modules.setdefault("triton", None)
 
 
 def pytest_addoption(parser):

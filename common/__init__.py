@@ -16,6 +16,11 @@ STEPS_DIR = Path(os.environ.get("COURSE_STEPS_DIR", REPO_ROOT / "steps")).resolv
 SOLUTIONS_DIR = REPO_ROOT / "solutions"
 OUT_DIR = REPO_ROOT / "out"
 
+# The pip path's CUDA torch imports triton at an optimiser's first step, and at exit its bindings
+# print a screen of "nanobind: leaked". Nothing in the course compiles a model: None here reads as
+# "triton not installed" to torch, in every course process (the check, a run, the suite)
+sys.modules.setdefault("triton", None)
+
 
 def command(pixi: str, python: str) -> str:
     """The command to show a student: `pixi run ...` inside a pixi task, else its `python` twin."""

@@ -16,10 +16,6 @@ from common.todos import optional, todo_in
 
 TYPES = {"int": int, "float": float, "str": str}
 
-# The pip path's CUDA torch imports triton at an optimiser's first step, and at exit its bindings
-# print 26 lines of "nanobind: leaked"; no run compiles a model (conftest.py does the same)
-sys.modules.setdefault("triton", None)
-
 
 def runnable() -> dict[str, Path]:
     """Step and checkpoint names that have a run.py, mapped to its path."""

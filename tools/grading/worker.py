@@ -396,7 +396,7 @@ def _dumpable(on: bool) -> None:
 def main() -> int:
     sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).parent]
     base, work = Path(sys.argv[1]), Path(sys.argv[2])
-    sys.modules.setdefault("triton", None)  # as conftest.py: the CUDA build's triton stays out
+    sys.modules.setdefault("triton", None)  # as common/__init__.py: CUDA torch's triton stays out
     _warm()
     _dumpable(False)
     _subreaper()
