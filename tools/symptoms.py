@@ -66,10 +66,10 @@ class Failures:
 class Runs:
     """A pytest plugin: the suite, collected once, run once per variant (a name, and a `with` that
     puts it in), each from fresh fixtures as a session of its own would; tests of the code itself
-    first; of each run, its Failures."""
+    first; of each run, its Failures. A variant `only` names runs only those test functions."""
 
-    def __init__(self, variants: dict[str, Callable[[], contextlib.AbstractContextManager]]):
-        self.variants = variants
+    def __init__(self, variants: dict[str, Callable[[], contextlib.AbstractContextManager]], only):
+        self.variants, self.only = variants, only  # only: variant -> {"file.py::test_function"}
         self.runs: dict[str, Failures] = {}
         self.current = Failures()
 
@@ -82,8 +82,11 @@ class Runs:
             return None  # pytest's own loop: stop at a collection error, run nothing when asked
         for name, put_in in self.variants.items():
             self.current = self.runs[name] = Failures()
+            kept = self.only.get(name)
             with put_in():
-                run_items(session)
+                run_items(
+                    [i for i in session.items if kept is None or without_case(i.nodeid) in kept]
+                )
         return True
 
     def pytest_runtest_logreport(self, report):
@@ -97,9 +100,14 @@ class Runs:
         return report
 
 
-def run_items(session) -> None:
-    """pytest's run of the collected items, down to the last teardown (session-scoped fixtures too)."""
-    items = session.items
+def without_case(test: str) -> str:
+    """A test's file::function, without its case or the folders before its step's tests/."""
+    return test.split("tests/")[-1].split("[")[0]
+
+
+def run_items(items: list) -> None:
+    """pytest's run of `items`, down to the last teardown (session-scoped fixtures too)."""
+    session = items[0].session if items else None
     for item, nextitem in zip(items, [*items[1:], None], strict=True):
         item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
         if session.shouldfail or session.shouldstop:  # a test out of time: this run ends here
@@ -108,18 +116,19 @@ def run_items(session) -> None:
             return
 
 
-def runs_of(args: list[str], variants: dict) -> dict[str, Failures]:
-    """pytest `args`, quietly in process: collected once, run once per variant."""
-    plugin = Runs(variants)
+def runs_of(args: list[str], variants: dict, only=None) -> dict[str, Failures]:
+    """pytest `args`, quietly in process: collected once, run once per variant (each, or only the
+    test functions `only` names for it)."""
+    plugin = Runs(variants, only or {})
     with contextlib.redirect_stdout(io.StringIO()):
         run_pytest(args, plugins=[plugin])
     return plugin.runs
 
 
 def scan_all(step: str, module: str, bugs, unbroken: bool = True) -> dict[str, Failures]:
-    """Every failure of `step`'s suite unbroken ("", unless `unbroken` is False) and with each bug
-    in turn (by its name), in one session: each bug in a fresh copy of its module (`bug.module`,
-    or `module`)."""
+    """Every failure of `step`'s suite with each bug in turn (by its name), in one session, each
+    bug in a fresh copy of its module (`bug.module`, or `module`); first ("", unless `unbroken` is
+    False) the test functions the bugs name, unbroken: a kill is a test that passes without it."""
     if len({b.name for b in bugs}) != len(bugs):
         raise ValueError(f"{step}'s bugs.py names two bugs alike: {[b.name for b in bugs]}")
 
@@ -129,7 +138,8 @@ def scan_all(step: str, module: str, bugs, unbroken: bool = True) -> dict[str, F
 
     variants = {"": contextlib.nullcontext} if unbroken else {}
     variants |= {b.name: partial(broken, b) for b in bugs}
-    return runs_of([str(course_step(step).tests), *EVERY], variants)
+    named = {"": {without_case(b.fails) for b in bugs}}
+    return runs_of([str(course_step(step).tests), *EVERY], variants, named)
 
 
 def failures(step: str, module: str, copy: ModuleType, tests: list[str]) -> dict[str, str]:
