@@ -34,8 +34,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.process]
 
 # The sleeper's times (it sleeps all of each): its other TODOs' copies are the reference's, run
 # before it by the same worker, so only its task 3 and its check run with these
-COPY = 15  # seconds its task 3's copy may take (a lab-01 copy reaches causal_mask in a few)
-CHECK = 8  # seconds for the check of the whole submission
+COPY = 8  # seconds its task 3's copy may take (a quiet lab-01 copy reaches causal_mask in one)
+CHECK = 5  # seconds for the check of the whole submission (a quiet one ends in about two)
 LINE = '    check_size(seq_len, "seq_len")  # given: T must be a positive int'
 
 # Every TODO a stub that calls what it stole: at import the module writes its own text (which, in
@@ -86,8 +86,9 @@ if not getattr(_b, "_stashing", False):
 """
 
 
-def stashing(dest: Path) -> Path:
-    """lab-01's starter with every TODO a stub that uses a stolen reference when it finds one."""
+def stashing(dest: Path, who: str) -> Path:
+    """`who`'s lab-01 starter, every TODO a stub that uses a stolen reference when it finds one
+    (signed, so two students' copies differ: the worker runs a copy it has seen only once)."""
     solution = course_step(STEP).solution
     for path in solution.rglob("*.py"):
         target = dest / path.relative_to(solution)
@@ -106,7 +107,7 @@ def stashing(dest: Path) -> Path:
             out.append(f"{region.indent}return {steal}")
         body = "\n".join(out) + "\n"
         if path.name == "attention.py":  # after the imports: the stubs read _STOLEN at call time
-            body = body.replace("\nimport torch\n", f"\nimport torch\n{STASH}", 1)
+            body = body.replace("\nimport torch\n", f"\nimport torch\n{STASH}# by {who}\n", 1)
         target.write_text(body, encoding="utf-8")
     return dest
 
@@ -160,8 +161,8 @@ def grade_cases(mode: str, tmp: Path, request, names: tuple[str, ...] = ()) -> C
     all in the worker of `mode` (or only `names`)."""
     reference = caught_up_starter(tmp / "caught-up")
     cases = {
-        "first stasher": lambda: stashing(tmp / "stash-1"),
-        "second stasher": lambda: stashing(tmp / "stash-2"),
+        "first stasher": lambda: stashing(tmp / "stash-1", "ann"),
+        "second stasher": lambda: stashing(tmp / "stash-2", "bob"),
         "rewriter": lambda: with_change(reference, tmp / "rewrite", LINE, f"{LINE}\n{REWRITE}"),
         "sleeper": lambda: with_change(reference, tmp / "sleep", LINE, f"{LINE}\n{SLEEP}"),
         "reference after them": lambda: copy_files(reference, tmp / "after"),
@@ -180,7 +181,9 @@ def grade_cases(mode: str, tmp: Path, request, names: tuple[str, ...] = ()) -> C
                 started = time.monotonic()
                 worker = own or shared_worker(request)
                 worker.limits = short if name == "sleeper" else Limits()
-                grades[name] = grade(STEP, made(), worker=worker)
+                # only the sleeper's check is read (its screen says it was cut); a check copy
+                # holds no reference to steal, so the others' attacks run in their TODOs' copies
+                grades[name] = grade(STEP, made(), worker=worker, screen=name == "sleeper")
                 seconds[name] = time.monotonic() - started
         finally:
             if own:

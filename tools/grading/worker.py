@@ -374,6 +374,8 @@ def _warm() -> None:
     except ImportError:  # a course without figures
         pass
     torch.manual_seed(0)  # initialises torch's default generator before the fork
+    # torch.testing's first comparison imports sympy and torch.distributed (a second): once here
+    torch.testing.assert_close(torch.zeros(1), torch.zeros(1))
 
 
 def _warm_training(step: Path) -> None:
