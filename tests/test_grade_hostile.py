@@ -55,6 +55,7 @@ class Case:
     reason: str = ""  # a regex task 3's reason matches when it scores 0
     host: list[Path] = field(default_factory=list)  # files that must not exist afterwards
     once: bool = False  # run once per process (spawning), not at every call
+    per_test: float = 10.0  # seconds a test may run: the shared worker's, the check's own
 
 
 def _once(code: str) -> str:
@@ -172,8 +173,8 @@ def hostile_cases(marker: str, clones: dict[str, Path], bundle: Path) -> dict[st
             LEFT,
             once=True,
         ),
-        "a loop that never ends": Case(
-            "    while True:\n        pass", False, r"TookTooLong|still running"
+        "a loop that never ends": Case(  # stopped by its test's time, shorter than the check's
+            "    while True:\n        pass", False, r"TookTooLong|still running", per_test=3.0
         ),
         "a 20 GB allocation": Case(
             "    torch.empty(20 * 2**30, dtype=torch.uint8).fill_(1)",
@@ -310,7 +311,9 @@ def grade_class(tmp: Path, bundle: Path, request, names: list[str] | None = None
             for name, case in cases.items():
                 code = _once(case.code) if case.once else case.code
                 sub = with_change(reference, tmp / f"case-{len(grades)}", LINE, f"{LINE}\n{code}")
+                worker.per_test = case.per_test
                 grades[name] = grade(STEP, sub, worker=worker, screen=False)
+            worker.per_test = Case.per_test
         time.sleep(LINGER)  # a daemon that escaped would have written by now
         left_files = [str(p) for c in cases.values() for p in c.host if p.exists()]
         left_running = running([marker])
