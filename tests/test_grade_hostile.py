@@ -5,6 +5,7 @@ Each submission is the caught-up lab-01 reference with hostile lines at the top 
 causal_mask) do not. Every file or process a case makes carries a marker of its own (a uuid), so
 the test can say exactly that none appeared on this machine and none is still running."""
 
+import fcntl
 import hashlib
 import json
 import os
@@ -14,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 import uuid
 from contextlib import nullcontext
@@ -404,6 +406,24 @@ def graded_in(mode: str, tmp: Path, bundle: Path, request, names: list[str]) -> 
             return grade_class(tmp, bundle, request, names)
         finally:
             sandbox.mode.cache_clear()
+
+
+def test_a_grade_as_the_user_waits_while_another_runs_on_this_machine(tmp_path, monkeypatch, capfd):
+    """Two grades as nobody at once would each kill the other's worker (every process of the user
+    dies after a copy) and open the repository the other closed: the second waits for the first."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(sandbox, "_held", [])
+    other = os.open(tmp_path / "course-grade-user.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(other, fcntl.LOCK_EX)  # another grade's worker, running
+    got = threading.Event()
+    waiter = threading.Thread(target=lambda: (sandbox._one_user_worker(), got.set()))
+    waiter.start()
+    assert not got.wait(0.5), "expected this grade to wait while another holds the lock"
+    os.close(other)  # the other grade's worker stopped
+    assert got.wait(30), "expected this grade to start once the other ended"
+    waiter.join()
+    os.close(sandbox._held.pop())
+    assert "waiting for another grade" in capfd.readouterr().err
 
 
 def _user_mode_problem() -> str:

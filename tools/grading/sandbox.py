@@ -11,6 +11,7 @@ Three ways, the best this machine allows (COURSE_GRADE_SANDBOX=bwrap|user|none p
 """
 
 import contextlib
+import fcntl
 import os
 import pwd
 import resource
@@ -18,6 +19,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from functools import cache
@@ -221,6 +223,7 @@ def start(base: Path, work: Path, limits: Limits, log: Path) -> subprocess.Popen
             (work / sub).mkdir(parents=True, exist_ok=True)
     if m.name == "user":
         uid, gid = _nobody()
+        _one_user_worker()
         _close(REPO_ROOT)
         for path in [work, *work.rglob("*")]:
             os.chown(path, uid, gid)
@@ -240,12 +243,29 @@ def start(base: Path, work: Path, limits: Limits, log: Path) -> subprocess.Popen
 
 
 _closed: dict[Path, int] = {}  # what user mode closed -> its mode before
+_held: list[int] = []  # user mode's lock on this machine, held while its worker lives
+
+
+def _one_user_worker() -> None:
+    """User mode: wait until no other grade on this machine runs as the user: each kills every
+    process of that user after a copy, and opens again the repository it closed."""
+    if _held:
+        return
+    path = Path(tempfile.gettempdir()) / "course-grade-user.lock"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        print("waiting for another grade as an unprivileged user on this machine", file=sys.stderr)
+        fcntl.flock(fd, fcntl.LOCK_EX)  # released when the other one's worker stops
+    _held.append(fd)
 
 
 def _close(repository: Path) -> None:
-    """User mode (one worker at a time): what in the repository holds a reference (each step's
-    solution/, out/ with its autograder zips and caches, .git) readable by its owner only, until
-    the worker ends (reopen); the rest, the interpreter perhaps among it, stays as it is."""
+    """User mode (one worker on the machine at a time: _one_user_worker): what in the repository
+    holds a reference (each step's solution/, out/ with its autograder zips and caches, .git)
+    readable by its owner only, until the worker ends; the rest, the interpreter perhaps among it,
+    stays as it is."""
     secret = [*repository.glob("steps/*/solution"), repository / "out", repository / ".git"]
     for path in secret:
         if path.is_dir() and (st := path.stat()).st_mode & 0o077 and path not in _closed:
@@ -271,6 +291,8 @@ def stop(worker: subprocess.Popen) -> None:
             path, was = _closed.popitem()
             with contextlib.suppress(OSError):
                 path.chmod(was)
+        while _held:  # the next grade as the user may start
+            os.close(_held.pop())
 
 
 def kill_user(uid: int) -> None:
