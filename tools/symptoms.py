@@ -125,10 +125,10 @@ def runs_of(args: list[str], variants: dict, only=None) -> dict[str, Failures]:
     return plugin.runs
 
 
-def scan_all(step: str, module: str, bugs, unbroken: bool = True) -> dict[str, Failures]:
+def scan_all(step: str, module: str, bugs) -> dict[str, Failures]:
     """Every failure of `step`'s suite with each bug in turn (by its name), in one session, each
-    bug in a fresh copy of its module (`bug.module`, or `module`); first ("", unless `unbroken` is
-    False) the test functions the bugs name, unbroken: a kill is a test that passes without it."""
+    bug in a fresh copy of its module (`bug.module`, or `module`); first (as "") the test functions
+    the bugs name, unbroken: a kill is a test that passes without the bug."""
     if len({b.name for b in bugs}) != len(bugs):
         raise ValueError(f"{step}'s bugs.py names two bugs alike: {[b.name for b in bugs]}")
 
@@ -136,8 +136,7 @@ def scan_all(step: str, module: str, bugs, unbroken: bool = True) -> dict[str, F
         copy = broken_copy(course_step(step).solution, bug.module or module, bug)
         return override(step, bug.module or module, copy)
 
-    variants = {"": contextlib.nullcontext} if unbroken else {}
-    variants |= {b.name: partial(broken, b) for b in bugs}
+    variants = {"": contextlib.nullcontext} | {b.name: partial(broken, b) for b in bugs}
     named = {"": {without_case(b.fails) for b in bugs}}
     return runs_of([str(course_step(step).tests), *EVERY], variants, named)
 

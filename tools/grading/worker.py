@@ -374,15 +374,19 @@ def _warm() -> None:
     except ImportError:  # a course without figures
         pass
     torch.manual_seed(0)  # initialises torch's default generator before the fork
-    # torch.testing's first comparison imports sympy and torch.distributed (a second): once here
-    torch.testing.assert_close(torch.zeros(1), torch.zeros(1))
 
 
-def _warm_training(step: Path) -> None:
-    """A step whose code builds an optimiser: import torch._dynamo, which an optimiser's first
-    step imports (1.6 s), once here rather than in every copy; other steps never pay for it."""
-    if any("torch.optim" in p.read_text("utf-8", "replace") for p in step.rglob("*.py")):
+def _warm_step(step: Path) -> None:
+    """What the step's code pays for on first use, paid once here rather than in every copy, and
+    only by a step that uses it: torch._dynamo, which an optimiser's first step imports (1.6 s);
+    torch.testing's first comparison, which imports sympy and torch.distributed (0.9 s)."""
+    import torch
+
+    code = [p.read_text("utf-8", "replace") for p in step.rglob("*.py")]
+    if any("torch.optim" in text for text in code):
         import torch._dynamo  # noqa: F401
+    if any("torch.testing" in text for text in code):
+        torch.testing.assert_close(torch.zeros(1), torch.zeros(1))
 
 
 def _dumpable(on: bool) -> None:
@@ -414,7 +418,7 @@ def main() -> int:
     copy = work / "copy"
     header = _header(raw)
     if not header.get("end"):  # the first copy names the step; its places are taken after this
-        _warm_training(base / "steps" / header["step"])
+        _warm_step(base / "steps" / header["step"])
     places = Places(work) if os.environ.get("COURSE_GRADE_WIPE") == "1" else None
     while not header.get("end"):
         _write_copy(raw, header, base, copy)
