@@ -17,7 +17,7 @@ from common.check.screen import recognised, symptom_rows
 from common.course import course_step
 from common.docs import read_block
 from tests.test_failure_messages import bare
-from tools.symptoms import runs_of, scan_all, table, targets
+from tools.symptoms import function, runs_of, scan_all, table, targets
 
 TARGETS = targets()  # from each step.toml's [mutation]: every step's one catalogue
 CASES = [(step, bug.module or module, bug) for step, module, bugs in TARGETS for bug in bugs]
@@ -60,11 +60,6 @@ def runs():
 def named_tests(rows) -> list[str]:
     """The test functions the rows name: each row's test and those it needs to pass."""
     return [test.split("::")[-1].split("[")[0] for r in rows for test in (r.fails, *r.passes)]
-
-
-def function(test: str) -> str:
-    """A table's test without its case: the test function the row's failure comes from."""
-    return test.split("[")[0]
 
 
 @pytest.mark.parametrize(("step", "module", "bug"), CASES, ids=IDS)

@@ -310,12 +310,16 @@ def grade_class(tmp: Path, bundle: Path, request, names: list[str] | None = None
         user = sandbox.mode().name == "user"
         with Worker(STEP, Limits(wall=WALL), 10.0) if user else nullcontext() as own:
             worker = own or shared_worker(request, Limits(wall=WALL))
-            for name, case in cases.items():
-                code = _once(case.code) if case.once else case.code
-                sub = with_change(reference, tmp / f"case-{len(grades)}", LINE, f"{LINE}\n{code}")
-                worker.per_test = case.per_test
-                grades[name] = grade(STEP, sub, worker=worker, screen=False)
-            worker.per_test = Case.per_test
+            try:
+                for name, case in cases.items():
+                    code = _once(case.code) if case.once else case.code
+                    sub = with_change(
+                        reference, tmp / f"case-{len(grades)}", LINE, f"{LINE}\n{code}"
+                    )
+                    worker.per_test = case.per_test
+                    grades[name] = grade(STEP, sub, worker=worker, screen=False)
+            finally:  # the shared worker serves later tests with the check's own time
+                worker.per_test = Case.per_test
         time.sleep(LINGER)  # a daemon that escaped would have written by now
         left_files = [str(p) for c in cases.values() for p in c.host if p.exists()]
         left_running = running([marker])

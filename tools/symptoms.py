@@ -60,7 +60,7 @@ class Failures:
         )
         asserted = call.excinfo.errisinstance(AssertionError)
         message = str(call.excinfo.value) if asserted else None
-        self.messages.setdefault(report.nodeid.split("tests/")[-1], message)
+        self.messages.setdefault(handout_name(report.nodeid), message)
 
 
 class Runs:
@@ -84,9 +84,7 @@ class Runs:
             self.current = self.runs[name] = Failures()
             kept = self.only.get(name)
             with put_in():
-                run_items(
-                    [i for i in session.items if kept is None or without_case(i.nodeid) in kept]
-                )
+                run_items([i for i in session.items if kept is None or function(i.nodeid) in kept])
         return True
 
     def pytest_runtest_logreport(self, report):
@@ -100,9 +98,14 @@ class Runs:
         return report
 
 
-def without_case(test: str) -> str:
-    """A test's file::function, without its case or the folders before its step's tests/."""
-    return test.split("tests/")[-1].split("[")[0]
+def handout_name(nodeid: str) -> str:
+    """A test as a handout names it: file::function[case], without the folders before tests/."""
+    return nodeid.split("tests/")[-1]
+
+
+def function(test: str) -> str:
+    """A test's file::function, as a handout names it, without its case."""
+    return handout_name(test).split("[")[0]
 
 
 def run_items(items: list) -> None:
@@ -137,7 +140,7 @@ def scan_all(step: str, module: str, bugs) -> dict[str, Failures]:
         return override(step, bug.module or module, copy)
 
     variants = {"": contextlib.nullcontext} | {b.name: partial(broken, b) for b in bugs}
-    named = {"": {without_case(b.fails) for b in bugs}}
+    named = {"": {function(b.fails) for b in bugs}}
     return runs_of([str(course_step(step).tests), *EVERY], variants, named)
 
 
