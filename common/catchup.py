@@ -266,6 +266,11 @@ def main(argv: list[str] | None = None) -> int:
                 f"{step} is a checkpoint, not a step: use {shown(found.folder)}/ as it is ({run}); "
                 f"steps you can catch up on: {steps}"
             )
+        if found.unreleased:  # a student edition's open step: its reference is not out yet
+            parser.exit(
+                1,
+                f"{prog}: {step}'s checkpoint comes when the step is closed; until then its starter is yours\n",
+            )
         print(catch_up(found.folder)[1])
     except ValueError as exc:  # no step, or an unknown one: the message lists the valid ones
         parser.error(str(exc))

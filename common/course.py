@@ -54,6 +54,19 @@ class Step:
         return self.folder if self.checkpoint else self.folder / "solution"
 
     @property
+    def unreleased(self) -> bool:
+        """An open step of a student edition: its TODOs in todos/ (contracts and hints, the starter's
+        code in each region), its reference not released until the step is closed."""
+        return (
+            not self.checkpoint and not self.solution.is_dir() and (self.folder / "todos").is_dir()
+        )
+
+    @property
+    def marked(self) -> Path:
+        """The files that carry the TODO regions: the marked solution, or an open step's todos/."""
+        return self.folder / "todos" if self.unreleased else self.solution
+
+    @property
     def starter(self) -> Path:
         """The code the student edits, generated from the marked solution."""
         return self.folder / "starter"
@@ -67,8 +80,8 @@ class Step:
         return self.solution if impl == "solution" else self.folder / impl
 
     def regions(self) -> dict[str, Todo]:
-        """TODO id -> its Todo, in course order, from the marked solution (none in a checkpoint)."""
-        return {} if self.checkpoint else step_regions(self.solution)
+        """TODO id -> its Todo, in course order, from the marked files (none in a checkpoint)."""
+        return {} if self.checkpoint else step_regions(self.marked)
 
     def open_todos(self, todos: dict[str, Todo]) -> dict[str, tuple[Path, int, Region]]:
         """TODO id -> (starter file, line, Region) of each of `todos` the starter still raises."""

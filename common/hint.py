@@ -128,9 +128,16 @@ def main(argv: list[str] | None = None) -> int:
         written = f"{args.step}: every TODO is written; ask about one with {again} --todo N"
         print(f"no such TODO in {args.step}: {args.todo}" if args.todo else written)
         return 1 if args.todo else 0
+    layout = course_step(args.step)
+    if args.todo:  # the next request stays on the TODO this one asked about
+        again += f" --todo {args.todo}"
+    if args.solution and layout.unreleased:  # a student edition's open step
+        print(
+            f"{args.step}'s reference lines come when the step is closed; {again} shows its hints"
+        )
+        return 1
     level = LEVELS + 1 if args.solution else min(state.get(todo, 0) + 1, LEVELS + 1)
-    file = shown(regions[todo].file).replace("/solution/", "/starter/")
-    print(f"TODO({todo}) in {file}")
+    print(f"TODO({todo}) in {shown(layout.starter / regions[todo].rel)}")
     for n in range(1, min(level, LEVELS) + 1):
         print(f"hint {n} of {LEVELS}:", *level_text(regions, todo, n), sep="\n")
     if args.solution:
@@ -139,7 +146,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"More help: {again} (hint {level + 1} next)")
     else:
         done = "That was the last hint." if level == LEVELS else "No hints left (all above)."
-        print(f"{done} Level 4, the reference lines: {again} --solution")
+        if layout.unreleased:
+            print(f"{done} Level 4, the reference lines, comes when {args.step} is closed.")
+        else:
+            print(f"{done} Level 4, the reference lines: {again} --solution")
     state[todo] = max(state.get(todo, 0), level if args.solution else min(level, LEVELS))
     write_json(path, state, indent=1, sort_keys=True)
     return 0

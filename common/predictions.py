@@ -32,7 +32,7 @@ def path(step: str, impl: str = "starter") -> Path:
 
 def slots(step: str) -> list[str]:
     """The slots a step offers: the keys of its template, in order (none without a template)."""
-    template = path(step, "solution")
+    template = course_step(step).marked / FILE  # solution/'s, or an open step's todos/
     return list(tomllib.loads(template.read_text(encoding="utf-8"))) if template.is_file() else []
 
 

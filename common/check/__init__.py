@@ -16,7 +16,7 @@ from common import REPO_ROOT, STEPS_DIR, command, shown
 from common.check.collect import BROKEN, JUDGES, STEPS_UNDER_TEST, Collector, code_place
 from common.check.guard import Judges, TookTooLong, Watchdog, allow_exit, refuse_exit
 from common.course import course, course_step, step_names
-from common.loader import ImplImportError, check_syntax, load, py_files
+from common.loader import ImplImportError, check_syntax, load, load_from, package_name, py_files
 from common.todos import module_name, optional, todo_in
 
 TIMEOUT = 10.0  # CPU seconds a test of the check may use (pytest-timeout's --timeout N changes it)
@@ -90,7 +90,7 @@ def _step_problem(
 ) -> str | None:
     """Why a step cannot be tested (a missing file, a file that does not import), in one line."""
     layout = course_step(step)
-    solution, tested = layout.solution, layout.impl(impl)
+    solution, tested = layout.marked, layout.impl(impl)
     if not py_files(solution):
         return f"{shown(solution)}/ is missing or empty: restore it (git checkout -- {shown(solution)})"
     if impl == "starter":
@@ -127,11 +127,11 @@ def pytest_sessionstart(session):
     checking = config.pluginmanager.has_plugin("student-check")
     judges = None
     if impl == "starter" and not controller:
-        for step in steps:  # the reference imports what the starter does (torch), unpatched
-            solution = course_step(step).solution
-            for path in py_files(solution):
+        for step in steps:  # the marked files import what the starter does (torch), unpatched
+            marked = course_step(step).marked
+            for path in py_files(marked):
                 try:
-                    load(step, module_name(solution, path), "solution")
+                    load_from(marked, module_name(marked, path), package_name(marked))
                 except ImplImportError:
                     pass  # a broken reference is the maintainers' problem: its tests say so
         if "torch" in sys.modules:  # an optimiser built by a TODO not written yet costs nothing

@@ -36,7 +36,7 @@ SHIPPED = "this code ships with a bug; run the exercise, then repair it"  # its 
 def _starter_of(step: str, solution_file: Path) -> Path:
     """The starter file that stands for a solution file of the step."""
     layout = course_step(step)
-    return layout.starter / solution_file.relative_to(layout.solution)
+    return layout.starter / solution_file.relative_to(layout.marked)
 
 
 @functools.cache

@@ -7,10 +7,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from common.bugs import broken_copy
 from common.course import course_step
 from common.docs import markdown_table
-from common.loader import reference
+from common.loader import load_file, reference
 from common.run.timing import clock, fit_exponent, interleaved, quartiles
 from common.seeding import generator, randn, seed_all
 
@@ -201,20 +200,26 @@ SWAPPED = "mask after softmax"  # bugs.py's: softmax over all keys, then the fut
 
 
 def swapped_head():
-    """The Head of a fresh copy of the reference head.py with the mask after the softmax."""
+    """The broken head the proofs are graded on with the mask after the softmax (scorecard.py)."""
     step = course_step("step-04")
     bug = next(b for b in step.bugs() if b.name == SWAPPED)
-    return broken_copy(step.solution, "head", bug).Head
+    return load_file(step.folder / "scorecard.py").head_with(bug)
 
 
 def reference_proofs():
-    """The reference 4.2 proofs, whatever implementation is under test."""
-    return reference("step-04", "proofs")
+    """The reference 4.2 proofs, whatever implementation is under test; None in a student edition
+    while Step 4 is open: they are its answers."""
+    return None if course_step("step-04").unreleased else reference("step-04", "proofs")
+
+
+NOT_YET = "(the reference proofs come when Step 4 is closed)"
 
 
 def failing_proofs(Head):
     """The names of the reference proofs that raise AssertionError on the head class `Head`."""
     proofs = reference_proofs()
+    if proofs is None:
+        return None
     failed = []
     for name in PROOFS:
         try:
@@ -491,6 +496,8 @@ def mask_order_block(mo) -> str:
     """(d) row sums with the mask before and after the softmax, and the proofs that fail."""
 
     def failed(proofs):
+        if proofs is None:
+            return [NOT_YET, ", ".join(f"`{name}`" for name in PROOFS.values())]
         tests = [PROOFS[name] for name in proofs]
         return [", ".join(f"`{name}`" for name in names) or "none" for names in (proofs, tests)]
 

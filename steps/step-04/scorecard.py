@@ -1,10 +1,15 @@
 """Grade proofs: run each `prove_*` against the reference Head and every broken Head, and say which bugs it caught."""
 
 from dataclasses import dataclass
+from pathlib import Path
 from types import ModuleType
+
+import torch
+import torch.nn as nn
 
 from common.bugs import Bug, broken_copy
 from common.course import course_step
+from common.loader import reference
 
 STEP = course_step("step-04")
 HEADS = STEP.bugs()  # bugs.py BUGS: each one replacement in the reference head.py
@@ -36,9 +41,48 @@ def violates_4_2(bug: Bug) -> bool:
     return any(bug.name in own for own in OWN.values())
 
 
+class LabHead(nn.Module):
+    """A Step 4 head whose attention is lab-01's module `lab`: the proofs are judged on heads that
+    need none of Step 4's reference, so they grade the same where Step 4 is still open."""
+
+    lab: ModuleType
+
+    def __init__(self, d, d_head, T_max):
+        super().__init__()
+        for name in ("key", "query", "value"):  # Head's order: the same seed, the same weights
+            setattr(self, name, nn.Linear(d, d_head, bias=False))  # (B, T, d) -> (B, T, d_head)
+        self.register_buffer("tril", torch.tril(torch.ones(T_max, T_max)))  # (T_max, T_max)
+        self.A = None
+
+    def forward(self, x):
+        T = x.shape[1]  # x: (B, T, d)
+        projected = [layer(x) for layer in (self.query, self.key, self.value)]  # (B, T, d_head) x3
+        out, weights = self.lab.scaled_dot_product_attention(*projected, self.lab.causal_mask(T))
+        # a row that blocks every key: lab-01's softmax gives zeros, Step 4's F.softmax 0 / 0,
+        # NaN in the output and in every gradient that flows through that row (a product does)
+        empty = weights.sum(dim=-1, keepdim=True) == 0  # (B, T, 1)
+        as_step_4 = torch.where(empty, float("nan"), 1.0)  # (B, T, 1)
+        self.A = (weights * as_step_4).detach()  # (B, T, T)
+        return out * as_step_4  # (B, T, d_head)
+
+
+def lab_head(lab: ModuleType) -> type:
+    """The LabHead class on the attention module `lab`."""
+    return type("Head", (LabHead,), {"lab": lab})
+
+
+# lab-01 is closed before Step 4 opens: its reference is in every class's hands
+ATTENTION = reference("lab-01", "attention")
+SOUND = lab_head(ATTENTION)  # every 4.2 proof must pass on it
+
+
 def head_with(bug: Bug) -> type:
-    """The Head of a fresh copy of the reference head.py that commits `bug`."""
-    return broken_copy(STEP.solution, "head", bug).Head
+    """The broken head of `bug`: a LabHead on a fresh copy of lab-01's attention.py with the same
+    mistake in it (lab-01's bug of the same words: Step 4's bugs are told as lab-01's)."""
+    same = [b for b in reference("lab-01", "bugs").BUGS if b.breaks == bug.breaks]
+    if len(same) != 1:
+        raise ValueError(f"{bug.name!r}: expected one lab-01 bug with its words, got {len(same)}")
+    return lab_head(broken_copy(Path(ATTENTION.__file__).parent, "attention", same[0]))
 
 
 @dataclass

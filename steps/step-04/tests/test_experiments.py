@@ -225,6 +225,8 @@ def test_mask_after_softmax_is_caught_by_the_simplex_proof(head, experiments):
     # are small, so that share is close to (i + 1) / 8 (measured within 0.04 over 4 batches)
     for i, kept in enumerate(result["bad_by_row"]):
         expect.close(f"the weight row {i} keeps", kept, (i + 1) / 8, 0.1)
+    if result["failed_good"] is None:  # a student edition: the reference proofs are not out yet
+        return
     assert result["failed_good"] == [], "a reference proof fails on the head under test"
     assert "prove_simplex" in result["failed_bad"]
     # the table names real proofs, and for each a real test of the same property

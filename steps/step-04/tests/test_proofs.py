@@ -13,9 +13,7 @@ GRADED = []  # the cards of the proofs graded so far in this session, for the pr
 @pytest.mark.core  # the whole proof: sound on the reference, and every broken head of its property
 @pytest.mark.parametrize("proof", list(grading.OWN))
 def test_your_proof_is_sound_and_catches_the_bugs_of_its_property(impl, proof, leave_scorecard):
-    card = grading.grade(
-        load("step-04", "proofs", impl), load("step-04", "head").Head, only=[proof]
-    )
+    card = grading.grade(load("step-04", "proofs", impl), grading.SOUND, only=[proof])
     if todo := grading.todo_or_none(card):
         raise NotImplementedError(todo)
     GRADED[:] = [c for c in GRADED if c.proofs != [proof]] + [card]
@@ -44,9 +42,7 @@ def test_your_proof_catches_this_broken_head_of_its_property(impl, proof, bug):
     """One broken head at a time: the proof must pass on the reference Head and fail on it."""
     heads = [b for b in grading.HEADS if b.name == bug]
     assert len(heads) == 1, f"broken heads named {bug!r}: expected 1, got {len(heads)}"
-    card = grading.grade(
-        load("step-04", "proofs", impl), load("step-04", "head").Head, heads, only=[proof]
-    )
+    card = grading.grade(load("step-04", "proofs", impl), grading.SOUND, heads, only=[proof])
     if todo := grading.todo_or_none(card):
         raise NotImplementedError(todo)
     assert card.reference[proof] == "pass", (
