@@ -26,7 +26,7 @@ WRITE = "python -m tools.symptoms --write-docs"
 
 
 BY_STEP = {step: (module, bugs) for step, module, bugs in TARGETS}
-BATCH = 6  # bugs one session scans: all of lab-02's 22 in one would keep one worker busy alone
+BATCH = 6  # bugs one session scans: all of lab-02's 24 in one would keep one worker busy alone
 
 
 def batch_of(step: str, bug) -> tuple[str, int]:

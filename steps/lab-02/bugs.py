@@ -83,6 +83,19 @@ BUGS = [
         fails="test_positions.py::test_rope_returns_the_dtype_of_x[torch.float32]",
     ),
     Bug(
+        "RoPE casts to float32",
+        "right for a float32 or float64 x, but a bfloat16 or float16 x comes back float32: cos "
+        "and sin cast to float32, not to x's dtype, promote it",
+        "the angles are float64 for their digits, then cos and sin are cast to x's dtype, whatever "
+        "it is, so rope returns what it was given (task 1.2); look at the dtype cos and sin are "
+        "cast to",
+        old="cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)",
+        new="cos, sin = angle.cos().float(), angle.sin().float()",
+        says="cast cos and sin to x's dtype",
+        passes=("test_rope_returns_the_dtype_of_x[torch.float32]",),
+        fails="test_positions.py::test_rope_returns_the_dtype_of_x[torch.bfloat16]",
+    ),
+    Bug(
         "start ignored (position 0 every call)",
         "position 0 every call: right for a whole sequence, wrong for any row that does not start at 0: a token "
         "generated one at a time is always at position 0",
@@ -116,6 +129,18 @@ BUGS = [
         says="an in-place op",
         passes=("test_dropout_keeps_the_mean[0.5]",),
         fails="test_dropout.py::test_dropout_leaves_its_input_unchanged",
+    ),
+    Bug(
+        "dropout mask in float32",
+        "right for a float32 or float64 x, but a bfloat16 or float16 x comes back float32: the "
+        "mask, made float32, promotes it",
+        "the mask is made in x's dtype (or kept bool), so dropout returns what it was given "
+        "(task 2); look at the dtype of the mask",
+        old="keep = torch.rand(x.shape, generator=generator, dtype=x.dtype) >= p",
+        new="keep = (torch.rand(x.shape, generator=generator) >= p).float()",
+        says="make the mask in x's dtype",
+        passes=("test_dropout_keeps_the_shape_and_dtype[torch.float32]",),
+        fails="test_dropout.py::test_dropout_keeps_the_shape_and_dtype[torch.bfloat16]",
     ),
     Bug(
         "p kept, not dropped",
