@@ -100,6 +100,17 @@ def tracked(prefix: str = "") -> list[str]:
     return [p for p in out.decode("utf-8").split("\0") if p and (REPO_ROOT / p).is_file()]
 
 
+COURSE_ONLY = re.compile(r"^pytestmark = .*pytest\.mark\.course\b", re.M)
+
+
+def instructors(rel: str) -> bool:
+    """A test file marked `course` as a whole: it runs the reference (broken copies, whole runs),
+    never a student's code, so the check leaves it out; an open step's stays with the instructor."""
+    return "/tests/" in rel and bool(
+        COURSE_ONLY.search((REPO_ROOT / rel).read_text(encoding="utf-8"))
+    )
+
+
 def step_files(step: Step, is_open: bool) -> dict[str, bytes]:
     """A released step's files: everything but its reference and its starter, the starter made
     from the marked solution; a closed step's solution/ as it is, an open step's todos/ instead."""
@@ -107,7 +118,7 @@ def step_files(step: Step, is_open: bool) -> dict[str, bytes]:
     base = f"steps/{step.name}/"
     for rel in tracked(base):
         inner = rel[len(base) :]
-        if inner.startswith(("solution/", "starter/")):
+        if inner.startswith(("solution/", "starter/")) or (is_open and instructors(rel)):
             continue
         files[rel] = (REPO_ROOT / rel).read_bytes()
     if is_open:
@@ -216,6 +227,66 @@ def edition(plan: Plan) -> dict[str, bytes]:
     return dict(sorted(files.items()))
 
 
+LONG = 25  # characters (whitespace aside): shorter lines (`return out`) stand in any code
+
+
+def _norm(line: str) -> str:
+    """A line of code without its comment and its whitespace ('' for a comment line)."""
+    code = line.split("  #")[0] if not line.lstrip().startswith("#") else ""
+    return re.sub(r"\s+", "", code)
+
+
+def _lines(data: bytes) -> str:
+    """A file's normalised lines, one a line: a secret found in it stands inside one of them."""
+    return "\n".join(_norm(line) for line in data.decode("utf-8", errors="replace").splitlines())
+
+
+def secret_lines(plan: Plan, files: dict[str, bytes]) -> dict[str, str]:
+    """What no file of the edition may hold: each open step's reference lines (its regions' code
+    and the lines its bugs replace), of LONG characters or more, normalised -> whose they are. Lines
+    the class has anyway are not secret: code its starter gives, what a closed step or a
+    checkpoint shows, and what the open step's handout types out for it (Step 4's 4.1)."""
+    given = [f"steps/{s.name}/" for s in plan.released if s.name not in plan.open]
+    handouts = [f"steps/{name}/README.md" for name in plan.open]
+    known = "\n".join(
+        _lines(data)
+        for rel, data in files.items()
+        if rel.startswith((*given, "solutions/")) or rel in handouts or "/starter/" in rel
+    )
+    secret = {}
+    for step in (s for s in plan.released if s.name in plan.open):
+        for path in step.solution.rglob("*.py"):
+            for r in parse(path.read_text(encoding="utf-8"), path.name)[1]:
+                secret |= {_norm(c): f"{step.name} TODO({r.id})" for c in r.code}
+        for bug in step.bugs():  # the reference's lines each bug replaces
+            secret |= {
+                _norm(line): f"{step.name} bug {bug.name!r}" for line in bug.old.splitlines()
+            }
+    return {s: w for s, w in secret.items() if len(s) >= LONG and s not in known}  # substrings
+
+
+def leaks(files: dict[str, bytes], secret: dict[str, str]) -> list[str]:
+    """'file: the secret line (whose)' for each secret line some file holds (in a line of it, a
+    string of bugs.py's too)."""
+    found = []
+    for rel, data in files.items():
+        text = _lines(data)
+        found += [f"{rel}: {s} ({w})" for s, w in secret.items() if s in text]
+    return found
+
+
+def objects(folder: Path) -> dict[str, bytes]:
+    """Every blob in the git objects of the repository `folder` (history included), by its id."""
+    if not (folder / ".git").exists():
+        return {}
+    ids = git(
+        folder, "cat-file", "--batch-all-objects", "--batch-check=%(objectname) %(objecttype)"
+    )
+    blobs = [line.split()[0] for line in ids.stdout.splitlines() if line.endswith(" blob")]
+    return {b: subprocess.run(["git", "cat-file", "blob", b], cwd=folder, capture_output=True,
+                              check=True).stdout for b in blobs}  # fmt: skip
+
+
 def git(folder: Path, *args: str, **kw) -> subprocess.CompletedProcess:
     env = os.environ | AUTHOR | {"GIT_COMMITTER_NAME": AUTHOR["GIT_AUTHOR_NAME"],
                                  "GIT_COMMITTER_EMAIL": AUTHOR["GIT_AUTHOR_EMAIL"]}  # fmt: skip
@@ -269,6 +340,11 @@ def main(argv: list[str] | None = None) -> int:
             f"{len(files)} files, {sum(map(len, files.values())) / 1e6:.1f} MB: {chosen.describe()}"
         )
         return 0
+    secret = secret_lines(chosen, files)
+    found = leaks(files, secret) + leaks(objects(args.folder.resolve()), secret)
+    if found:  # an open step's answer would reach the class: refused, nothing written
+        parser.exit(1, f"{parser.prog}: refused, an open step's reference would be in it:\n  "
+                    + "\n  ".join(found[:10]) + "\n")  # fmt: skip
     try:
         done = write(args.folder.resolve(), files, f"Release {args.step}: {chosen.describe()}")
     except ValueError as exc:

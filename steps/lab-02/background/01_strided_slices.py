@@ -29,28 +29,28 @@ def _():
 @app.cell
 def _():
     x = torch.arange(12.0).reshape(2, 6)  # (T = 2, d = 6)
-    a, b = x[..., 0::2], x[..., 1::2]  # (2, 3) each: the even and the odd columns
-    print(a)
-    print(b)
-    return a, b, x
+    evens, odds = x[..., 0::2], x[..., 1::2]  # (2, 3) each: the even and the odd columns
+    print(evens)
+    print(odds)
+    return evens, odds, x
 
 
 @app.cell(hide_code=True)
 def _():
     mo.md(r"""
-    `torch.stack((a, b), dim=-1)` puts the two side by side on a new last axis, `[2, 3, 2]`;
-    `.flatten(-2)` joins the last two axes again, so each `a` is followed by its `b`: the columns
-    are back where they were. `torch.cat((a, b), dim=-1)` instead puts all of `a` before all of
-    `b`: the halves layout, this lab's trap.
+    `torch.stack((evens, odds), dim=-1)` puts the two side by side on a new last axis,
+    `[2, 3, 2]`; `.flatten(-2)` joins the last two axes again, so each even column is followed by
+    its odd one: the columns are back where they were. `torch.cat((evens, odds), dim=-1)` instead
+    puts all of `evens` before all of `odds`: the halves layout, this lab's trap.
     """)
     return
 
 
 @app.cell
-def _(a, b, x):
-    back = torch.stack((a, b), dim=-1).flatten(-2)  # (2, 6) interleaved again
+def _(evens, odds, x):
+    back = torch.stack((evens, odds), dim=-1).flatten(-2)  # (2, 6) interleaved again
     print(torch.equal(back, x))
-    print(torch.cat((a, b), dim=-1)[0])  # (6,) halves: 0, 2, 4, then 1, 3, 5
+    print(torch.cat((evens, odds), dim=-1)[0])  # (6,) halves: 0, 2, 4, then 1, 3, 5
     return
 
 

@@ -4,6 +4,7 @@ size, the positions of new ids, the rebuild past T_max; and bad input.
 Tests marked `given` call only code the starter gives (the cache's constructor, the input checks).
 """
 
+import re
 import traceback
 from pathlib import Path
 
@@ -50,13 +51,26 @@ def worst(got, expected):
     return (got.double() - expected.double()).abs().max().item()
 
 
-def refused(what: str, expected: str, exc: RuntimeError) -> AssertionError:
-    """What was expected where torch refused, with the student's line that called it."""
+def refused(what: str, expected: str, exc: RuntimeError, then: str = "") -> AssertionError:
+    """What was expected where torch refused, with the student's line that called it (and `then`,
+    what the refusal tells of the code)."""
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if "starter" in Path(f.filename).parts
               or "solution" in Path(f.filename).parts]  # fmt: skip
     where = f" at {Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""
     said = str(exc).split(". ")[0].splitlines()[0]
-    return AssertionError(f"{what}: expected {expected}, got torch refusing{where} ({said})")
+    return AssertionError(f"{what}: expected {expected}, got torch refusing{where} ({said}){then}")
+
+
+AXES = ("B", "h", "t", "d_head")  # the axes of keys and values
+
+
+def joined_along(exc: RuntimeError) -> str:
+    """The axis a refused torch.cat joined on, in words ("" when torch names none): a join on the
+    heads and one on d_head are two bugs, each with its own fix."""
+    found = re.search(r"except in dimension (\d+)", str(exc))
+    if not found or int(found[1]) >= len(AXES):
+        return ""
+    return f": joined along axis {found[1]} ({AXES[int(found[1])]}), not along the positions"
 
 
 def appended(cache, layer: int, k, v, held: int):
@@ -69,9 +83,8 @@ def appended(cache, layer: int, k, v, held: int):
     except NotImplementedError:  # a TODO not written yet: the check names it
         raise
     except RuntimeError as exc:
-        raise refused(
-            what, f"keys and values of shape {want}, the positions on axis 2", exc
-        ) from None
+        expected = f"keys and values of shape {want}, the positions on axis 2"
+        raise refused(what, expected, exc, joined_along(exc)) from None
     if not (isinstance(pair, tuple | list) and len(pair) == 2):
         expect.fail(what, "the pair (keys, values)", pair)
     for name, got in zip(("keys", "values"), pair, strict=True):
@@ -146,10 +159,10 @@ def cached_attention_run(kv, pieces):
     got = [[] for _ in model.blocks]  # per layer, the (B, b - a, d) of each piece
     with torch.no_grad():
         for a, b in pieces:  # positions a to b - 1 are new, a are held
-            for layer, block in enumerate(model.blocks):
-                what = f"cached_attention of positions {a} to {b - 1} in layer {layer}, {a} held"
+            for i, block in enumerate(model.blocks):  # layer i
+                what = f"cached_attention of positions {a} to {b - 1} in layer {i}, {a} held"
                 try:
-                    out = kv.cached_attention(block.attn, x[:, a:b], cache, layer)  # (B, b - a, d)
+                    out = kv.cached_attention(block.attn, x[:, a:b], cache, i)  # (B, b - a, d)
                 except NotImplementedError:  # a TODO not written yet: the check names it
                     raise
                 except RuntimeError as exc:
@@ -160,7 +173,7 @@ def cached_attention_run(kv, pieces):
                     rows = "rows P to P + t - 1 of the causal mask, P what this layer held"
                     raise refused(what, f"{mask}: {rows}", exc) from None
                 expect.shape(what, out, (B, b - a, D), "(B, t, d): one row per new position")
-                got[layer].append(out)
+                got[i].append(out)
         expected = torch.stack([block.attn(x) for block in model.blocks])  # (n_layer, B, 7, d)
         return torch.stack([torch.cat(g, dim=1) for g in got]), expected, cache
 
@@ -235,9 +248,9 @@ def prefill_said(model, idx, got) -> str:
 
     def forward(residual=True, ln_f=True):
         x = model.tok_emb(idx) + model.pos_emb(torch.arange(idx.shape[1]))  # (B, T, d)
-        for block in model.blocks:
-            x = (x if residual else 0) + block.attn(block.ln1(x))  # (B, T, d)
-            x = x + block.mlp(block.ln2(x))  # (B, T, d)
+        for block in model.blocks:  # Step 5's Block.forward, its residual optional
+            h = (x if residual else 0) + block.attn(block.ln1(x))  # (B, T, d)
+            x = h + block.mlp(block.ln2(h))  # (B, T, d)
         return model.lm_head(model.ln_f(x) if ln_f else x)  # (B, T, V)
 
     with torch.no_grad():

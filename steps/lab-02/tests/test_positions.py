@@ -115,7 +115,7 @@ def test_sinusoidal_refuses_bad_sizes(layers, T, d):
 def complex_rope(x: torch.Tensor, start: int, sign: int = 1) -> torch.Tensor:
     """RoPE as the paper writes it: adjacent pairs as complex numbers times e^{i·m·ω}, in float64
     (sign -1: e^{-i·m·ω}, the turn the wrong way a bug makes)."""
-    T, d_head = x.shape[-2], x.shape[-1]
+    T, d_head = x.shape[-2:]
     z = torch.view_as_complex(x.double().reshape(*x.shape[:-1], d_head // 2, 2).contiguous())
     w = torch.tensor([omega(i, d_head) for i in range(d_head // 2)], dtype=torch.float64)
     m = torch.arange(start, start + T, dtype=torch.float64)

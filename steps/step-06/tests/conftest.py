@@ -1,14 +1,12 @@
 """Fixtures for Step 6: the training module under test, and a tiny model that trains in milliseconds."""
 
-import math
-
 import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 from common.course import course_step
-from common.loader import load, load_file
+from common.loader import load, load_file, reference
 from common.seeding import seed_all
 
 
@@ -66,44 +64,31 @@ def tiny():
     return make
 
 
-# --- the four TODOs as a test writes them: a test of the given loop runs none of yours ------------
+# --- the four TODOs as a test of the given loop has them: Step 5's (closed before Step 6 opens) -----
+# Stand-ins, not Step 6's answers: Step 5's batches and its loop's step (no clipping), the mean loss
+# without the mode switch, a linear schedule; the given loop runs on them, and none of yours runs.
+
+step5 = reference("step-05", "train")
+given_batch = step5.get_batch  # B windows at seeded starts, y one id later
 
 
-def given_batch(data, B, T, generator):
-    """Task 1, the test's own: B windows at seeded starts, y one id later."""
-    ix = torch.randint(len(data) - T, (B,), generator=generator)
-    return torch.stack([data[i : i + T] for i in ix]), torch.stack(
-        [data[i + 1 : i + 1 + T] for i in ix]
-    )
-
-
+@torch.no_grad()
 def given_estimate(model, batches):
-    """Task 2, the test's own: the mean loss in eval mode, without gradients, the mode restored."""
-    was = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            losses = [model(x, y)[1].item() for x, y in batches]
-    finally:
-        model.train(was)
-    return sum(losses) / len(losses)
+    """The mean loss of the batches, as Step 5's estimate_loss takes it (in the mode it finds)."""
+    return torch.stack([model(x, y)[1] for x, y in batches]).mean().item()  # (n,) -> their mean
 
 
 def given_lr(step, cfg):
-    """Task 3, the test's own: linear warm-up to cfg.lr, then a cosine down to cfg.min_lr."""
-    if step < cfg.warmup:
-        return cfg.lr * (step + 1) / cfg.warmup
-    p = (step - cfg.warmup) / (cfg.steps - cfg.warmup)
-    return cfg.min_lr + (cfg.lr - cfg.min_lr) * (1 + math.cos(math.pi * p)) / 2
+    """A straight line from cfg.lr at step 0 down to cfg.min_lr at the last step."""
+    return cfg.lr + (cfg.min_lr - cfg.lr) * step / max(cfg.steps, 1)
 
 
-def given_step(model, optimizer, x, y, grad_clip):
-    """Task 4, the test's own: zero_grad, forward, backward, clip, step; the loss before it."""
-    optimizer.zero_grad(set_to_none=True)
+def given_step(model, opt, x, y, grad_clip):
+    """Step 5's loop body: forward, zero_grad, backward, step (unclipped); the loss before it."""
     _, loss = model(x, y)
+    opt.zero_grad(set_to_none=True)
     loss.backward()
-    torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
-    optimizer.step()
+    opt.step()
     return loss.item()
 
 
