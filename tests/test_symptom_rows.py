@@ -1,6 +1,8 @@
 """Issue 33: a symptom row is shown only when the failure is that bug. Bugs no row describes are
 recognised as none (each curated bug recognised as its own row: tests/test_curated_bugs.py)."""
 
+import pytest
+
 from common.bugs import Bug, broken_copy
 from common.check.screen import recognised, symptom_lines, symptom_rows
 from common.course import course_step
@@ -14,19 +16,32 @@ def injected(step: str, module: str, bug: Bug) -> dict[str, str]:
     return failures(step, module, copy, named_tests(symptom_rows(step)))
 
 
-def test_warm_up_one_step_short_is_no_row_of_the_table():
-    """Issue 33: `cfg.lr * step / cfg.warmup` showed 'learning rate 10x too small'."""
-    short = Bug(
-        "warm-up one step short",
-        "",
-        "",
-        old="return cfg.lr * (step + 1) / cfg.warmup",
-        new="return cfg.lr * step / cfg.warmup",
-    )
-    found = injected("step-06", "train", short)
-    assert any("check_lr" in n for n in found), f"expected check_lr to fail, got {sorted(found)}"
-    shown = [r.breaks for r in recognised(symptom_rows("step-06"), found)]
-    assert shown == [], f"expected no row for a warm-up one step short, got {shown}"
+# Wrong programs no row describes, each once shown a row: (step, module, a test it fails, the
+# reference's code, what it has instead). Issue 33: the warm-up; issue 54: the clipping, the join.
+UNDESCRIBED = {
+    "warm-up one step short": (  # showed 'learning rate 10x too small'
+        "step-06", "train", "check_lr",
+        "return cfg.lr * (step + 1) / cfg.warmup", "return cfg.lr * step / cfg.warmup",
+    ),
+    "clip_grad_value_ for clip_grad_norm_": (  # showed 'look at the order of the calls'
+        "step-06", "train", "check_clipping",
+        "torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)",
+        "torch.nn.utils.clip_grad_value_(model.parameters(), grad_clip)",
+    ),
+    "new keys joined along the heads": (  # showed 'new keys are joined along d_head'
+        "lab-02", "kvcache", "test_append_joins_the_new_positions_after_the_held_ones",
+        "torch.cat((self.keys[layer], k), 2)", "torch.cat((self.keys[layer], k), 1)",
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", UNDESCRIBED)
+def test_a_bug_no_row_describes_shows_no_row(name):
+    step, module, test, old, new = UNDESCRIBED[name]
+    found = injected(step, module, Bug(name, "", "", old=old, new=new))
+    assert any(test in n for n in found), f"expected {test} to fail, got {sorted(found)}"
+    shown = [r.breaks for r in recognised(symptom_rows(step), found)]
+    assert shown == [], f"expected no row for {name}, got {shown}"
 
 
 def test_no_row_follows_a_test_out_of_time():

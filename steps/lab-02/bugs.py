@@ -254,7 +254,7 @@ BUGS = [
         module="kvcache",
         old="torch.cat((self.keys[layer], k), 2)",
         new="torch.cat((self.keys[layer], k), -1)",
-        says="the positions on axis 2",
+        says="joined along axis 3 (d_head)",
         passes=("test_the_prefill_gives_the_uncached_logits",),
         fails="test_kvcache.py::test_append_joins_the_new_positions_after_the_held_ones",
     ),

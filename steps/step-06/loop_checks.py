@@ -66,7 +66,7 @@ def check_zero_grad(train, make):
 
 def check_clipping(train, make):
     """Task 4: the step is taken with gradients clipped to the norm grad_clip."""
-    model = make(0)
+    model, fresh = make(0), make(0)
     x, y = batch(1)
     before = [p.detach().clone() for p in model.parameters()]
     opt = torch.optim.SGD(model.parameters(), lr=1.0)  # the step is minus the clipped gradient
@@ -74,10 +74,25 @@ def check_clipping(train, make):
     moved = torch.cat(
         [(b - p.detach()).flatten() for b, p in zip(before, model.parameters(), strict=True)]
     )
+    fresh(x, y)[1].backward()
+    gradient = torch.cat([p.grad.flatten() for p in fresh.parameters()])  # this batch's, unclipped
     assert abs(moved.norm().item() - 1e-3) < 1e-6, (
         f"an SGD step of lr 1 moved the weights by {off(moved.norm().item(), 1e-3)} grad_clip = 1e-3: "
-        "clip_grad_norm_ between backward() and step()"
+        + clipped_instead(moved, gradient, 1e-3)
     )
+
+
+def clipped_instead(moved: torch.Tensor, gradient: torch.Tensor, clip: float) -> str:
+    """What the step took instead of `gradient` scaled to norm `clip`: the bug's own words, so a
+    symptom row (the order of the calls) follows only the failure that is its bug."""
+    if torch.allclose(moved, gradient, atol=1e-6):  # SGD's lr 1: the step is the gradient taken
+        return "the step took the unclipped gradient: clip_grad_norm_ between backward() and step()"
+    if torch.allclose(moved, gradient.clamp(-clip, clip), atol=1e-6):
+        return (
+            "the step took the gradient with each entry cut to within grad_clip (clip_grad_value_): "
+            "grad_clip bounds the gradient's norm, torch.nn.utils.clip_grad_norm_"
+        )
+    return "expected the gradient scaled down to the norm grad_clip"
 
 
 def check_eval_mode(train, make):
