@@ -2,11 +2,13 @@
 it; a clone of it runs the student loop with the README's commands as this repository does; and a
 class that committed work pulls the next release without a conflict (issue 52)."""
 
+import json
 import os
 import shutil
 import subprocess
 import sys
 import sysconfig
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -242,3 +244,45 @@ def test_a_step_released_closed_cannot_open_again_in_the_same_edition(tmp_path):
     )  # fmt: skip
     assert done.returncode == 1 and "refused" in done.stderr and "lab-01" in done.stderr
     assert git(edition, "log", "--oneline").count("\n") == 1, "nothing was committed"
+
+
+@pytest.mark.process
+def test_the_editions_readme_and_tasks_are_the_students(tmp_path):
+    """A README for students (the edition's note, no instructor's or maintainer's section) and the
+    student's tasks only, valid pixi (when the maintainers' copy of its schema is here)."""
+    chosen = release.plan("step-05")
+    files = release.edition(chosen)
+    readme = files["README.md"].decode("utf-8")
+    assert "**step-05** open this week" in readme and "lab-01, step-04" in readme
+    for section in ("## Teaching a class", "## For instructors", "## Contributing"):
+        assert section not in readme, section
+    assert "[step-06]" not in readme and "[step-05](steps/step-05/README.md)" in readme
+    pixi = tomllib.loads(files["pixi.toml"].decode("utf-8"))
+    tasks = set(pixi["tasks"])
+    assert {"check-step-05", "test-step-04", "hint", "catch-up", "watch", "progress"} <= tasks
+    assert not tasks & {"test-step-05", "check-step-06", "grade", "autograder", "release"}
+    assert 'testpaths = ["solutions", "steps/lab-01", "steps/step-04"]' in files[
+        "pyproject.toml"
+    ].decode("utf-8")
+    schema = REPO_ROOT.parent / "shared" / "pixi" / "schema.json"
+    if schema.is_file():
+        jsonschema = pytest.importorskip("jsonschema")
+        jsonschema.validate(pixi, json.loads(schema.read_text(encoding="utf-8")))
+
+
+def test_a_release_that_opens_a_step_a_released_one_builds_on_is_refused():
+    with pytest.raises(ValueError, match="step-06 loads step-05's reference .*must be closed"):
+        release.plan("step-06", ("step-05",))
+    with pytest.raises(ValueError, match="unknown step 'step-99'"):
+        release.plan("step-99")
+    assert release.plan("lab-02", ("step-06",)).open == {"lab-02", "step-06"}
+
+
+@pytest.mark.process
+def test_the_reference_of_an_open_step_is_not_tested_in_the_edition_but_said_why(tmp_path):
+    clone = edition_of("step-05", tmp_path / "edition")
+    done = student(clone, "pytest", "steps/step-05", "--impl", "solution")
+    assert done.returncode != 0 and "step-05's reference comes when the step is closed" in (
+        done.stdout + done.stderr
+    )
+    assert "pixi run check-step-05" in done.stdout + done.stderr

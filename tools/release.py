@@ -23,7 +23,7 @@ TOP = (
 ROOMS = ("common/", "solutions/", "bench/")  # the student's room, the checkpoints, going further
 # the instructor's and the maintainer's: their tools are not in the edition
 LEFT_OUT = ("bench/check_time.py", "bench/grade_time.py")
-TASKS_LEFT_OUT = ("test", "lock-pip", "new-step", "make-starters", "grade", "autograder")
+TASKS_LEFT_OUT = ("lock-pip", "new-step", "make-starters", "grade", "autograder", "release")
 AUTHOR = {"GIT_AUTHOR_NAME": "LLM internals course", "GIT_AUTHOR_EMAIL": "course@localhost"}
 
 
@@ -54,7 +54,16 @@ def plan(step: str, also_open: tuple[str, ...] = ()) -> Plan:
                 f"unknown step {name!r}; steps: {', '.join(s.name for s in order if not s.checkpoint)}"
             )
     last = max(names.index(n) for n in (step, *also_open))
-    return Plan(order[: last + 1], {step, *also_open})
+    chosen = Plan(order[: last + 1], {step, *also_open})
+    for s in chosen.released:  # a step that builds on another's reference needs it closed
+        for earlier, modules in s.uses.items():
+            needed = set(modules) & set(order[names.index(earlier)].todo_modules)
+            if earlier in chosen.open and needed:
+                raise ValueError(
+                    f"{s.name} loads {earlier}'s reference ({', '.join(sorted(needed))}): "
+                    f"{earlier} must be closed when {s.name} is released"
+                )
+    return chosen
 
 
 def hollow(text: str, where: str) -> str:
@@ -157,14 +166,18 @@ def pixi_toml(text: str, plan: Plan) -> str:
             continue
         lines += comments + [line]
         comments = []
-    return "\n".join(lines + comments) + "\n"
-
-
-def pyproject(text: str) -> str:
-    """pyproject.toml without the repository's own tests/ among pytest's test paths."""
-    return text.replace(
-        'testpaths = ["tests", "steps", "solutions"]', 'testpaths = ["steps", "solutions"]'
+    text = "\n".join(lines + comments) + "\n"
+    return text.replace(  # pyproject's test paths say which: the references the class has
+        '"Run every test: contracts, all steps (solutions), checkpoints"',
+        '"Run the tests of every closed step and checkpoint, on their references"',
     )
+
+
+def pyproject(text: str, plan: Plan) -> str:
+    """pyproject.toml whose test paths are what the class has references for: the checkpoints
+    and the closed steps (`pixi run test` and the README's pip command run them)."""
+    paths = ", ".join(f'"{p}"' for p in ["solutions", *(f"steps/{s}" for s in plan.closed)])
+    return text.replace('testpaths = ["tests", "steps", "solutions"]', f"testpaths = [{paths}]")
 
 
 def hooks(text: str) -> str:
@@ -172,7 +185,7 @@ def hooks(text: str) -> str:
     return re.sub(r"      - id: starters\n(?:        .*\n)+", "", text)
 
 
-STUDENT_SECTIONS = ("## For instructors", "## Contributing", "## Layout")  # left out of the README
+STUDENT_SECTIONS = ("## For instructors", "## Teaching a class", "## Contributing", "## Layout")
 
 
 def readme(text: str, plan: Plan) -> str:
@@ -199,6 +212,10 @@ def readme(text: str, plan: Plan) -> str:
         text,
         flags=re.S,
     )
+    text = text.replace(  # the class's suite: the references it has (pyproject's test paths)
+        "pixi run test     # every test in the repository, against the reference solutions",
+        "pixi run test     # the tests of every closed step and checkpoint, on their references",
+    )
     return text.replace("## Course map\n", "## Course map\n\n" + note, 1)
 
 
@@ -216,7 +233,7 @@ def edition(plan: Plan) -> dict[str, bytes]:
             files[rel] = (REPO_ROOT / rel).read_bytes()
     text = lambda rel: files[rel].decode("utf-8")  # noqa: E731
     files["pixi.toml"] = pixi_toml(text("pixi.toml"), plan).encode()
-    files["pyproject.toml"] = pyproject(text("pyproject.toml")).encode()
+    files["pyproject.toml"] = pyproject(text("pyproject.toml"), plan).encode()
     files[".pre-commit-config.yaml"] = hooks(text(".pre-commit-config.yaml")).encode()
     files["README.md"] = readme(
         (REPO_ROOT / "README.md").read_text(encoding="utf-8"), plan

@@ -91,6 +91,9 @@ def _step_problem(
     """Why a step cannot be tested (a missing file, a file that does not import), in one line."""
     layout = course_step(step)
     solution, tested = layout.marked, layout.impl(impl)
+    if impl == "solution" and layout.unreleased:  # a student edition's open step
+        check = command(f"pixi run check-{step}", f"python -m pytest steps/{step} --impl starter")
+        return f"{step}'s reference comes when the step is closed; check your starter: {check}"
     if not py_files(solution):
         return f"{shown(solution)}/ is missing or empty: restore it (git checkout -- {shown(solution)})"
     if impl == "starter":
