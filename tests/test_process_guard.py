@@ -1,8 +1,16 @@
 """The `process` marker is kept true: a test that starts a process without it fails, itself or
 through a fixture (tools/process_guard.py, which the root conftest.py registers for the suite)."""
 
+import os
+import shutil
+import subprocess
+import sys
+
 import pytest
 
+from common import REPO_ROOT
+from common.course import step_names
+from tools import pristine
 from tools.process_guard import MARKER, RUNNING
 
 TESTS = """
@@ -90,3 +98,22 @@ def test_a_test_that_starts_a_process_unmarked_fails_itself_or_through_a_fixture
     said = outcomes.failed["test_unmarked_later_user_of_that_fixture"]
     assert "subprocess.Popen (python" in said and "in fixture server" in said, said
     assert f"@pytest.mark.{MARKER}" in said, said
+
+
+@pytest.mark.process
+@pytest.mark.slow
+def test_a_caught_up_starters_run_in_a_child_is_marked(tmp_path):
+    """Issue 54: after a catch-up, the untouched-starter contract runs a pristine copy in a child,
+    which it did unmarked: the suite failed it as soon as a student caught a step up."""
+    steps = pristine(step_names(), tmp_path)
+    shutil.rmtree(steps / "step-04" / "starter")
+    shutil.copytree(steps / "step-04" / "solution", steps / "step-04" / "starter")  # caught up
+    test = "tests/test_contracts.py::test_untouched_starter_fails_only_with_not_implemented"
+    cmd = [sys.executable, "-m", "pytest", f"{test}[step-04]", "-q", "-p", "no:cacheprovider"]
+    env = {k: v for k, v in os.environ.items() if k != RUNNING}  # the suite's own session: watched
+    env["COURSE_STEPS_DIR"] = str(steps)
+    run = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0 and "1 passed" in run.stdout, (
+        f"expected the contract to pass on a caught-up step-04, got exit {run.returncode}:\n"
+        + run.stdout[-2000:]
+    )
