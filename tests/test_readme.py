@@ -5,7 +5,7 @@ import re
 import pytest
 
 from common import REPO_ROOT, STEPS_DIR
-from common.course import WRITTEN, course, pixi_tasks, step_tasks
+from common.course import WRITTEN, course, course_step, pixi_tasks, step_tasks
 from common.docs import read_block
 from common.envreport import pins_table
 
@@ -71,3 +71,17 @@ def test_the_pip_twins_of_the_student_loop_are_pixis_tasks():
     assert len(rows) >= 7, section
     for task, args, twin in rows:
         assert twin == tasks[task]["cmd"] + args, f"pixi run {task}{args}: {twin}"
+
+
+def test_step_6_task_2_says_the_mode_comes_back_even_when_a_forward_raises():
+    """Issue 54: test_train.py makes a forward raise and holds estimate_loss to a try/finally that
+    neither the handout's task 2 nor its CONTRACT asked for."""
+    handout = (STEPS_DIR / "step-06" / "README.md").read_text(encoding="utf-8")
+    task = handout.partition("2. **`estimate_loss")[2].partition("\n3. ")[0]
+    todo = course_step("step-06").regions()["step-06 task 2: estimate_loss"]
+    contract = " ".join(region.parts.get("CONTRACT", "") for region in todo.regions)
+    for where, text in (("the handout's task 2", task), ("its CONTRACT", contract)):
+        assert "forward raises" in text and "finally" in text, (
+            f"expected {where} to say the mode comes back even when a forward raises (finally), "
+            f"got {text!r}"
+        )
