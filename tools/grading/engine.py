@@ -26,7 +26,7 @@ from pathlib import Path
 from common import OUT_DIR, REPO_ROOT, SOLUTIONS_DIR, STEPS_DIR, shown
 from common.course import course, course_step
 from common.loader import py_files
-from common.todos import Todo, module_name, order_key, parse, raised_todos, split_id
+from common.todos import Todo, module_name, parse, raised_todos, split_id
 from tools import pristine
 from tools.grading.sandbox import Limits, start, stop
 from tools.grading.variants import read_tree, variant
@@ -335,8 +335,9 @@ def _open_to_worker(tmp: Path, base: Path) -> None:
 
 @dataclass
 class Owners:
-    """Read off the reference's run: each TODO's own tests, and the tests that cannot pass in a
-    graded copy (they fail on the reference there)."""
+    """Each TODO's own tests, as their `todo` markers name them (tests/test_owners.py holds each
+    marker to the TODO the test runs last on the reference), less those a stub passes; and the
+    tests that cannot pass in a graded copy (they fail on the reference there)."""
 
     tests: dict[str, list[str]] = field(default_factory=dict)  # TODO id -> its tests' node ids
     broken: list[str] = field(default_factory=list)  # fail on the reference: counted for none
@@ -417,9 +418,7 @@ class Owners:
                 owners.broken.append(nodeid)
             elif t.get("given") and not t.get("marked"):
                 owners.given += 1  # code the starter gives: it earns no TODO anything
-            elif todo := _marked(t.get("marked"), todos) or max(
-                t["ran"], key=order_key, default=None
-            ):
+            elif todo := _marked(t.get("marked"), todos):  # each test names its own TODO
                 owners.tests.setdefault(todo, []).append(nodeid)
                 if t.get("core"):
                     owners.core.append(nodeid)

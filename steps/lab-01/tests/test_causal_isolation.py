@@ -18,6 +18,7 @@ def right_padding(lengths: list[int], T: int) -> torch.Tensor:
     return torch.arange(T)[None, :] < torch.tensor(lengths)[:, None]  # (1, T) < (B, 1) -> (B, T)
 
 
+@pytest.mark.todo("task 3")
 @pytest.mark.core  # task 3's trap: triu, or the diagonal dropped
 @pytest.mark.parametrize("T", [1, 4, 9])
 def test_causal_mask_is_the_lower_triangle(attention, T):
@@ -35,6 +36,7 @@ def test_causal_mask_refuses_an_empty_sequence(attention, seq_len):
         attention.causal_mask(seq_len)
 
 
+@pytest.mark.todo("task 3")
 @pytest.mark.parametrize("T, seed", [(1, 0), (4, 1), (9, 2)])
 def test_weights_above_the_diagonal_are_exactly_zero(attention, T, seed):
     """With the causal mask every weight on a later key is exactly 0, and each row sums to 1."""
@@ -46,6 +48,7 @@ def test_weights_above_the_diagonal_are_exactly_zero(attention, T, seed):
     torch.testing.assert_close(weights.sum(-1), torch.ones(2, T), rtol=0, atol=1e-6)
 
 
+@pytest.mark.todo("task 3")
 @pytest.mark.parametrize("tensor", ["k", "v"])
 @pytest.mark.parametrize("s", [1, 4, 7])
 def test_changing_a_future_key_or_value_leaves_earlier_outputs_identical(attention, tensor, s):
@@ -62,7 +65,13 @@ def test_changing_a_future_key_or_value_leaves_earlier_outputs_identical(attenti
     expect.differs(f"output {s} once {tensor}[{s}] changed", out2[:, s], out[:, s])  # it was real
 
 
-@pytest.mark.parametrize("module", ["SelfAttention", "MultiHeadSelfAttention"])
+@pytest.mark.parametrize(
+    "module",
+    [
+        pytest.param("SelfAttention", marks=pytest.mark.todo("task 5")),
+        pytest.param("MultiHeadSelfAttention", marks=pytest.mark.todo("task 6")),
+    ],
+)
 def test_modules_with_a_causal_mask_isolate_earlier_tokens(attention, module):
     """Change input token 3 of the module: outputs 0..2 stay bit-identical, output 3 changes."""
     seed_all(0)
@@ -82,6 +91,7 @@ def test_modules_with_a_causal_mask_isolate_earlier_tokens(attention, module):
     expect.differs("output 3 once token 3 changed", out2[:, 3], out[:, 3])
 
 
+@pytest.mark.todo("task 4")
 @pytest.mark.core  # task 4's trap: AND, not OR
 def test_combine_is_causal_and_padding(attention):
     """combine_causal_and_padding gives [B, T, T] with True iff j <= i AND key j is real."""
@@ -138,6 +148,7 @@ def test_combine_refuses_a_float_mask(attention, which):
         attention.combine_causal_and_padding(causal, padding)
 
 
+@pytest.mark.todo("task 4")
 @pytest.mark.core  # task 4's property
 def test_padded_keys_get_zero_weight(attention):
     """No query, real or padded, puts any weight on a padding key."""
@@ -152,6 +163,7 @@ def test_padded_keys_get_zero_weight(attention):
         )
 
 
+@pytest.mark.todo("task 4")
 def test_padded_queries_still_attend_to_real_past_keys(attention):
     """A padding query's row is a proper distribution over the real keys before it (AND, not OR)."""
     T, n = 6, 3  # 3 real tokens, then 3 padding
@@ -170,6 +182,7 @@ def test_padded_queries_still_attend_to_real_past_keys(attention):
     torch.testing.assert_close(padded_rows.sum(-1), torch.ones(T - n), rtol=0, atol=1e-6)
 
 
+@pytest.mark.todo("task 4")
 def test_changing_a_padding_token_changes_no_output_row(attention):
     """New numbers in a padding key/value leave every output row bit-identical."""
     T = 6
@@ -183,7 +196,13 @@ def test_changing_a_padding_token_changes_no_output_row(attention):
     expect.equal("the outputs once a padding key and value changed", out2, out)
 
 
-@pytest.mark.parametrize("where", ["function", "MultiHeadSelfAttention"])
+@pytest.mark.parametrize(
+    "where",
+    [
+        pytest.param("function", marks=pytest.mark.todo("task 4")),
+        pytest.param("MultiHeadSelfAttention", marks=pytest.mark.todo("task 6")),
+    ],
+)
 def test_fully_masked_row_is_zero_not_nan(attention, where):
     """Left padding: query 0 may see only key 0, which is padding, so its row and output are 0."""
     T = 5

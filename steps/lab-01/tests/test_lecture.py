@@ -9,6 +9,7 @@ from common import expect
 pytestmark = pytest.mark.whole_run
 
 
+@pytest.mark.todo("task 7")
 def test_readme_lecture_leak_reproduces_the_lecture_and_this_lab(attention, wrong_mask, runner):
     """The lecture's 0.740962 comes back from its draw of q, k, v; this lab's draw gives its own."""
     rows = runner.lecture_leak(attention, wrong_mask)
@@ -19,6 +20,7 @@ def test_readme_lecture_leak_reproduces_the_lecture_and_this_lab(attention, wron
     expect.equal("this lab's largest leak", ours, exercise["buggy_largest"], "the exercise's")
 
 
+@pytest.mark.todo("task 6")
 def test_readme_lecture_parity_is_rounding_noise_both_ways(attention, runner):
     """The lecture's last bits and this lab's lie within the same seed-to-seed spread of units."""
     fresh = runner.parity_spread(attention)

@@ -15,6 +15,7 @@ SHAPES = [(1, 1, 4), (2, 8, 16), (2, 4, 6, 8)]  # [B, T, d_head] and [B, h, T, d
 SHAPE_IDS = ["B1-T1", "B2-T8", "B2-h4-T6"]
 
 
+@pytest.mark.todo("task 2")
 @pytest.mark.core  # task 2's parity
 @pytest.mark.parametrize("seed", [0, 1])
 @pytest.mark.parametrize("shape", SHAPES, ids=SHAPE_IDS)
@@ -24,6 +25,7 @@ def test_unmasked_matches_sdpa(attention, runner, shape, seed):
     expect.at_most("max |yours - SDPA|", diff, runner.SINGLE_HEAD_TOL)
 
 
+@pytest.mark.todo("task 3")
 @pytest.mark.core  # task 3's parity
 @pytest.mark.parametrize("seed", [0, 1])
 @pytest.mark.parametrize("shape", SHAPES, ids=SHAPE_IDS)
@@ -33,6 +35,7 @@ def test_causal_mask_matches_sdpa_is_causal(attention, runner, shape, seed):
     expect.at_most("max |yours - SDPA is_causal|", diff, runner.SINGLE_HEAD_TOL)
 
 
+@pytest.mark.todo("task 2")
 @pytest.mark.core  # task 2's trap: a fill of 0 is an ordinary score
 @pytest.mark.parametrize("seed", [0, 1])
 @pytest.mark.parametrize("shape", SHAPES, ids=SHAPE_IDS)
@@ -42,6 +45,7 @@ def test_boolean_padding_mask_matches_sdpa_attn_mask(attention, runner, shape, s
     expect.at_most("max |yours - SDPA attn_mask|", diff, runner.SINGLE_HEAD_TOL)
 
 
+@pytest.mark.todo("task 2")
 @pytest.mark.core  # task 2's trap: d_model never enters the scale
 def test_explicit_scale_matches_sdpa_scale(attention, runner):
     """scale= replaces the default 1/sqrt(d_head), exactly as SDPA's scale= does."""
@@ -54,6 +58,7 @@ def test_explicit_scale_matches_sdpa_scale(attention, runner):
     )
 
 
+@pytest.mark.todo("task 5")
 @pytest.mark.core  # task 5's parity, and its trap: k from self.query
 def test_self_attention_is_sdpa_of_its_projections(attention, runner):
     """SelfAttention(x) equals SDPA applied to its own q, k, v projections."""
@@ -69,6 +74,7 @@ def test_self_attention_is_sdpa_of_its_projections(attention, runner):
     expect.close("SelfAttention's output, against SDPA's", out, expected, runner.SINGLE_HEAD_TOL)
 
 
+@pytest.mark.todo("task 6")
 @pytest.mark.core  # task 6's parity
 @pytest.mark.parametrize("causal", [False, True], ids=["no-mask", "causal"])
 @pytest.mark.parametrize("d_model, n_heads", [(16, 4), (24, 3), (8, 1)])
@@ -78,6 +84,7 @@ def test_multi_head_matches_nn_multihead_attention(attention, runner, d_model, n
     expect.at_most("max |yours - nn.MultiheadAttention|", diff, runner.MULTI_HEAD_TOL)
 
 
+@pytest.mark.todo("task 6")
 def test_multi_head_weights_match_per_head(attention, runner):
     """Per-head attention weights [B, h, T, T] agree with nn.MultiheadAttention's, head by head."""
     ours, ref = runner.multi_head_pair(attention, d_model=16, n_heads=4, seed=0)
@@ -95,6 +102,7 @@ def test_multi_head_weights_match_per_head(attention, runner):
 
 # B == h: a [B, T, T] mask given no head axis still broadcasts against the [B, h, T, T] scores,
 # lining sequence b's mask up with head b: silently wrong (0.158 apart here), not an error.
+@pytest.mark.todo("task 6")
 @pytest.mark.core  # task 6's trap: the mask's head axis
 @pytest.mark.parametrize("B", [3, 2], ids=["B3-h2", "B2-h2"])
 def test_multi_head_padding_matches_key_padding_mask(attention, runner, B):
@@ -113,6 +121,7 @@ def test_multi_head_padding_matches_key_padding_mask(attention, runner, B):
     )
 
 
+@pytest.mark.todo("task 2")
 def test_value_width_may_differ_from_d_head(attention, runner):
     """The default scale is 1/sqrt of the q and k width; v may be wider or narrower."""
     q, k = randn(2, 5, 8, seed=0), randn(2, 5, 8, seed=1)  # (B, T, d_head)

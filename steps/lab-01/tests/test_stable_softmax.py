@@ -9,6 +9,7 @@ from common.seeding import randn
 NEG_INF = float("-inf")
 
 
+@pytest.mark.todo("task 1")
 @pytest.mark.core  # task 1's parity
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("dim", [-1, 0])
@@ -20,6 +21,7 @@ def test_matches_torch_softmax(attention, runner, seed, dim):
     torch.testing.assert_close(ours, torch.softmax(x, dim=dim), rtol=0, atol=runner.SOFTMAX_TOL)
 
 
+@pytest.mark.todo("task 1")
 def test_default_dim_is_the_last(attention):
     """Without dim=, the softmax runs over the last dim (of a 3-D input, where 1 and -1 differ)."""
     x = randn(2, 3, 4, seed=0)  # (2, 3, 4)
@@ -29,6 +31,7 @@ def test_default_dim_is_the_last(attention):
     )
 
 
+@pytest.mark.todo("task 1")
 @pytest.mark.core  # task 1's trap: the max shift
 def test_large_logits_stay_finite(attention, runner):
     """[1000, 1001, 999, 1002]: exp(1000) overflows float32, the max-shifted version does not."""
@@ -41,6 +44,7 @@ def test_large_logits_stay_finite(attention, runner):
     torch.testing.assert_close(p, expected, rtol=0, atol=runner.SOFTMAX_TOL)
 
 
+@pytest.mark.todo("task 1")
 @pytest.mark.parametrize("seed", [0, 1])
 @pytest.mark.parametrize("dim", [-1, 0])
 def test_logits_far_apart_match_torch_softmax(attention, runner, seed, dim):
@@ -51,6 +55,7 @@ def test_logits_far_apart_match_torch_softmax(attention, runner, seed, dim):
     torch.testing.assert_close(ours, torch.softmax(x, dim=dim), rtol=0, atol=runner.SOFTMAX_TOL)
 
 
+@pytest.mark.todo("task 1")
 def test_large_logits_beside_blocked_ones_match_torch_softmax(attention, runner):
     """Logits near 1000 next to -inf entries: finite, 0 on the -inf, torch.softmax elsewhere."""
     x = torch.tensor(
@@ -65,6 +70,7 @@ def test_large_logits_beside_blocked_ones_match_torch_softmax(attention, runner)
     torch.testing.assert_close(p, torch.softmax(x, dim=-1), rtol=0, atol=runner.SOFTMAX_TOL)
 
 
+@pytest.mark.todo("task 1")
 @pytest.mark.core  # task 1's trap: -inf - (-inf) and 0 / 0 are NaN
 def test_all_neg_inf_row_gives_zeros_not_nan(attention, runner):
     """A row with every entry -inf (a query that may attend nowhere) gives zeros; others are normal."""
@@ -75,6 +81,7 @@ def test_all_neg_inf_row_gives_zeros_not_nan(attention, runner):
     torch.testing.assert_close(p[1], torch.softmax(x[1], dim=-1), rtol=0, atol=runner.SOFTMAX_TOL)
 
 
+@pytest.mark.todo("task 1")
 def test_neg_inf_entries_get_exactly_zero(attention):
     """A -inf entry (a blocked key) gets probability exactly 0, and the rest still sum to 1."""
     x = torch.tensor([[0.5, NEG_INF, 2.0, NEG_INF]])  # (1, 4)
@@ -84,6 +91,7 @@ def test_neg_inf_entries_get_exactly_zero(attention):
     torch.testing.assert_close(p.sum(dim=-1), torch.ones(1), rtol=0, atol=1e-6)
 
 
+@pytest.mark.todo("task 1")
 @pytest.mark.parametrize("shape", [(7,), (3, 5), (2, 3, 4, 5)])
 def test_rows_sum_to_one(attention, shape):
     """Every row of a softmax is a probability distribution: non-negative, summing to 1."""

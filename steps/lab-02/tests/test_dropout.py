@@ -16,6 +16,7 @@ def binomial_bound(p: float, n: int = N) -> float:
     return 6 * math.sqrt(p * (1 - p) / n)
 
 
+@pytest.mark.todo("task 2")
 @pytest.mark.core  # its property
 @pytest.mark.parametrize("p", [0.0, 0.3, 1.0])
 def test_dropout_is_the_identity_in_eval_mode(layers, p):
@@ -23,11 +24,13 @@ def test_dropout_is_the_identity_in_eval_mode(layers, p):
     expect.equal(f"dropout(x, p={p}, training=False)", layers.dropout(x, p, False, generator(0)), x)
 
 
+@pytest.mark.todo("task 2")
 def test_dropout_at_p_0_is_the_identity_in_training(layers):
     x = randn(4, 8, seed=0)
     expect.equal("dropout(x, p=0, training=True)", layers.dropout(x, 0.0, True, generator(0)), x)
 
 
+@pytest.mark.todo("task 2")
 def test_dropout_at_p_1_gives_zeros_not_nan(layers):
     x = randn(4, 8, seed=0)
     out = layers.dropout(x, 1.0, True, generator(0))
@@ -35,6 +38,7 @@ def test_dropout_at_p_1_gives_zeros_not_nan(layers):
     expect.equal("dropout(x, p=1)", out, torch.zeros_like(x), "every entry dropped")
 
 
+@pytest.mark.todo("task 2")
 @pytest.mark.parametrize("p", [0.1, 0.5, 0.8])
 def test_dropout_zeros_a_share_p_within_binomial_bounds(layers, p):
     out = layers.dropout(torch.ones(N), p, True, generator(1))
@@ -43,6 +47,7 @@ def test_dropout_zeros_a_share_p_within_binomial_bounds(layers, p):
                  why="p is the share dropped, not the share kept")  # fmt: skip
 
 
+@pytest.mark.todo("task 2")
 @pytest.mark.core  # its property, and its trap: the 1 / (1 - p) scale forgotten
 @pytest.mark.parametrize("p", [0.1, 0.5, 0.8])
 def test_dropout_keeps_the_mean(layers, p):
@@ -59,6 +64,7 @@ def test_dropout_keeps_the_mean(layers, p):
                  atol=binomial_bound(p) / (1 - p), why="the 1 / (1 - p) scale keeps it")  # fmt: skip
 
 
+@pytest.mark.todo("task 2")
 def test_dropout_keeps_the_shape_and_dtype(layers, dtype):
     x = randn(2, 3, 5, seed=3, dtype=dtype)  # (2, 3, 5)
     out = layers.dropout(x, 0.5, True, generator(0))
@@ -67,6 +73,7 @@ def test_dropout_keeps_the_shape_and_dtype(layers, dtype):
                  "the dtype of x: make the mask in x's dtype")  # fmt: skip
 
 
+@pytest.mark.todo("task 2")
 def test_dropout_leaves_its_input_unchanged(layers):
     x = randn(4, 64, seed=4)  # (4, 64)
     before = x.clone()  # (4, 64)
@@ -77,6 +84,7 @@ def test_dropout_leaves_its_input_unchanged(layers):
                  "changes the activations the caller still holds")  # fmt: skip
 
 
+@pytest.mark.todo("task 2")
 def test_dropout_same_seed_same_mask_other_seed_other_mask(layers):
     first = layers.dropout(torch.ones(1000), 0.5, True, generator(7)).clone()  # (1000,)
     again = layers.dropout(torch.ones(1000), 0.5, True, generator(7))  # (1000,)

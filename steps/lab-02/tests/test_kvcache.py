@@ -96,6 +96,7 @@ def appended(cache, layer: int, k, v, held: int):
 # --- task 3a: the cache keeps what it is given ------------------------------------------------
 
 
+@pytest.mark.todo("task 3a")
 @pytest.mark.core  # its trap: only the new keys kept
 def test_append_joins_the_new_positions_after_the_held_ones(kv):
     cache = kv.KVCache(model_of(kv), B)
@@ -112,6 +113,7 @@ def test_append_joins_the_new_positions_after_the_held_ones(kv):
     expect.equal("cache.keys[1]", cache.keys[1], None, "another layer's keys are its own")
 
 
+@pytest.mark.todo("task 3a")
 @pytest.mark.core  # its property: the handout's count of numbers
 def test_appends_of_T_positions_hold_2_n_layer_B_h_T_d_head_numbers(kv):
     cache = kv.KVCache(model_of(kv), B)
@@ -126,6 +128,7 @@ def test_appends_of_T_positions_hold_2_n_layer_B_h_T_d_head_numbers(kv):
     expect.equal("cache.numel()", cache.numel(), kv.cache_numbers(N_LAYER, B, H, 6, D // H))
 
 
+@pytest.mark.todo("task 3a")
 def test_each_layer_keeps_its_own_keys_and_values(kv):
     cache = kv.KVCache(model_of(kv), B)
     made = {
@@ -178,6 +181,7 @@ def cached_attention_run(kv, pieces):
         return torch.stack([torch.cat(g, dim=1) for g in got]), expected, cache
 
 
+@pytest.mark.todo("task 3b")
 def test_cached_attention_of_a_prefill_is_step_5_causal_attention(kv):
     got, expected, cache = cached_attention_run(kv, [(0, 7)])
     print(f"max |cached - Step 5| over 7 positions fed at once: {worst(got, expected):.2e}")
@@ -191,6 +195,7 @@ def test_cached_attention_of_a_prefill_is_step_5_causal_attention(kv):
     expect.shape(f"layer {LAST}'s cached keys", cache.keys[LAST], (B, H, 7, D // H))
 
 
+@pytest.mark.todo("task 3b")
 @pytest.mark.core  # its parity, and its trap: the mask's rows
 def test_cached_attention_gives_step_5_attention_at_the_new_rows(kv):
     got, expected, cache = cached_attention_run(kv, [(0, 4), (4, 6), (6, 7)])
@@ -205,6 +210,7 @@ def test_cached_attention_gives_step_5_attention_at_the_new_rows(kv):
     expect.shape(f"layer {LAST}'s cached values", cache.values[LAST], (B, H, 7, D // H))
 
 
+@pytest.mark.todo("task 3b")
 def test_the_new_keys_and_values_join_the_cache_through_each_heads_own_maps(kv):
     model = model_of(kv)
     attn = model.blocks[1].attn
@@ -233,6 +239,7 @@ def test_the_new_keys_and_values_join_the_cache_through_each_heads_own_maps(kv):
 # --- task 3c: the forward of the new ids only -------------------------------------------------
 
 
+@pytest.mark.todo("task 3c")
 @pytest.mark.core  # its property
 def test_the_prefill_gives_the_uncached_logits(kv):
     model, idx = model_of(kv), ids((B, 5))
@@ -261,6 +268,7 @@ def prefill_said(model, idx, got) -> str:
     return "Step 5's GPT.forward and Block.forward, the positions starting at what the cache held"
 
 
+@pytest.mark.todo("task 3c")
 @pytest.mark.core  # its trap: positions from 0
 def test_new_ids_are_embedded_at_the_positions_after_the_cached_ones(kv):
     model, idx = model_of(kv), ids((B, 7))
@@ -278,6 +286,7 @@ def test_new_ids_are_embedded_at_the_positions_after_the_cached_ones(kv):
     )
 
 
+@pytest.mark.todo("task 3c")
 def test_one_new_id_gives_the_uncached_last_row(kv):
     model, idx = model_of(kv), ids((B, 6))
     cache = kv.KVCache(model, B)
@@ -293,6 +302,7 @@ def test_one_new_id_gives_the_uncached_last_row(kv):
                  LOGITS_TOL, "embedded at position 5, its query over the 6 cached keys")  # fmt: skip
 
 
+@pytest.mark.todo("task 3c")
 def test_the_cache_holds_2_n_layer_B_h_T_d_head_numbers(kv):
     model, idx = model_of(kv), ids((B, 6))
     cache = kv.KVCache(model, B)
@@ -316,6 +326,7 @@ def test_the_cache_holds_2_n_layer_B_h_T_d_head_numbers(kv):
 # --- task 3d: next_logits and generate --------------------------------------------------------
 
 
+@pytest.mark.todo("task 3d")
 @pytest.mark.core  # its parity
 def test_logits_at_every_generated_position_equal_the_uncached_models(kv):
     model, idx = model_of(kv), ids((B, 3))
@@ -339,6 +350,7 @@ def test_logits_at_every_generated_position_equal_the_uncached_models(kv):
         )
 
 
+@pytest.mark.todo("task 3d")
 @pytest.mark.core  # its trap: the full cache slid
 def test_a_full_cache_is_rebuilt_from_the_window_not_slid(kv):
     model, idx = model_of(kv), ids((B, T_MAX + 1))
@@ -358,6 +370,7 @@ def test_a_full_cache_is_rebuilt_from_the_window_not_slid(kv):
         )
 
 
+@pytest.mark.todo("task 3d")
 def test_generate_prefills_once_then_feeds_one_id_at_a_time(kv):
     model, idx = model_of(kv), ids((B, 5))
     fed = []  # the number of ids of each forward, as tok_emb receives them
@@ -367,6 +380,7 @@ def test_generate_prefills_once_then_feeds_one_id_at_a_time(kv):
     expect.equal("ids per forward", fed, [5, 1, 1, 1, 8, 8], "prefill, then one id, then rebuilds")
 
 
+@pytest.mark.todo("task 3d")
 def test_greedy_ids_equal_uncached_greedy_generation(kv):
     model, idx = model_of(kv, seed=2), ids((B, 3), seed=3)
     expected = idx
@@ -379,6 +393,7 @@ def test_greedy_ids_equal_uncached_greedy_generation(kv):
     expect.equal("the greedy ids", got, expected, "the cache changes the speed, not the text")
 
 
+@pytest.mark.todo("task 3d")
 def test_sampled_ids_equal_step_5_generate_in_float64(kv):
     model, idx = model_of(kv, seed=4, dtype=torch.float64), ids((B, 3), seed=5)
     # float64: logits equal to ~1e-15, so no draw falls between two probabilities' rounding
@@ -390,6 +405,7 @@ def test_sampled_ids_equal_step_5_generate_in_float64(kv):
 # --- the run's cache experiments (experiments.py), --quick: what they compute, never how fast --
 
 
+@pytest.mark.todo("task 3c")
 @pytest.mark.slow
 def test_the_cache_experiments_compute_sizes_parity_and_a_figure(impl, tmp_path):
     folder = course_step("lab-02").folder

@@ -26,6 +26,7 @@ FLOAT32_TOL = 1e-6
 ROUNDING = 1e-5
 
 
+@pytest.mark.todo("4.2.4")
 def test_scale_check_follows_the_variance_lemma(head, experiments):
     for row in experiments.scale_check(head):
         # 4096 scores per width: the sample std is within about 2% of the true one, so 15% is
@@ -37,6 +38,7 @@ def test_scale_check_follows_the_variance_lemma(head, experiments):
         expect.close(f"scaled std at d_k = {d_k}", row["scaled_std"], 1, 0.15)
 
 
+@pytest.mark.todo("4.2.4")
 def test_unscaled_rows_saturate_as_d_k_grows(head, experiments):
     rows = experiments.scale_check(head)
     raw = [r["max_raw"] for r in rows]
@@ -64,6 +66,7 @@ def test_unscaled_rows_saturate_as_d_k_grows(head, experiments):
     )
 
 
+@pytest.mark.todo("4.1")
 def test_real_text_heatmaps_are_causal_rows_of_probabilities(head, experiments):
     result = experiments.real_text(head)
     expect.equal("the text", result["text"], reference("step-03", "data").load_text()[:64])
@@ -79,6 +82,7 @@ def test_real_text_heatmaps_are_causal_rows_of_probabilities(head, experiments):
             expect.at_least(f"max |A of seed {a} - A of seed {b}|", moved, 0.01, "two pictures")
 
 
+@pytest.mark.todo("4.1")
 def test_untrained_heads_on_text_are_close_to_uniform(head, experiments):
     result = experiments.real_text(head)
     # the README's reading of table (b): default initialisation gives small scores
@@ -107,6 +111,7 @@ def test_pattern_metrics_name_textbook_matrices(experiments):
     assert experiments.pattern_name(experiments.pattern_metrics(peaked)) == "scattered"
 
 
+@pytest.mark.todo("4.1")
 def test_each_setting_gives_its_pattern_for_every_seed(head, experiments):
     result = experiments.family(head)
     names = {r["setting"]: r["pattern"] for r in result["rows"]}
@@ -139,6 +144,7 @@ def test_each_setting_gives_its_pattern_for_every_seed(head, experiments):
         expect.equal(f"{r['setting']}: A above the diagonal", above, torch.zeros_like(above))
 
 
+@pytest.mark.todo("4.1")
 def test_tied_head_leans_next_on_an_earlier_copy_of_the_same_character(head, experiments):
     # the README's reading of the zoomed panel: "Citizen"'s i and t lean on "First"'s i and t
     text = experiments.text_ids()[0]
@@ -149,6 +155,7 @@ def test_tied_head_leans_next_on_an_earlier_copy_of_the_same_character(head, exp
         expect.equal(f"the key query {i} weighs most before itself", A[i, :i].argmax().item(), j)
 
 
+@pytest.mark.todo("4.1")
 def test_first_column_gets_a_uniform_share_on_average(head, experiments):
     # the README's answer to "why is the first column heavy?": short rows, not extra weight
     for row in experiments.real_text(head)["rows"]:
@@ -170,6 +177,7 @@ def test_lecture_scale_figures_fit_one_draw(head, experiments):
     assert max(medians) - min(medians) < 0.05, medians  # one distribution at every d_k
 
 
+@pytest.mark.todo("4.1")
 def test_lecture_mask_low_end_is_one_sequences_smallest_row(head, experiments):
     result = experiments.mask_low_spread(head)
     one, batch = result["rows"]
@@ -179,6 +187,7 @@ def test_lecture_mask_low_end_is_one_sequences_smallest_row(head, experiments):
     assert experiments.mask_order(head)["bad"][0] < batch["low"][0]
 
 
+@pytest.mark.todo("4.4")
 @pytest.mark.core  # 4.4's parity, and its trap: the mask
 def test_smoothing_weights_are_a_causal_gaussian_kernel(head):
     s = 1.5
@@ -200,6 +209,7 @@ def test_smoothing_weights_are_a_causal_gaussian_kernel(head):
     expect.close("smoothing_weights(5, 0.05)", narrow, torch.eye(5), FLOAT32_TOL)
 
 
+@pytest.mark.todo("4.4")
 def test_wider_kernels_average_more_and_lag_more(head, experiments):
     result = experiments.smoothing(head)
     rows = result["rows"]
@@ -211,6 +221,7 @@ def test_wider_kernels_average_more_and_lag_more(head, experiments):
     assert rows[-1]["rmse"] > best, "the widest one-sided window should lag behind the signal"
 
 
+@pytest.mark.todo("4.1")
 def test_mask_after_softmax_is_caught_by_the_simplex_proof(head, experiments):
     result = experiments.mask_order(head)
     tol = 8 * torch.finfo(torch.float32).eps  # a sum of 8 float32 weights, as in test_head.py
@@ -237,6 +248,7 @@ def test_mask_after_softmax_is_caught_by_the_simplex_proof(head, experiments):
     assert set(experiments.PROOFS.values()) <= tests, "PROOFS names a test that does not exist"
 
 
+@pytest.mark.todo("4.1")
 def test_permutation_equivariance_and_where_it_breaks(head, experiments):
     diffs = experiments.equivariance(head)
     *equivariant, broken = diffs.values()
@@ -246,6 +258,7 @@ def test_permutation_equivariance_and_where_it_breaks(head, experiments):
     expect.at_least(f"{list(diffs)[-1]}: max |difference|", broken, 0.1)
 
 
+@pytest.mark.todo("4.1")
 def test_the_causal_head_sees_each_prefix_as_a_bag_of_tokens(head, experiments):
     """Mask kept, no positions: reordering changes the outputs by O(1), not only their order,
     yet the last output ignores any shuffle of the positions before it; positions break that."""
@@ -255,6 +268,7 @@ def test_the_causal_head_sees_each_prefix_as_a_bag_of_tokens(head, experiments):
     expect.at_most("the last output's change when its prefix is shuffled", bag, ROUNDING)
 
 
+@pytest.mark.todo("optional 1")
 def test_online_softmax_matches_softmax(head):
     scores = 3 * randn(4, 8, 8, seed=3)
     future = torch.ones(8, 8, dtype=torch.bool).triu(diagonal=1)
@@ -265,6 +279,7 @@ def test_online_softmax_matches_softmax(head):
         expect.close("online_softmax", online, torch.softmax(s, dim=-1), FLOAT32_TOL)
 
 
+@pytest.mark.todo("optional 2")
 def test_online_attention_matches_the_head(head, experiments):
     result = experiments.online_check(head)
     for name, diff in result["diffs"].items():
@@ -273,6 +288,7 @@ def test_online_attention_matches_the_head(head, experiments):
     expect.equal("the share of NaN in the naive softmax", result["naive_nan"], 1.0)
 
 
+@pytest.mark.todo("4.1")
 def test_cost_counts_and_times_without_checking_speed(head, experiments):
     result = experiments.cost(head, Ts=(8, 16), d=8, d_head=4, repeats=1, min_run_time=0.002)
     assert [r["T"] for r in result["rows"]] == [8, 16]
@@ -305,6 +321,12 @@ FIGURES = [
     "online_softmax.png",
     "cost.png",
 ]
+# the TODO each figure is drawn from, the last its experiment runs
+FIGURE_TODO = dict.fromkeys(FIGURES, "4.1") | {
+    "scale_check.png": "4.2.4",
+    "smoothing.png": "4.4",
+    "online_softmax.png": "optional 2",
+}
 
 
 def figures(run) -> dict:
@@ -318,7 +340,9 @@ def test_run_draws_the_handouts_figures(run):
 
 
 @pytest.mark.slow  # matplotlib: up to a second for the figures with eight heatmaps or more
-@pytest.mark.parametrize("file", FIGURES)
+@pytest.mark.parametrize(
+    "file", [pytest.param(f, marks=pytest.mark.todo(FIGURE_TODO[f])) for f in FIGURES]
+)
 def test_figure_is_a_png(impl, run, file, tmp_path):
     experiment = figures(run)[file]
     draw = next(f.draw for f in experiment.figures if f"{f.name}.png" == file)

@@ -30,6 +30,7 @@ def make(head, seed=0, T_max=T):
     return head.Head(D, D_HEAD, T_max=T_max), randn(B, T, D, seed=seed + 100)
 
 
+@pytest.mark.todo("4.1")
 def test_shapes_parameters_and_stashed_attention(head):
     h, x = make(head)
     out = h(x)
@@ -44,6 +45,7 @@ def test_shapes_parameters_and_stashed_attention(head):
     )
 
 
+@pytest.mark.todo("4.1")
 @pytest.mark.core  # 4.1's trap: -inf before the softmax, not 0 after
 def test_rows_are_in_the_simplex(head):
     h, x = make(head)
@@ -59,6 +61,7 @@ def test_rows_are_in_the_simplex(head):
     )
 
 
+@pytest.mark.todo("4.1")
 def test_first_position_sees_only_itself(head):
     h, x = make(head)
     out = h(x)
@@ -68,6 +71,7 @@ def test_first_position_sees_only_itself(head):
     )
 
 
+@pytest.mark.todo("4.1")
 def test_output_stays_in_the_convex_hull_of_the_values(head):
     h, x = make(head)
     out = h(x).detach()
@@ -79,6 +83,7 @@ def test_output_stays_in_the_convex_hull_of_the_values(head):
         expect.at_most(f"out[:, {i}] - max(v[:, :{i + 1}])", out[:, i] - high, FLOAT32_TOL)
 
 
+@pytest.mark.todo("4.1")
 @pytest.mark.core  # 4.1's property: causal
 def test_causality_by_perturbation(head):
     h, x = make(head)
@@ -98,6 +103,7 @@ def test_causality_by_perturbation(head):
         )
 
 
+@pytest.mark.todo("4.1")
 def test_causality_by_gradient(head):
     h, x = make(head)
     x.requires_grad_(True)
@@ -123,6 +129,7 @@ def test_causality_by_gradient(head):
     )
 
 
+@pytest.mark.todo("4.1")
 @pytest.mark.core  # 4.1's trap: tril cut to [:T, :T]
 def test_a_shorter_sequence_gives_the_same_prefix(head):
     h, x = make(head)
@@ -136,6 +143,7 @@ def test_a_shorter_sequence_gives_the_same_prefix(head):
     )
 
 
+@pytest.mark.todo("4.1")
 @pytest.mark.core  # 4.1's parity
 def test_attention_matches_the_formula(head):
     h, x = make(head)
@@ -149,6 +157,7 @@ def test_attention_matches_the_formula(head):
     expect.close("the output", out, A @ v, FLOAT32_TOL, "A @ v")
 
 
+@pytest.mark.todo("4.1")
 def test_scores_are_divided_by_sqrt_d_head(head):
     h = head.Head(4, 4, T_max=2)
     with torch.no_grad():
@@ -164,6 +173,7 @@ def test_scores_are_divided_by_sqrt_d_head(head):
     )
 
 
+@pytest.mark.todo("4.1")
 def test_gradients_reach_the_three_weight_matrices(head):
     h, x = make(head)
     h(x).sum().backward()
@@ -202,6 +212,7 @@ def test_attention_scores_with_and_without_the_scaling(head):
     )
 
 
+@pytest.mark.todo("4.2.4")
 @pytest.mark.core  # 4.2.4's parity, and its trap: the axis
 def test_score_stats_measures_the_spread_and_the_saturation(head):
     """Your scale check: stds of q k^T with and without 1/sqrt(d_k), and the mean row max."""
@@ -262,6 +273,7 @@ def test_bad_sizes_are_refused_when_the_head_is_built(head, sizes, message):
         head.Head(*sizes)
 
 
+@pytest.mark.todo("4.4")
 def test_smoothing_weights_of_one_position_is_one(head):
     """T = 1: the only position attends to itself with weight 1, whatever the bandwidth."""
     expect.equal("smoothing_weights(1, 0.5)", head.smoothing_weights(1, 0.5), torch.ones(1, 1))
@@ -289,6 +301,7 @@ def test_smoothing_weights_refuses_bad_arguments(head, length, s, message):
         head.smoothing_weights(length, s)
 
 
+@pytest.mark.todo("optional 1")
 def test_online_softmax_of_very_negative_or_single_scores(head):
     """Scores near -1000 (exp underflows to 0 unless shifted by their own max), and one key only."""
     scores = 3 * randn(4, 8, seed=3) - 1000  # (4, 8)
@@ -301,6 +314,7 @@ def test_online_softmax_of_very_negative_or_single_scores(head):
     expect.equal("online_softmax of one key", one, torch.ones(3, 1))
 
 
+@pytest.mark.todo("optional 2")
 def test_online_attention_with_very_negative_scores_averages_the_past(head):
     """Every score -200 (exp underflows): each query weighs keys 0..i equally, the prefix mean."""
     q = -100 * torch.ones(2, 5, 4)  # (B, T, d_k): q . k_j / sqrt(4) = -200 for every key

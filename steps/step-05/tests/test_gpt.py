@@ -41,6 +41,7 @@ def ids(shape, seed=1, high=V):
 # --- task 1: multi-head attention ------------------------------------------------------------
 
 
+@pytest.mark.todo("task 1")
 @pytest.mark.core  # task 1's trap: a plain list
 def test_multi_head_attention_holds_h_step_4_heads_and_a_projection(gpt):
     m = mha(gpt)
@@ -57,6 +58,7 @@ def test_multi_head_attention_holds_h_step_4_heads_and_a_projection(gpt):
     expect.shape("the output", m(x_of()), (B, T, D))
 
 
+@pytest.mark.todo("task 1")
 @pytest.mark.core  # task 1's trap: the joining axis
 def test_output_is_the_projection_of_the_concatenated_heads(gpt):
     m = mha(gpt)
@@ -67,6 +69,7 @@ def test_output_is_the_projection_of_the_concatenated_heads(gpt):
         expect.close("the output", m(x), want, FLOAT32_TOL, "proj of the concatenated heads")
 
 
+@pytest.mark.todo("task 1")
 @pytest.mark.core  # task 1's parity
 def test_matches_lab_01_multi_head_attention_with_copied_weights(gpt):
     lab = reference("lab-01", "attention")
@@ -84,6 +87,7 @@ def test_matches_lab_01_multi_head_attention_with_copied_weights(gpt):
     expect.close("the output", got, want, CHAINED_TOL, "lab-01's MultiHeadSelfAttention's")
 
 
+@pytest.mark.todo("task 1")
 def test_multi_head_attention_is_causal(gpt):
     m = mha(gpt)
     x = x_of()
@@ -147,6 +151,7 @@ def test_bad_widths_of_the_mlp_are_refused(gpt):
 # --- task 2: the feed-forward network --------------------------------------------------------
 
 
+@pytest.mark.todo("task 2")
 @pytest.mark.core  # task 2's trap: another hidden width
 def test_feedforward_widens_fourfold_with_biases(gpt):
     seed_all(0)
@@ -159,6 +164,7 @@ def test_feedforward_widens_fourfold_with_biases(gpt):
     expect.equal("parameters", total, 8 * D * D + 5 * D, "8 d^2 + 5 d")
 
 
+@pytest.mark.todo("task 2")
 @pytest.mark.core  # task 2's parity, and its trap: a ReLU
 def test_feedforward_is_proj_of_exact_gelu_of_fc(gpt):
     seed_all(0)
@@ -174,6 +180,7 @@ def test_feedforward_is_proj_of_exact_gelu_of_fc(gpt):
         expect.at_least("max |ReLU's - GELU's|", gap, 1e-3, "this input tells GELU from ReLU")
 
 
+@pytest.mark.todo("task 2")
 def test_feedforward_acts_on_each_position_alone(gpt):
     seed_all(0)
     mlp = gpt.FeedForward(D)
@@ -193,6 +200,7 @@ def block(gpt, seed=0):
     return gpt.Block(D, H, T)
 
 
+@pytest.mark.todo("task 3")
 @pytest.mark.core  # task 3's trap: one LayerNorm shared
 def test_block_holds_two_layernorms_attention_and_mlp(gpt):
     b = block(gpt)
@@ -208,6 +216,7 @@ def test_block_holds_two_layernorms_attention_and_mlp(gpt):
     expect.equal("mlp is a FeedForward", isinstance(b.mlp, gpt.FeedForward), True)
 
 
+@pytest.mark.todo("task 3")
 @pytest.mark.core  # task 3's parity
 def test_block_is_pre_layernorm_residual(gpt):
     b = block(gpt)
@@ -221,6 +230,7 @@ def test_block_is_pre_layernorm_residual(gpt):
         expect.close("the block's output", b(x), want, FLOAT32_TOL, "pre-LN residual")
 
 
+@pytest.mark.todo("task 3")
 @pytest.mark.core  # task 3's property
 def test_block_with_zeroed_branches_is_the_identity(gpt):
     b = block(gpt)
@@ -242,6 +252,7 @@ def model(gpt, seed=0, **sizes):
     return gpt.GPT(**(dict(V=V, T_max=T, d=D, h=H, n_layer=2) | sizes))
 
 
+@pytest.mark.todo("task 4")
 def test_gpt_holds_embeddings_blocks_final_norm_and_head(gpt):
     m = model(gpt, n_layer=3)
     expect.shape("tok_emb.weight", m.tok_emb.weight, (V, D))
@@ -257,6 +268,7 @@ def test_gpt_holds_embeddings_blocks_final_norm_and_head(gpt):
     expect.equal("(V, T_max, d, h, n_layer)", sizes, (V, T, D, H, 3))
 
 
+@pytest.mark.todo("task 4")
 def test_weights_start_small_biases_zero_and_layernorms_at_identity(gpt):
     m = model(gpt, d=64, n_layer=2)
     for name, p in m.named_parameters():
@@ -270,6 +282,7 @@ def test_weights_start_small_biases_zero_and_layernorms_at_identity(gpt):
             expect.close(f"{name}'s mean", p.mean().item(), 0.0, 0.005, "N(0, 0.02)")
 
 
+@pytest.mark.todo("task 4")
 def test_forward_gives_logits_and_no_loss_without_targets(gpt):
     m = model(gpt)
     logits, loss = m(ids((B, T)))
@@ -278,6 +291,7 @@ def test_forward_gives_logits_and_no_loss_without_targets(gpt):
     expect.equal("the loss without targets", loss, None)
 
 
+@pytest.mark.todo("task 4")
 @pytest.mark.core  # task 4's parity
 def test_logits_follow_algorithm_10(gpt):
     m = model(gpt)
@@ -291,6 +305,7 @@ def test_logits_follow_algorithm_10(gpt):
     expect.close("the logits", logits, want, FLOAT32_TOL, "algorithm 10's")
 
 
+@pytest.mark.todo("task 4")
 def test_a_shorter_sequence_gives_the_same_prefix(gpt):
     m = model(gpt)
     idx = ids((B, T))
@@ -303,6 +318,7 @@ def test_a_shorter_sequence_gives_the_same_prefix(gpt):
     )
 
 
+@pytest.mark.todo("task 4")
 def test_loss_is_a_number_with_a_gradient_for_every_parameter(gpt):
     m = model(gpt)
     idx = ids((B, T + 1))
@@ -315,6 +331,7 @@ def test_loss_is_a_number_with_a_gradient_for_every_parameter(gpt):
         expect.between(f"sum |{name}.grad|", reach, 0, math.inf, f"no gradient reaches {name}")
 
 
+@pytest.mark.todo("task 4")
 def test_int32_ids_give_the_same_logits_as_int64(gpt):
     m = model(gpt)
     idx = ids((B, T))
@@ -323,6 +340,7 @@ def test_int32_ids_give_the_same_logits_as_int64(gpt):
         expect.equal("the logits of int32 ids", int32, m(idx)[0], "those of the same int64 ids")
 
 
+@pytest.mark.todo("task 5")
 def test_forward_and_generate_refuse_bad_input(gpt):
     m = model(gpt)
     with pytest.raises(ValueError, match=r"sequence length T=9 exceeds T_max=8"):
@@ -342,6 +360,7 @@ def test_forward_and_generate_refuse_bad_input(gpt):
 # --- task 5: generate ------------------------------------------------------------------------
 
 
+@pytest.mark.todo("task 5")
 def test_generate_appends_tokens_to_the_prompt(gpt):
     m = model(gpt)
     idx = ids((3, 2))
@@ -355,6 +374,7 @@ def test_generate_appends_tokens_to_the_prompt(gpt):
     expect.equal("its requires_grad", out.requires_grad, False)
 
 
+@pytest.mark.todo("task 5")
 @pytest.mark.core  # task 5's property
 def test_generate_is_deterministic_for_a_generator(gpt):
     m = model(gpt)
@@ -366,6 +386,7 @@ def test_generate_is_deterministic_for_a_generator(gpt):
     expect.differs("ids of generator(4)", c, a, "another seed should give other ids")
 
 
+@pytest.mark.todo("task 5")
 def test_generate_samples_at_temperature_1_by_default(gpt):
     m = model(gpt)
     with torch.no_grad():
@@ -376,6 +397,7 @@ def test_generate_samples_at_temperature_1_by_default(gpt):
     expect.equal("the ids of the default temperature", default, at_1, "those of temperature=1.0")
 
 
+@pytest.mark.todo("task 5")
 def test_a_tiny_temperature_picks_the_most_likely_token(gpt):
     m = model(gpt)
     with torch.no_grad():
@@ -494,6 +516,7 @@ def test_good_sampling_settings_pass(gpt):
         assert gpt.check_sampling(*args) is None
 
 
+@pytest.mark.todo("task 5")
 def test_the_smallest_temperature_samples_and_a_smaller_one_could_not(gpt):
     m = model(gpt)
     with torch.no_grad():

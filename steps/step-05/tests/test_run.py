@@ -33,6 +33,7 @@ def quick(quick_run):
     return finished(quick_run.ctx)
 
 
+@pytest.mark.todo("task 5")
 def test_quick_run_repeats_bit_for_bit(quick, run, request):
     again = results(run.RUN, request.config.getoption("--impl"), quick=True)
     r, s = quick["training"], again["training"]

@@ -95,6 +95,7 @@ def test_the_model_is_causal_and_an_ablated_head_writes_nothing(induction, cfg):
     assert not torch.allclose(zeroed, both)
 
 
+@pytest.mark.todo("task 4")
 def test_the_induction_loop_trains_with_your_train_step(induction, train, cfg):
     tiny = replace(cfg, B=8, d=16, h=2, steps=4)
     model, run = induction.train(train.train_step, tiny, every=2)
