@@ -112,7 +112,7 @@ def shakespeare(
         wall = time.perf_counter() - start
     tokens = (result["step"] - resumed_at) * cfg.B * cfg.T  # trained by this process
     # None when no step ran (a finished run again): no rate to report, not a NaN to print
-    tokens_per_s = tokens / result["seconds"] if tokens else None  # wall clock
+    tokens_per_s = tokens / result["seconds"] if tokens else None  # over the loop's wall clock
     tokens_per_cpu_s = tokens / result["cpu_seconds"] if tokens else None
     N = n_params(model)
     return dict(
@@ -122,7 +122,10 @@ def shakespeare(
         N=N,
         V=V,
         losses=result["losses"],
-        seconds=wall,
+        seconds=result["seconds"],  # the loop's: what the rates are over
+        # train() before its loop: the optimiser (its first one imports torch's compiler), the
+        # validation batches, a checkpoint read; a --quick run's loop is a few seconds, so it shows
+        set_up_seconds=wall - result["seconds"],
         resumed_at=resumed_at,
         steps_run=result["step"] - resumed_at,
         tokens_per_s=tokens_per_s,
@@ -232,9 +235,12 @@ def speed_line(r) -> str:
             "so there is no speed or MFU to report (delete it to train again)"
         )
     resumed = f", steps {r['resumed_at']} to {r['cfg'].steps}" if r["resumed_at"] else ""
+    with_set_up = seconds(r["seconds"] + r["set_up_seconds"])
     return (
-        f"wall time {seconds(r['seconds'])} s ({seconds(r['cpu_seconds'])} CPU-seconds of training{resumed}); "
-        f"{r['tokens_per_s']:,.0f} tokens per wall second, {r['tokens_per_cpu_s']:,.0f} per CPU-second; "
+        f"wall time {seconds(r['seconds'])} s of training{resumed}, {with_set_up} s with train()'s "
+        f"set-up ({seconds(r['cpu_seconds'])} CPU-seconds of training); "
+        f"{r['tokens_per_s']:,.0f} tokens per wall second of training, "
+        f"{r['tokens_per_cpu_s']:,.0f} per CPU-second; "
         f"matmul peak {r['peak'] / 1e9:.1f} GFLOP per CPU-second; "
         f"MFU = 6 N x tokens per CPU-second / peak = {100 * r['mfu']:.1f}%"
     )

@@ -1,5 +1,7 @@
 """The run's tables, verdicts and figures, on small made-up results (the real runs take minutes)."""
 
+import re
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -112,6 +114,7 @@ def gpt_result(quick=True, val=(4.1, 2.6), steps_run=120):
         steps_run=steps_run,
         resumed_at=120 - steps_run,
         seconds=2.0,
+        set_up_seconds=0.5,
         cpu_seconds=1.0,
         tokens_per_s=9e4 if steps_run else None,
         tokens_per_cpu_s=1e5 if steps_run else None,
@@ -132,6 +135,29 @@ def test_a_quick_run_claims_no_target_and_a_rerun_no_nan(run):
     )
     again = run.experiments.training_block(gpt_result(steps_run=0))
     assert "nan" not in again.lower() and "no steps ran this time" in again
+
+
+def test_the_speed_line_gives_its_rate_over_the_wall_time_it_prints(run, monkeypatch, tmp_path):
+    """Issue 54: --quick printed "wall time 7.2 s" (train() with its set-up) beside tokens per
+    second over its loop alone (3.3 s): the time printed and the rate's time are one."""
+
+    def train_loop(model, model_config, cfg, data, checkpoint, progress):
+        time.sleep(0.3)  # the set-up before the loop: the optimiser, the validation batches
+        losses = {"train": [4.0] * cfg.steps, "val": [(0, 4.1), (cfg.steps, 2.6)]}
+        return dict(losses=losses, seconds=0.1, cpu_seconds=0.1, step=cfg.steps)
+
+    config = lambda **sizes: SimpleNamespace(seed=0, **sizes)  # noqa: E731 (TrainConfig's fields)
+    given = SimpleNamespace(TrainConfig=config, run_config=lambda *a: {}, train=train_loop)
+    monkeypatch.setattr(run.experiments, "matmul_peak", lambda threads: 1e11)  # half a second
+    monkeypatch.setattr(run.experiments, "sample", lambda model, data: "")
+    r = run.experiments.shakespeare(given, True, tmp_path / "gpt.pt", progress=False)
+    line = run.experiments.speed_line(r)
+    printed = float(re.search(r"wall time ([\d.]+) s", line)[1])
+    rate = float(re.search(r"([\d,]+) tokens per wall second", line)[1].replace(",", ""))
+    tokens = r["cfg"].steps * r["cfg"].B * r["cfg"].T
+    assert abs(printed * rate / tokens - 1) < 0.05, (
+        f"expected the rate over the wall time printed ({tokens} tokens), got: {line}"
+    )
 
 
 def test_a_quick_induction_run_prints_its_numbers_without_a_verdict(run):
