@@ -66,3 +66,37 @@ def test_a_long_failure_line_keeps_expected_and_got():
     )
     got = fitted(head, message, 160)
     assert got.endswith("expected <= 1e-06, got 0.4017"), f"expected the got kept, got {got!r}"
+
+
+def test_every_todo_done_is_not_said_while_a_test_of_given_code_fails():
+    """Issue 54: with Step 6's given resume broken, the screen said 'Every required TODO is done'
+    above the failure of test_check[check_resume]; it says what fails and where instead."""
+    ran = {
+        "outcome": "passed",
+        "step": "s",
+        "ran": frozenset({FORWARD, ("s task 1", "GPT.forward")}),
+    }
+    results = {
+        "tests/test_gpt.py::test_forward": TestResult("tests/test_gpt.py::test_forward", **ran)
+    }
+    error = (
+        "  steps/s/tests/test_train.py:40 in test_check",
+        "      check(train, tiny)",
+        "  steps/s/starter/gpt.py:210 in train",
+        "      optimizer.load_state_dict(state)",
+        "  AssertionError: weight differs after resuming",
+    )
+    resume = "tests/test_train.py::test_check[check_resume]"
+    results[resume] = TestResult(resume, "failed", "s", error=error, given=True)
+    facts = StarterFacts({}, frozenset(), {(t, "GPT.forward"): LINE for t in TODOS})
+    status = step_status("s", results, TODOS, facts)
+    screen = "\n".join(step_lines(status, RunFacts()))
+    assert all(s.state == "done" for s in status.todos.values()), status.todos
+    assert "Every required TODO is done" not in screen, f"expected no 'done', got:\n{screen}"
+    said = [
+        "Not done yet: the required TODOs pass their own tests, but 1 test fails in code the "
+        "starter gives:",
+        f"  {resume}, at steps/s/starter/gpt.py:210 in train (shown below; it passes on the "
+        "starter as shipped: was that code changed?)",
+    ]
+    assert "\n".join(said) in screen, f"expected {said}, got:\n{screen}"

@@ -271,17 +271,43 @@ def _next_lines(status: StepStatus) -> list[str]:
     return lines
 
 
+def _done_lines(status: StepStatus) -> list[str]:
+    """Every required TODO done: the next step; but while a test fails (code the starter gives,
+    changed, or an optional TODO), what fails and where instead, never "done"."""
+    if status.shown:
+        return _still_failing(status)
+    todos = status.todos
+    done = sum(s.state == "done" for s in todos.values())
+    return [
+        "Every required TODO is done."
+        + (" The optional ones are yours to try." if status.next or len(todos) > done else ""),
+        *([f"Next step: {after}"] if (after := next_step(status.step)) else []),
+    ]
+
+
+def _still_failing(status: StepStatus) -> list[str]:
+    """'Not done yet: ... but 1 test fails in code the starter gives:', then the test and the line
+    it failed at (the student's file's, when the traceback passes through one)."""
+    first, n = status.shown[0], len(status.shown)
+    owner, result = status.owner[first], status.results[first]
+    given = not owner and result.given  # it passes on the starter as shipped (a contract)
+    whose = "in code the starter gives" if given else f"in {_owner(owner)}" if owner else NO_TODO
+    frames = [line.strip() for line in result.error if re.match(r"  \S+:\d+ in \S+$", line)]
+    starter = [f for f in frames if "/starter/" in f] or frames  # the student's file first
+    fails = "1 test fails" if n == 1 else f"{n} tests fail, the first"
+    why = "; it passes on the starter as shipped: was that code changed?" if given else ""
+    return [
+        f"Not done yet: the required TODOs pass their own tests, but {fails} {whose}:",
+        f"  {first}" + (f", at {starter[-1]}" if starter else "") + f" (shown below{why})",
+    ]
+
+
 def step_lines(status: StepStatus, run: RunFacts) -> list[str]:
     """The summary of one step: its TODO table, its bugs and what to write next."""
     todos, nxt = status.todos, status.next
     lines = [f"{status.step} with your starter: {summary(status)}", ""]
     if all(todos[t].state == "done" for t in status.required):
-        done = sum(s.state == "done" for s in todos.values())
-        lines[1:1] = [
-            "Every required TODO is done."
-            + (" The optional ones are yours to try." if nxt or len(todos) > done else ""),
-            *([f"Next step: {after}"] if (after := next_step(status.step)) else []),
-        ]
+        lines[1:1] = _done_lines(status)
     lines += _todo_lines(status, run)
     lines += _bug_lines(status)
     if status.held_back:
