@@ -2,6 +2,8 @@
 reference's. One worker per containment mode grades every submission of the run in turn, as
 `--class` does (shared_worker): a copy two submissions share is run once."""
 
+import csv
+import io
 import json
 import os
 import re
@@ -238,22 +240,37 @@ def test_double_of_a_negative(impl):
 """
 
 
-def grade_tiny(tmp: Path, *args: str, grade_toml: str = "") -> str:
-    """`python -m tools.grading.grade step-97` on the tiny fixture step (torch-free), in a child: a
-    submission whose double() is wrong for negative numbers only."""
+HONEST = "def double(x):\n    return x + x if x > 0 else 0\n\n\ndef halve(x):\n    return x // 2\n"
+
+
+def run_tiny(tmp: Path, *args: str, grade_toml: str = "", env=None) -> subprocess.CompletedProcess:
+    """`python -m tools.grading.grade step-97 ARGS` on the tiny fixture step (torch-free), in a
+    child (`env`: more of its environment); exit 0 expected."""
     steps = shutil.copytree(TINY, tmp / "steps", dirs_exist_ok=True)
     (steps / "step-97" / "step.toml").write_text(STEP_TOML + grade_toml, encoding="utf-8")
-    (tmp / "sub").mkdir(exist_ok=True)
-    (tmp / "sub" / "calc.py").write_text(
-        "def double(x):\n    return x + x if x > 0 else 0\n\n\ndef halve(x):\n    return x // 2\n",
-        encoding="utf-8",
-    )
-    env = os.environ | {"COURSE_STEPS_DIR": str(steps)}
-    cmd = [sys.executable, "-m", "tools.grading.grade", "step-97", str(tmp / "sub"), *args]
+    env = os.environ | {"COURSE_STEPS_DIR": str(steps)} | (env or {})
+    cmd = [sys.executable, "-m", "tools.grading.grade", "step-97", *args]
     cmd.append("--allow-uncontained")  # a machine without containment grades it too
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
+    return done
+
+
+def grade_tiny(tmp: Path, *args: str, grade_toml: str = "") -> str:
+    """run_tiny on a submission whose double() is wrong for negative numbers only: its stdout."""
+    (tmp / "sub").mkdir(exist_ok=True)
+    (tmp / "sub" / "calc.py").write_text(HONEST, encoding="utf-8")
+    done = run_tiny(tmp, str(tmp / "sub"), *args, grade_toml=grade_toml)
     return done.stdout.replace("[uncontained] ", "")  # the reasons as a contained grade gives them
+
+
+def tiny_class(tmp: Path, students: dict[str, str], *args: str, env=None) -> dict[str, dict]:
+    """run_tiny's `--class` of `students` (name -> their calc.py): each one's CSV row."""
+    for name, code in students.items():
+        (tmp / "class" / name).mkdir(parents=True)
+        (tmp / "class" / name / "calc.py").write_text(code, encoding="utf-8")
+    done = run_tiny(tmp, "--class", str(tmp / "class"), *args, env=env)
+    return {row["student"]: row for row in csv.DictReader(io.StringIO(done.stdout))}
 
 
 @pytest.mark.process

@@ -25,19 +25,23 @@ from pathlib import Path
 import pytest
 
 from common import REPO_ROOT
+from common.course import course_step
 from tests.test_grade import (
+    HONEST,
     SHARED,
     STEP,
     UNCONTAINED,
     caught_up_starter,
     shared_worker,
+    tiny_class,
     with_change,
 )
-from tools.grading import sandbox
+from tools.grading import engine, sandbox
 from tools.grading.autograder import main as autograder
-from tools.grading.engine import Worker
+from tools.grading.engine import TextLimit, Worker, texts
 from tools.grading.grade import Grade, grade, gradescope, text
 from tools.grading.sandbox import Limits
+from tools.grading.variants import read_tree
 
 pytestmark = [pytest.mark.slow, pytest.mark.process]  # a worker per mode grades every case
 
@@ -512,3 +516,39 @@ def test_uncontained_a_class_is_refused_without_allow_uncontained(tmp_path):
     assert done.returncode == 2, f"expected exit 2 (refused), got {done.returncode}: {done.stderr}"
     assert "add --allow-uncontained to grade a class anyway" in done.stderr, done.stderr
     assert not (tmp_path / "class-feedback").exists(), "a refused class wrote feedback"
+
+
+# What a submission's text alone can do to the grader's own process: one attribute chain makes
+# ast recurse past its depth, a file of identical lines makes the line map of a copy quadratic
+BOMBS = {
+    "an attribute chain of 405 kB": "x = a" + ".b" * 202_500 + "\n",
+    "900 kB of identical lines": "x = 1\n" * 150_000,
+    "an attribute chain under the size limit": "x = a" + ".b" * 50_000 + "\n",  # 100 kB
+}
+BOMBED = {  # the limit each one's reason names
+    "an attribute chain of 405 kB": "calc.py is 405 kB, over the grader's limit of 200 kB",
+    "900 kB of identical lines": "calc.py is 900 kB, over the grader's limit of 200 kB",
+    "an attribute chain under the size limit": "a file nests deeper than the grader's parser allows",
+}
+
+
+def test_no_file_ends_a_class_a_bomb_scores_0_with_the_limit_it_passed(tmp_path):
+    """A class of an honest student and the bombs: a row each, the honest one graded as usual."""
+    rows = tiny_class(tmp_path, {"honest": HONEST, **BOMBS})
+    assert sorted(rows) == sorted(["honest", *BOMBS]), rows
+    assert rows["honest"]["score"] == "2", rows["honest"]  # its double is right where tested
+    reasons = [k for k in rows["honest"] if k.endswith(" reason")]
+    for name, limit in BOMBED.items():
+        assert rows[name]["score"] == "0", rows[name]
+        assert all(limit in rows[name][k] for k in reasons), f"expected /{limit}/: {rows[name]}"
+
+
+def test_reading_a_submission_past_its_time_limit_is_its_reason_not_a_hang(monkeypatch):
+    """180 kB of identical lines, under the size limit: its copies' line maps would take minutes;
+    the grader's reading of it stops at its time limit, and says so."""
+    monkeypatch.setattr(engine, "TEXT_SECONDS", 1)
+    files = read_tree(course_step(STEP).solution) | {"attention.py": "x = 1\n" * 30_000}
+    started = time.monotonic()
+    with pytest.raises(TextLimit, match="more than 1 s, its time limit for a submission's text"):
+        texts(STEP, files, set(files))
+    assert time.monotonic() - started < 10, "expected the reading stopped at its limit"

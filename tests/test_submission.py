@@ -9,7 +9,7 @@ import pytest
 
 from common.course import course_step
 from common.loader import py_files
-from tools.grading.submission import LIMIT, UNPACKED, SubmissionError, match
+from tools.grading.submission import FILE_LIMIT, LIMIT, UNPACKED, SubmissionError, match
 
 STARTER = course_step("lab-01").starter
 # The starter's files, as the grade asks for them: ["attention.py", "exercises/wrong_mask.py"]
@@ -125,6 +125,10 @@ def test_a_zip_bomb_and_oversized_files_are_refused(tmp_path):
     big = folder(tmp_path / "big", {A: b"#" * (LIMIT + 1)})
     with pytest.raises(SubmissionError, match=f"larger than {LIMIT} bytes"):
         match(big, tmp_path / "scratch-3", WANTED)
+    one = folder(tmp_path / "one", {A: b"#" * (FILE_LIMIT + 1000)})  # the whole under LIMIT
+    over = f"over the grader's limit of {FILE_LIMIT // 1000} kB"
+    with pytest.raises(SubmissionError, match=over):
+        match(one, tmp_path / "scratch-4", WANTED)
 
 
 def test_an_unusable_submission_is_one_line(tmp_path):

@@ -14,10 +14,12 @@ import hashlib
 import json
 import os
 import re
+import resource
 import select
 import shutil
 import struct
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field, fields
@@ -285,6 +287,11 @@ class Worker:
                 raise EOFError("the worker ended")
             data += chunk
         return data
+
+    def restart(self) -> None:
+        """Stop the worker's process, wherever it was in a copy: the next copy starts a new one."""
+        if self.proc is not None:
+            stop(self.proc)
 
     def close(self) -> None:
         """End the worker and everything it started, and remove its folders."""
@@ -586,3 +593,87 @@ def own_outcome(
     else:
         why = ""
     return passed, len(own), why, refused, each
+
+
+# --- the grader's own reading of a submission, bounded ----------------------------------------------
+
+TEXT_SECONDS = 30  # wall seconds to read one submission's text (each TODO's copy and line map):
+# a real one takes a tenth of a second; a file of identical lines makes the line map quadratic
+TEXT_MEMORY = 2 * 2**30  # bytes of address space for it
+
+
+class TextLimit(Exception):
+    """A submission whose text the grader could not read within its limits: why, in one line."""
+
+
+@dataclass
+class Texts:
+    """What the grader reads off a submission's text for one TODO, before any of it runs."""
+
+    why: str | None  # why it is not written yet (None: it is)
+    copy: dict[str, str] = field(default_factory=dict)  # its graded copy's starter files
+    moved: dict[str, dict[int, int]] = field(default_factory=dict)  # the copy's lines -> theirs
+
+
+def texts(step: str, files: dict[str, str], submitted: set[str]) -> dict[str, Texts]:
+    """Each TODO's Texts, read in a child process within TEXT_SECONDS and TEXT_MEMORY: a file
+    nested past the parser's depth, or whose line map is quadratic, ends its own submission's
+    grade (TextLimit), never the grader's process or the class it grades."""
+    ask = json.dumps({"step": step, "files": files, "submitted": sorted(submitted)})
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "tools.grading.engine"], input=ask, capture_output=True,
+            text=True, encoding="utf-8", timeout=TEXT_SECONDS, cwd=REPO_ROOT,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        raise TextLimit(
+            f"reading its files took the grader more than {TEXT_SECONDS} s, its time limit for "
+            "a submission's text (a file of many identical lines?)"
+        ) from None
+    if done.returncode:
+        last = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+        raise TextLimit(f"the grader failed reading its files: {last[:SHOWN]}")
+    answer = json.loads(done.stdout)
+    if "limit" in answer:
+        raise TextLimit(answer["limit"])
+    return {
+        todo: Texts(
+            t["why"],
+            t["copy"],
+            {r: {int(k): v for k, v in m.items()} for r, m in t["moved"].items()},
+        )
+        for todo, t in answer.items()
+    }
+
+
+def _read_texts(step: str, files: dict[str, str], submitted: set[str]) -> dict[str, Texts]:
+    """Each TODO's Texts, in this process (texts' child)."""
+    todos, reference, made = course_step(step).regions(), reference_files(step), {}
+    for todo in todos.values():
+        if why := not_written(todo, files, submitted, todo.rel):
+            made[todo.id] = Texts(why)
+        else:
+            copy = variant(files, reference, todos, todo.id)
+            made[todo.id] = Texts(None, copy, moved_lines(files, copy))
+    return made
+
+
+def _texts_child() -> None:
+    """`python -m tools.grading.engine`: texts' request on stdin, its answer on stdout."""
+    with contextlib.suppress(ValueError, OSError):  # a system that sets no such limit
+        resource.setrlimit(resource.RLIMIT_AS, (TEXT_MEMORY, TEXT_MEMORY))
+    ask = json.load(sys.stdin)
+    try:
+        made = _read_texts(ask["step"], ask["files"], set(ask["submitted"]))
+        answer = {todo: asdict(t) for todo, t in made.items()}
+    except RecursionError as exc:
+        answer = {"limit": f"a file nests deeper than the grader's parser allows ({exc})"}
+    except MemoryError:
+        answer = {
+            "limit": f"reading its files needed more than the grader's {TEXT_MEMORY >> 30} GB"
+        }
+    json.dump(answer, sys.stdout)
+
+
+if __name__ == "__main__":
+    _texts_child()

@@ -21,15 +21,15 @@ from common import STEPS_DIR, shown, write_json
 from common.course import course_step
 from common.todos import optional, split_id
 from tools.grading.engine import (
+    SHOWN,
     Owners,
+    TextLimit,
+    Texts,
     Worker,
-    moved_lines,
-    not_written,
     own_outcome,
-    reference_files,
     scrub,
     starter_files,
-    variant,
+    texts,
 )
 from tools.grading.gradescope import results_json as gradescope
 from tools.grading.sandbox import UNCONTAINED, Limits, mode
@@ -149,14 +149,15 @@ def grade(
         try:
             found = match(submission or layout.starter, Path(tmp) / "unpacked", sorted(files))
         except (SubmissionError, OSError) as exc:
-            lines = [_zero(t, "not run", str(exc)) for t in todos]
-            seconds = time.monotonic() - started
-            return Grade(step, lines, [*notes, str(exc)], seconds, contained=m.contained)
+            return not_graded(step, str(exc), started)
         for rel, path in found.files.items():
             files[rel] = path.read_bytes().decode("utf-8", errors="replace")
+    try:
+        read = texts(step, files, set(found.files))  # each TODO's copy, read once
+    except TextLimit as exc:
+        return not_graded(step, f"not graded: {exc}", started)
     owners = Owners.cached(worker, todos)
-    submitted, reference = set(found.files), reference_files(step)  # read once for every copy
-    lines = [_line(worker, t, todos, files, submitted, reference, owners) for t in todos.values()]
+    lines = [_line(worker, t, todos, read[t.id], owners) for t in todos.values()]
     if not m.contained:  # said on every line, so no score leaves without it
         for line in lines:
             line.reason = f"[uncontained] {line.reason}"
@@ -173,18 +174,23 @@ def grade(
     return Grade(step, lines, notes, seconds, shown_screen, m.contained, missing, found.stray)
 
 
-def _line(
-    worker: Worker, todo, todos, files: dict, submitted: set, reference: dict, owners
-) -> Line:
+def not_graded(step: str, why: str, started: float) -> Grade:
+    """A submission the grade could not read (`why`, one line): 0 on every TODO, with why."""
+    m = mode()
+    lines = [_zero(t, "not run", why) for t in course_step(step).regions()]
+    seconds = time.monotonic() - started
+    return Grade(step, lines, [m.said, why], seconds, contained=m.contained)
+
+
+def _line(worker: Worker, todo, todos, read: Texts, owners) -> Line:
     """A TODO's line: from its copy, where every other TODO is the reference's, run in its time."""
     own = owners.tests.get(todo.id, [])
-    if why := not_written(todo, files, submitted, todo.rel):
-        return _zero(todo.id, "not written", why)
+    if read.why:
+        return _zero(todo.id, "not written", read.why)
     if not own:
         return _zero(todo.id, "not run", "no test of its own (ask the course's maintainers)")
-    copy = variant(files, reference, todos, todo.id)
-    run = worker.run(todo.id, copy, own, UNRAISABLE)
-    said = partial(scrub, todos=todos, mine=todo.id, moved=moved_lines(files, copy))
+    run = worker.run(todo.id, read.copy, own, UNRAISABLE)
+    said = partial(scrub, todos=todos, mine=todo.id, moved=read.moved)
     if run.flags:
         return _zero(todo.id, "flagged", f"flagged: {'; '.join(run.flags)}")
     if run.record is None:
@@ -310,6 +316,20 @@ def _submissions(folder: Path) -> list[Path]:
     ]  # fmt: skip
 
 
+def _graded(step: str, entry: Path, worker: Worker) -> Grade:
+    """A student's grade in a class; a fault of the grader's own on their submission is their
+    row, with its reason: it never ends the class."""
+    started = time.monotonic()
+    try:
+        return grade(step, entry, worker=worker)
+    except Exception as exc:  # noqa: BLE001 - one submission must not cost the class its CSV
+        worker.restart()  # it may have stopped in the middle of a copy's frames
+        said = f"{type(exc).__name__}: {exc}"[:SHOWN]
+        return not_graded(
+            step, f"not graded: the grader failed on this submission ({said})", started
+        )
+
+
 def class_csv(step: str, folder: Path, limits: Limits, per_test: float, jobs: int = 1,
               heldout: Path | None = None, out: Path | None = None) -> str:  # fmt: skip
     """One CSV line per student: total, max, each TODO's score and reason, containment, files."""
@@ -326,7 +346,7 @@ def class_csv(step: str, folder: Path, limits: Limits, per_test: float, jobs: in
 
     def grade_chunk(chunk: list[Path]) -> list[tuple[Path, Grade]]:
         with Worker(step, limits, per_test, heldout) as worker:  # one per job, reused in turn
-            return [(e, grade(step, e, limits, per_test, heldout, worker)) for e in chunk]
+            return [(e, _graded(step, e, worker)) for e in chunk]
 
     # user mode: nobody could read a classmate's upload (the class folder is in the grader's
     # command line): closed to others while the class is graded, then put back

@@ -15,6 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 LIMIT = 1_000_000  # bytes: the chosen files together (a starter is a few kB)
+FILE_LIMIT = 200_000  # bytes: one chosen file (the largest reference file is 23 kB): the grader
+# parses and diffs each, and one attribute chain or a file of identical lines makes that deep or
+# quadratic (the rest of the way, engine.texts's time and memory limits bound it)
 UNPACKED = 20 * LIMIT  # bytes: everything unpacked from the zips together (a zip bomb stops here)
 ENTRIES = 10_000  # files in the zips together: a zip of empty files is a bomb too
 DEPTH = 3  # zips inside zips: the upload, a zip in it, and one more
@@ -169,6 +172,12 @@ def match(submission: Path, dest: Path, wanted: list[str]) -> Matched:
     result.files = {w.as_posix(): found.files[taken[w]] for w in targets if w in taken}
     if sum(path.stat().st_size for path in result.files.values()) > LIMIT:
         raise SubmissionError(f"the submission's starter files are larger than {LIMIT} bytes")
+    for rel, path in result.files.items():
+        if (size := path.stat().st_size) > FILE_LIMIT:
+            raise SubmissionError(
+                f"{rel} is {size // 1000} kB, over the grader's limit of "
+                f"{FILE_LIMIT // 1000} kB for one file"
+            )
     if not result.files:
         names = ", ".join(wanted)
         held = ", ".join(result.stray[:5]) or "no file"
