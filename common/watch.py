@@ -84,8 +84,18 @@ def draw(step: str, folder: Path, extra: list[str], why: str) -> None:
     clear()
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     when = time.strftime("%H:%M:%S")
-    print(f"\n[{when}, {why}] Watching {shown(starter)}: save a file to check again; Ctrl-C stops.")
+    print(f"\n[{why}, checked {when}] Watching {shown(starter)}:")  # two lines: 100 columns
+    print("save a file to check again; Ctrl-C stops.")
     sys.stdout.flush()
+
+
+def seen(names: list[str]) -> str:
+    """Say at once that a save was seen, with its time: the check takes seconds, and until it ends
+    the old screen is all there is. Returns what the new screen's footer says of the save."""
+    saved = f"{', '.join(names)} saved {time.strftime('%H:%M:%S')}"
+    print(f"\n[{saved}] Checking again; the new screen comes when the check is done ...")
+    sys.stdout.flush()
+    return saved
 
 
 def changed(starter: Path, changes) -> list[str]:
@@ -107,10 +117,10 @@ def watch(step: str, extra: list[str], poll: bool = False) -> int:
     # xdist worker): Python raises KeyboardInterrupt only if SIGINT was not ignored at start.
     signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        draw(step, folder, extra, "started")
+        draw(step, folder, extra, f"started {time.strftime('%H:%M:%S')}")
         for batch in changes_of(starter, step=STEP_MS, force_polling=poll or None):
             if names := changed(starter, batch):
-                draw(step, folder, extra, f"{', '.join(names)} saved")
+                draw(step, folder, extra, seen(names))
     except KeyboardInterrupt:
         print(f"\nStopped watching {shown(starter)}.")
     return 0

@@ -104,3 +104,28 @@ def test_output_to_a_file_keeps_every_screen_without_terminal_codes(capsys, monk
         windows.setattr(watch.os, "name", "nt")
         clear()  # Windows clears with cls, which would write its form feed into the file
     assert cls == [], f"expected no cls outside a console, got {cls}"
+
+
+def test_a_save_is_acknowledged_at_once_with_its_time_before_the_check_runs(capsys, monkeypatch):
+    import watchfiles
+
+    steps = {"now": "12:00:01"}  # the clock: the save's time, then the check's end 6 s later
+    before_check = []
+
+    def slow_check(folder, extra):
+        before_check.append(capsys.readouterr().out)  # what the student saw while it ran
+        steps["now"] = "12:00:07"
+        return "lab-02 with your starter: ...\n"
+
+    def one_save(starter, **options):
+        before_check.clear()  # the first screen's own check is not the save's
+        steps["now"] = "12:00:01"
+        yield {(1, str(starter / "layers.py"))}
+
+    monkeypatch.setattr(watch, "run_check", slow_check)
+    monkeypatch.setattr(watch.time, "strftime", lambda form: steps["now"])
+    monkeypatch.setattr(watchfiles, "watch", one_save)
+    assert watch.watch("lab-02", []) == 0
+    assert "[layers.py saved 12:00:01] Checking again" in before_check[0], before_check
+    footer = capsys.readouterr().out.strip().splitlines()[-2]
+    assert footer.startswith("[layers.py saved 12:00:01, checked 12:00:07] Watching"), footer
