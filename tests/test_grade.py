@@ -286,6 +286,22 @@ def test_held_out_tests_count_for_the_todo_their_marker_names_and_all_or_nothing
     assert "TODO(step-97 task 2: halve)       1/1  done" in said, said  # counted for task 1 only
 
 
+WARNS = "import warnings\n\nwarnings.warn('a warning at import', UserWarning)\n\n\n"
+WARNS += "def double(x):\n    return 2 * x\n\n\ndef halve(x):\n    return x // 2\n"
+
+
+@pytest.mark.process
+@pytest.mark.slow  # a grade of the tiny step: a worker's start
+def test_a_warning_at_import_costs_no_todo_and_the_checks_screen_shows_it(tmp_path):
+    """pytest's filterwarnings=error makes it an error as the step's modules import, and the check
+    sets the whole step aside: in every TODO's copy, so it would cost each TODO."""
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "calc.py").write_text(WARNS, encoding="utf-8")
+    said = run_tiny(tmp_path, str(tmp_path / "sub"), "--screen").stdout
+    assert said.startswith("step-97: 2 of 2"), said
+    assert "calc.py:3 does not import: UserWarning: a warning at import" in said, said
+
+
 def test_a_copy_swaps_every_other_todo_for_the_reference_and_keeps_the_students_helpers():
     """tools.grading.variants, no run: the copy for task 3 keeps the student's causal_mask and helper,
     takes every other TODO from the reference, and a syntax slip in another TODO's function is

@@ -110,6 +110,10 @@ TRAPS = {
 
 
 SLIP = "    x = (((  # a slip: never closed"  # put before dropout's raise in lab-02's starter
+WARNED = "a warning at import"  # a caught-up lab-02 whose layers.py warns as it is imported
+WARNS = (
+    "\nimport torch\n\n_STEPS = torch.tensor(torch.arange(8))  # a UserWarning: copy construct\n"
+)
 
 
 @pytest.fixture(scope="module")
@@ -117,8 +121,9 @@ def graded(tmp_path_factory, request) -> dict[str, tuple[Grade, Path]]:
     """Every case of this file graded, one worker per step: name -> (Grade, submission)."""
     tmp = tmp_path_factory.mktemp("traps")
     cases: dict[str, tuple[str, Path]] = {}
+    caught_up = {}
     for step in ("step-06", "lab-02"):
-        reference = caught_up_starter(tmp / step / "caught-up", step)
+        reference = caught_up[step] = caught_up_starter(tmp / step / "caught-up", step)
         for name, (of, _, file, old, new) in TRAPS.items():
             if of == step:
                 dest = tmp / step / name.replace(" ", "-")
@@ -136,6 +141,10 @@ def graded(tmp_path_factory, request) -> dict[str, tuple[Grade, Path]]:
         code[:raise_at] + SLIP + "\n" + code[raise_at:], encoding="utf-8"
     )
     cases["syntax slip"] = ("lab-02", slip)
+    warned = with_change(
+        caught_up["lab-02"], tmp / "warned", "\nimport torch\n", WARNS, "layers.py"
+    )
+    cases[WARNED] = ("lab-02", warned)
     workers = {step: shared_worker(request, step=step) for step in ("step-06", "lab-02")}
     return {n: (grade(s, p, worker=workers[s], screen=False), p) for n, (s, p) in cases.items()}
 
@@ -178,6 +187,15 @@ def test_a_stub_is_not_written_and_its_reason_says_so(graded):
     assert (line.state, line.reason) == expect, (
         f"expected {expect}, got {line.state}: {line.reason}"
     )
+
+
+@pytest.mark.process
+@pytest.mark.slow
+@TRAPPED
+def test_a_warning_at_import_costs_no_todo(graded):
+    """Every TODO's copy imports layers.py: charged to each, its warning scored lab-02 0 of 7."""
+    g, _ = graded[WARNED]
+    assert g.score == g.max_score == 7, text(g)
 
 
 @pytest.mark.process

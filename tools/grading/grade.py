@@ -34,12 +34,14 @@ from tools.grading.engine import (
 from tools.grading.gradescope import results_json as gradescope
 from tools.grading.sandbox import UNCONTAINED, Limits, mode
 from tools.grading.submission import SubmissionError, match
+from tools.grading.worker import QUIET_IMPORT
 
 PER_TEST = 10.0  # CPU seconds per test: the check's own default
 # An exception Python could not raise (a file left open at import, closed by the garbage collector)
-# surfaces in whichever test is running when it is collected: in every TODO's copy, so it would
-# cost each TODO. No TODO's result depends on it; the check of the whole submission still shows it.
-UNRAISABLE = ["-W", "ignore::pytest.PytestUnraisableExceptionWarning"]
+# surfaces in whichever test is running when it is collected, and a warning a module gives as it is
+# imported sets the whole step aside: each in every TODO's copy, so it would cost each TODO. No
+# TODO's result depends on either; the check of the whole submission still shows them.
+AT_IMPORT = ["-W", "ignore::pytest.PytestUnraisableExceptionWarning", "-p", QUIET_IMPORT]
 
 
 @dataclass
@@ -189,7 +191,7 @@ def _line(worker: Worker, todo, todos, read: Texts, owners) -> Line:
         return _zero(todo.id, "not written", read.why)
     if not own:
         return _zero(todo.id, "not run", "no test of its own (ask the course's maintainers)")
-    run = worker.run(todo.id, read.copy, own, UNRAISABLE)
+    run = worker.run(todo.id, read.copy, own, AT_IMPORT)
     said = partial(scrub, todos=todos, mine=todo.id, moved=read.moved)
     if run.flags:
         return _zero(todo.id, "flagged", f"flagged: {'; '.join(run.flags)}")
