@@ -100,3 +100,30 @@ def test_every_todo_done_is_not_said_while_a_test_of_given_code_fails():
         "starter as shipped: was that code changed?)",
     ]
     assert "\n".join(said) in screen, f"expected {said}, got:\n{screen}"
+
+
+def test_a_failure_raised_in_given_code_is_shown_as_such_after_the_students_own():
+    """Issue 54: Step 6's train_step returning the loss tensor first showed torch's warning raised
+    in the given induction loop, before the test of what train_step returns."""
+    mine = {"outcome": "failed", "step": "s", "ran": frozenset({FORWARD})}
+    given = TestResult(
+        "tests/test_a.py::test_loop",
+        error=("  UserWarning: Converting a tensor with requires_grad=True to a scalar",),
+        given_at=Place("steps/s/loop.py", 191),
+        last_lines=((FORWARD, Place(LINE.file, 12)),),
+        **mine,
+    )
+    own = TestResult(
+        "tests/test_b.py::test_returns",
+        error=("  AssertionError: the type it returns: expected float, got Tensor",),
+        last_lines=((FORWARD, Place(LINE.file, 14)),),
+        **mine,
+    )
+    facts = StarterFacts({}, frozenset(), {(t, "GPT.forward"): LINE for t in TODOS})
+    status = step_status("s", {r.nodeid: r for r in (given, own)}, TODOS, facts)
+    assert status.shown == [own.nodeid, given.nodeid], status.shown
+    assert status.next_place == Place(LINE.file, 14), "expected its last line run, not line 9"
+    status = step_status("s", {given.nodeid: given}, TODOS, facts)
+    screen = "\n".join(step_lines(status, RunFacts()))
+    said = "It raised in code the course gives (steps/s/loop.py:191)"
+    assert said in screen, f"expected {said!r}, got:\n{screen}"

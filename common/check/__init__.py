@@ -218,6 +218,7 @@ def pytest_runtest_makereport(item, call):
         # (file, first line) of each frame, not code objects: xdist sends reports between processes
         report.frames = [code_place(entry.frame.code.raw) for entry in exc.traceback]
         report.lines = [(str(entry.path), entry.lineno + 1) for entry in exc.traceback]
+        report.refused = _course_raise(exc.traceback[-1])
     return report
 
 
@@ -228,15 +229,25 @@ def _step_of(path: Path) -> str | None:
     return path.relative_to(STEPS_DIR).parts[0] if path.is_relative_to(STEPS_DIR) else None
 
 
+def _library(path: Path) -> bool:
+    """Is this file torch's, pytest's or Python's own, not the course's?"""
+    libraries = {"site-packages", "dist-packages"} & set(path.parts)
+    return bool(libraries) or path.is_relative_to(sys.base_prefix) or path.suffix != ".py"
+
+
+def _course_raise(entry) -> bool:
+    """Did the course's own `raise` end this traceback (a refusal in its words), not torch?"""
+    return not _library(Path(entry.path)) and _statement(entry).startswith("raise")
+
+
 def short_traceback(exc) -> list[str]:
     """The course's frames of a failure (file:line, function, source line) and the error."""
     lines = []
     for entry in exc.traceback:
         path = Path(entry.path)  # torch's, pytest's and Python's own frames are left out
-        libraries = {"site-packages", "dist-packages"} & set(path.parts)
         if path == EXPECT:  # common/expect.py's own lines: the test's line says what it checks
             continue
-        if not libraries and not path.is_relative_to(sys.base_prefix) and path.suffix == ".py":
+        if not _library(path):
             where = f"{shown(path)}:{entry.lineno + 1}"
             lines += [f"  {where} in {entry.name}", f"      {_statement(entry)}"]
     # the message's detail lines too (torch's "Greatest absolute difference", pytest's Regex/Input)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from common import hint, predictions, shown, write_json
+from common import STEPS_DIR, hint, predictions, shown, write_json
 from common.check.guard import Judges, TookTooLong, Watchdog, refusal
 from common.check.screen import RunFacts, progress_line, step_lines, symptom_tests
 from common.check.status import Place, StarterFacts, StepStatus, TestResult, record, step_status
@@ -100,6 +100,8 @@ class Collector:
         self.codes: dict = {}  # code object of a TODO function -> (step, TODO id, function)
         self.todo_at: dict = {}  # the same functions' (file, first line) -> (TODO id, function)
         self.ran: set = set()  # the (TODO id, function) pairs the running test entered
+        self.own: dict = {}  # code object of a TODO function -> the lines of it the student wrote
+        self.last: dict = {}  # (TODO id, function) -> (file, line): its student line run last
         self.uncollected: list[str] = []  # test files that could not be collected, and why
         self.regions: dict[str, dict[str, Todo]] = {}  # step -> its TODOs, parsed once per run
         self.given: dict[Path, frozenset[str]] = {}  # a TODO's starter file -> the code it gives
@@ -127,11 +129,11 @@ class Collector:
         self.todo_at = {code_place(code): (todo, fn) for code, (_, todo, fn) in self.codes.items()}
         if self.codes and sys.monitoring.get_tool(self.TOOL) is None:
             sys.monitoring.use_tool_id(self.TOOL, "course-check")
-            sys.monitoring.register_callback(
-                self.TOOL, sys.monitoring.events.PY_START, self._on_start
-            )
+            events = sys.monitoring.events
+            sys.monitoring.register_callback(self.TOOL, events.PY_START, self._on_start)
+            sys.monitoring.register_callback(self.TOOL, events.LINE, self._on_line)
             for code in self.codes:
-                sys.monitoring.set_local_events(self.TOOL, code, sys.monitoring.events.PY_START)
+                sys.monitoring.set_local_events(self.TOOL, code, events.PY_START | events.LINE)
 
     def _watch(self, step: str) -> None:
         """Find the code of each TODO function in the student's starter (or note it is gone)."""
@@ -144,14 +146,25 @@ class Collector:
                     obj = getattr(obj, part, None)
                 if code := getattr(obj, "__code__", None):
                     self.codes[code] = (step, todo.id, name)
+                    self.own[code] = self._own_lines(code)
                 elif obj is None and name:
                     where = shown(_starter_of(step, todo.file))
                     self.renamed.setdefault(todo.id, f"{where} {name}")
+
+    def _own_lines(self, code) -> frozenset[int]:
+        """The lines of a TODO function's code that the student wrote (not a line the starter gives)."""
+        path = Path(code.co_filename)
+        return frozenset(n for _, _, n in code.co_lines() if n and self._theirs(path, n))
 
     def _on_start(self, code, offset):
         if code in self.codes:
             self.ran.add(self.codes[code][1:])  # (TODO id, function)
         return sys.monitoring.DISABLE  # once per test is enough; restart_events re-arms it
+
+    def _on_line(self, code, line):
+        """The student line of a TODO function run last: where a wrong value was last worked on."""
+        if line in self.own.get(code, ()):
+            self.last[self.codes[code][1:]] = (code.co_filename, line)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_timeout_set_timer(self, item, settings):
@@ -164,6 +177,7 @@ class Collector:
             for code in self.codes:
                 sys.monitoring.set_local_events(self.TOOL, code, 0)
             sys.monitoring.register_callback(self.TOOL, sys.monitoring.events.PY_START, None)
+            sys.monitoring.register_callback(self.TOOL, sys.monitoring.events.LINE, None)
             sys.monitoring.free_tool_id(self.TOOL)
 
     def pytest_collection_modifyitems(self, items):
@@ -172,7 +186,7 @@ class Collector:
         self.core = {i.nodeid for i in items if i.get_closest_marker("core")}
 
     def pytest_runtest_logstart(self, nodeid, location):
-        self.ran, self.current = set(), nodeid
+        self.ran, self.last, self.current = set(), {}, nodeid
         sys.monitoring.restart_events()
 
     def pytest_collectreport(self, report):
@@ -197,6 +211,25 @@ class Collector:
                 return self.todo_at[frame], Place(shown(Path(path)), line)
         return None, None
 
+    def _given_at(self, report) -> Place | None:
+        """The line of a failure's innermost course frame, when it is code the course gives (a step's
+        module, a line the starter gives), not the student's line nor the test's own, nor a refusal
+        the course raised in its own words (a given check of the student's input)."""
+        if getattr(report, "refused", False):
+            return None
+        for path, line in reversed(getattr(report, "lines", [])):
+            path = Path(path)
+            if not path.is_relative_to(STEPS_DIR):
+                continue  # torch's, Python's, common/'s frames
+            if "tests" in path.relative_to(STEPS_DIR).parts or self._theirs(path, line):
+                return None  # the test raised it, or the student's line did
+            return Place(shown(path), line)
+        return None
+
+    def _last_lines(self) -> tuple:
+        """Each TODO function the test ran, with the student line of it run last."""
+        return tuple((fn, Place(shown(Path(f)), n)) for fn, (f, n) in sorted(self.last.items()))
+
     def pytest_runtest_logreport(self, report):
         if not (report.when == "call" or not report.passed):
             return
@@ -210,6 +243,8 @@ class Collector:
             ran=frozenset(self.ran),
             raised_in=raised_in,
             raised_at=raised_at,
+            given_at=self._given_at(report) if report.failed else None,
+            last_lines=self._last_lines() if report.failed else (),
             given=getattr(report, "given", False),
             warning=getattr(report, "warning", False),
             whole_run=getattr(report, "whole_run", False),

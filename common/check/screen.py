@@ -213,6 +213,7 @@ def _bug_lines(status: StepStatus) -> list[str]:
         )
     first, rest = bugs[0], bugs[1:]
     lines += [f"{first} ({_owner(status.owner[first])})", *results[first].error]
+    lines += _given_lines(results[first])
     failures = {n: "\n".join(results[n].error) for n in bugs}
     lines += symptom_lines(status.step, failures)
     for nodeid in rest[:3]:
@@ -225,6 +226,15 @@ def _bug_lines(status: StepStatus) -> list[str]:
     if len(rest) > 3:
         lines.append(f"... and {len(rest) - 3} more")
     return lines
+
+
+def _given_lines(result) -> list[str]:
+    """Where a failure raised in code the course gives, said as such: the cause is in what the
+    student's code handed it, not in that line."""
+    if not result.given_at or result.raised_at:
+        return []
+    where = f"{result.given_at.file}:{result.given_at.line}"
+    return [f"  It raised in code the course gives ({where}), on what your code gave it."]
 
 
 def fitted(head: str, message: str, width: int) -> str:

@@ -33,6 +33,10 @@ class TestResult:
     ran: frozenset[Function] = frozenset()  # the TODO functions it ran
     raised_in: Function | None = None  # the TODO function whose student line raised
     raised_at: Place | None = None  # that line
+    given_at: Place | None = None  # the line of code the course gives that raised it, if one did
+    last_lines: tuple[
+        tuple[Function, Place], ...
+    ] = ()  # each TODO function's student line run last
     given: bool = False  # it tests code the starter gives (marked `given`)
     warning: bool = False  # it failed on a warning
     whole_run: bool = False  # marked `whole_run` (a whole run, a handout): shown and blamed last
@@ -147,12 +151,14 @@ def _state(todo: str, todos: dict, facts: StarterFacts, counts: dict, ran: list)
 
 def _show_order(status: StepStatus, nodeid: str, symptom_tests: set[str]) -> tuple:
     """The next TODO's failures first; then those that ran the student's functions (not a fresh
-    copy), the fewest (the closest to the cause), raised ones, those the symptom table names."""
+    copy), the student's own before one raised in code the course gives, the fewest functions
+    (the closest to the cause), raised ones, those the symptom table names."""
     r = status.results[nodeid]
     return (
         status.owner[nodeid] != status.next,
         r.whole_run,
         not r.ran,
+        r.given_at is not None,
         len(r.ran),
         r.raised_at is None,
         not any(names(test, nodeid) for test in symptom_tests),
@@ -161,21 +167,23 @@ def _show_order(status: StepStatus, nodeid: str, symptom_tests: set[str]) -> tup
 
 
 def _next_place(status: StepStatus, todos: dict, facts: StarterFacts) -> Place | None:
-    """Where to start on the next TODO: its raise; else the line that raised; else its function."""
+    """Where to start on the next TODO: its raise; else, of its first failure shown (the screen's
+    traceback), the student's line that raised, else the line of the blamed function it ran last
+    (a wrong value's last line: its return, or the branch it took); else its function's start."""
     todo = status.next
     if todo is None:
         return None
     if todo in facts.open:
         return facts.open[todo]
-    its_failures = sorted(
-        (n for n, r in status.results.items() if r.outcome == "failed" and status.owner[n] == todo),
-        key=lambda n: (status.results[n].raised_at is None, len(status.results[n].ran)),
-    )
-    if its_failures and status.results[its_failures[0]].raised_at:
-        return status.results[its_failures[0]].raised_at
-    function = status.blamed.get(its_failures[0]) if its_failures else None
+    failed = [n for n, r in status.results.items() if r.outcome == "failed"]
+    its_failures = [n for n in status.shown + failed if status.owner[n] == todo]
+    first = status.results[its_failures[0]] if its_failures else None
+    if first and first.raised_at:
+        return first.raised_at
+    function = status.blamed.get(first.nodeid) if first else None
     function = function or (todo, todos[todo].functions[0])
-    return facts.starts.get(function)
+    ran_last = dict(first.last_lines).get(function) if first else None
+    return ran_last or facts.starts.get(function)
 
 
 def step_status(
@@ -255,6 +263,8 @@ def replay(data: dict) -> tuple[dict[str, TestResult], StarterFacts]:
         r = r | {"error": tuple(r["error"]), "ran": frozenset(map(tuple, r["ran"]))}
         r["raised_in"] = r["raised_in"] and tuple(r["raised_in"])
         r["raised_at"] = r["raised_at"] and Place(**r["raised_at"])
+        r["given_at"] = r.get("given_at") and Place(**r["given_at"])
+        r["last_lines"] = tuple((tuple(f), Place(**p)) for f, p in r.get("last_lines", ()))
         results[r["nodeid"]] = TestResult(**r)
     facts = StarterFacts(
         {t: Place(**p) for t, p in data["open"].items()},

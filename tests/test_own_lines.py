@@ -1,0 +1,109 @@
+"""Issue 54: a step caught up, then one mistake a student made, and the check's first screen in a
+child on a pristine copy: the mistake's TODO, Next at the student's own line (the one the first
+failure shown names), its most telling failure first, and no other TODO's row."""
+
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from common import REPO_ROOT
+from common.bugs import Bug, committed
+from common.course import course_step, step_names
+from tools import check_in_a_child, pristine
+
+
+@dataclass(frozen=True)
+class Mistake:
+    """One replacement in a caught-up step's module, and what its first screen must say."""
+
+    name: str
+    step: str
+    module: str
+    old: str
+    new: str
+    task: str  # the TODO the screen names: its task
+    at: str  # the code of the line Next names (in the file with the mistake)
+    first: str = ""  # words of the first failure's error line
+    row: str = ""  # the words of its own symptom row, if the mistake is a curated bug
+
+
+MISTAKES = [
+    Mistake(  # raises on one test (start > T), breaks shapes on a later line in the others
+        "arange(start, T)",
+        "lab-02",
+        "layers",
+        "positions = torch.arange(start, start + T, dtype=torch.float64)",
+        "positions = torch.arange(start, T, dtype=torch.float64)",
+        "task 1.2",
+        "positions = torch.arange(start, T",
+    ),
+    Mistake(  # an assertion: Next at the line the returned value came from, not the def's first
+        "train_step returns the loss tensor",
+        "step-06",
+        "train",
+        "    return loss.item()",
+        "    return loss",
+        "task 4",
+        "return loss",
+        first="the type train_step returns: expected",
+    ),
+    Mistake(  # an assertion in eval mode: Next at the return of the training branch it took
+        "dropout in eval mode",
+        "lab-02",
+        "layers",
+        "if not training or p == 0:",
+        "if p == 0:",
+        "task 2",
+        "return x * keep / (1 - p)",
+        row="a mask drawn in eval mode",
+    ),
+]
+
+
+def screen_of(mistake: Mistake, tmp: Path) -> tuple[str, list[str]]:
+    """(the check's screen on the step caught up with the mistake, the changed file's lines)."""
+    steps = pristine(step_names(), tmp)  # lab-02 reads Step 5's reference
+    starter = steps / mistake.step / "starter"
+    shutil.rmtree(starter)
+    shutil.copytree(steps / mistake.step / "solution", starter)
+    path = starter / f"{mistake.module}.py"
+    bug = Bug(mistake.name, "", "", old=mistake.old, new=mistake.new)
+    path.write_text(committed(path.read_text(encoding="utf-8"), bug, path.name), encoding="utf-8")
+    pixi = {"PIXI_PROJECT_ROOT": str(REPO_ROOT)}
+    done = check_in_a_child(steps, [str(steps / mistake.step), "--impl", "starter"], env=pixi)
+    return done.stdout + done.stderr, path.read_text(encoding="utf-8").splitlines()
+
+
+def first_failure(screen: str) -> list[str]:
+    """The lines of the first failure shown, up to its symptom row or the next failure."""
+    lines = screen.split("(shortened; -v shows all):\n", 1)[-1].splitlines()
+    if lines and lines[0].startswith("(a warning"):
+        lines = lines[1:]
+    end = next((i for i, line in enumerate(lines[1:], 1) if not line.startswith(" ")), len(lines))
+    return lines[:end]
+
+
+@pytest.mark.process
+@pytest.mark.slow  # the check of a step in a child: about 3 s each
+@pytest.mark.parametrize("mistake", MISTAKES, ids=[m.name for m in MISTAKES])
+def test_the_first_screen_names_the_mistakes_todo_and_its_own_line(mistake, tmp_path):
+    screen, lines = screen_of(mistake, tmp_path)
+    todo = re.escape(f"TODO({mistake.step} {mistake.task}")
+    where = re.search(rf"^Next: {todo}[^)]*\) at \S+/{mistake.module}\.py:(\d+)$", screen, re.M)
+    assert where, f"expected Next: TODO({mistake.step} {mistake.task}), got:\n{screen}"
+    line = int(where[1])
+    assert mistake.at in lines[line - 1], (
+        f"expected Next at {mistake.at!r}, got line {line}:\n{screen}"
+    )
+    first = first_failure(screen)
+    assert re.search(rf"\({todo}", first[0]), f"expected the first failure its own:\n{screen}"
+    named = re.findall(rf"/{mistake.module}\.py:(\d+)", "\n".join(first))
+    assert all(int(n) == line for n in named), f"expected the first failure at {line}:\n{screen}"
+    assert mistake.first in "\n".join(first), f"expected {mistake.first!r} first:\n{screen}"
+    others = re.findall(r"^\[!\] TODO\(\S+ ([^:)]+)", screen, re.M)
+    assert others == [mistake.task], f"expected no other TODO blamed, got {others}:\n{screen}"
+    rows = [row.breaks for row in course_step(mistake.step).bugs() if row.breaks[:40] in screen]
+    assert all(mistake.row and mistake.row in row for row in rows), f"a foreign row:\n{screen}"
