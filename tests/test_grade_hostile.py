@@ -27,11 +27,13 @@ import pytest
 from common import REPO_ROOT
 from common.course import course_step
 from tests.test_grade import (
+    HELD_OUT,
     HONEST,
     SHARED,
     STEP,
     UNCONTAINED,
     caught_up_starter,
+    run_tiny,
     shared_worker,
     tiny_class,
     with_change,
@@ -552,3 +554,76 @@ def test_reading_a_submission_past_its_time_limit_is_its_reason_not_a_hang(monke
     with pytest.raises(TextLimit, match="more than 1 s, its time limit for a submission's text"):
         texts(STEP, files, set(files))
     assert time.monotonic() - started < 10, "expected the reading stopped at its limit"
+
+
+# A submission that shows a student what it can find of the instructor's: its environment, every
+# process's it may read (/proc/1 is bubblewrap's own; uncontained, the grader's too) and the
+# held-out tests of its copy, at import (the check's screen: the feedback file) and in the error
+# of its task 1 (its reason: the CSV, results.json). Each secret value it finds, it also shows
+# reversed, which no withholding recognises: what the copy saw at all.
+LOOT = """import os
+from pathlib import Path
+
+
+def _loot():
+    seen = [f"environ: {dict(os.environ)}"]
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            seen.append(f"{proc}: {(proc / 'environ').read_bytes().decode(errors='replace')}")
+        except OSError:
+            pass
+    words = " ".join(seen).replace("\\0", " ").replace("'", " ").split()
+    values = {w.split("=", 1)[1] for w in words if w.startswith("INSTRUCTOR_SECRET=")}
+    found = [f"secret: {v} reversed: {v[::-1]}" for v in values]
+    held = Path(__file__).resolve().parents[2].glob("*/tests/test_heldout_*.py")
+    found += [f"held-out: {test.read_text()}" for test in held]
+    return "\\n".join([*found, *(s for s in seen if "INSTRUCTOR_SECRET" in s), seen[0]])
+
+
+print("loot at import:", _loot())
+
+
+def double(x):
+    raise ValueError(_loot())
+
+
+def halve(x):
+    return x // 2
+"""
+SECRET_VALUE = "s3cret-value"  # INSTRUCTOR_SECRET, in the grader's environment only
+PUBLIC = (Path(__file__).parent / "fixtures/tiny_step/steps/step-97/tests/test_calc.py").read_text()
+HELD_LINES = [ln.strip() for ln in HELD_OUT.splitlines() if len(ln.strip()) >= 8]
+HELD_LINES = [ln for ln in HELD_LINES if ln not in PUBLIC]  # the lines only the instructor has
+
+
+def _mode_problem(name: str) -> str:
+    """'' when this machine can grade in the mode `name`, else why not."""
+    return {"bwrap": _bwrap_problem, "user": _user_mode_problem}.get(name, lambda: "")()
+
+
+@pytest.mark.parametrize("name", ["bwrap", "user", "none"])
+def test_nothing_of_the_instructors_reaches_a_student(tmp_path, name):
+    """With INSTRUCTOR_SECRET set for the grader and held-out tests: neither the secret nor a line
+    only a held-out test has is in the feedback file, the CSV's reasons or results.json; contained,
+    the copy never saw the secret (not even bubblewrap's own environment, /proc/1/environ)."""
+    if why := _mode_problem(name):
+        pytest.skip(why)
+    (tmp_path / "held").mkdir()
+    (tmp_path / "held" / "test_negatives.py").write_text(HELD_OUT, encoding="utf-8")
+    env = {"INSTRUCTOR_SECRET": SECRET_VALUE, "COURSE_GRADE_SANDBOX": name}
+    rows = tiny_class(tmp_path, {"eve": LOOT}, "--tests", str(tmp_path / "held"), env=env)
+    out = tmp_path / "results.json"
+    run_tiny(tmp_path, str(tmp_path / "class" / "eve"), "--tests", str(tmp_path / "held"),
+             "--format", "gradescope", "--out", str(out), env=env)  # fmt: skip
+    shown = {
+        "the feedback file": (tmp_path / "class-feedback" / "eve.txt").read_text(encoding="utf-8"),
+        "the CSV": json.dumps(rows["eve"]),
+        "results.json": out.read_text(encoding="utf-8"),
+    }
+    said = shown["the feedback file"]
+    assert "loot at import: " in said and "environ: {" in said, said  # it ran, and was shown
+    assert "ValueError: " in shown["results.json"], shown["results.json"]  # its reason
+    never = [SECRET_VALUE, *HELD_LINES] + ([SECRET_VALUE[::-1]] if name != "none" else [])
+    for where, said in shown.items():
+        leaked = [s for s in never if s in said or s in " ".join(said.split())]
+        assert not leaked, f"{name}: {where} shows {leaked}:\n{said[:3000]}"

@@ -30,8 +30,9 @@ from common.course import course, course_step
 from common.loader import py_files
 from common.todos import Todo, module_name, parse, raised_todos, split_id
 from tools import pristine
-from tools.grading.sandbox import Limits, start, stop
+from tools.grading.sandbox import SECRET, Limits, instructor_values, start, stop
 from tools.grading.variants import read_tree, variant
+from tools.grading.worker import SCREEN_LIMIT
 
 REFUSED = "the graded copy holds no reference solution of this step: grade your own code"
 COURSE_FILES = ["common", "conftest.py", "pyproject.toml"]
@@ -175,6 +176,7 @@ class Worker:
         self.base = build_base(step, self.tmp, heldout)
         self.fingerprint = fingerprint(self.base)
         self.log = self.tmp / "worker.log"
+        self.withheld = withholding(self.base, step)
         self.proc = None
         self.done: dict[str, Run] = {}  # a copy's key -> its run
         self.grace = GRACE
@@ -240,6 +242,8 @@ class Worker:
             data = json.loads(report.decode("utf-8")).get(self.step) if report else None
         except (ValueError, AttributeError):
             data = None  # what came back is not the check's JSON
+        if len(screen) >= SCREEN_LIMIT:  # its last bytes: a line cut at the front is dropped whole
+            screen = screen.partition(b"\n")[2]  # (a secret cut in two is no longer withheld)
         text = screen.decode("utf-8", errors="replace")
         record, flags = read_record(blob)
         if (n := answer.get("left")) and not answer["timed_out"]:  # a hang is charged as one
@@ -288,6 +292,10 @@ class Worker:
             data += chunk
         return data
 
+    def hide(self, text: str) -> str:
+        """`text` (what a copy printed) as a student may read it: what `withheld` names, withheld."""
+        return self.withheld.sub(WITHHELD, text) if self.withheld else text
+
     def restart(self) -> None:
         """Stop the worker's process, wherever it was in a copy: the next copy starts a new one."""
         if self.proc is not None:
@@ -309,6 +317,30 @@ class Worker:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+WITHHELD = "[withheld]"
+
+
+def withholding(base: Path, step: str) -> re.Pattern | None:
+    """What no student may read of what a copy prints, as one pattern (None: nothing): each line of
+    an instructor's held-out test that the step's own tests lack, however it is spaced, and each
+    value of the grader's environment that no copy is given (sandbox.instructor_values)."""
+    every = sorted((base / "steps" / step / "tests").rglob("*.py"))
+    held = [path for path in every if path.name.startswith("test_heldout_")]
+    lines = _lines(held) - _lines(path for path in every if path not in held)
+    found = [r"\s+".join(map(re.escape, line.split())) for line in lines if len(line) >= SECRET]
+    found += map(re.escape, instructor_values())
+    return re.compile("|".join(sorted(found, key=len, reverse=True))) if found else None
+
+
+def _lines(paths) -> set[str]:
+    """Every line of the files `paths`, its spaces made single."""
+    return {
+        " ".join(line.split())
+        for path in paths
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines()
+    }
 
 
 def fingerprint(folder: Path) -> str:
@@ -556,11 +588,13 @@ def students_lines(message: str, moved: dict[str, dict[int, int]]) -> str:
 
 
 def scrub(
-    message: str, todos: dict[str, Todo], mine: str, moved: dict[str, dict[int, int]] | None = None
-) -> str:
-    """A failure's message as a student may read it: at their own lines (`moved`), cut to SHOWN
-    characters, withheld when it quotes another TODO's reference (a copy could raise it back)."""
-    flat = " ".join(students_lines(message, moved or {}).split())
+    message: str, todos: dict[str, Todo], mine: str, moved: dict[str, dict[int, int]] | None = None,
+    hide=lambda m: m,
+) -> str:  # fmt: skip
+    """A failure's message as a student may read it: at their own lines (`moved`), what `hide`
+    (Worker.hide) withholds withheld before it is cut to SHOWN characters, and the whole withheld
+    when it quotes another TODO's reference (a copy could raise it back)."""
+    flat = hide(" ".join(students_lines(message, moved or {}).split()))
     for todo in todos.values():
         if todo.id == mine:
             continue
@@ -587,8 +621,9 @@ def own_outcome(
         nodeid, first = next(((n, t) for n, t in failures if n in core), failures[0])
         why = f"{nodeid.split('::')[-1]}: {scrubbed(first['error'] or first['outcome'])}"
     elif missing := [n for n in own if n not in tests]:
+        stopped = (run.report or {}).get("stopped")  # the copy's own word: scrubbed as any
         why = f"{len(missing)} of its tests did not report" + (
-            f" ({(run.report or {}).get('stopped') or 'the copy ended early'})"
+            f" ({scrubbed(str(stopped)) if stopped else 'the copy ended early'})"
         )
     else:
         why = ""

@@ -144,6 +144,19 @@ def grade(
     if worker is None:
         with Worker(step, limits or Limits(), per_test, heldout) as own:
             return grade(step, submission, worker=own, screen=screen)
+    return _withheld(_grade(step, submission, worker, screen), worker.hide)
+
+
+def _withheld(g: Grade, hide) -> Grade:
+    """`g` as a student may read it: `hide` (Worker.hide) over its reasons, notes and screen."""
+    for line in g.lines:
+        line.reason = hide(line.reason)
+    g.notes, g.screen = [hide(n) for n in g.notes], hide(g.screen)
+    return g
+
+
+def _grade(step: str, submission: Path | None, worker: Worker, screen: bool) -> Grade:
+    """grade's own work, with `worker`."""
     started, m, layout = time.monotonic(), mode(), course_step(step)
     todos, notes, files = layout.regions(), [m.said], starter_files(step)
     worker.begin()
@@ -192,7 +205,7 @@ def _line(worker: Worker, todo, todos, read: Texts, owners) -> Line:
     if not own:
         return _zero(todo.id, "not run", "no test of its own (ask the course's maintainers)")
     run = worker.run(todo.id, read.copy, own, AT_IMPORT)
-    said = partial(scrub, todos=todos, mine=todo.id, moved=read.moved)
+    said = partial(scrub, todos=todos, mine=todo.id, moved=read.moved, hide=worker.hide)
     if run.flags:
         return _zero(todo.id, "flagged", f"flagged: {'; '.join(run.flags)}")
     if run.record is None:
@@ -326,10 +339,9 @@ def _graded(step: str, entry: Path, worker: Worker) -> Grade:
         return grade(step, entry, worker=worker)
     except Exception as exc:  # noqa: BLE001 - one submission must not cost the class its CSV
         worker.restart()  # it may have stopped in the middle of a copy's frames
-        said = f"{type(exc).__name__}: {exc}"[:SHOWN]
-        return not_graded(
-            step, f"not graded: the grader failed on this submission ({said})", started
-        )
+        said = worker.hide(f"{type(exc).__name__}: {exc}")[:SHOWN]
+        why = f"not graded: the grader failed on this submission ({said})"
+        return _withheld(not_graded(step, why, started), worker.hide)
 
 
 def class_csv(step: str, folder: Path, limits: Limits, per_test: float, jobs: int = 1,

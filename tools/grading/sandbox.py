@@ -57,7 +57,8 @@ class Mode:
 
 def _bwrap_args(base: Path) -> list[str]:
     """bubblewrap's view: system libraries, the interpreter, the base read-only; /tmp and home private."""
-    args = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+    bwrap = shutil.which("bwrap") or "bwrap"  # found on the grader's PATH, not the sandbox's
+    args = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
     # the private /tmp first: an interpreter or venv that lives under /tmp is bound over it below
     args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", "/tmp/home"]
     args += ["--ro-bind", "/usr", "/usr"]
@@ -74,12 +75,32 @@ def _bwrap_args(base: Path) -> list[str]:
     # the sandbox's own root read-only: only /tmp and /dev are left to write (a stash in / would
     # outlive the copy that made it)
     args += ["--remount-ro", "/", "--chdir", "/tmp", "--clearenv"]
-    env = {"HOME": "/tmp/home", "TMPDIR": "/tmp", "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+    env = {"HOME": "/tmp/home", "TMPDIR": "/tmp", "PATH": SYSTEM_PATH, "LANG": "C.UTF-8"}
     env["PIXI_PROJECT_ROOT"] = str(INSIDE)  # the screen prints the student's `pixi run` commands
     env |= {"COURSE_GRADE_PIDNS": "1", "COURSE_GRADE_KILL": "all", "COURSE_GRADE_WIPE": "1"}
     for key, value in (_common_env() | env).items():
         args += ["--setenv", key, value]
     return args
+
+
+SYSTEM_PATH = "/usr/bin:/bin"
+LOCALE = ("LANG", "LC_ALL")  # the only variables of the grader's environment a copy is given
+SECRET = 8  # characters: a value shorter than this is too common to withhold ("1", "root")
+
+
+def copy_env(**grade: str) -> dict[str, str]:
+    """The whole environment of the worker, and of bubblewrap's own process (a copy reads it in
+    /proc/1/environ): an allowlist of the grader's locale, what every copy needs and what the grade
+    sets (`grade`). No other variable of the instructor's (a token, a secret) reaches a copy."""
+    locale = {key: os.environ[key] for key in LOCALE if key in os.environ}
+    return {"LANG": "C.UTF-8"} | locale | _common_env() | grade
+
+
+def instructor_values() -> list[str]:
+    """The values of the grader's environment that no copy is given, as long as a secret: what a
+    student's feedback never shows (uncontained, a copy may read them in the grader's own
+    /proc/<pid>/environ)."""
+    return sorted({v for k, v in os.environ.items() if k not in LOCALE and len(v) >= SECRET})
 
 
 def _packages() -> list[str]:
@@ -209,16 +230,16 @@ def start(base: Path, work: Path, limits: Limits, log: Path) -> subprocess.Popen
     to it, `work` a folder it may write (bwrap: a private /tmp instead), its stderr to `log`."""
     m = mode()
     shutil.copy2(WORKER, base / ".grader-worker.py")
-    env = os.environ | _common_env()
-    env.pop("COURSE_STEPS_DIR", None)
-    env["PIXI_PROJECT_ROOT"] = str(base)  # the screen prints the student's `pixi run` commands
     preexec = None
-    if m.name == "bwrap":
+    if m.name == "bwrap":  # bwrap sets the worker's own (--clearenv, --setenv)
+        env = copy_env(PATH=SYSTEM_PATH)
         cmd = [*_bwrap_args(base), sys.executable, str(INSIDE / ".grader-worker.py")]
         cmd += [str(INSIDE), "/tmp/w"]
     else:
         cmd = [sys.executable, str(base / ".grader-worker.py"), str(base), str(work)]
-        env |= {"TMPDIR": str(work / "tmp"), "HOME": str(work / "home")}
+        path = os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", SYSTEM_PATH])
+        env = copy_env(PATH=path, TMPDIR=str(work / "tmp"), HOME=str(work / "home"))
+        env["PIXI_PROJECT_ROOT"] = str(base)  # the screen prints the student's `pixi run` commands
         for sub in ("tmp", "home"):
             (work / sub).mkdir(parents=True, exist_ok=True)
     if m.name == "user":

@@ -251,6 +251,7 @@ def _wait(child: int, wall: float, record: int, got: "Held") -> tuple[int | None
 
 
 RECORD_LIMIT = 4 * 2**20  # bytes of record a copy may send: far more than a step's tests need
+SCREEN_LIMIT = 200_000  # bytes of a copy's screen sent back: its last ones
 
 
 def _drain(fd: int, got: Held) -> None:
@@ -437,7 +438,7 @@ def main() -> int:
     os.dup2(null, 0)
     os.dup2(null, 1)  # a child never writes into the answers by accident, nor on purpose
     private = [raw.fileno(), out]
-    report, screen, got = Held(8 * 2**20), Held(200_000), Held(RECORD_LIMIT)
+    report, screen, got = Held(8 * 2**20), Held(SCREEN_LIMIT), Held(RECORD_LIMIT)
     held = (report, screen, got)
     copy = work / "copy"
     header = _header(raw)
