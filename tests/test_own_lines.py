@@ -60,6 +60,16 @@ MISTAKES = [
         "return x * keep / (1 - p)",
         row="a mask drawn in eval mode",
     ),
+    Mistake(  # the sliding trap's test (task 3d's) crashed first, the test of positions third
+        "cached positions off by one",
+        "lab-02",
+        "kvcache",
+        "x = model.tok_emb(idx) + model.pos_emb(torch.arange(P, P + t))",
+        "x = model.tok_emb(idx) + model.pos_emb(torch.arange(P + 1, P + 1 + t))",
+        "task 3c",
+        "return model.lm_head(model.ln_f(x))",  # the logits its positions went into
+        first="the positions of three calls: expected",
+    ),
 ]
 
 

@@ -127,3 +127,29 @@ def test_a_failure_raised_in_given_code_is_shown_as_such_after_the_students_own(
     screen = "\n".join(step_lines(status, RunFacts()))
     said = "It raised in code the course gives (steps/s/loop.py:191)"
     assert said in screen, f"expected {said!r}, got:\n{screen}"
+
+
+def test_a_warning_is_never_first_and_a_test_of_the_todos_contract_comes_before_a_longer_path():
+    """Issue 54: lab-02's cached positions off by one first showed a bare IndexError under the test
+    of task 3d's sliding trap; the test of task 3c's positions came third."""
+    ran = frozenset({FORWARD, ("s task 1", "GPT.forward")})
+    failed = {"outcome": "failed", "step": "s", "raised_in": FORWARD, "raised_at": LINE}
+    warned = TestResult(
+        "tests/test_a.py::test_a", error=("  UserWarning: torch's",), warning=True, **failed
+    )
+    longer = TestResult(
+        "tests/test_b.py::test_slides", error=("  IndexError: index out of range in self",),
+        ran=ran, marked="task 9", **failed,
+    )  # fmt: skip
+    own = TestResult(
+        "tests/test_c.py::test_positions", error=("  AssertionError: the positions",),
+        ran=ran, marked="task 2", **failed,
+    )  # fmt: skip
+    run = TestResult(  # its own TODO's, but it crashes three frames into an experiment
+        "tests/test_c.py::test_an_experiment", error=("  IndexError: index out of range in self",),
+        ran=ran, marked="task 2", path=3, **failed,
+    )  # fmt: skip
+    facts = StarterFacts({}, frozenset(), {(t, "GPT.forward"): LINE for t in TODOS})
+    results = {r.nodeid: r for r in (warned, run, longer, own)}
+    status = step_status("s", results, TODOS, facts)
+    assert status.shown == [own.nodeid, run.nodeid, longer.nodeid, warned.nodeid], status.shown

@@ -219,6 +219,7 @@ def pytest_runtest_makereport(item, call):
         report.frames = [code_place(entry.frame.code.raw) for entry in exc.traceback]
         report.lines = [(str(entry.path), entry.lineno + 1) for entry in exc.traceback]
         report.refused = _course_raise(exc.traceback[-1])
+        report.path = _path(exc.traceback)
     return report
 
 
@@ -238,6 +239,14 @@ def _library(path: Path) -> bool:
 def _course_raise(entry) -> bool:
     """Did the course's own `raise` end this traceback (a refusal in its words), not torch?"""
     return not _library(Path(entry.path)) and _statement(entry).startswith("raise")
+
+
+def _path(traceback) -> int:
+    """How many of the course's frames lie between the test's last frame and the frame that raised:
+    0 for a test that checks a value, or calls the line that raised; more through a longer path."""
+    course = [e for e in traceback if not _library(Path(e.path)) and Path(e.path) != EXPECT]
+    tests = [i for i, e in enumerate(course) if "tests" in Path(e.path).parts]
+    return max(0, len(course) - tests[-1] - 2) if tests else 0
 
 
 def short_traceback(exc) -> list[str]:

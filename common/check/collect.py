@@ -248,6 +248,8 @@ class Collector:
             given=getattr(report, "given", False),
             warning=getattr(report, "warning", False),
             whole_run=getattr(report, "whole_run", False),
+            marked=self.marked.get(report.nodeid),
+            path=getattr(report, "path", 0),
         )
         if (result := self.results[report.nodeid]).step:
             send_record({"test": report.nodeid, **self.test_json(result)})

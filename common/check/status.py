@@ -5,7 +5,7 @@ Pure: it reads no file and knows no pytest (collect.py feeds it, screen.py draws
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 
-from common.todos import Todo
+from common.todos import Todo, split_id
 
 Function = tuple[str, str]  # (TODO id, a function of it): ("lab-01 task 6: ...", "A.forward")
 
@@ -40,6 +40,8 @@ class TestResult:
     given: bool = False  # it tests code the starter gives (marked `given`)
     warning: bool = False  # it failed on a warning
     whole_run: bool = False  # marked `whole_run` (a whole run, a handout): shown and blamed last
+    marked: str | None = None  # the task its `todo` marker names ("task 3c"): the TODO it is about
+    path: int = 0  # the course's frames between the test and the line that raised (a longer path)
 
     @property
     def todos_ran(self) -> set[str]:
@@ -151,14 +153,20 @@ def _state(todo: str, todos: dict, facts: StarterFacts, counts: dict, ran: list)
 
 def _show_order(status: StepStatus, nodeid: str, symptom_tests: set[str]) -> tuple:
     """The next TODO's failures first; then those that ran the student's functions (not a fresh
-    copy), the student's own before one raised in code the course gives, the fewest functions
-    (the closest to the cause), raised ones, those the symptom table names."""
-    r = status.results[nodeid]
+    copy); never a warning first (torch's words, often from code the course gives); the student's
+    own before one raised in code the course gives; the tests about the TODO's contract (its
+    `todo` marker) before another TODO's, and those that check its value or call the line that
+    raised before one that crashes later in a longer path (an experiment, another TODO); the
+    fewest functions (the closest to the cause), raised ones, those the symptom table names."""
+    r, owner = status.results[nodeid], status.owner[nodeid]
     return (
-        status.owner[nodeid] != status.next,
+        owner != status.next,
         r.whole_run,
         not r.ran,
+        r.warning,
         r.given_at is not None,
+        not (owner and r.marked == split_id(owner)[1]),
+        r.path,
         len(r.ran),
         r.raised_at is None,
         not any(names(test, nodeid) for test in symptom_tests),
