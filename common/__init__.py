@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import sys
+import tokenize
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -63,6 +64,24 @@ def shown(path: Path) -> str:
     if path.is_relative_to(STEPS_DIR):  # a pristine copy the tests make: it stands for steps/
         return "steps/" + path.relative_to(STEPS_DIR).as_posix() if path != STEPS_DIR else "steps"
     return str(path)
+
+
+def py_files(folder: Path) -> list[Path]:
+    """The .py files under `folder`, sorted; a link to a folder is not followed (it may loop)."""
+    found = []
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        found += [Path(root) / f for f in files if f.endswith(".py")]
+    return sorted(found)
+
+
+def source(path: Path) -> str:
+    """A Python file's text as Python decodes it (a BOM, a coding cookie); bad bytes replaced."""
+    try:
+        with tokenize.open(path) as f:
+            return f.read()
+    except (SyntaxError, UnicodeDecodeError):  # Python will not import it: the loader says why
+        return path.read_bytes().decode("utf-8", errors="replace")
 
 
 def write_json(path: Path, data, **dumps) -> None:

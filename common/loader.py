@@ -3,15 +3,13 @@
 import hashlib
 import importlib
 import itertools
-import os
 import sys
-import tokenize
 import traceback
 from pathlib import Path
 from types import ModuleType
 from unittest import mock
 
-from common import SOLUTIONS_DIR, STEPS_DIR, shown
+from common import SOLUTIONS_DIR, STEPS_DIR, py_files, shown, source  # noqa: F401 (re-exported)
 
 IMPLS = ("solution", "starter")  # pytest's --impl and common.run's --impl offer these
 _overrides: dict[tuple[str, str], ModuleType] = {}
@@ -22,29 +20,19 @@ class ImplImportError(ImportError):
     """A starter or solution file that does not import; the message is one line."""
 
 
-def py_files(folder: Path) -> list[Path]:
-    """The .py files under `folder`, sorted; a link to a folder is not followed (it may loop)."""
-    found = []
-    for root, dirs, files in os.walk(folder):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        found += [Path(root) / f for f in files if f.endswith(".py")]
-    return sorted(found)
-
-
-def source(path: Path) -> str:
-    """A Python file's text as Python decodes it (a BOM, a coding cookie); bad bytes replaced."""
-    try:
-        with tokenize.open(path) as f:
-            return f.read()
-    except (SyntaxError, UnicodeDecodeError):  # Python will not import it: the loader says why
-        return path.read_bytes().decode("utf-8", errors="replace")
-
-
-def _step(name: str):
-    """The registry's step or checkpoint `name` (common.course imports this module, so here)."""
-    from common.course import course_step
-
-    return course_step(name)
+def folder_of(step: str, impl: str = "solution") -> Path:
+    """The folder of a step's implementation (steps/<step>/<impl>), or of a checkpoint (its code
+    is its folder, solutions/<step>); found from the folders, not the registry."""
+    if impl not in IMPLS:
+        raise ValueError(f"impl must be one of {', '.join(IMPLS)}, got {impl!r}")
+    if (STEPS_DIR / step).is_dir():
+        return STEPS_DIR / step / impl
+    if (SOLUTIONS_DIR / step).is_dir():
+        return SOLUTIONS_DIR / step
+    names = sorted(
+        p.parent.name for root in (STEPS_DIR, SOLUTIONS_DIR) for p in root.glob("*/step.toml")
+    )
+    raise ValueError(f"unknown step {step!r}; valid steps: {', '.join(names)}")
 
 
 def _import(package: str, folder: Path, module: str) -> ModuleType:
@@ -85,54 +73,22 @@ def check_syntax(path: Path) -> None:
         raise _one_line(path, exc.lineno, "SyntaxError", exc.msg) from exc
 
 
-class UndeclaredStepError(ValueError):
-    """A step loads another step's module that its step.toml's [uses] does not name."""
-
-
-def _caller_step() -> str | None:
-    """The step whose file (under steps/) called into this module: the nearest such frame."""
-    roots = {str(STEPS_DIR) + os.sep, str(STEPS_DIR.resolve()) + os.sep}
-    frame = sys._getframe(2)
-    while frame is not None:
-        name = frame.f_code.co_filename
-        for root in roots:
-            if name.startswith(root):
-                return name[len(root) :].split(os.sep, 1)[0]
-        frame = frame.f_back
-    return None
-
-
-def declared(step: str, module: str) -> None:
-    """Raise UndeclaredStepError when a step's file loads another step's undeclared `module`."""
-    caller = _caller_step()
-    if caller is None or caller == step or not (STEPS_DIR / caller / "step.toml").is_file():
-        return
-    if module not in _step(caller).uses.get(step, []):
-        raise UndeclaredStepError(
-            f"{caller} loads {step}'s {module} without declaring it: add {module!r} to "
-            f"{step} = [...] under [uses] in steps/{caller}/step.toml"
-        )
-
-
 def load(step: str, module: str, impl: str = "solution") -> ModuleType:
     """Return module `module` (dotted, e.g. 'exercises.wrong_mask') of a step's starter or solution."""
-    if impl not in IMPLS:
-        raise ValueError(f"impl must be one of {', '.join(IMPLS)}, got {impl!r}")
     if (step, module) in _overrides:
         return _overrides[(step, module)]
-    declared(step, module)
-    folder = _step(step).impl(impl)
+    folder = folder_of(step, impl)
     return load_from(folder, module, package_name(folder))
 
 
 def reference(name: str, module: str) -> ModuleType:
     """An earlier step's reference `module` (its solution/, or beside it): the one route a later
-    step takes to code it builds on, declared in its step.toml's [uses]."""
-    declared(name, module)
-    found = _step(name)
-    own = found.folder / f"{module}.py"  # course material of the step, not a TODO's code
-    if own.is_file() and not (found.solution / own.name).is_file():
-        return load_from(found.folder, module, package_name(found.folder))
+    step takes to code it builds on, declared in its step.toml's [uses] (tests/test_uses.py)."""
+    solution = folder_of(name)
+    folder = solution.parent if solution.name == "solution" else solution
+    own = folder / f"{module}.py"  # course material of the step, not a TODO's code
+    if own.is_file() and not (solution / own.name).is_file():
+        return load_from(folder, module, package_name(folder))
     return load(name, module, "solution")
 
 

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from common.loader import py_files, source
+from common import py_files, source
 
 TODO = re.compile(r"TODO\(([^)]*)\)")  # the id in a marker or a NotImplementedError message
 BEGIN, END, STARTER = "# BEGIN SOLUTION ", "# END SOLUTION", "# STARTER:"

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from common import py_files
 from common.course import course_step
-from common.loader import py_files
 from tools.grading.submission import FILE_LIMIT, LIMIT, UNPACKED, SubmissionError, match
 
 STARTER = course_step("lab-01").starter

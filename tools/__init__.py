@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from common import REPO_ROOT, STEPS_DIR, pytest_command
+from common import REPO_ROOT, STEPS_DIR, py_files, pytest_command
 from common.course import step_names
-from common.loader import py_files
 
 # What a pristine copy leaves out: the student's side of a step, and what runs make
 NOT_COPIED = shutil.ignore_patterns(
