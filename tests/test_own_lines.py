@@ -28,6 +28,7 @@ class Mistake:
     at: str  # the code of the line Next names (in the file with the mistake)
     first: str = ""  # words of the first failure's error line
     row: str = ""  # the words of its own symptom row, if the mistake is a curated bug
+    words: str = ""  # the course's words above torch's: the values the raising line ran with
 
 
 MISTAKES = [
@@ -39,6 +40,17 @@ MISTAKES = [
         "positions = torch.arange(start, T, dtype=torch.float64)",
         "task 1.2",
         "positions = torch.arange(start, T",
+        words="Your line steps/lab-02/starter/layers.py:87 ran with start = 10000, T = 10;",
+    ),
+    Mistake(  # torch's broadcasting words, under the shapes of the line's tensors
+        "odd columns every third",
+        "lab-02",
+        "layers",
+        "a, b = x[..., 0::2], x[..., 1::2]",
+        "a, b = x[..., 0::2], x[..., 1::3]",
+        "task 1.2",
+        "turned = torch.stack(",
+        words="ran with a (2, 3, 10, 8) float32, cos (10, 8) float32, b (2, 3, 10, 5) float32",
     ),
     Mistake(  # an assertion: Next at the line the returned value came from, not the def's first
         "train_step returns the loss tensor",
@@ -113,6 +125,8 @@ def test_the_first_screen_names_the_mistakes_todo_and_its_own_line(mistake, tmp_
     named = re.findall(rf"/{mistake.module}\.py:(\d+)", "\n".join(first))
     assert all(int(n) == line for n in named), f"expected the first failure at {line}:\n{screen}"
     assert mistake.first in "\n".join(first), f"expected {mistake.first!r} first:\n{screen}"
+    said = " ".join(line.strip() for line in first)
+    assert mistake.words in said, f"expected {mistake.words!r} in the course's words:\n{screen}"
     others = re.findall(r"^\[!\] TODO\(\S+ ([^:)]+)", screen, re.M)
     assert others == [mistake.task], f"expected no other TODO blamed, got {others}:\n{screen}"
     rows = [row.breaks for row in course_step(mistake.step).bugs() if row.breaks[:40] in screen]

@@ -6,8 +6,12 @@ shape each report); status.py turns them into a status per TODO; screen.py draws
 bounds what a student's code may do to the run."""
 
 import functools
+import io
+import keyword
 import os
 import sys
+import textwrap
+import tokenize
 from pathlib import Path
 
 import pytest
@@ -264,9 +268,57 @@ def short_traceback(exc) -> list[str]:
     detail = [line for line in message[1:] if not line.strip().startswith("+")]  # not "+ where"
     return (
         lines[-6:]
+        + in_course_words(exc)
         + [f"  {exc.typename}: {message[0]}"]
         + [f"    {line.strip()}"[:120] for line in detail[:DETAIL]]
     )
+
+
+def in_course_words(exc) -> list[str]:
+    """Above torch's own words (its error or warning, not the course's refusal nor a test's check):
+    the course line it raised in and the values of that statement's names, read from the frame."""
+    if exc.errisinstance((AssertionError, NotImplementedError, TookTooLong)):
+        return []
+    course = [e for e in exc.traceback if not _library(Path(e.path))]
+    if not course or _course_raise(exc.traceback[-1]):
+        return []
+    entry = course[-1]  # the course's line torch raised under
+    statement = _statement(entry)
+    local = entry.frame.f_locals
+    values = [f"{n} {v}" for n in _names(statement) if (v := _described(local.get(n)))]
+    where = f"{shown(Path(entry.path))}:{entry.lineno + 1}"
+    whose = "Your line" if "starter" in Path(entry.path).parts else "The course's line"
+    said = f"{whose} {where} ran" + (f" with {', '.join(values)}" if values else "")
+    return textwrap.wrap(
+        f"{said}; torch refused it:", 96, initial_indent="  ", subsequent_indent="    "
+    )
+
+
+def _names(statement: str) -> list[str]:
+    """The names a statement reads, in order, once each (not attributes, comments or strings)."""
+    names, after_dot = [], False
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(statement).readline):
+            if (
+                token.type == tokenize.NAME
+                and not after_dot
+                and not keyword.iskeyword(token.string)
+            ):
+                names.append(token.string)
+            after_dot = token.string == "."
+    except (tokenize.TokenError, SyntaxError):
+        pass  # a statement cut short: the names read so far
+    return list(dict.fromkeys(names))
+
+
+def _described(value) -> str:
+    """A frame's value as the course names it: a tensor's shape and dtype, a number; else ''."""
+    if type(value).__module__.startswith("torch") and hasattr(value, "shape"):
+        grad = " requiring grad" if getattr(value, "requires_grad", False) else ""
+        return f"{tuple(value.shape)} {str(value.dtype).removeprefix('torch.')}{grad}"
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return f"= {value}"
+    return ""
 
 
 _STATEMENTS: dict[tuple[tuple[str, ...], int], str] = {}  # (a file's lines, line) -> statement
