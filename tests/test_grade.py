@@ -19,6 +19,7 @@ from common.catchup import catch_up
 from common.course import course_step
 from common.todos import raised_todos
 from tools import pristine, screens
+from tools.grading import grade as grading
 from tools.grading import sandbox
 from tools.grading.engine import SHOWN, Worker, scrub, stubbed
 from tools.grading.grade import Grade, grade, gradescope, main, text
@@ -224,6 +225,34 @@ def test_gradescope_results_and_the_class_csv_say_why_a_submission_could_not_be_
     assert results["score"] == 0 and len(results["tests"]) == 7
     assert all("none of the starter's files" in t["output"] for t in results["tests"])
     assert gradescope(grade(STEP, tmp_path / "class" / "empty"))["tests"][0]["max_score"] == 1
+
+
+def test_a_class_says_each_student_as_they_finish_and_puts_its_folders_modes_back(
+    tmp_path, monkeypatch, capsys
+):
+    """A line per student as their grade ends (3/16 ...), not all at the end; user mode closes
+    the class folder and its feedback folder while it grades (nobody runs the code), then puts
+    both back. Empty submissions: graded at once, no copy runs."""
+    folders = [tmp_path / "class", tmp_path / "class-feedback"]
+    for folder in [*folders, folders[0] / "alice", folders[0] / "bob"]:
+        folder.mkdir(exist_ok=True)
+    for folder in folders:
+        folder.chmod(0o755)
+    user = sandbox.Mode("user", "contained: as the unprivileged user nobody")
+    monkeypatch.setattr(grading, "mode", lambda: user)
+    began = []  # what the class had said when each student's grade began
+
+    def grade_(step, entry, *args, **kwargs):
+        began.append(capsys.readouterr().err)
+        return grade(step, entry, *args, **kwargs)
+
+    monkeypatch.setattr(grading, "grade", grade_)
+    assert main([STEP, "--class", str(folders[0])]) == 0
+    said = "".join(began) + capsys.readouterr().err
+    assert "1/2 graded alice: 0/7" in began[1], began  # before bob's grade began
+    assert "2/2 graded bob: 0/7" in said, said
+    modes = {f.name: oct(f.stat().st_mode & 0o777) for f in folders}
+    assert modes == {"class": "0o755", "class-feedback": "0o755"}, modes
 
 
 TINY = Path(__file__).parent / "fixtures" / "tiny_step" / "steps"

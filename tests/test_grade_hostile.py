@@ -509,15 +509,52 @@ def test_uncontained_every_line_says_so_and_a_theft_is_not_stopped(uncontained):
 
 
 def test_uncontained_a_class_is_refused_without_allow_uncontained(tmp_path):
+    """Refused before any code runs: the refusal says what would happen, not what did."""
     (tmp_path / "class" / "alice").mkdir(parents=True)
     env = os.environ | {"COURSE_GRADE_SANDBOX": "none"}
-    done = subprocess.run(
-        [sys.executable, "-m", "tools.grading.grade", STEP, "--class", str(tmp_path / "class")],
-        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert done.returncode == 2, f"expected exit 2 (refused), got {done.returncode}: {done.stderr}"
-    assert "add --allow-uncontained to grade a class anyway" in done.stderr, done.stderr
+    for args, anyway in (
+        (["--class", str(tmp_path / "class")], "to grade a class anyway"),
+        ([str(tmp_path / "class" / "alice")], "to grade this submission anyway"),
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "tools.grading.grade", STEP, *args],
+            cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        said = done.stderr
+        assert done.returncode == 2, f"expected exit 2 (refused), got {done.returncode}: {said}"
+        assert f"add --allow-uncontained {anyway}" in said, said
+        assert "code would run with your user's rights" in said and " ran " not in said, said
     assert not (tmp_path / "class-feedback").exists(), "a refused class wrote feedback"
+
+
+# Task 1 kills the grade's worker (its copy's parent), task 2 its own copy, each with SIGKILL
+KILLS = """import os
+import signal
+
+
+def double(x):
+    os.kill(os.getppid(), signal.SIGKILL)
+
+
+def halve(x):
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+@pytest.mark.parametrize("name", ["bwrap", "none"])
+def test_a_killed_worker_or_copy_is_said_killed_and_by_which_signal(tmp_path, name):
+    """bubblewrap passes on its child's signal as exit 128 + N, Python's Popen gives -N: both
+    read as the signal, never as 'ended with code None' and the last line of the worker's log."""
+    if why := _mode_problem(name):
+        pytest.skip(why)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "calc.py").write_text(KILLS, encoding="utf-8")
+    said = run_tiny(tmp_path, str(tmp_path / "sub"), env={"COURSE_GRADE_SANDBOX": name}).stdout
+    killed = "was killed by SIGKILL (out of memory, or a time limit)"
+    assert f"the grade's worker {killed} while this TODO's copy ran" in said, said  # task 1
+    assert f"its copy {killed} before the check could report" in said, said  # task 2
+    assert f"the grade's worker {killed} while this submission was graded" in said, said
+    assert "code None" not in said and "code 137" not in said, said
 
 
 # What a submission's text alone can do to the grader's own process: one attribute chain makes

@@ -30,7 +30,7 @@ from common.course import course, course_step
 from common.loader import py_files
 from common.todos import Todo, module_name, parse, raised_todos, split_id
 from tools import pristine
-from tools.grading.sandbox import SECRET, Limits, instructor_values, start, stop
+from tools.grading.sandbox import SECRET, Limits, ended_by, instructor_values, start, stop
 from tools.grading.variants import read_tree, variant
 from tools.grading.worker import SCREEN_LIMIT
 
@@ -113,6 +113,7 @@ class Run:
     record: dict[str, dict] | None = None  # the grader's record of each test (None: incomplete)
     flags: list[str] = field(default_factory=list)  # why the copy's own word cannot be taken
     wall: float = 0.0  # the seconds it was given
+    worker: str = ""  # how the grade's worker ended, when it did while this copy ran
 
     def tests(self) -> dict[str, dict]:
         """Each test's outcome as the grader recorded it while the copy ran."""
@@ -235,8 +236,8 @@ class Worker:
             answer = self._receive()
         except TimeoutError:
             return Run(name, None, "", None, timed_out=True, wall=left)
-        except (OSError, EOFError, ValueError):
-            return Run(name, None, self.log.read_text("utf-8", "replace")[-2000:], None, wall=left)
+        except (OSError, EOFError, ValueError):  # the worker ended (its log is the grader's)
+            return Run(name, None, "", None, wall=left, worker=self.ended())
         report, screen, blob = answer["blobs"]
         try:
             data = json.loads(report.decode("utf-8")).get(self.step) if report else None
@@ -291,6 +292,14 @@ class Worker:
                 raise EOFError("the worker ended")
             data += chunk
         return data
+
+    def ended(self) -> str:
+        """How the worker's process ended (sandbox.ended_by), waited for a moment: its pipes close
+        just before its exit is seen."""
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=5)
+        bwrapped = Path(str(self.proc.args[0])).name == "bwrap"  # it passes on a signal as 128 + N
+        return ended_by(self.proc.returncode, bwrapped)
 
     def hide(self, text: str) -> str:
         """`text` (what a copy printed) as a student may read it: what `withheld` names, withheld."""

@@ -7,10 +7,13 @@ folder or zip of the step's starter files, however nested; default: your starter
 """
 
 import argparse
+import contextlib
 import csv
 import io
+import itertools
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -32,7 +35,7 @@ from tools.grading.engine import (
     texts,
 )
 from tools.grading.gradescope import results_json as gradescope
-from tools.grading.sandbox import UNCONTAINED, Limits, mode
+from tools.grading.sandbox import UNCONTAINED, Limits, ended_by, mode
 from tools.grading.submission import SubmissionError, match
 from tools.grading.worker import QUIET_IMPORT
 
@@ -178,8 +181,7 @@ def _grade(step: str, submission: Path | None, worker: Worker, screen: bool) -> 
             line.reason = f"[uncontained] {line.reason}"
     shown_screen = _check(worker, step, files, owners) if screen else ""
     if worker.proc is not None and worker.proc.poll() is not None:
-        code = worker.proc.returncode
-        notes.append(f"the submission's code stopped the grade's worker (exit {code})")
+        notes.append(f"the grade's worker {worker.ended()} while this submission was graded")
     missing = [rel for rel in found.missing if rel.endswith(".py")]  # predictions: optional
     if missing:
         notes.append(f"missing from the submission: {', '.join(missing)}")
@@ -244,9 +246,11 @@ def hung_at(screen: str, step: str) -> str:
 def _ended(run, step: str) -> tuple[str, str]:
     """(state, reason) of a copy that wrote no record to its end: it ran out of its time (a hang:
     the TODO fails, with the line it was in), its code does not import (the check's own one line,
-    a failure of the TODO), or how the copy ended."""
+    a failure of the TODO), or how the copy, or the worker it ran in, ended (a signal by name)."""
     if run.timed_out and run.wall < 5:
         return "not run", "the grade's time ran out before this TODO's copy ran"
+    if run.worker:
+        return "not run", f"the grade's worker {run.worker} while this TODO's copy ran"
     if run.timed_out:
         where = hung_at(run.screen, step)
         return "failed", (
@@ -259,8 +263,7 @@ def _ended(run, step: str) -> tuple[str, str]:
     if said:
         return "failed", said[0]  # cut, if ever, by scrub as any reason
     last = [ln for ln in run.screen.strip().splitlines() if ln.strip()][-1:] or ["no output"]
-    code = run.returncode
-    how = "was killed" if code is not None and code < 0 else f"ended with code {code}"
+    how = ended_by(run.returncode)  # the worker's word: a signal is -N whatever contains it
     return "not run", f"its copy {how} before the check could report: {last[0]}"
 
 
@@ -357,21 +360,15 @@ def class_csv(step: str, folder: Path, limits: Limits, per_test: float, jobs: in
         print("user mode grades one submission at a time (--jobs 1)", file=sys.stderr)
         jobs = 1
     chunks = [entries[i :: max(1, jobs)] for i in range(max(1, jobs))]
+    finished = _progress(len(entries))
 
     def grade_chunk(chunk: list[Path]) -> list[tuple[Path, Grade]]:
         with Worker(step, limits, per_test, heldout) as worker:  # one per job, reused in turn
-            return [(e, _graded(step, e, worker)) for e in chunk]
+            return [(e, finished(e, _graded(step, e, worker))) for e in chunk]
 
-    # user mode: nobody could read a classmate's upload (the class folder is in the grader's
-    # command line): closed to others while the class is graded, then put back
-    kept = folder.stat().st_mode
-    if mode().name == "user":
-        folder.chmod(kept & 0o700)
-    try:
+    with _closed_to_others(folder, *([out] if out else [])):
         with ThreadPoolExecutor(max_workers=len(chunks)) as pool:
             graded = dict(pair for done in pool.map(grade_chunk, chunks) for pair in done)
-    finally:
-        folder.chmod(kept)
     for entry in entries:
         g = graded[entry]
         name = entry.stem if entry.suffix == ".zip" else entry.name
@@ -383,8 +380,37 @@ def class_csv(step: str, folder: Path, limits: Limits, per_test: float, jobs: in
         ])  # fmt: skip
         if out:
             (out / f"{name}.txt").write_text(feedback(g) + "\n", encoding="utf-8")
-        print(f"graded {entry.name}: {_n(g.score)}/{_n(g.max_score)}", file=sys.stderr)
     return buffer.getvalue()
+
+
+def _progress(total: int):
+    """A function that says `3/16 graded alice: 5/7` as each student's grade ends (the class's
+    CSV comes only once all are graded), one whole line at a time whatever the jobs."""
+    lock, done = threading.Lock(), itertools.count(1)
+
+    def finished(entry: Path, g: Grade) -> Grade:
+        with lock:
+            said = f"{next(done)}/{total} graded {entry.name}: {_n(g.score)}/{_n(g.max_score)}"
+            print(said, file=sys.stderr, flush=True)
+        return g
+
+    return finished
+
+
+@contextlib.contextmanager
+def _closed_to_others(*folders: Path):
+    """User mode: `folders` closed to others while the class is graded, then as they were: the
+    user nobody, who runs each copy, could read a classmate's upload (the class folder is in the
+    grader's command line) or an earlier run's feedback."""
+    kept = {folder: folder.stat().st_mode for folder in folders}
+    if mode().name == "user":
+        for folder, was in kept.items():
+            folder.chmod(was & 0o700)
+    try:
+        yield
+    finally:
+        for folder, was in kept.items():
+            folder.chmod(was)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -432,11 +458,9 @@ def main(argv: list[str] | None = None) -> int:
         if not args.klass.is_dir():
             parser.error(f"--class needs a folder of submissions, got {args.klass}")
         if not mode().contained and not args.allow_uncontained:
-            parser.error(f"{mode().said}; add --allow-uncontained to grade a class anyway")
+            parser.error(f"{mode().refusal}; add --allow-uncontained to grade a class anyway")
         feedback_dir = args.feedback or args.klass.parent / f"{args.klass.name}-feedback"
         feedback_dir.mkdir(parents=True, exist_ok=True)
-        if mode().name == "user":  # earlier students' screens: not for a later one's code to read
-            feedback_dir.chmod(feedback_dir.stat().st_mode & 0o700)
         klass = (args.step, args.klass, limits, args.timeout, args.jobs, args.tests, feedback_dir)
         sys.stdout.write(class_csv(*klass))
         print(f"feedback files: {shown(feedback_dir)}", file=sys.stderr)
@@ -444,7 +468,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.submission is not None and not args.submission.exists():
         parser.error(f"no submission at {args.submission}")
     if args.submission is not None and not mode().contained and not args.allow_uncontained:
-        parser.error(f"{mode().said}; add --allow-uncontained to grade this submission anyway")
+        parser.error(f"{mode().refusal}; add --allow-uncontained to grade this submission anyway")
     g = grade(args.step, args.submission, limits, args.timeout, args.tests)
     if args.format == "gradescope":
         out = args.out or Path("results.json")

@@ -30,6 +30,7 @@ from common import REPO_ROOT
 WORKER = Path(__file__).with_name("worker.py")
 INSIDE = Path("/course")  # where the base is seen from inside bwrap
 UNCONTAINED = "uncontained: the submission's code ran with your user's rights"
+WOULD_RUN = "uncontained: a submission's code would run with your user's rights"  # before a grade
 
 
 @dataclass
@@ -49,10 +50,16 @@ class Mode:
 
     name: str  # bwrap, user or none
     said: str
+    why: str = ""  # uncontained: why nothing contains the code here, and what would
 
     @property
     def contained(self) -> bool:
         return self.name != "none"
+
+    @property
+    def refusal(self) -> str:
+        """Why a grade of someone else's code does not start here (nothing of it has run yet)."""
+        return f"{WOULD_RUN} ({self.why})" if not self.contained else self.said
 
 
 def _bwrap_args(base: Path) -> list[str]:
@@ -161,7 +168,34 @@ def mode() -> Mode:
     if forced == "" and not _is_root() and hasattr(os, "geteuid"):
         advice.append("run the grade as root (the user nobody then runs the code)")
     said = f"{why}; to contain it, {' or '.join(advice)}" if advice else why
-    return Mode("none", f"{UNCONTAINED} ({said})")
+    return Mode("none", f"{UNCONTAINED} ({said})", said)
+
+
+# What most likely sent a signal that ended a process of the grade
+CAUSES = {
+    signal.SIGKILL: "out of memory, or a time limit",
+    signal.SIGXCPU: "its CPU time limit",
+    signal.SIGXFSZ: "a file past its size limit",
+    signal.SIGSEGV: "a crash in compiled code",
+    signal.SIGABRT: "a crash in compiled code",
+}
+
+
+def ended_by(code: int | None, bwrapped: bool = False) -> str:
+    """How a process of the grade ended, from its exit code as Popen gives it (-N: signal N) or,
+    `bwrapped`, as bubblewrap passes on its child's (128 + N): 'was killed by SIGKILL (out of
+    memory, or a time limit)', or 'ended with code 1'."""
+    if code is None:
+        return "is still running"
+    number = -code if code < 0 else code - 128 if bwrapped and 128 < code < 160 else 0
+    if not number:
+        return f"ended with code {code}"
+    try:
+        name = signal.Signals(number).name
+    except ValueError:
+        name = f"signal {number}"
+    cause = CAUSES.get(number)
+    return f"was killed by {name}" + (f" ({cause})" if cause else "")
 
 
 def _is_root() -> bool:
