@@ -1,7 +1,7 @@
 """The grade of one submission against the check on it: `python -m bench.grade_time`.
 
 For lab-01 and step-05, a caught-up starter (common.catchup on a pristine copy) is graded with
-`python -m tools.grading.grade <step> <starter>` and checked with `python -m pytest steps/<step> --impl
+`python -m grader.grade <step> <starter>` and checked with `python -m pytest steps/<step> --impl
 starter` on the same copy; wall time, median of --rounds runs taken in turn (a busy machine slows
 both alike), one thread each (OMP_NUM_THREADS=1, as the check and the grade's worker run), and
 their ratio (issue 32 asks for at most 3). A measurement to read, never asserted by a test.
@@ -28,7 +28,7 @@ def commands(steps: Path, step: str) -> dict[str, tuple[list[str], dict]]:
     """The check and the grade of `step`'s caught-up starter under `steps`: name -> (cmd, env)."""
     check, env = check_command(steps, [str(steps / step), "--impl", "starter"], THREADS)
     starter = str(steps / step / "starter")
-    grade = [sys.executable, "-m", "tools.grading.grade", step, starter]
+    grade = [sys.executable, "-m", "grader.grade", step, starter]
     return {"check": (check, env), "grade": (grade, os.environ | THREADS)}
 
 

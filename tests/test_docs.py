@@ -66,11 +66,11 @@ def test_a_disagreement_is_one_line_each_and_words_must_match():
 
 
 def test_contributings_maps_are_what_the_docstrings_say():
-    """The rooms (every package of common/ and tools/) and each step's own modules."""
+    """The rooms (every package of common/ and tools/, and the grader) and each step's own modules."""
     from tools.common_map import BLOCKS, CONTRIBUTING, ROOMS
 
     packages = {p.parent for d in ("common", "tools") for p in (REPO_ROOT / d).rglob("__init__.py")}
-    rooms = sorted(p.relative_to(REPO_ROOT).as_posix() for p in packages)
+    rooms = sorted([*(p.relative_to(REPO_ROOT).as_posix() for p in packages), "grader"])
     assert rooms == sorted(ROOMS), f"expected every package of common/ and tools/ a room: {rooms}"
     assert "`steps/step-05/run.py`" in BLOCKS["step-files"]()
     for name, made in BLOCKS.items():

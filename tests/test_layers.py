@@ -1,4 +1,5 @@
-"""The layers point one way: common/ at the bottom, bench/ a leaf, tests/ imported by tests alone."""
+"""The layers point one way: common/ at the bottom, bench/ a leaf, tests/ imported by tests alone, the
+grader (grader/) by its own tests alone."""
 
 import ast
 from pathlib import Path
@@ -38,9 +39,10 @@ def _step_code(path: Path) -> bool:
         ("tests", lambda p: p.relative_to(REPO_ROOT).parts[0] != "tests"),  # tools live in tools/
         ("bench", lambda p: p.relative_to(REPO_ROOT).parts[0] in ("common", "steps", "solutions", "tools")),
         ("tools", lambda p: p.relative_to(REPO_ROOT).parts[0] in ("common", "steps", "solutions")),
+        ("grader", lambda p: p.relative_to(REPO_ROOT).parts[0] in ("common", "steps", "solutions", "tools", "tests")),
         ("pytest", _step_code),  # a student's run never loads the test runner (inside a function may)
     ],
-    ids=["tests", "bench", "tools", "pytest"],
+    ids=["tests", "bench", "tools", "grader", "pytest"],
 )  # fmt: skip
 def test_a_layer_is_imported_only_from_above(package, outside):
     top_only = package == "pytest"

@@ -3,20 +3,20 @@
 import tomllib
 
 import pytest
+from tests.test_loop import END_TO_END, KEPT_RUN, reference_quick, run_files
 
 from common import STEPS_DIR, predictions
 from common.course import at, course
 from common.loader import load_file
 from common.run import runnable
 from common.todos import split_id
-from tests.test_loop import END_TO_END, KEPT_RUN, reference_quick, run_files
 from tools import clean_clone
 from tools.starters import starters
 
 STEPS = [s.name for s in course() if (s.solution / predictions.FILE).is_file()]
 NUMBER = predictions.Answer("raw_std", "raw std", 7.95, "7.95")
 CHOICE = predictions.Answer("family", "pattern", "near-uniform")
-SHOWN = END_TO_END  # the step whose reference quick run tests/test_loop.py's loop makes and keeps
+SHOWN = END_TO_END  # the step whose reference quick run grader/tests/test_loop.py's loop makes and keeps
 
 
 @pytest.fixture
@@ -88,11 +88,11 @@ def test_a_missing_or_broken_file_is_one_line_and_every_slot_counts_as_empty(min
 
 
 @pytest.mark.process
-@pytest.mark.slow  # the reference quick run tests/test_loop.py keeps: made once, then read
+@pytest.mark.slow  # the reference quick run grader/tests/test_loop.py keeps: made once, then read
 @KEPT_RUN
 def test_a_caught_up_run_prints_each_prediction_beside_its_answer(tmp_path):
     """What a student sees after catch-up (the reference's code, the template's empty slots): each
-    slot beside what the quick run measured, in the run tests/test_loop.py makes and keeps."""
+    slot beside what the quick run measured, in the run grader/tests/test_loop.py makes and keeps."""
     repo = clean_clone(tmp_path)
     out = reference_quick(repo, SHOWN, run_files(repo), tmp_path / SHOWN)
     said = "no prediction written; measured"

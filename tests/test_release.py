@@ -70,7 +70,9 @@ def test_no_line_of_the_open_steps_reference_is_in_its_edition(step):
     assert all(any(f"steps/{s}/solution/" in rel for rel in files) for s in closed), closed
     later = STEPS[STEPS.index(step) + 1 :]
     assert not any(rel.startswith(tuple(f"steps/{s}/" for s in later)) for rel in files), later
-    assert not any(rel.startswith(("tools/", "tests/", ".ci/", ".github/")) for rel in files)
+    assert not any(
+        rel.startswith(("tools/", "grader/", "tests/", ".ci/", ".github/")) for rel in files
+    )
 
 
 def _leaky(step: str, how: str) -> dict[str, bytes]:
@@ -168,6 +170,14 @@ def test_a_fresh_clone_of_the_edition_runs_the_student_loop(step, tmp_path):
     assert len(open_up.stderr.strip().splitlines()) == 1, open_up.stderr
     run = student(clone, "common.run", step, "--impl", "starter", "--quick")
     assert "Traceback" not in run.stdout + run.stderr, run.stdout + run.stderr
+    progress = student(clone, "pytest", "steps", "--impl", "starter", "--progress")
+    assert progress.returncode == 0 and f"next: TODO({step}" in progress.stdout, progress.stdout
+    report = student(clone, "common.envreport").stdout  # this venv's course is this repository:
+    drift = [line for line in report.splitlines() if line.startswith("[DRIFT]")]
+    assert "[OK]" in report and all("llm-internals" in line for line in drift), report
+    notebook = sorted((clone / "steps" / step / "background").glob("[0-9]*.py"))[0]
+    lesson = student(clone, "runpy", str(notebook.relative_to(clone)))  # a background as a script
+    assert lesson.returncode == 0, lesson.stdout[-1000:] + lesson.stderr[-1000:]
     shutil.copytree(
         course_step(step).solution, clone / "steps" / step / "starter", dirs_exist_ok=True
     )

@@ -1,6 +1,6 @@
 """The maintainer's room: starters, new steps, the handouts' generated blocks (symptom tables, the
 first check, test counts, CONTRIBUTING's maps), the check's recorded screens, mutation testing and
-the suite's process marker; the instructor's grader is tools/grading/. Here: running pytest in this
+the suite's process marker; the instructor's grader is grader/. Here: running pytest in this
 process, and pristine or cloned copies of the course. Nothing in steps/ or common/ imports these."""
 
 import os

@@ -177,7 +177,9 @@ def pyproject(text: str, plan: Plan) -> str:
     """pyproject.toml whose test paths are what the class has references for: the checkpoints
     and the closed steps (`pixi run test` and the README's pip command run them)."""
     paths = ", ".join(f'"{p}"' for p in ["solutions", *(f"steps/{s}" for s in plan.closed)])
-    return text.replace('testpaths = ["tests", "steps", "solutions"]', f"testpaths = [{paths}]")
+    return text.replace(
+        'testpaths = ["tests", "grader/tests", "steps", "solutions"]', f"testpaths = [{paths}]"
+    )
 
 
 def hooks(text: str) -> str:

@@ -3,8 +3,6 @@ the TODO functions it ran (sys.monitoring); at the end, each step's status (comm
 as one screen (common.check.screen), or written as --check-json."""
 
 import functools
-import json
-import os
 import re
 import sys
 from dataclasses import asdict
@@ -70,23 +68,6 @@ def error_line(error: tuple[str, ...]) -> str:
     """A failure's error line (its type and message's first line), not a detail under it."""
     last = error[-1].strip() if error else ""
     return next((e.strip() for e in error if ERROR_LINE.match(e)), last)
-
-
-# The grade's record (tools/grading/worker.py): each test's outcome, sent down a pipe as the test ends
-# so nothing the copy does afterwards can rewrite it. Bound here, before any student code runs.
-_RECORD = int(os.environ.get("COURSE_GRADE_RECORD", "-1"))
-_dumps, _write = json.dumps, os.write
-
-
-def send_record(line: dict) -> None:
-    """One line of the grade's record, if this run is a graded copy's."""
-    if _RECORD >= 0:
-        data = (_dumps(line) + "\n").encode("utf-8")
-        try:
-            while data:
-                data = data[_write(_RECORD, data) :]
-        except OSError:
-            pass  # the worker stopped listening: the copy is over
 
 
 class Collector:
@@ -251,8 +232,6 @@ class Collector:
             marked=self.marked.get(report.nodeid),
             path=getattr(report, "path", 0),
         )
-        if (result := self.results[report.nodeid]).step:
-            send_record({"test": report.nodeid, **self.test_json(result)})
         if getattr(report, "timeout", False):
             reached = max((t for t, _ in self.ran), key=order_key, default=None)
             blamed = raised_in[0] if raised_in else reached
@@ -317,7 +296,6 @@ class Collector:
             write_json(Path(path), data, indent=1)
         if path := self.config.getoption("--check-json"):  # what the screen says, as data (grading)
             write_json(Path(path), records, indent=2)
-        send_record({"end": len(self.results), "stopped": self.stopped})
 
     def test_json(self, r: TestResult) -> dict:
         """A test's outcome, the TODOs it ran, its error line and whether a guard refused it."""

@@ -7,8 +7,8 @@ import pytest
 
 from common.bugs import Bug, committed
 from common.course import course_step
-from tests.test_loop import worker  # noqa: F401 (the fixture: a grading worker per step)
-from tools.grading.engine import reference_files, starter_files
+from grader.engine import reference_files, starter_files
+from grader.tests.test_loop import worker  # noqa: F401 (the fixture: a grading worker per step)
 
 CURATED = {bug.name: bug for bug in course_step("lab-02").bugs()}
 # the findings (and the student walk's): (bug, its TODO's task, its row is shown)

@@ -35,7 +35,7 @@ def _test(number: int, step: str, line) -> dict:
 
 
 def results_json(grade) -> dict:
-    """Gradescope's results.json for a tools.grading.grade Grade: a test per TODO; the total and
+    """Gradescope's results.json for a grader.grade Grade: a test per TODO; the total and
     the files missing or stray in the output; counts and containment in extra_data."""
     said = [f"{grade.step}: {round(grade.score, 2):g} of {round(grade.max_score, 2):g}"]
     said += [f"missing from the submission (graded as not written): {m}" for m in grade.missing]

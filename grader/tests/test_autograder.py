@@ -18,11 +18,11 @@ import pytest
 from common import REPO_ROOT
 from common.course import course_step
 from common.envreport import read_pins
-from tests.test_grade import caught_up_starter, with_change
-from tools.grading.autograder import CPU_LOCK, PIP, WALL, main, setup_script
-from tools.grading.engine import build_base, fingerprint, owners_path
-from tools.grading.grade import Grade, Line
-from tools.grading.gradescope import results_json
+from grader.autograder import CPU_LOCK, PIP, WALL, main, setup_script
+from grader.engine import build_base, fingerprint, owners_path
+from grader.grade import Grade, Line
+from grader.gradescope import results_json
+from grader.tests.test_grade import caught_up_starter, with_change
 from tools.screens import bugs
 
 SCHEMA = json.loads((Path(__file__).parent / "gradescope_results.schema.json").read_text("utf-8"))
@@ -45,7 +45,7 @@ def autograder(tmp_path_factory) -> Path:
     assert os.access(root / "source" / "run_autograder", os.X_OK)
     shutil.copy2(root / "source" / "run_autograder", root / "run_autograder")
     prepare = re.search(
-        r"^\"\$py\" -m (tools\.grading\.grade lab-01 --prepare)$", setup_script(), re.M
+        r"^\"\$py\" -m (grader\.grade lab-01 --prepare)$", setup_script(), re.M
     )
     assert prepare, "setup.sh reads each TODO's own tests into the image"
     # the owners of this repository's lab-01 base, where the image keeps its own: where the suite

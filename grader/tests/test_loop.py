@@ -18,10 +18,10 @@ from common import OUT_DIR, hint
 from common.check import TIMEOUT
 from common.course import at, course, course_step, pixi_tasks
 from common.todos import END, optional
+from grader import sandbox
+from grader.engine import Worker, reference_files, starter_files
+from grader.sandbox import Limits
 from tools import clean_clone
-from tools.grading import sandbox
-from tools.grading.engine import Worker, reference_files, starter_files
-from tools.grading.sandbox import Limits
 from tools.mutate import equivalents, mutants
 
 STEPS = [s for s in course() if not s.checkpoint]  # in course order
@@ -284,7 +284,7 @@ _LOOP_WORKERS: dict[str, Worker] = {}  # step -> its worker, for every module of
 @pytest.fixture(scope="module")
 def worker(request):
     """A step's grading worker (torch imported once, a fork per copy), uncontained: course code.
-    One per step and process, kept to the run's end: tests/test_first_screens.py shares lab-02's."""
+    One per step and process, kept to the run's end: grader/tests/test_first_screens.py shares lab-02's."""
 
     def get(step: str) -> Worker:
         if step not in _LOOP_WORKERS:

@@ -260,7 +260,7 @@ def _limits(limits: Limits) -> None:
 
 
 def start(base: Path, work: Path, limits: Limits, log: Path) -> subprocess.Popen:
-    """The grade's worker (tools/grading/worker.py) in this machine's containment: `base` read-only
+    """The grade's worker (grader/worker.py) in this machine's containment: `base` read-only
     to it, `work` a folder it may write (bwrap: a private /tmp instead), its stderr to `log`."""
     m = mode()
     shutil.copy2(WORKER, base / ".grader-worker.py")

@@ -1,5 +1,5 @@
 """The grade's engine: each TODO scored on its own tests, in a copy where every other TODO is the
-reference's, all inside the sandbox (tools/grading/sandbox.py) through one worker (tools/grading/worker.py).
+reference's, all inside the sandbox (grader/sandbox.py) through one worker (grader/worker.py).
 
 Which tests are a TODO's own is read off the reference's run (CONTRIBUTING, "How a grade is made").
 """
@@ -29,10 +29,10 @@ from common import OUT_DIR, REPO_ROOT, SOLUTIONS_DIR, STEPS_DIR, shown
 from common.course import course, course_step
 from common.loader import py_files
 from common.todos import Todo, module_name, parse, raised_todos, split_id
+from grader.sandbox import SECRET, Limits, ended_by, instructor_values, start, stop
+from grader.variants import read_tree, variant
+from grader.worker import SCREEN_LIMIT
 from tools import pristine
-from tools.grading.sandbox import SECRET, Limits, ended_by, instructor_values, start, stop
-from tools.grading.variants import read_tree, variant
-from tools.grading.worker import SCREEN_LIMIT
 
 REFUSED = "the graded copy holds no reference solution of this step: grade your own code"
 COURSE_FILES = ["common", "conftest.py", "pyproject.toml"]
@@ -484,7 +484,7 @@ def owners_path(step: str, base: str) -> Path:
 
 @functools.cache
 def _grader_code() -> str:
-    """sha256 over the grader's modules (tools/grading/*.py), read once per process."""
+    """sha256 over the grader's modules (grader/*.py), read once per process."""
     digest = hashlib.sha256()
     for path in sorted(Path(__file__).parent.glob("*.py")):
         digest.update(path.read_bytes())
@@ -666,7 +666,7 @@ def texts(step: str, files: dict[str, str], submitted: set[str]) -> dict[str, Te
     ask = json.dumps({"step": step, "files": files, "submitted": sorted(submitted)})
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "tools.grading.engine"], input=ask, capture_output=True,
+            [sys.executable, "-m", "grader.engine"], input=ask, capture_output=True,
             text=True, encoding="utf-8", timeout=TEXT_SECONDS, cwd=REPO_ROOT,
         )  # fmt: skip
     except subprocess.TimeoutExpired:
@@ -703,7 +703,7 @@ def _read_texts(step: str, files: dict[str, str], submitted: set[str]) -> dict[s
 
 
 def _texts_child() -> None:
-    """`python -m tools.grading.engine`: texts' request on stdin, its answer on stdout."""
+    """`python -m grader.engine`: texts' request on stdin, its answer on stdout."""
     with contextlib.suppress(ValueError, OSError):  # a system that sets no such limit
         resource.setrlimit(resource.RLIMIT_AS, (TEXT_MEMORY, TEXT_MEMORY))
     ask = json.load(sys.stdin)

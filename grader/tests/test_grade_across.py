@@ -14,7 +14,11 @@ import pytest
 from common import REPO_ROOT
 from common.course import course_step
 from common.todos import parse
-from tests.test_grade import (
+from grader import sandbox
+from grader.engine import Worker
+from grader.grade import Grade, feedback, grade, gradescope, text
+from grader.sandbox import Limits
+from grader.tests.test_grade import (
     SHARED,
     STEP,
     UNCONTAINED,
@@ -24,11 +28,7 @@ from tests.test_grade import (
     shipped_starter,
     with_change,
 )
-from tests.test_grade_hostile import _bwrap_problem, _user_mode_problem
-from tools.grading import sandbox
-from tools.grading.engine import Worker
-from tools.grading.grade import Grade, feedback, grade, gradescope, text
-from tools.grading.sandbox import Limits
+from grader.tests.test_grade_hostile import _bwrap_problem, _user_mode_problem
 
 pytestmark = [pytest.mark.slow, pytest.mark.process]
 
@@ -297,7 +297,7 @@ def test_a_venv_under_tmp_or_behind_a_symlink_grades_in_bubblewrap(tmp_path):
         (caught_up_starter(tmp_path / "caught-up") / task_7).read_bytes()
     )
     done = subprocess.run(
-        [str(linked / "bin" / "python"), "-m", "tools.grading.grade", STEP, str(starter)],
+        [str(linked / "bin" / "python"), "-m", "grader.grade", STEP, str(starter)],
         cwd=REPO_ROOT, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     said = done.stdout + done.stderr

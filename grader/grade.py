@@ -1,9 +1,9 @@
-"""Grade a step's TODOs, each on its own tests: `python -m tools.grading.grade lab-01 [SUBMISSION]`.
+"""Grade a step's TODOs, each on its own tests: `python -m grader.grade lab-01 [SUBMISSION]`.
 
 A TODO's score is the share of its own tests that pass in a copy where every other TODO is the
 reference's, so a bug costs only the TODO it is in and a stub earns nothing. The submission (a
 folder or zip of the step's starter files, however nested; default: your starter) runs contained
-(tools/grading/sandbox.py); nothing of yours is changed.
+(grader/sandbox.py); nothing of yours is changed.
 """
 
 import argparse
@@ -23,7 +23,7 @@ from pathlib import Path
 from common import STEPS_DIR, shown, write_json
 from common.course import course_step
 from common.todos import optional, split_id
-from tools.grading.engine import (
+from grader.engine import (
     SHOWN,
     Owners,
     TextLimit,
@@ -34,10 +34,10 @@ from tools.grading.engine import (
     starter_files,
     texts,
 )
-from tools.grading.gradescope import results_json as gradescope
-from tools.grading.sandbox import UNCONTAINED, Limits, ended_by, mode
-from tools.grading.submission import SubmissionError, match
-from tools.grading.worker import QUIET_IMPORT
+from grader.gradescope import results_json as gradescope
+from grader.sandbox import UNCONTAINED, Limits, ended_by, mode
+from grader.submission import SubmissionError, match
+from grader.worker import QUIET_IMPORT
 
 PER_TEST = 10.0  # CPU seconds per test: the check's own default
 # An exception Python could not raise (a file left open at import, closed by the garbage collector)
@@ -415,7 +415,7 @@ def _closed_to_others(*folders: Path):
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m tools.grading.grade", description=__doc__.split("\n")[0]
+        prog="python -m grader.grade", description=__doc__.split("\n")[0]
     )
     add = parser.add_argument
     # fmt: off

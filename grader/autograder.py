@@ -1,4 +1,4 @@
-"""A Gradescope autograder for one step: `python -m tools.grading.autograder lab-01` writes the zip to upload.
+"""A Gradescope autograder for one step: `python -m grader.autograder lab-01` writes the zip to upload.
 
 Its root holds setup.sh (Python 3.12, pip pinned by hash, every package of requirements.lock with
 its hash except torch, which comes as the CPU build from PyTorch's index, then the course
@@ -21,7 +21,7 @@ from common.envreport import read_pins
 
 # The course files the grade runs on; steps/ and solutions/ are added as the step needs them
 FILES = ["pyproject.toml", "requirements.lock", "conftest.py", "LICENSE"]
-FOLDERS = ["common", "tools"]
+FOLDERS = ["common", "tools", "grader"]
 SKIPPED = {"__pycache__", "starter", "backups", ".catch-up.lock", ".starter-new", ".starter-old"}
 # Seconds the grade may take: below Gradescope's default limit of 600 s (Autograder settings), so
 # the grader stops the submission and still writes a results.json that says why
@@ -68,7 +68,7 @@ echo '{pip}' > pip.lock
 "$py" -m common.envreport
 # Which tests are each TODO's own, read off the reference once, into the image (out/): each
 # submission's grade then starts from it
-"$py" -m tools.grading.grade {step} --prepare
+"$py" -m grader.grade {step} --prepare
 """
 
 RUN = """#!/usr/bin/env bash
@@ -83,7 +83,7 @@ mkdir -p "$root/results"
 # --wall {wall}: the submission is stopped before Gradescope's own limit, so results.json is written.
 # --allow-uncontained: the container is this submission's own and is thrown away after it; where
 # it allows neither bubblewrap nor the user nobody, results.json says contained: false.
-exec "$python" -m tools.grading.grade {step} "$root/submission" --format gradescope --screen \\
+exec "$python" -m grader.grade {step} "$root/submission" --format gradescope --screen \\
   --wall {wall} --allow-uncontained --out "$root/results/results.json"
 """
 
@@ -102,10 +102,10 @@ def _add(z: zipfile.ZipFile, path: Path | str, name: str, mode: int = 0o644) -> 
     z.writestr(info, path.read_bytes() if isinstance(path, Path) else path)
 
 
-def _tree(z: zipfile.ZipFile, folder: Path, prefix: str) -> None:
+def _tree(z: zipfile.ZipFile, folder: Path, prefix: str, skipped: frozenset = frozenset()) -> None:
     for path in sorted(folder.rglob("*")):
         rel = path.relative_to(folder)
-        if path.is_file() and not SKIPPED & set(rel.parts) and path.suffix != ".pyc":
+        if path.is_file() and not (SKIPPED | skipped) & set(rel.parts) and path.suffix != ".pyc":
             _add(z, path, f"{prefix}/{rel.as_posix()}")
 
 
@@ -119,8 +119,10 @@ def bundle(step: str, out: Path) -> Path:
         _add(z, RUN.format(step=step, wall=WALL), "run_autograder", 0o755)
         for name in FILES:
             _add(z, REPO_ROOT / name, name)
-        for name in FOLDERS:
-            _tree(z, REPO_ROOT / name, name)
+        for name in FOLDERS:  # the grader's own tests stay with the instructor
+            _tree(
+                z, REPO_ROOT / name, name, frozenset({"tests"}) if name == "grader" else frozenset()
+            )
         for s in needed:
             root = "solutions" if s.checkpoint else "steps"
             _tree(z, s.folder, f"{root}/{s.name}")
@@ -131,7 +133,7 @@ def bundle(step: str, out: Path) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m tools.grading.autograder", description=__doc__.split("\n")[0]
+        prog="python -m grader.autograder", description=__doc__.split("\n")[0]
     )
     parser.add_argument("step")
     help_ = "the zip to write, outside the repository (default: a new folder in the system's "

@@ -2,7 +2,7 @@
 is sent in a forked child, one at a time, so no copy ever sees another.
 
 Standard library only until main() (it must not import the course: each copy brings its own).
-The grader (tools/grading/grade.py) writes frames to its stdin and reads one frame back per copy:
+The grader (grader/grade.py) writes frames to its stdin and reads one frame back per copy:
   in:  4-byte length, a JSON header {name, step, args, wall, cpu, memory, files: [[path, size]]},
        then the files' bytes (the copy's starter, written over the base's);  {"end": true} stops.
   out: 4-byte length, a JSON header {name, returncode, timed_out, left, sizes}, then check.json,
@@ -25,7 +25,7 @@ from pathlib import Path
 
 _exit = os._exit  # the check replaces os._exit while it runs; the child leaves through this one
 OUT = ".grade"  # inside a copy: check.json and the screen
-RECORD_FD = 3  # where the copy's check writes its record (COURSE_GRADE_RECORD names it)
+RECORD_FD = 3  # where a copy's record plugin (_record) writes each test's outcome
 QUIET_IMPORT = "grade_quiet_import"  # a plugin a copy's arguments may name (-p): _quiet_import
 
 
@@ -100,7 +100,6 @@ def _child(copy: Path, header: dict, private: list[int], record: int) -> None:
         if record != RECORD_FD:  # first, before an open below takes its number
             os.dup2(record, RECORD_FD)
             os.close(record)
-        os.environ["COURSE_GRADE_RECORD"] = str(RECORD_FD)
         _dumpable(True)
         os.setsid()  # its own group: the worker kills what it starts
         fd = os.open(copy / OUT / "screen.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -128,13 +127,55 @@ def _child(copy: Path, header: dict, private: list[int], record: int) -> None:
         import pytest
 
         sys.modules[QUIET_IMPORT] = _quiet_import()
-        code = int(pytest.main(header["args"]))
+        code = int(pytest.main(header["args"], plugins=[_record()]))
     except BaseException as exc:  # noqa: BLE001 - whatever happens, the worker must hear of it
         print(f"the copy could not run: {type(exc).__name__}: {exc}", file=sys.stderr)
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
         _exit(code)
+
+
+def _record():
+    """The grade's record, the grader's pytest plugin in every copy: each test's outcome as the
+    check collected it, down RECORD_FD as the test ends, so nothing the copy does afterwards
+    rewrites it; then the end. Its writer and the check's own test_json are bound as pytest
+    configures, before any of the copy's code is imported."""
+    import json
+
+    import pytest
+
+    dumps, write, fd = json.dumps, os.write, RECORD_FD
+
+    def send(line: dict) -> None:
+        data = (dumps(line) + "\n").encode("utf-8")
+        try:
+            while data:
+                data = data[write(fd, data) :]
+        except OSError:
+            pass  # the worker stopped listening: the copy is over
+
+    class Record:
+        check, as_json = None, None
+
+        @pytest.hookimpl(trylast=True)  # after the check has registered its collector
+        def pytest_configure(self, config):
+            self.check = config.pluginmanager.get_plugin("student-check")
+            self.as_json = type(self.check).test_json if self.check else None
+
+        @pytest.hookimpl(trylast=True)  # after the check has kept the result
+        def pytest_runtest_logreport(self, report):
+            if self.check and (report.when == "call" or not report.passed):
+                result = self.check.results.get(report.nodeid)
+                if result is not None and result.step:
+                    send({"test": report.nodeid, **self.as_json(self.check, result)})
+
+        @pytest.hookimpl(trylast=True)  # after the screen and the check's own records
+        def pytest_terminal_summary(self):
+            if self.check:
+                send({"end": len(self.check.results), "stopped": self.check.stopped})
+
+    return Record()
 
 
 def _quiet_import():

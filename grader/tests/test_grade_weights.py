@@ -1,4 +1,4 @@
-"""tools.grading.grade's weights: every required TODO owns at least three tests, one of them core; a
+"""grader.grade's weights: every required TODO owns at least three tests, one of them core; a
 TODO that fails a core test (its named trap) earns at most half its weight; its reason is about its
 own bug, at the student's own line; a bad owners cache is read again, never a crash."""
 
@@ -10,12 +10,18 @@ import pytest
 
 from common.course import course, course_step
 from common.todos import optional, split_id
-from tests.test_grade import SHARED, caught_up_starter, copy_files, shared_worker, with_change
+from grader import engine
+from grader.engine import Owners, moved_lines, scrub
+from grader.grade import Grade, _score, feedback, grade, text
+from grader.gradescope import results_json
+from grader.tests.test_grade import (
+    SHARED,
+    caught_up_starter,
+    copy_files,
+    shared_worker,
+    with_change,
+)
 from tools import pristine
-from tools.grading import engine
-from tools.grading.engine import Owners, moved_lines, scrub
-from tools.grading.grade import Grade, _score, feedback, grade, text
-from tools.grading.gradescope import results_json
 
 TRAPPED = pytest.mark.xdist_group("grade-worker:traps")  # the steps whose traps are graded below
 STEPS = [
@@ -227,7 +233,7 @@ def test_the_feedback_shows_each_tests_share_and_keeps_every_reason_whole(graded
 
 
 def test_a_failing_core_test_caps_a_todo_at_half_and_gradescope_lists_each_share():
-    """tools.grading.grade._score and the results.json, no run: 4 of 5 with a core failure is 0.5, with
+    """grader.grade._score and the results.json, no run: 4 of 5 with a core failure is 0.5, with
     an ordinary failure 0.8; 2 of 5 keeps its 0.4; each test's share is on its own line."""
     tests = [(f"t.py::test_{i}", i != 0, i < 2) for i in range(5)]  # test_0: core, failing
     ordinary = [(n, i != 4, core) for i, (n, _, core) in enumerate(tests)]  # test_4 failing

@@ -26,7 +26,12 @@ import pytest
 
 from common import REPO_ROOT
 from common.course import course_step
-from tests.test_grade import (
+from grader import engine, sandbox
+from grader.autograder import main as autograder
+from grader.engine import TextLimit, Worker, texts
+from grader.grade import Grade, grade, gradescope, text
+from grader.sandbox import Limits
+from grader.tests.test_grade import (
     HELD_OUT,
     HONEST,
     SHARED,
@@ -38,12 +43,7 @@ from tests.test_grade import (
     tiny_class,
     with_change,
 )
-from tools.grading import engine, sandbox
-from tools.grading.autograder import main as autograder
-from tools.grading.engine import TextLimit, Worker, texts
-from tools.grading.grade import Grade, grade, gradescope, text
-from tools.grading.sandbox import Limits
-from tools.grading.variants import read_tree
+from grader.variants import read_tree
 
 pytestmark = [pytest.mark.slow, pytest.mark.process]  # a worker per mode grades every case
 
@@ -387,7 +387,7 @@ def test_in_bubblewrap_a_hostile_submission_is_graded_with_a_reason_and_nothing_
 @SHARED
 def test_a_reason_never_shows_the_reference_a_per_todo_copy_holds(in_bwrap):
     """A per-TODO copy holds the reference of every other TODO: a reason that quotes it is
-    withheld (tools.grading.scrub), so a submission cannot raise it back into results.json."""
+    withheld (grader.scrub), so a submission cannot raise it back into results.json."""
     results = json.dumps(gradescope(in_bwrap.grades[LEAK]))
     assert SECRET not in results, f"expected no line of task 1's reference, got: {results[:600]}"
 
@@ -517,7 +517,7 @@ def test_uncontained_a_class_is_refused_without_allow_uncontained(tmp_path):
         ([str(tmp_path / "class" / "alice")], "to grade this submission anyway"),
     ):
         done = subprocess.run(
-            [sys.executable, "-m", "tools.grading.grade", STEP, *args],
+            [sys.executable, "-m", "grader.grade", STEP, *args],
             cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300,
         )  # fmt: skip
         said = done.stderr
@@ -628,7 +628,7 @@ def halve(x):
     return x // 2
 """
 SECRET_VALUE = "s3cret-value"  # INSTRUCTOR_SECRET, in the grader's environment only
-PUBLIC = (Path(__file__).parent / "fixtures/tiny_step/steps/step-97/tests/test_calc.py").read_text()
+PUBLIC = (REPO_ROOT / "tests/fixtures/tiny_step/steps/step-97/tests/test_calc.py").read_text()
 HELD_LINES = [ln.strip() for ln in HELD_OUT.splitlines() if len(ln.strip()) >= 8]
 HELD_LINES = [ln for ln in HELD_LINES if ln not in PUBLIC]  # the lines only the instructor has
 

@@ -1,4 +1,4 @@
-"""tools.grading.submission: lab-01's starter files found wherever students put them (flat, nested, in
+"""grader.submission: lab-01's starter files found wherever students put them (flat, nested, in
 a zip of a folder or a zip of a zip, beside Finder's leftovers), what is missing and what is stray
 named, and the zips that would write outside their folder or fill the disk refused."""
 
@@ -9,7 +9,7 @@ import pytest
 
 from common import py_files
 from common.course import course_step
-from tools.grading.submission import FILE_LIMIT, LIMIT, UNPACKED, SubmissionError, match
+from grader.submission import FILE_LIMIT, LIMIT, UNPACKED, SubmissionError, match
 
 STARTER = course_step("lab-01").starter
 # The starter's files, as the grade asks for them: ["attention.py", "exercises/wrong_mask.py"]

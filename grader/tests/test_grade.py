@@ -1,4 +1,4 @@
-"""tools.grading.grade: each TODO graded on its own tests, in a copy where every other TODO is the
+"""grader.grade: each TODO graded on its own tests, in a copy where every other TODO is the
 reference's. One worker per containment mode grades every submission of the run in turn, as
 `--class` does (shared_worker): a copy two submissions share is run once."""
 
@@ -15,16 +15,17 @@ from pathlib import Path
 
 import pytest
 
+from common import REPO_ROOT
 from common.catchup import catch_up
 from common.course import course_step
 from common.todos import raised_todos
+from grader import grade as grading
+from grader import sandbox
+from grader.engine import SHOWN, Worker, scrub, stubbed
+from grader.grade import Grade, grade, gradescope, main, text
+from grader.sandbox import Limits
+from grader.variants import read_tree, variant
 from tools import pristine, screens
-from tools.grading import grade as grading
-from tools.grading import sandbox
-from tools.grading.engine import SHOWN, Worker, scrub, stubbed
-from tools.grading.grade import Grade, grade, gradescope, main, text
-from tools.grading.sandbox import Limits
-from tools.grading.variants import read_tree, variant
 
 STEP = "lab-01"
 PER_TEST = 2.0  # CPU seconds per test: the reference's slowest lab-01 test needs far less
@@ -255,7 +256,7 @@ def test_a_class_says_each_student_as_they_finish_and_puts_its_folders_modes_bac
     assert modes == {"class": "0o755", "class-feedback": "0o755"}, modes
 
 
-TINY = Path(__file__).parent / "fixtures" / "tiny_step" / "steps"
+TINY = REPO_ROOT / "tests" / "fixtures" / "tiny_step" / "steps"  # the course's fixture
 STEP_TOML = 'title = "Tiny"\ntopic = "two TODOs"\norder = 1\nstarts_from = ""\n'
 STEP_TOML += 'todo_modules = ["calc"]\nlecture_words = 100\n'
 HELD_OUT = """import pytest
@@ -273,12 +274,12 @@ HONEST = "def double(x):\n    return x + x if x > 0 else 0\n\n\ndef halve(x):\n 
 
 
 def run_tiny(tmp: Path, *args: str, grade_toml: str = "", env=None) -> subprocess.CompletedProcess:
-    """`python -m tools.grading.grade step-97 ARGS` on the tiny fixture step (torch-free), in a
+    """`python -m grader.grade step-97 ARGS` on the tiny fixture step (torch-free), in a
     child (`env`: more of its environment); exit 0 expected."""
     steps = shutil.copytree(TINY, tmp / "steps", dirs_exist_ok=True)
     (steps / "step-97" / "step.toml").write_text(STEP_TOML + grade_toml, encoding="utf-8")
     env = os.environ | {"COURSE_STEPS_DIR": str(steps)} | (env or {})
-    cmd = [sys.executable, "-m", "tools.grading.grade", "step-97", *args]
+    cmd = [sys.executable, "-m", "grader.grade", "step-97", *args]
     cmd.append("--allow-uncontained")  # a machine without containment grades it too
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -332,7 +333,7 @@ def test_a_warning_at_import_costs_no_todo_and_the_checks_screen_shows_it(tmp_pa
 
 
 def test_a_copy_swaps_every_other_todo_for_the_reference_and_keeps_the_students_helpers():
-    """tools.grading.variants, no run: the copy for task 3 keeps the student's causal_mask and helper,
+    """grader.variants, no run: the copy for task 3 keeps the student's causal_mask and helper,
     takes every other TODO from the reference, and a syntax slip in another TODO's function is
     mended there (charged to that TODO only)."""
     layout = course_step(STEP)
