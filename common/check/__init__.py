@@ -9,8 +9,8 @@ import functools
 import io
 import keyword
 import os
+import re
 import sys
-import textwrap
 import tokenize
 from pathlib import Path
 
@@ -19,6 +19,7 @@ import pytest
 from common import REPO_ROOT, STEPS_DIR, command, shown
 from common.check.collect import BROKEN, JUDGES, STEPS_UNDER_TEST, Collector, code_place
 from common.check.guard import Judges, TookTooLong, Watchdog, allow_exit, refuse_exit
+from common.check.screen import WIDTH, fit
 from common.course import course, course_step, step_names
 from common.loader import ImplImportError, check_syntax, load, load_from, package_name, py_files
 from common.todos import module_name, optional, todo_in
@@ -151,7 +152,7 @@ def pytest_sessionstart(session):
     limit = TIMEOUT if limit is None else float(limit)  # imports get the tests' limit too
     broken = {s: p for s in steps if (p := _step_problem(s, impl, controller, judges, limit))}
     if broken and (not checking or len(broken) == len(steps)):
-        raise pytest.UsageError("\n".join(broken.values()))
+        raise pytest.UsageError("\n".join(fit(list(broken.values()), WIDTH - len("ERROR: "))))
     config.stash[BROKEN] = broken
 
 
@@ -254,7 +255,10 @@ def _path(traceback) -> int:
 
 
 def short_traceback(exc) -> list[str]:
-    """The course's frames of a failure (file:line, function, source line) and the error."""
+    """A failure's error first (the course's words above torch's, its type and message, the
+    message's detail lines), then the course's last three frames it passed (file:line, function,
+    statement; a test's frame that called on, its place only): one entry per line to show,
+    unwrapped (the screen fits them to its width)."""
     lines = []
     for entry in exc.traceback:
         path = Path(entry.path)  # torch's, pytest's and Python's own frames are left out
@@ -262,16 +266,33 @@ def short_traceback(exc) -> list[str]:
             continue
         if not _library(path):
             where = f"{shown(path)}:{entry.lineno + 1}"
-            lines += [f"  {where} in {entry.name}", f"      {_statement(entry)}"]
+            lines.append((f"  {where} in {entry.name}", f"      {_one_line(_statement(entry))}"))
+    # the last three frames; a test's frame that called into more code is its place alone
+    frames = lines[-3:]
+    lines = [
+        line
+        for i, (place, statement) in enumerate(frames)
+        for line in (
+            [place]
+            if i < len(frames) - 1 and "tests" in Path(place.split()[0]).parts
+            else [place, statement]
+        )
+    ]
     # the message's detail lines too (torch's "Greatest absolute difference", pytest's Regex/Input)
     message = [line.rstrip() for line in str(exc.value).splitlines() if line.strip()] or [""]
     detail = [line for line in message[1:] if not line.strip().startswith("+")]  # not "+ where"
     return (
-        lines[-6:]
-        + in_course_words(exc)
+        in_course_words(exc)
         + [f"  {exc.typename}: {message[0]}"]
         + [f"    {line.strip()}"[:120] for line in detail[:DETAIL]]
+        + lines
     )
+
+
+def _one_line(statement: str) -> str:
+    """A statement over several lines as one: `f(\n    a,\n)` is `f(a)` (the screen wraps it)."""
+    joined = " ".join(line.strip() for line in statement.splitlines())
+    return re.sub(r",? ([)\]}])", r"\1", re.sub(r"([(\[{]) ", r"\1", joined))
 
 
 def in_course_words(exc) -> list[str]:
@@ -289,9 +310,7 @@ def in_course_words(exc) -> list[str]:
     where = f"{shown(Path(entry.path))}:{entry.lineno + 1}"
     whose = "Your line" if "starter" in Path(entry.path).parts else "The course's line"
     said = f"{whose} {where} ran" + (f" with {', '.join(values)}" if values else "")
-    return textwrap.wrap(
-        f"{said}; torch refused it:", 96, initial_indent="  ", subsequent_indent="    "
-    )
+    return [f"  {said}; torch refused it:"]  # one line: the screen wraps it
 
 
 def _names(statement: str) -> list[str]:

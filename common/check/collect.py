@@ -3,7 +3,6 @@ the TODO functions it ran (sys.monitoring); at the end, each step's status (comm
 as one screen (common.check.screen), or written as --check-json."""
 
 import functools
-import re
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -12,8 +11,16 @@ import pytest
 
 from common import STEPS_DIR, hint, predictions, shown, write_json
 from common.check.guard import Judges, TookTooLong, Watchdog, refusal
-from common.check.screen import RunFacts, progress_line, step_lines, symptom_tests
-from common.check.status import Place, StarterFacts, StepStatus, TestResult, record, step_status
+from common.check.screen import RunFacts, fit, progress_line, step_lines, symptom_tests
+from common.check.status import (
+    Place,
+    StarterFacts,
+    StepStatus,
+    TestResult,
+    error_line,
+    record,
+    step_status,
+)
 from common.course import course_step
 from common.loader import load, source
 from common.todos import Todo, first_student_line, order_key, shipped_line, student_line
@@ -59,15 +66,6 @@ def starter_facts(step: str, todos: dict[str, Todo]) -> StarterFacts:
             starts[(todo.id, function)] = Place(shown(path), line)
     shipped = frozenset(t for t in todos if todos[t].shipped)
     return StarterFacts(found, shipped, starts, predictions.unpredicted(step, list(todos)))
-
-
-ERROR_LINE = re.compile(r"^  [A-Za-z_][\w.]*: ")  # "  TypeError: ...", not a frame or a detail
-
-
-def error_line(error: tuple[str, ...]) -> str:
-    """A failure's error line (its type and message's first line), not a detail under it."""
-    last = error[-1].strip() if error else ""
-    return next((e.strip() for e in error if ERROR_LINE.match(e)), last)
 
 
 class Collector:
@@ -260,7 +258,10 @@ class Collector:
         return step_lines(status, RunFacts(self.stopped, chosen, self.renamed))
 
     def pytest_terminal_summary(self, terminalreporter):
-        write = terminalreporter.write_line
+        def write(line: str) -> None:  # every line in the screen's width
+            for part in fit([line]):
+                terminalreporter.write_line(part)
+
         for line in self.uncollected:
             write(f"could not collect {line}")
         progress = self.config.getoption("--progress")
@@ -278,7 +279,7 @@ class Collector:
                 write(line)
         for nodeid, r in self.results.items():
             if r.step is None and r.error:
-                write(f"{nodeid}: {r.error[-1].strip()}")
+                write(f"{nodeid}: {error_line(r.error)}")
         self.write_records()
 
     def write_records(self) -> None:

@@ -1,5 +1,6 @@
 """The check's screen: the lines a StepStatus is shown as (one screen; one line with --progress)."""
 
+import os
 import re
 import textwrap
 from collections import Counter
@@ -7,7 +8,7 @@ from dataclasses import dataclass, field
 
 from common import STEPS_DIR, command, counted, predictions, shown, typed
 from common.bugs import Bug
-from common.check.status import StepStatus, names
+from common.check.status import StepStatus, error_line, names
 from common.course import course, course_step
 from common.todos import order_key, split_id
 
@@ -52,6 +53,26 @@ def recognised(rows: list[Bug], failures: dict[str, str]) -> list[Bug]:
         if any(r.says in error for error in _fails(r.fails, failures))
         and not any(_fails(test, failures) for test in r.passes)
     ]
+
+
+WIDTH = 100  # columns of every line the check prints
+
+
+def fit(lines: list[str], width: int = WIDTH) -> list[str]:
+    """Each line in `width` columns, wrapped at its words, a continuation 2 deeper than its line
+    (a word wider than the line alone, a long path or test id, is broken where it must be); a
+    name's value (`T = 10`) is never cut."""
+    fitted_lines = []
+    for line in lines:
+        for part in line.split("\n"):
+            if len(part) <= width:
+                fitted_lines.append(part)
+                continue
+            indent = " " * (len(part) - len(part.lstrip(" ")) + 2)
+            kept = part.replace(" = ", "\0=\0")  # "T = 10" stays on one line
+            wrapped = textwrap.wrap(kept, width, subsequent_indent=indent, break_on_hyphens=False)
+            fitted_lines += [w.replace("\0=\0", " = ") for w in wrapped]
+    return fitted_lines
 
 
 def _wrapped(text: str, first: str) -> list[str]:
@@ -200,7 +221,8 @@ def _whose(status: StepStatus) -> str:
 
 
 def _bug_lines(status: StepStatus) -> list[str]:
-    """The failures that are bugs: the first in full, then three in one line each."""
+    """The failures that are bugs: the first in full, then three in one line each (two under a
+    long test id)."""
     if not status.shown:
         return []
     results, bugs = status.results, status.shown
@@ -217,12 +239,16 @@ def _bug_lines(status: StepStatus) -> list[str]:
     failures = {n: "\n".join(results[n].error) for n in bugs}
     lines += symptom_lines(status.step, failures)
     for nodeid in rest[:3]:
-        error = [line for line in results[nodeid].error if re.match(r"  [^ ]", line)]
-        error = [line for line in error if not re.match(r"  \S+:\d+ in \S+$", line)]
-        message = error[-1].strip() if error else ""
+        message = error_line(results[nodeid].error)
         todo = status.owner[nodeid]
         owner = "" if todo == status.next and todo else f" ({_owner(todo)})"
-        lines.append(fitted(f"{nodeid}{owner}: ", message, 160))
+        head = f"{nodeid}{owner}: "
+        if len(head) > WIDTH - 30:  # a long test id: its test function and case (-v has its file)
+            head = f"{nodeid.split('::')[-1]}{owner}: "
+        if len(head) <= WIDTH - 30:  # one line: its test and its message, shortened
+            lines.append(fitted(head, message, WIDTH))
+        else:  # a long test id: the message on a line of its own under it
+            lines += [head.rstrip(), fitted("    ", message, WIDTH)]
     if len(rest) > 3:
         lines.append(f"... and {len(rest) - 3} more")
     return lines
@@ -272,13 +298,30 @@ def _next_lines(status: StepStatus) -> list[str]:
     if name := k_name(status.first_test) if status.first_test else "":
         pixi = f"pixi run check-{step}"
         python = f"python -m pytest {typed(STEPS_DIR / step)} --impl starter"
-        lines.append(f"One test in full: {command(pixi, python)} -v -k {name}")
+        lines += typed_lines("One test in full: ", f"{command(pixi, python)} -v -k {name}")
     if status.unpredicted:  # the handout asks for them before this TODO's run
         slots = ", ".join(status.unpredicted)
         lines.append(f"Predict first, in {shown(predictions.path(step))}: {slots} (still empty)")
     more = command(f"pixi run hint {step}", f"python -m common.hint {step}")
     lines.append(f"More help, one level at a time: {more}")
     return lines
+
+
+def typed_lines(head: str, typed_command: str, width: int = WIDTH) -> list[str]:
+    """`head` and a command to type, in lines of `width`: one line when it fits, else the command
+    cut at its words with the shell's line continuation, so the lines paste as one command (a
+    quoted -k pattern or a path is never cut)."""
+    if len(head + typed_command) <= width:
+        return [head + typed_command]
+    mark = " `" if os.name == "nt" else " \\"  # PowerShell's continuation; a POSIX shell's
+    words = re.findall(r'"[^"]*"|\S+', typed_command)
+    lines, line = [], head.rstrip()
+    for word in words:
+        if len(f"{line} {word}{mark}") > width and line.strip():
+            lines.append(line + mark)
+            line = "   "
+        line += f" {word}"
+    return [*lines, line]
 
 
 def _done_lines(status: StepStatus) -> list[str]:
@@ -326,9 +369,9 @@ def step_lines(status: StepStatus, run: RunFacts) -> list[str]:
         tests = "1 test of a whole run" if held == 1 else f"{held} tests of whole runs"
         lines += [
             "",
-            f"{tests} (docs, run, experiments) {'is' if held == 1 else 'are'} held back until "
+            f"{tests} {'is' if held == 1 else 'are'} held back until "
             f"{', '.join(f'TODO({t})' for t in waits)} pass{'es' if len(waits) == 1 else ''}",
         ]
     if nxt:
         lines += _next_lines(status)
-    return lines
+    return fit(lines)

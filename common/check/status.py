@@ -2,10 +2,21 @@
 
 Pure: it reads no file and knows no pytest (collect.py feeds it, screen.py draws it)."""
 
+import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 
 from common.todos import Todo, split_id
+
+ERROR_LINE = re.compile(r"^  [A-Za-z_][\w.]*:( |$)")  # "  TypeError: ...", no frame, no detail
+
+
+def error_line(error: tuple[str, ...] | list[str]) -> str:
+    """A failure's error line (its type and message's first line), not a detail under it nor the
+    course's words above it nor a frame after it."""
+    last = error[-1].strip() if error else ""
+    return next((e.strip() for e in error if ERROR_LINE.match(e)), last)
+
 
 Function = tuple[str, str]  # (TODO id, a function of it): ("lab-01 task 6: ...", "A.forward")
 
@@ -227,7 +238,7 @@ def step_status(
             passed=sum(r.outcome == "passed" for r in ran),
             failing=failing[todo],
             waiting=counts["waiting"][todo],
-            reason=next((r.error[-1].strip() for r in its if r.error), ""),
+            reason=next((error_line(r.error) for r in its if r.error), ""),
         )
     states = {t: s.state for t, s in status.todos.items()}
     status.next = next((t for t, s in states.items() if s in ("todo", "bug", "exercise")), None)
