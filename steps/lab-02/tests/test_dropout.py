@@ -32,16 +32,19 @@ def test_dropout_at_p_0_is_the_identity_in_training(layers):
 
 @pytest.mark.todo("task 2")
 def test_dropout_at_p_1_gives_zeros_not_nan(layers):
-    x = randn(4, 8, seed=0)
+    x = randn(4, 8, seed=0, dtype=torch.float64)  # float64: zeros in x's dtype, not the default's
     out = layers.dropout(x, 1.0, True, generator(0))
     expect.finite("dropout(x, p=1)", out, "1 / (1 - p) is 1 / 0 at p = 1")
+    expect.equal("dropout(float64 x, p=1).dtype", out.dtype, x.dtype, "zeros of x's dtype")
     expect.equal("dropout(x, p=1)", out, torch.zeros_like(x), "every entry dropped")
 
 
 @pytest.mark.todo("task 2")
 @pytest.mark.parametrize("p", [0.1, 0.5, 0.8])
 def test_dropout_zeros_a_share_p_within_binomial_bounds(layers, p):
-    out = layers.dropout(torch.ones(N), p, True, generator(1))
+    out = layers.dropout(torch.ones(N // 1000, 1000), p, True, generator(1))  # (200, 1000)
+    expect.differs("the zeros of rows 0 and 1", out[1] == 0, out[0] == 0,
+                   "each entry draws its own keep: a mask of x's whole shape")  # fmt: skip
     share = (out == 0).float().mean().item()
     expect.close(f"share of zeros at p={p}", share, p, atol=binomial_bound(p),
                  why="p is the share dropped, not the share kept")  # fmt: skip
