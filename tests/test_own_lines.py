@@ -62,6 +62,16 @@ MISTAKES = [
         "return loss",
         first="the type train_step returns: expected",
     ),
+    Mistake(  # the student walk: check_zero_grad said 'old gradients accumulated' (a foreign row)
+        "zero_grad after backward",
+        "step-06",
+        "train",
+        "    loss.backward()\n    torch.nn.utils.clip_grad_norm_",
+        "    loss.backward()\n    optimizer.zero_grad(set_to_none=True)\n"
+        "    torch.nn.utils.clip_grad_norm_",
+        "task 4",
+        "return loss.item()",
+    ),
     Mistake(  # an assertion in eval mode: Next at the return of the training branch it took
         "dropout in eval mode",
         "lab-02",

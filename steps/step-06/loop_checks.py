@@ -59,7 +59,12 @@ def check_zero_grad(train, make):
     train.train_step(model, opt, x, y, grad_clip=1e9)
     fresh(x, y)[1].backward()
     for (name, p), q in zip(model.named_parameters(), fresh.parameters(), strict=True):
-        assert p.grad is not None and torch.allclose(p.grad, q.grad, atol=1e-6), (
+        cleared = "None" if p.grad is None else "zero" if not p.grad.any() else ""
+        assert not cleared, (  # cleared after the backward pass: not the accumulating bug's words
+            f"{name}.grad is {cleared} after train_step: the gradients were cleared after the "
+            "backward pass, so the step took none (zero_grad comes before backward)"
+        )
+        assert torch.allclose(p.grad, q.grad, atol=1e-6), (
             f"{name}.grad is not this batch's gradient: old gradients accumulated (zero_grad?)"
         )
 
