@@ -277,3 +277,25 @@ def test_a_given_test_without_impl_and_a_course_test_with_it_are_refused():
         "t.py::test_given_bad is marked given but runs none of the student's code: mark it course",
         "t.py::test_course_bad is marked course but tests the code under test (impl)",
     ]
+
+
+def test_pythons_own_error_is_said_so_with_the_none_it_met():
+    """Issue 54 (the student walk): lab-02's next_logits returning no cache showed the test's
+    `cache.length` as 'torch refused it' over an AttributeError, naming no value."""
+    import torch
+
+    from common.check import in_course_words
+
+    cache, T_MAX = None, 8
+    with pytest.raises(AttributeError) as info:
+        expect_length(cache.length, T_MAX)
+    said = " ".join(in_course_words(info))
+    assert "cache = None" in said and "T_MAX = 8" in said, said
+    assert said.endswith("Python refused it:"), said
+    with pytest.raises(RuntimeError) as info:
+        torch.zeros(2) + torch.zeros(3)
+    assert " ".join(in_course_words(info)).endswith("torch refused it:")
+
+
+def expect_length(length, T_max):  # a stand-in for the test's expect.equal
+    return length == T_max

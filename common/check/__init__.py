@@ -306,11 +306,16 @@ def in_course_words(exc) -> list[str]:
     entry = course[-1]  # the course's line torch raised under
     statement = _statement(entry)
     local = entry.frame.f_locals
-    values = [f"{n} {v}" for n in _names(statement) if (v := _described(local.get(n)))]
+    values = [f"{n} {v}" for n in _names(statement) if n in local and (v := _described(local[n]))]
     where = f"{shown(Path(entry.path))}:{entry.lineno + 1}"
     whose = "Your line" if "starter" in Path(entry.path).parts else "The course's line"
     said = f"{whose} {where} ran" + (f" with {', '.join(values)}" if values else "")
-    return [f"  {said}; torch refused it:"]  # one line: the screen wraps it
+    refuser = "Python" if exc.errisinstance(PYTHONS) else "torch"  # None.length is not torch's
+    return [f"  {said}; {refuser} refused it:"]  # one line: the screen wraps it
+
+
+# errors Python raises itself, never torch: a name or attribute that is not there (often a None)
+PYTHONS = (AttributeError, NameError, KeyError, ZeroDivisionError, RecursionError)
 
 
 def _names(statement: str) -> list[str]:
@@ -331,11 +336,11 @@ def _names(statement: str) -> list[str]:
 
 
 def _described(value) -> str:
-    """A frame's value as the course names it: a tensor's shape and dtype, a number; else ''."""
+    """A frame's value as the course names it: a tensor's shape and dtype, a number, None; else ''."""
     if type(value).__module__.startswith("torch") and hasattr(value, "shape"):
         grad = " requiring grad" if getattr(value, "requires_grad", False) else ""
         return f"{tuple(value.shape)} {str(value.dtype).removeprefix('torch.')}{grad}"
-    if isinstance(value, int | float) and not isinstance(value, bool):
+    if isinstance(value, int | float) and not isinstance(value, bool) or value is None:
         return f"= {value}"
     return ""
 
