@@ -50,7 +50,7 @@ def student(clone: Path, *args: str) -> subprocess.CompletedProcess:
     path = os.pathsep.join([str(clone), sysconfig.get_paths()["purelib"]])
     env = {k: v for k, v in os.environ.items() if k != "COURSE_STEPS_DIR"}
     env |= {"PYTHONPATH": path, "PIXI_PROJECT_ROOT": str(clone), "COLUMNS": "100"}
-    cmd = [sys.executable, "-S", "-m", *args]
+    cmd = [sys.executable, "-S", *([] if args[0].endswith(".py") else ["-m"]), *args]
     return subprocess.run(cmd, cwd=clone, env=env, capture_output=True, text=True, timeout=300)
 
 
@@ -146,6 +146,12 @@ def screen_of(done: subprocess.CompletedProcess) -> str:
     return "\n".join(done.stdout.rstrip("\n").splitlines()[:-1]).strip("\n") + "\n"
 
 
+def pointing(screen: str) -> list[str]:
+    """A screen's lines that point at the student's code: each TODO's line, Next, the rows."""
+    kinds = ("[", "Next:", "  Symptom", "  - ")
+    return [line for line in screen.splitlines() if line.startswith(kinds)]
+
+
 def recorded(name: str) -> str:
     """A recorded screen of tests/screens/, its last line (pytest's seconds) left out."""
     text = (SCREENS / f"{name}.txt").read_text(encoding="utf-8")
@@ -176,7 +182,7 @@ def test_a_fresh_clone_of_the_edition_runs_the_student_loop(step, tmp_path):
     drift = [line for line in report.splitlines() if line.startswith("[DRIFT]")]
     assert "[OK]" in report and all("llm-internals" in line for line in drift), report
     notebook = sorted((clone / "steps" / step / "background").glob("[0-9]*.py"))[0]
-    lesson = student(clone, "runpy", str(notebook.relative_to(clone)))  # a background as a script
+    lesson = student(clone, notebook.relative_to(clone).as_posix())  # a background, as a script
     assert lesson.returncode == 0, lesson.stdout[-1000:] + lesson.stderr[-1000:]
     shutil.copytree(
         course_step(step).solution, clone / "steps" / step / "starter", dirs_exist_ok=True
@@ -213,12 +219,9 @@ def test_each_curated_bug_of_lab_01_shows_its_recorded_screen_in_the_edition(tmp
             committed(path.read_text(encoding="utf-8"), bug, path.name), encoding="utf-8"
         )
         screen = student(clone, "pytest", "steps/lab-01", "--impl", "starter", "-m", "not slow")
-        # recorded from a copy outside the repository, which names a test from its tests/ (and so
-        # cuts a long line of it later): the first 100 characters of each line
-        shown = [
-            line.removeprefix("steps/lab-01/")[:100] for line in screen_of(screen).splitlines()
-        ]
-        expected = [line[:100] for line in recorded(screen_path(name).stem).splitlines()]
+        # recorded from a copy outside the repository, which names a test from its tests/ (and
+        # so wraps its lines elsewhere): the lines that point, the TODOs, Next and the rows
+        shown, expected = pointing(screen_of(screen)), pointing(recorded(screen_path(name).stem))
         assert shown == expected, f"{name}:\n{screen.stdout}"
 
 
@@ -329,9 +332,7 @@ def test_a_curated_bug_shows_the_same_screen_in_the_edition_as_here(step, tmp_pa
         here, [str(here / step), "--impl", "starter"], env={"PIXI_PROJECT_ROOT": str(REPO_ROOT)}
     )
     for done in (there, ours):  # the TODO lines, Next and the rows: the lines that point
-        lines = screen_of(done).splitlines()
-        pointing = ("[", "Next:", "  Symptom", "  - ")
-        screens.append([line for line in lines if line.startswith(pointing)])
+        screens.append(pointing(screen_of(done)))
     assert any("Symptom table" in line for line in screens[1]), f"{bug.name}: no row here"
     assert screens[0] == screens[1], (
         f"{step} with {bug.name!r}:\n{there.stdout}\n---\n{ours.stdout}"
