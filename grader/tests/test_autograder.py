@@ -44,9 +44,7 @@ def autograder(tmp_path_factory) -> Path:
             path.chmod(info.external_attr >> 16 & 0o777)
     assert os.access(root / "source" / "run_autograder", os.X_OK)
     shutil.copy2(root / "source" / "run_autograder", root / "run_autograder")
-    prepare = re.search(
-        r"^\"\$py\" -m (grader\.grade lab-01 --prepare)$", setup_script(), re.M
-    )
+    prepare = re.search(r"^\"\$py\" -m (grader\.grade lab-01 --prepare)$", setup_script(), re.M)
     assert prepare, "setup.sh reads each TODO's own tests into the image"
     # the owners of this repository's lab-01 base, where the image keeps its own: where the suite
     # has read them, --prepare finds them (the same base and grader, so the same name), else it
