@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from common import OUT_DIR, REPO_ROOT, SOLUTIONS_DIR, STEPS_DIR, shown
+from common.bugs import committed
 from common.course import course, course_step
 from common.loader import py_files
 from common.todos import Todo, module_name, parse, raised_todos, split_id
@@ -141,6 +142,9 @@ def read_record(blob: bytes) -> tuple[dict[str, dict] | None, list[str]]:
             break
         if "end" in line:
             ended = True
+        elif isinstance(line.get("forged"), str):  # the grader's plugin saw the copy forge
+            if (why := f"its code {line['forged']}") not in flags:
+                flags.append(why)
         elif isinstance(line.get("test"), str) and line.get("outcome") in WORST:
             nodeid = line.pop("test")
             if WORST[line["outcome"]] >= WORST[tests.get(nodeid, {"outcome": "passed"})["outcome"]]:
@@ -247,6 +251,9 @@ class Worker:
             screen = screen.partition(b"\n")[2]  # (a secret cut in two is no longer withheld)
         text = screen.decode("utf-8", errors="replace")
         record, flags = read_record(blob)
+        changed = f"its code changed the course's own files in its copy ({answer.get('changed')})"
+        if answer.get("changed") and changed not in flags:  # the worker's look, after it ended
+            flags.append(changed)
         if (n := answer.get("left")) and not answer["timed_out"]:  # a hang is charged as one
             flags.append(
                 f"{n} of its processes {'were' if n > 1 else 'was'} still running after it ended"
@@ -637,6 +644,47 @@ def own_outcome(
     else:
         why = ""
     return passed, len(own), why, refused, each
+
+
+@dataclass
+class Canary:
+    """A check a copy cannot tell from its real tests, whose right outcome is failure: the TODO's
+    copy with a curated bug of the step (bugs.py) committed into the reference beside it, and the
+    real test that bug fails. A copy whose code makes it pass forges its outcomes."""
+
+    files: dict[str, str]
+    test: str  # its node id: one of the step's own
+    bug: str  # the bug's name
+
+
+def canary(step: str, copy: dict[str, str], own: list[str]) -> Canary | None:
+    """The first curated bug of `step` that `copy` holds the reference code of, once, and whose
+    failing test is not one of the TODO's `own` (the bug is then in another TODO's reference)."""
+    layout = course_step(step)
+    target = (layout.mutation or {}).get("target", "")
+    for bug in layout.bugs():
+        rel = f"{(bug.module or target).replace('.', '/')}.py"
+        test = f"steps/{step}/tests/{bug.fails}"
+        if not bug.fails or test in own or rel not in copy:
+            continue
+        try:
+            broken = committed(copy[rel], bug, rel)
+        except ValueError:  # the student's code holds the reference's line too, or none of it
+            continue
+        return Canary(copy | {rel: broken}, test, bug.name)
+    return None
+
+
+def canary_passed(run: Run, c: Canary) -> str:
+    """Why the canary's run shows a forger ('' when its test failed, as it must)."""
+    if run.flags:
+        return f"its canary: {'; '.join(run.flags)}"
+    if run.tests().get(c.test, {}).get("outcome") == "passed":
+        return (
+            f"its code made a canary pass: {c.test.split('::')[-1]}, run on the reference with a "
+            f"curated bug ({c.bug}) that this test fails"
+        )
+    return ""
 
 
 # --- the grader's own reading of a submission, bounded ----------------------------------------------

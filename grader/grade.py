@@ -29,6 +29,8 @@ from grader.engine import (
     TextLimit,
     Texts,
     Worker,
+    canary,
+    canary_passed,
     own_outcome,
     scrub,
     starter_files,
@@ -176,10 +178,13 @@ def _grade(step: str, submission: Path | None, worker: Worker, screen: bool) -> 
         return not_graded(step, f"not graded: {exc}", started)
     owners = Owners.cached(worker, todos)
     lines = [_line(worker, t, todos, read[t.id], owners) for t in todos.values()]
+    shown_screen, forged = _check(worker, step, files, owners) if screen else ("", "")
+    if forged:  # the whole submission's copy forged its record: no TODO's own word is taken
+        notes.append(f"flagged: the check of the whole submission: {forged}")
+        lines = [_zero(line.todo, "flagged", notes[-1]) for line in lines]
     if not m.contained:  # said on every line, so no score leaves without it
         for line in lines:
             line.reason = f"[uncontained] {line.reason}"
-    shown_screen = _check(worker, step, files, owners) if screen else ""
     if worker.proc is not None and worker.proc.poll() is not None:
         notes.append(f"the grade's worker {worker.ended()} while this submission was graded")
     missing = [rel for rel in found.missing if rel.endswith(".py")]  # predictions: optional
@@ -213,20 +218,33 @@ def _line(worker: Worker, todo, todos, read: Texts, owners) -> Line:
     if run.record is None:
         state, why = _ended(run, worker.step)
         return _zero(todo.id, state, said(why))
-    return _score(todo.id, *own_outcome(run, own, said, owners.core))
+    line = _score(todo.id, *own_outcome(run, own, said, owners.core))
+    if line.score and (why := _canary(worker, todo.id, read, own)):
+        return _zero(todo.id, "flagged", f"flagged: {why}")
+    return line
 
 
-def _check(worker: Worker, step: str, files: dict[str, str], owners) -> str:
-    """The student's check of the whole submission, in a time of its own: the feedback's screen."""
+def _canary(worker: Worker, todo: str, read: Texts, own: list[str]) -> str:
+    """Why the TODO's canary shows its copy forging ('' when it failed as it must, or the step
+    has none): only a TODO that earns something is checked, forging being worth nothing else."""
+    if (c := canary(worker.step, read.copy, own)) is None:
+        return ""
+    return canary_passed(worker.run(f"{todo} canary", c.files, [c.test], AT_IMPORT), c)
+
+
+def _check(worker: Worker, step: str, files: dict[str, str], owners) -> tuple[str, str]:
+    """The student's check of the whole submission, in a time of its own: the feedback's screen,
+    and why its copy's word cannot be taken ('' when it can: its report is its record's)."""
     deselect = [a for n in owners.broken for a in ("--deselect", n)]
     check = worker.run("check", files, [f"steps/{step}/tests"], deselect, wall=worker.limits.check)
+    forged = "; ".join(check.flags)
     if not check.timed_out:
-        return check.screen
+        return check.screen, forged
     where = hung_at(check.screen, step)
     return (
         f"{check.screen}\nThe check of your whole submission was stopped after "
         f"{check.wall:.0f} s{f', in {where}' if where else ''}: its screen is cut short."
-    )
+    ), forged
 
 
 def hung_at(screen: str, step: str) -> str:

@@ -72,7 +72,7 @@ class Held:
 
 def _write_copy(raw, header: dict, base: Path, copy: Path) -> None:
     """The base's files, then the frame's starter files over its starter/; the buffer zeroed."""
-    shutil.rmtree(copy, ignore_errors=True)
+    _remove(copy)  # read-only in parts (_read_only)
     shutil.copytree(base, copy, symlinks=False)
     starter = copy / "steps" / header["step"] / "starter"
     shutil.rmtree(starter, ignore_errors=True)
@@ -89,6 +89,7 @@ def _write_copy(raw, header: dict, base: Path, copy: Path) -> None:
             os.close(fd)
             buf[:] = bytes(size)  # what another copy's child could find in this memory: nothing
     (copy / OUT).mkdir()
+    _read_only(copy)
 
 
 def _child(copy: Path, header: dict, private: list[int], record: int) -> None:
@@ -126,8 +127,9 @@ def _child(copy: Path, header: dict, private: list[int], record: int) -> None:
         os.environ.pop("COURSE_STEPS_DIR", None)
         import pytest
 
+        sys.dont_write_bytecode = True  # no file of the copy's course is written: each is kept
         sys.modules[QUIET_IMPORT] = _quiet_import()
-        code = int(pytest.main(header["args"], plugins=[_record()]))
+        code = int(pytest.main(header["args"], plugins=[_record(copy, header["step"])]))
     except BaseException as exc:  # noqa: BLE001 - whatever happens, the worker must hear of it
         print(f"the copy could not run: {type(exc).__name__}: {exc}", file=sys.stderr)
     finally:
@@ -136,16 +138,39 @@ def _child(copy: Path, header: dict, private: list[int], record: int) -> None:
         _exit(code)
 
 
-def _record():
+def _record(copy: Path, step: str):
     """The grade's record, the grader's pytest plugin in every copy: each test's outcome as the
     check collected it, down RECORD_FD as the test ends, so nothing the copy does afterwards
     rewrites it; then the end. Its writer and the check's own test_json are bound as pytest
-    configures, before any of the copy's code is imported."""
+    configures, before any of the copy's code is imported; so are the judges and the course's
+    files, and after each test a judge replaced or emptied, a pytest hook of the student's code or
+    a course file changed is sent as forged (the grader flags the copy)."""
     import json
 
+    import _pytest.reports  # noqa: F401 - the judges of pytest's reporting, kept below
+    import _pytest.runner  # noqa: F401
     import pytest
+    import torch
+
+    # the check's guard read from its file: importing common.check (a plugin) before pytest
+    # configures would keep pytest from rewriting its asserts
+    Judges = _module(copy / "common" / "check" / "guard.py", "grade_judges").Judges
 
     dumps, write, fd = json.dumps, os.write, RECORD_FD
+    judges, course, starter = Judges(), _course_files(copy), copy / "steps" / step / "starter"
+    plain = torch._C.DisableTorchFunctionSubclass  # a tensor subclass answers no comparison
+
+    def forged(files: bool = False) -> str:
+        """What the copy's code did to how it is judged (`files`: its course's files too), or ''."""
+        if changed := judges.restore():
+            return f"replaced {changed}, which the tests judge with"
+        if mine := _hooks_from(configs, starter):
+            return f"registered a pytest hook of its own ({mine}), which may rewrite outcomes"
+        if files and (which := _changed(course, _course_files(copy))):
+            return f"changed the course's own files in its copy ({which})"
+        return ""
+
+    configs = []  # pytest's config, kept as it configures
 
     def send(line: dict) -> None:
         data = (dumps(line) + "\n").encode("utf-8")
@@ -160,11 +185,23 @@ def _record():
 
         @pytest.hookimpl(trylast=True)  # after the check has registered its collector
         def pytest_configure(self, config):
+            configs.append(config)
             self.check = config.pluginmanager.get_plugin("student-check")
             self.as_json = type(self.check).test_json if self.check else None
 
+        @pytest.hookimpl(wrapper=True)
+        def pytest_runtest_call(self, item):
+            with plain():
+                return (yield)
+
+        def pytest_collection_finish(self):  # the tests are read: as they were before any code?
+            if why := forged(files=True):
+                send({"forged": why})
+
         @pytest.hookimpl(trylast=True)  # after the check has kept the result
         def pytest_runtest_logreport(self, report):
+            if report.when == "teardown" and (why := forged()):
+                send({"forged": why})
             if self.check and (report.when == "call" or not report.passed):
                 result = self.check.results.get(report.nodeid)
                 if result is not None and result.step:
@@ -172,10 +209,63 @@ def _record():
 
         @pytest.hookimpl(trylast=True)  # after the screen and the check's own records
         def pytest_terminal_summary(self):
+            if why := forged(files=True):
+                send({"forged": why})
             if self.check:
                 send({"end": len(self.check.results), "stopped": self.check.stopped})
 
     return Record()
+
+
+def _module(path: Path, name: str):
+    """The module at `path`, imported as `name` alone (no package of it imported)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _course_files(copy: Path) -> dict[str, bytes]:
+    """Every file of the copy's course that judges it (the tests of each step, common/, the
+    conftest), by path: none may change while the copy runs (a pytest .pyc planted included)."""
+    found = {}
+    roots = [copy / "common", copy / "conftest.py", *(copy / "steps").glob("*/tests")]
+    for root in roots:
+        for path in [root] if root.is_file() else sorted(root.rglob("*")):
+            if path.is_file() or path.is_symlink():
+                with contextlib.suppress(OSError):
+                    found[str(path.relative_to(copy))] = path.read_bytes()
+    return found
+
+
+def _changed(was: dict[str, bytes], now: dict[str, bytes]) -> str:
+    """The first path whose file differs between `was` and `now` (added, removed, changed), or ''."""
+    return min((p for p in was.keys() | now.keys() if was.get(p) != now.get(p)), default="")
+
+
+def _hooks_from(configs: list, starter: Path) -> str:
+    """The first pytest hook implemented by code under `starter` (the student's), or ''."""
+    if not configs:
+        return ""
+    mine = tuple(dict.fromkeys([f"{starter}{os.sep}", f"{starter.resolve()}{os.sep}"]))
+    for name, caller in vars(configs[0].pluginmanager.hook).items():
+        for impl in getattr(caller, "get_hookimpls", list)():
+            code = getattr(getattr(impl, "function", None), "__code__", None)
+            if code and code.co_filename.startswith(mine):
+                return name
+    return ""
+
+
+def _read_only(copy: Path) -> None:
+    """The copy's course (common/, each step's tests, the conftest) read-only: a copy that writes
+    its own tests or the course's checks is refused (and, if it gets past that, flagged)."""
+    roots = [copy / "common", copy / "conftest.py", *(copy / "steps").glob("*/tests")]
+    for root in roots:
+        for path in [root] if root.is_file() else [*root.rglob("*"), root]:  # root last
+            with contextlib.suppress(OSError):
+                path.chmod(0o555 if path.is_dir() else 0o444)
 
 
 def _quiet_import():
@@ -486,6 +576,7 @@ def main() -> int:
     if not header.get("end"):  # the first copy names the step; its places are taken after this
         _warm_step(base / "steps" / header["step"])
     places = Places(work) if os.environ.get("COURSE_GRADE_WIPE") == "1" else None
+    course = _course_files(base)  # what every copy's course must stay
     while not header.get("end"):
         _write_copy(raw, header, base, copy)
         record_r, record_w = os.pipe()
@@ -499,11 +590,13 @@ def main() -> int:
         os.close(record_r)
         _read(copy / OUT / "check.json", report)
         _read(copy / OUT / "screen.txt", screen)
-        shutil.rmtree(copy, ignore_errors=True)
+        changed = _changed(course, _course_files(copy))
+        _remove(copy)
         if places:
             places.wipe()
         sizes = [report.n, screen.n, got.n]
         answer = {"name": header["name"], "returncode": code, "timed_out": timed_out}
+        answer["changed"] = changed  # a course file the copy left changed, or ''
         _send(out, answer | {"sizes": sizes, "left": left}, *(h.view() for h in held))
         for h in held:  # what the next copy's child could find in memory: zeros
             h.clear()

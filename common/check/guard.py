@@ -26,6 +26,11 @@ JUDGES = {
         *("allclose", "equal", "isclose", "all", "any", "isfinite", "isnan", "item", "tolist"),
         *("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__bool__", "__len__"),
     ),
+    # the course's own checks: each made a no-op at import would pass every test that calls it
+    "common.expect": (
+        *("at_least", "at_most", "between", "close", "differs", "equal", "fail", "finite"),
+        *("members", "shape", "show", "_bounded", "_tensors_close"),
+    ),
 }
 
 
@@ -50,24 +55,52 @@ def _loaded(name: str):
     return getattr(sys.modules[module], cls, None) if module in sys.modules else None
 
 
+CODE = (
+    "__code__",
+    "__defaults__",
+    "__kwdefaults__",
+)  # what makes a Python function do what it does
+
+
+def _inner(obj) -> dict:
+    """A Python function's code and defaults (a function can be emptied in place, keeping its
+    identity); {} for what has none (a C function, a property)."""
+    function = getattr(obj, "__func__", obj)  # a classmethod or staticmethod's function
+    return {a: getattr(function, a) for a in CODE if hasattr(function, a)}
+
+
+def _put_back(obj, inner: dict) -> bool:
+    """Put back what `_inner` kept of `obj`; True when something had changed."""
+    function = getattr(obj, "__func__", obj)
+    changed = [a for a, v in inner.items() if getattr(function, a, None) is not v]
+    for attr in changed:
+        setattr(function, attr, inner[attr])
+    return bool(changed)
+
+
 class Judges:
     """The functions tests judge with, as they were when this was made (before student code ran)."""
 
     def __init__(self):
+        if "torch" in sys.modules:  # the course's checks judge with torch: theirs kept too
+            import common.expect  # noqa: F401
         self.replaced: dict[str, str] = {}  # step -> what its starter replaced as it was imported
-        self.kept: dict[str, tuple[object, dict]] = {}  # "torch" -> (the module, {name: function})
+        self.kept: dict[str, tuple[object, dict]] = {}  # "torch" -> (owner, {name: (obj, code)})
         for name, attrs in JUDGES.items():
             if (owner := _loaded(name)) is not None:
                 found = {a: getattr_static(owner, a, None) for a in attrs}  # inherited too
-                self.kept[name] = (owner, {a: obj for a, obj in found.items() if obj is not None})
+                kept = {a: (obj, _inner(obj)) for a, obj in found.items() if obj is not None}
+                self.kept[name] = (owner, kept)
 
     def restore(self) -> str:
-        """Put back every judge that was replaced or deleted; name them ('' when none was)."""
+        """Put back every judge that was replaced, deleted or emptied; name them ('' when none was)."""
         changed = []
         for name, (owner, was) in self.kept.items():
-            for attr, obj in was.items():
-                if getattr_static(owner, attr, None) is not obj:
+            for attr, (obj, inner) in was.items():
+                replaced = getattr_static(owner, attr, None) is not obj
+                if replaced:
                     setattr(owner, attr, obj)
+                if _put_back(obj, inner) or replaced:
                     changed.append(f"{name}.{attr}")
         more = f" and {len(changed) - 3} more" if len(changed) > 3 else ""
         return ", ".join(changed[:3]) + more

@@ -5,8 +5,10 @@ Each submission is the caught-up lab-01 reference with hostile lines at the top 
 causal_mask) do not. Every file or process a case makes carries a marker of its own (a uuid), so
 the test can say exactly that none appeared on this machine and none is still running."""
 
+import csv
 import fcntl
 import hashlib
+import io
 import json
 import os
 import re
@@ -27,9 +29,10 @@ import pytest
 from common import REPO_ROOT
 from common.course import course_step
 from grader import engine, sandbox
+from grader import grade as grade_module
 from grader.autograder import main as autograder
 from grader.engine import TextLimit, Worker, texts
-from grader.grade import Grade, grade, gradescope, text
+from grader.grade import Grade, class_csv, grade, gradescope, text
 from grader.sandbox import Limits
 from grader.tests.test_grade import (
     HELD_OUT,
@@ -64,6 +67,8 @@ class Case:
     host: list[Path] = field(default_factory=list)  # files that must not exist afterwards
     once: bool = False  # run once per process (spawning), not at every call
     per_test: float = 10.0  # seconds a test may run: the shared worker's, the check's own
+    top: str = ""  # lines at the module's top, run as it is imported: in every TODO's copy
+    others: str = ""  # a regex each other TODO's reason may match when it scores 0 (a forger's)
 
 
 def _once(code: str) -> str:
@@ -143,8 +148,10 @@ def hostile_cases(marker: str, clones: dict[str, Path], bundle: Path) -> dict[st
             "    from pathlib import Path\n\n"
             "    for test in (Path(__file__).parents[1] / 'tests').glob('test_*.py'):\n"
             "        test.write_text('def test_ok():\\n    pass\\n')",
-            full=True,
+            False,
+            rf"Permission denied|Read-only|{CHANGED}",
         ),
+        **FORGERS,
         **{
             f"reading the reference of {where}": Case(
                 _steal(f"__import__('pathlib').Path({str(path)!r}).read_text()"), False, denied
@@ -216,6 +223,82 @@ def hostile_cases(marker: str, clones: dict[str, Path], bundle: Path) -> dict[st
 
 LEFT = r"flagged: \d+ of its processes (was|were) still running after it ended"
 
+# Issue 53's red team: code that forges its outcomes rather than computing them, each with a mask
+# wrong everywhere (a forged pass shows as task 3's point). Judged honestly, task 3 scores 0 and
+# the rest full; seen forging, a copy is flagged (every copy: the top of a module is in each)
+WRONG = "    return torch.zeros(seq_len, seq_len, dtype=torch.bool)"
+CHANGED = r"flagged: its code changed the course's own files in its copy"
+FORGED = rf"flagged: its code (replaced|registered a pytest hook)|{CHANGED}"
+EMPTIED = """\
+import common.expect as _expect
+
+for _name in dir(_expect):  # every check of the course's, emptied in place (its identity kept)
+    if callable(_f := getattr(_expect, _name)) and hasattr(_f, "__code__"):
+        _f.__code__ = (lambda *a, **k: None).__code__
+"""
+REWRITTEN = """\
+from pathlib import Path as _Path
+
+for _test in (_Path(__file__).parents[1] / "tests").glob("test_*.py"):  # before they are read
+    try:
+        _test.write_text("def test_ok():\\n    pass\\n")
+    except OSError:
+        pass
+"""
+PASSING = """\
+import gc as _gc
+
+import pytest as _pytest
+
+
+class _Passing:
+    @_pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_makereport(self, item, call):
+        report = yield
+        report.outcome, report.longrepr = "passed", None
+        return report
+
+
+for _o in _gc.get_objects():
+    if type(_o).__name__ == "PytestPluginManager":
+        _o.register(_Passing())
+"""
+# the same hook, its code saying it is pytest's own: only the canary (a real test run on the
+# reference with a curated bug, which must fail) shows it forging
+HIDDEN = PASSING.replace(
+    "\n\nfor _o",
+    "\n\n_f = _Passing.pytest_runtest_makereport\n"
+    "_f.__code__ = _f.__code__.replace(co_filename=_pytest.__file__)\n\nfor _o",
+)
+CANARY = r"flagged: its code made a canary pass"
+YES = """\
+    class _Yes(torch.Tensor):  # every comparison says yes
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            name = getattr(func, "__name__", "")
+            if name in ("allclose", "equal"):
+                return True
+            with torch._C.DisableTorchFunctionSubclass():
+                out = func(*args, **(kwargs or {}))
+            if name in ("__eq__", "eq", "isclose", "__ne__", "ne") and torch.is_tensor(out):
+                return torch.full_like(out, "eq" in name or "close" in name, dtype=torch.bool)
+            return out
+
+    return torch.zeros(seq_len, seq_len, dtype=torch.bool).as_subclass(_Yes)"""
+FORGERS = {
+    "emptying the course's checks at import": Case(  # task 7 imports the module again: refused
+        WRONG, False, FORGED + "|0 of", top=EMPTIED, others=FORGED + "|judge with"
+    ),
+    "rewriting its own tests at import": Case(
+        WRONG, False, f"{CHANGED}|0 of", top=REWRITTEN, others=CHANGED
+    ),
+    "a pytest hook that passes every test": Case(WRONG, False, FORGED, top=PASSING, others=FORGED),
+    "a tensor that answers every comparison": Case(YES, False, FORGED + "|0 of"),
+    "a pytest hook that hides where it is from": Case(
+        WRONG, False, CANARY, top=HIDDEN, others=CANARY
+    ),
+}
+
 # A copy of task 3 holds the reference of every other TODO (the variant swaps them in): this
 # puts task 1's reference into task 3's reason, which the student reads
 LEAK = "showing another TODO's reference in its reason"
@@ -224,28 +307,30 @@ SECRET = "x.amax(dim=dim, keepdim=True)"  # a line of task 1's reference
 # The check writes its report with json.dumps in the process that runs the student's code: this
 # turns every outcome in it into "passed", and returns a mask that is wrong everywhere (the
 # grader's own record, sent as each test ends with functions bound before student code, disagrees)
-FORGE = """\
-    import json
+DUMPS = """\
+_real = json.dumps
 
-    if not getattr(json, "_forged", False):
-        _real = json.dumps
+def _passed(x):
+    if isinstance(x, dict):
+        if "outcome" in x:
+            x["outcome"], x["error"] = "passed", None
+        for v in x.values():
+            _passed(v)
+    elif isinstance(x, list):
+        for v in x:
+            _passed(v)
 
-        def _passed(x):
-            if isinstance(x, dict):
-                if "outcome" in x:
-                    x["outcome"], x["error"] = "passed", None
-                for v in x.values():
-                    _passed(v)
-            elif isinstance(x, list):
-                for v in x:
-                    _passed(v)
+def _forged(data, *a, **k):
+    _passed(data)
+    return _real(data, *a, **k)
 
-        def _forged(data, *a, **k):
-            _passed(data)
-            return _real(data, *a, **k)
-
-        json.dumps, json._forged = _forged, True
-    return torch.zeros(seq_len, seq_len, dtype=torch.bool)"""
+json.dumps, json._forged = _forged, True
+"""
+FORGE = (
+    '    import json\n\n    if not getattr(json, "_forged", False):\n'
+    + textwrap.indent(DUMPS, " " * 8)
+    + "    return torch.zeros(seq_len, seq_len, dtype=torch.bool)"
+)
 
 
 def snapshot(*folders: Path) -> dict[str, str]:
@@ -322,6 +407,8 @@ def grade_class(tmp: Path, bundle: Path, request, names: list[str] | None = None
                     sub = with_change(
                         reference, tmp / f"case-{len(grades)}", LINE, f"{LINE}\n{code}"
                     )
+                    if case.top:  # after the imports, as the module is imported
+                        at_top(sub / "attention.py", case.top)
                     worker.per_test = case.per_test
                     grades[name] = grade(STEP, sub, worker=worker, screen=False)
             finally:  # the shared worker serves later tests with the check's own time
@@ -333,6 +420,12 @@ def grade_class(tmp: Path, bundle: Path, request, names: list[str] | None = None
         return Graded(grades, cases, left_files, left_running, sorted({p for p, _ in changed}))
     finally:
         shutil.rmtree(home_clone, ignore_errors=True)
+
+
+def at_top(path: Path, code: str) -> None:
+    """`code` put after the imports of the module at `path`."""
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace("from torch import nn\n", f"from torch import nn\n{code}", 1))
 
 
 def check_case(g: Graded, name: str) -> None:
@@ -349,7 +442,10 @@ def check_case(g: Graded, name: str) -> None:
         assert task3.score == 0, f"expected 0 for task 3, got {task3.score}:\n{shown}"
         assert re.search(case.reason, task3.reason), f"expected /{case.reason}/:\n{shown}"
     others = [line for line in grade_.lines if line is not task3]
-    assert all(line.score == line.weight for line in others), f"expected others full:\n{shown}"
+    flagged = [ln for ln in others if case.others and re.search(case.others, ln.reason)]
+    assert all(ln.score == 0 for ln in flagged), f"expected the flagged at 0:\n{shown}"
+    full = [ln for ln in others if ln not in flagged]
+    assert all(ln.score == ln.weight for ln in full), f"expected others full:\n{shown}"
     assert all(line.reason for line in grade_.lines), f"expected a reason on each line:\n{shown}"
     assert grade_.seconds < WALL, f"graded in {grade_.seconds:.0f} s, over its {WALL} s limit"
 
@@ -404,7 +500,7 @@ def test_in_bubblewrap_nothing_outside_the_graded_copy_changes_and_nothing_is_le
 # What user mode must contain too (the network is not among them: it only changes the user)
 USER_CASES = [n for n in CASES if isinstance(n, str) and n.startswith(("writes", "reading"))]
 USER_CASES += ["a daemon that outlives the grade", "a child that holds stdout open"]
-USER_CASES += ["processes left behind", "importing the step's own reference"]
+USER_CASES += ["processes left behind", "importing the step's own reference", *FORGERS]
 
 
 def graded_in(mode: str, tmp: Path, bundle: Path, request, names: list[str]) -> Graded:
@@ -492,6 +588,19 @@ THEFTS = [n for n in USER_CASES if n.startswith("reading")]  # every theft, each
 
 
 @pytest.fixture(scope="module")
+def forged_uncontained(tmp_path_factory, bundle, request) -> Graded:
+    """The forgers graded with COURSE_GRADE_SANDBOX=none: nothing contains them, and the grader
+    must still judge them honestly or flag them."""
+    return graded_in("none", tmp_path_factory.mktemp("forged"), bundle, request, [*FORGERS])
+
+
+@UNCONTAINED
+@pytest.mark.parametrize("name", FORGERS)
+def test_uncontained_a_forger_is_judged_honestly_or_flagged(forged_uncontained, name):
+    check_case(forged_uncontained, name)
+
+
+@pytest.fixture(scope="module")
 def uncontained(tmp_path_factory, bundle, request) -> Graded:
     """The thefts graded with COURSE_GRADE_SANDBOX=none: where nothing contains the code, each
     works (which shows the contained runs above stop thefts that are real)."""
@@ -525,6 +634,53 @@ def test_uncontained_a_class_is_refused_without_allow_uncontained(tmp_path):
         assert f"add --allow-uncontained {anyway}" in said, said
         assert "code would run with your user's rights" in said and " ran " not in said, said
     assert not (tmp_path / "class-feedback").exists(), "a refused class wrote feedback"
+
+
+# The check's report forged (FORGE's json.dumps) only in the copy of the whole submission, which
+# runs the step's whole tests folder: each TODO's copy judges it honestly, the whole one forges
+WHOLE = (
+    "import gc as _gc\nimport json\n\nif any(\n"
+    '    type(_o).__name__ == "Config" and list(getattr(_o, "args", ())) == ["steps/lab-01/tests"]\n'
+    "    for _o in _gc.get_objects()\n):\n" + textwrap.indent(DUMPS, " " * 4)
+)
+WHOLE_FLAG = "flagged: the check of the whole submission: its check's report disagrees"
+
+
+@pytest.mark.parametrize("name", ["bwrap", "none"])
+def test_a_forger_is_flagged_in_the_csv_the_feedback_and_results_json(tmp_path, monkeypatch, name):
+    """A forger only the canary sees, and one that forges only the whole submission's check:
+    every TODO 0 and flagged, said in the CSV's flagged column and reasons, the feedback file and
+    results.json (its flagged TODOs, each test's output)."""
+    if why := _mode_problem(name):
+        pytest.skip(why)
+    reference, klass = caught_up_starter(tmp_path / "caught-up"), tmp_path / "class"
+    expected = {"hidden": CANARY, "whole": WHOLE_FLAG}
+    for student, top in {"hidden": HIDDEN, "whole": WHOLE}.items():
+        at_top(
+            with_change(reference, klass / student, LINE, f"{LINE}\n{WRONG}") / "attention.py", top
+        )
+    graded, out = {}, tmp_path / "feedback"
+    out.mkdir()
+    real = grade_module._graded
+    monkeypatch.setattr(
+        grade_module, "_graded", lambda s, e, w: graded.setdefault(e.name, real(s, e, w))
+    )
+    monkeypatch.setenv("COURSE_GRADE_SANDBOX", name)
+    sandbox.mode.cache_clear()
+    try:
+        said = class_csv(STEP, klass, Limits(wall=WALL), 10.0, out=out)
+    finally:
+        sandbox.mode.cache_clear()
+    rows = {row["student"]: row for row in csv.DictReader(io.StringIO(said))}
+    todos = list(course_step(STEP).regions())
+    for student, flag in expected.items():
+        row, shown = rows[student], (out / f"{student}.txt").read_text(encoding="utf-8")
+        assert row["score"] == "0" and row["flagged"] == " | ".join(todos), row
+        assert all(re.search(flag, row[f"{t} reason"]) for t in todos), row
+        assert re.search(flag, shown), shown
+        results = gradescope(graded[student])
+        assert results["extra_data"]["flagged"] == todos, results["extra_data"]
+        assert all(re.search(flag, t["output"]) for t in results["tests"]), results["tests"]
 
 
 # Task 1 kills the grade's worker (its copy's parent), task 2 its own copy, each with SIGKILL
