@@ -18,7 +18,7 @@ import pytest
 from common import REPO_ROOT, loader
 from common.check import python_problem
 from tests.test_check import TINY, tiny_copy
-from tools import check_command, check_in_a_child, pristine, untouched
+from tools import check_command, check_in_a_child, pristine, untouched, unwrapped
 
 CALC = Path("step-97") / "starter" / "calc.py"
 LINES = len((TINY / CALC).read_text(encoding="utf-8").splitlines())  # a line added: LINES + 2
@@ -52,7 +52,10 @@ def one_line(out: str, needle: str) -> str:
 
 
 def run(steps: Path, *args: str, cwd: Path = REPO_ROOT) -> subprocess.CompletedProcess:
-    return check_in_a_child(steps, [str(steps / "step-97"), "--impl", "starter", *args], cwd=cwd)
+    """The check on step-97 in a child, its lines as written before the 100 columns' wrapping."""
+    done = check_in_a_child(steps, [str(steps / "step-97"), "--impl", "starter", *args], cwd=cwd)
+    done.stdout, done.stderr = unwrapped(done.stdout), unwrapped(done.stderr)
+    return done
 
 
 def gone(rel: str):
@@ -147,7 +150,7 @@ MISHAPS = [
         [
             r"^The check stopped: \S*test_calc\.py::test_double was still running after 1 s of CPU "
             r"time, in TODO\(step-97 task 1: double\) \(a loop that never ends\?\)",
-            r"calc\.py:\d+ in double\n +while True:\n +TookTooLong: still running after 1 s",
+            r"TookTooLong: still running after 1 s[^\n]*\n(?:.*\n)*? +\S*calc\.py:\d+ in double\n +while True:",
             r"^Next: TODO\(step-97 task 1: double\)",
         ],
         body="while True:\n        x += 1",
@@ -273,7 +276,7 @@ def test_ctrl_c_in_a_looping_todo_names_that_todo_and_the_test(tmp_path):
             break
         time.sleep(0.1)
     child.send_signal(signal.SIGINT)
-    out = child.communicate(timeout=60)[0]
+    out = unwrapped(child.communicate(timeout=60)[0])  # its lines before the 100 columns
     assert re.search(
         r"^Interrupted \(Ctrl-C\) during \S*test_calc\.py::test_double in TODO\(step-97 task 1: double\): "
         r"the tests after it did not run$",
@@ -297,6 +300,7 @@ def test_a_starter_that_patches_torchs_comparisons_never_ticks_a_zeros_softmax(t
     attention.write_text(attention.read_text(encoding="utf-8") + patch, encoding="utf-8")
     tests = steps / "lab-01" / "tests" / "test_stable_softmax.py"
     done = check_in_a_child(steps, [str(tests), "--impl", "starter"])
+    done.stdout = unwrapped(done.stdout)  # its lines before the 100 columns
     assert (
         "replaced torch.allclose, torch.equal, torch.testing.assert_close as it was imported"
         in done.stdout

@@ -82,3 +82,17 @@ def clean_clone(dest: Path) -> Path:
     (a student's edits and catch-ups, and every run's output, stay behind)."""
     root = shutil.copytree(REPO_ROOT, dest / "repo", ignore=NOT_CLONED)
     return _shipped(root, [root / "steps" / name for name in step_names(root / "steps")])
+
+
+def unwrapped(screen: str) -> str:
+    """A screen's lines as the check wrote them before fitting them to its 100 columns: each
+    continuation (2 deeper, under a full line) joined back, so a test matches a message whole."""
+    lines: list[str] = []
+    for line in screen.splitlines():
+        last = lines[-1] if lines else ""
+        deeper = len(last) - len(last.lstrip(" ")) + 2
+        if len(last) > 70 and line.startswith(" " * deeper) and line[deeper : deeper + 1] != " ":
+            lines[-1] = f"{last} {line.strip()}"
+        else:
+            lines.append(line)
+    return "\n".join(lines) + ("\n" if screen.endswith("\n") else "")

@@ -1,6 +1,7 @@
 """Issue 42: lab-02 caught up, then one bug a student made, and the check's first screen: the TODO and
 line it names, its symptom row (its own or none), expected against got in words, no torch error."""
 
+import itertools
 import re
 
 import pytest
@@ -70,7 +71,9 @@ def test_the_first_screen_names_the_todo_the_row_and_expected_against_got(reques
         f"expected the Next line in the function of line {changed}, got line {where[2]}:\n{screen}"
     )
     shown = screen.split("(shortened; -v shows all):\n", 1)[-1].splitlines()
-    error = next(line for line in shown if re.match(r"  \w*(Error|Exception)\b", line))
+    at = next(i for i, line in enumerate(shown) if re.match(r"  \w*(Error|Exception)\b", line))
+    more = itertools.takewhile(lambda line: line.startswith("    "), shown[at + 1 :])
+    error = " ".join([shown[at], *(line.strip() for line in more)])  # wrapped at 100 columns
     assert "expected" in error and "got" in error and not error.startswith("  RuntimeError"), (
         f"expected the first failure to say expected and got in words, got {error!r}:\n{screen}"
     )

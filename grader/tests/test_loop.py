@@ -103,7 +103,7 @@ def assert_green_caught_up(returncode: int | None, screen: str, required: list[s
 
 
 # the step whose loop runs end to end in children: the first, whose quick runs cost a cold run
-# (CI) the least; tests/test_predictions.py reads the reference's quick run this test keeps
+# (CI) the least; grader/tests/test_predictions.py reads the reference's quick run this test keeps
 END_TO_END = STEPS[0].name
 # one process runs both, so a cold run makes that reference quick run once (test_loop first)
 KEPT_RUN = pytest.mark.xdist_group("loop-reference")

@@ -3,13 +3,13 @@
 import tomllib
 
 import pytest
-from tests.test_loop import END_TO_END, KEPT_RUN, reference_quick, run_files
 
 from common import STEPS_DIR, predictions
 from common.course import at, course
 from common.loader import load_file
 from common.run import runnable
 from common.todos import split_id
+from grader.tests.test_loop import END_TO_END, KEPT_RUN, reference_quick, run_files
 from tools import clean_clone
 from tools.starters import starters
 
