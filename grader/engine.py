@@ -5,6 +5,7 @@ Which tests are a TODO's own is read off the reference's run (CONTRIBUTING, "How
 """
 
 import ast
+import codecs
 import compileall
 import contextlib
 import difflib
@@ -707,8 +708,11 @@ class Texts:
     moved: dict[str, dict[int, int]] = field(default_factory=dict)  # the copy's lines -> theirs
 
 
-def texts(step: str, files: dict[str, str], submitted: set[str]) -> dict[str, Texts]:
-    """Each TODO's Texts, read in a child process within TEXT_SECONDS and TEXT_MEMORY: a file
+def texts(
+    step: str, files: dict[str, str], submitted: set[str]
+) -> tuple[dict[str, Texts], list[str]]:
+    """Each TODO's Texts, and what a reader would not see the files do (hidden), read in a child
+    process within TEXT_SECONDS and TEXT_MEMORY: a file
     nested past the parser's depth, or whose line map is quadratic, ends its own submission's
     grade (TextLimit), never the grader's process or the class it grades."""
     ask = json.dumps({"step": step, "files": files, "submitted": sorted(submitted)})
@@ -728,14 +732,117 @@ def texts(step: str, files: dict[str, str], submitted: set[str]) -> dict[str, Te
     answer = json.loads(done.stdout)
     if "limit" in answer:
         raise TextLimit(answer["limit"])
-    return {
+    read = {
         todo: Texts(
             t["why"],
             t["copy"],
             {r: {int(k): v for k, v in m.items()} for r, m in t["moved"].items()},
         )
-        for todo, t in answer.items()
+        for todo, t in answer["todos"].items()
     }
+    return read, answer["hidden"]
+
+
+COOKIE = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")  # PEP 263's, in line 1 or 2
+MODULE_CALLS = ("__import__", "import_module")  # calls whose value is a module by its name
+
+
+def hidden(step: str, files: dict[str, str], submitted: set[str]) -> list[str]:
+    """What in the submitted .py files a reader of their text would not see they do, one line
+    each with its place: an encoding other than UTF-8 (Python runs other lines than a reader
+    reads), and an attribute of a module the submission did not define set, replaced or deleted
+    (the course's, pytest's, torch's judges: `torch.allclose = ...`, `setattr(pytest, ...)`)."""
+    found, given = [], starter_files(step)
+    for rel in sorted(r for r in submitted if r.endswith(".py") and r in files):
+        shipped = {ln.strip() for ln in given.get(rel, "").splitlines()}  # the course's lines
+        found += _encoded(rel, files[rel]) + _foreign_writes(rel, files[rel], shipped)
+    return found
+
+
+def _encoded(rel: str, text: str) -> list[str]:
+    """A coding cookie other than UTF-8's, with the first line Python reads that a reader doesn't."""
+    lines = text.splitlines()
+    for number, line in enumerate(lines[:2], 1):
+        if not (m := COOKIE.match(line)):
+            continue
+        try:
+            codec = codecs.lookup(m.group(1)).name
+        except LookupError:
+            return []  # Python refuses the file: it does not import, and the grade says so
+        if codec == "utf-8":
+            return []
+        try:
+            ran = text.encode("utf-8").decode(codec, errors="replace").splitlines()
+        except LookupError:
+            ran = []
+        unseen = [ln.strip() for ln in ran if ln.strip() and ln not in lines]
+        unseen.sort(key=lambda ln: ln.startswith("#"))  # its code first: what a comment hid
+        shows = f": Python runs {unseen[0][:120]!r}, which a reader does not see" if unseen else ""
+        return [f"{rel}:{number} declares its encoding {m.group(1)} (not UTF-8){shows}"]
+    return []
+
+
+def _foreign_writes(rel: str, text: str, shipped: set[str]) -> list[str]:
+    """Each statement that sets or deletes an attribute of a module it imported (or of what it
+    imported from one), but for the `shipped` lines of the starter: the lines, with their place."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return []  # it does not import: the grade says so
+    imported = {
+        (alias.asname or alias.name).split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and not getattr(node, "level", 0)
+        for alias in node.names
+    }
+    lines = text.splitlines()
+    return [
+        f"{rel}:{node.lineno} changes {what}: {lines[node.lineno - 1].strip()[:120]}"
+        for node in sorted(ast.walk(tree), key=lambda n: getattr(n, "lineno", 0))
+        if (what := _foreign_target(node, imported))
+        and lines[node.lineno - 1].strip() not in shipped
+    ]
+
+
+def _foreign_target(node: ast.AST, imported: set[str]) -> str:
+    """What of an imported module `node` sets or deletes ('' when nothing)."""
+    targets = []
+    if isinstance(node, (ast.Assign, ast.Delete)):
+        targets = node.targets
+    elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+        targets = [node.target]
+    elif isinstance(node, ast.Call) and getattr(node.func, "id", "") in ("setattr", "delattr"):
+        owner = node.args[0] if node.args else None  # setattr(pytest, ...): the module itself too
+        return ast.unparse(owner) if owner and _root_module(owner, imported) else ""
+    for part in _flat(targets):
+        if isinstance(part, (ast.Attribute, ast.Subscript)) and _root_module(part.value, imported):
+            return ast.unparse(part)
+    return ""
+
+
+def _flat(targets: list[ast.AST]) -> list[ast.AST]:
+    """Each target of an assignment, unpacked ones (`a, torch.x = ...`) one by one."""
+    flat = []
+    for target in targets:
+        target = target.value if isinstance(target, ast.Starred) else target
+        flat += _flat(target.elts) if isinstance(target, (ast.Tuple, ast.List)) else [target]
+    return flat
+
+
+def _root_module(node: ast.AST, imported: set[str]) -> bool:
+    """Is `node` (an expression) a module the file imported, or reached from one by attributes
+    (`torch.Tensor`, `common.expect.close`), or a module found by name (`__import__("torch")`,
+    `sys.modules["torch"]`)?"""
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        if isinstance(node, ast.Subscript) and ast.unparse(node.value) == "sys.modules":
+            return True
+        node = node.value
+    if isinstance(node, ast.Call):
+        name = (
+            node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        )
+        return name in MODULE_CALLS
+    return isinstance(node, ast.Name) and node.id in imported
 
 
 def _read_texts(step: str, files: dict[str, str], submitted: set[str]) -> dict[str, Texts]:
@@ -758,6 +865,10 @@ def _texts_child() -> None:
     try:
         made = _read_texts(ask["step"], ask["files"], set(ask["submitted"]))
         answer = {todo: asdict(t) for todo, t in made.items()}
+        answer = {
+            "todos": answer,
+            "hidden": hidden(ask["step"], ask["files"], set(ask["submitted"])),
+        }
     except RecursionError as exc:
         answer = {"limit": f"a file nests deeper than the grader's parser allows ({exc})"}
     except MemoryError:

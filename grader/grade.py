@@ -79,6 +79,7 @@ class Grade:
     contained: bool = True
     missing: list[str] = field(default_factory=list)  # starter files the submission lacks
     stray: list[str] = field(default_factory=list)  # files it holds that are not starter files
+    hidden: list[str] = field(default_factory=list)  # what a reader would not see it do: to read
 
     @property
     def score(self) -> float:
@@ -173,9 +174,10 @@ def _grade(step: str, submission: Path | None, worker: Worker, screen: bool) -> 
         for rel, path in found.files.items():
             files[rel] = path.read_bytes().decode("utf-8", errors="replace")
     try:
-        read = texts(step, files, set(found.files))  # each TODO's copy, read once
+        read, hidden = texts(step, files, set(found.files))  # each TODO's copy, read once
     except TextLimit as exc:
         return not_graded(step, f"not graded: {exc}", started)
+    notes += [f"to read: {line}" for line in hidden]  # what a reader would not see it do
     owners = Owners.cached(worker, todos)
     lines = [_line(worker, t, todos, read[t.id], owners) for t in todos.values()]
     shown_screen, forged = _check(worker, step, files, owners) if screen else ("", "")
@@ -193,7 +195,9 @@ def _grade(step: str, submission: Path | None, worker: Worker, screen: bool) -> 
     if found.stray:
         notes.append(f"not starter files (ignored): {', '.join(found.stray)}")
     seconds = time.monotonic() - started
-    return Grade(step, lines, notes, seconds, shown_screen, m.contained, missing, found.stray)
+    g = Grade(step, lines, notes, seconds, shown_screen, m.contained, missing, found.stray)
+    g.hidden = hidden
+    return g
 
 
 def not_graded(step: str, why: str, started: float) -> Grade:
@@ -393,7 +397,7 @@ def class_csv(step: str, folder: Path, limits: Limits, per_test: float, jobs: in
         writer.writerow([
             name, _n(g.score), _n(g.max_score),
             *(_n(line.score) for line in g.lines), *(line.reason for line in g.lines),
-            "yes" if g.contained else "no (uncontained)", " | ".join(g.flagged), " ".join(g.missing),
+            "yes" if g.contained else "no (uncontained)", " | ".join([*g.flagged, *g.hidden]), " ".join(g.missing),
             " ".join(g.stray), " | ".join(n for n in g.notes if not n.startswith("contained")),
         ])  # fmt: skip
         if out:

@@ -56,6 +56,7 @@ def results_json(grade) -> dict:
             "total": sum(line.total for line in counted),
             "contained": grade.contained,
             "flagged": grade.flagged,  # a copy left a process or disagreed with the grader's record
+            "to_read": list(grade.hidden),  # what a reader of its text would not see it do
             "missing": list(grade.missing),
             "stray": list(grade.stray),
         },

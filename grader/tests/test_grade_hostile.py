@@ -69,6 +69,8 @@ class Case:
     per_test: float = 10.0  # seconds a test may run: the shared worker's, the check's own
     top: str = ""  # lines at the module's top, run as it is imported: in every TODO's copy
     others: str = ""  # a regex each other TODO's reason may match when it scores 0 (a forger's)
+    first: str = ""  # the module's first line, before its own (a coding cookie)
+    to_read: list[str] = field(default_factory=list)  # regexes of what the grade says to read
 
 
 def _once(code: str) -> str:
@@ -202,7 +204,9 @@ def hostile_cases(marker: str, clones: dict[str, Path], bundle: Path) -> dict[st
             "    return torch.triu(torch.ones(seq_len, seq_len)).bool()",
             False,
             r"your code replaced torch.allclose",
+            to_read=[r"attention\.py:\d+ changes torch\.allclose: torch\.allclose = lambda"],
         ),
+        **HIDING,
         "opening a socket": Case(
             "    import socket\n\n    socket.create_connection(('pypi.org', 443), timeout=3).close()",
             False,
@@ -236,12 +240,18 @@ for _name in dir(_expect):  # every check of the course's, emptied in place (its
     if callable(_f := getattr(_expect, _name)) and hasattr(_f, "__code__"):
         _f.__code__ = (lambda *a, **k: None).__code__
 """
-REWRITTEN = """\
+# each test's body made to pass, its name, fixtures and marks kept (functools.wraps)
+PASSES = (
+    "\nimport functools as _ft\n\nfor _n, _f in list(globals().items()):\n"
+    "    if _n.startswith('test_') and callable(_f):\n"
+    "        globals()[_n] = _ft.wraps(_f)(lambda *a, **k: None)\n"
+)
+REWRITTEN = f"""\
 from pathlib import Path as _Path
 
 for _test in (_Path(__file__).parents[1] / "tests").glob("test_*.py"):  # before they are read
     try:
-        _test.write_text("def test_ok():\\n    pass\\n")
+        _test.write_text(_test.read_text() + {PASSES!r})
     except OSError:
         pass
 """
@@ -263,6 +273,26 @@ for _o in _gc.get_objects():
     if type(_o).__name__ == "PytestPluginManager":
         _o.register(_Passing())
 """
+# Code a reader does not see it run: behind a coding cookie (raw_unicode_escape reads the \u000a
+# in a comment as a new line), and writes to modules it did not define. Neither forges anything
+# here (the grade's judges are bound): each keeps full marks, and the grade says what to read
+COOKIE = "# -*- coding: raw_unicode_escape -*-\n# a note \\u000a_hidden_ran = True\n"
+HIDING = {
+    "code hidden behind a coding cookie": Case(
+        "", True, first=COOKIE,
+        to_read=[r"attention\.py:1 declares its encoding raw_unicode_escape \(not UTF-8\): "
+                 r"Python runs '_hidden_ran = True', which a reader does not see"],
+    ),
+    "changing the attributes of pytest and the course": Case(
+        "    import pytest\n    import common.expect\n\n"
+        '    setattr(pytest, "approx", pytest.approx)\n'
+        "    common.expect.close = common.expect.close",
+        True,
+        to_read=[r'attention\.py:\d+ changes pytest: setattr\(pytest, "approx"',
+                 r"attention\.py:\d+ changes common\.expect\.close: common\.expect\.close ="],
+    ),
+}  # fmt: skip
+
 # the same hook, its code saying it is pytest's own: only the canary (a real test run on the
 # reference with a curated bug, which must fail) shows it forging
 HIDDEN = PASSING.replace(
@@ -409,6 +439,9 @@ def grade_class(tmp: Path, bundle: Path, request, names: list[str] | None = None
                     )
                     if case.top:  # after the imports, as the module is imported
                         at_top(sub / "attention.py", case.top)
+                    if case.first:
+                        path = sub / "attention.py"
+                        path.write_text(case.first + path.read_text(encoding="utf-8"), "utf-8")
                     worker.per_test = case.per_test
                     grades[name] = grade(STEP, sub, worker=worker, screen=False)
             finally:  # the shared worker serves later tests with the check's own time
@@ -447,6 +480,9 @@ def check_case(g: Graded, name: str) -> None:
     full = [ln for ln in others if ln not in flagged]
     assert all(ln.score == ln.weight for ln in full), f"expected others full:\n{shown}"
     assert all(line.reason for line in grade_.lines), f"expected a reason on each line:\n{shown}"
+    read = " | ".join(grade_.hidden)
+    assert all(re.search(r, read) for r in case.to_read), f"expected {case.to_read} in {read!r}"
+    assert all(f"to read: {h}" in grade_.notes for h in grade_.hidden), grade_.notes
     assert grade_.seconds < WALL, f"graded in {grade_.seconds:.0f} s, over its {WALL} s limit"
 
 
@@ -646,41 +682,71 @@ WHOLE = (
 WHOLE_FLAG = "flagged: the check of the whole submission: its check's report disagrees"
 
 
-@pytest.mark.parametrize("name", ["bwrap", "none"])
-def test_a_forger_is_flagged_in_the_csv_the_feedback_and_results_json(tmp_path, monkeypatch, name):
-    """A forger only the canary sees, and one that forges only the whole submission's check:
-    every TODO 0 and flagged, said in the CSV's flagged column and reasons, the feedback file and
-    results.json (its flagged TODOs, each test's output)."""
-    if why := _mode_problem(name):
+def class_of(tmp: Path, monkeypatch, mode: str, students: dict[str, tuple[str, str]]):
+    """Grade a class as --class does in `mode`: each student the caught-up reference with WRONG
+    in causal_mask and (top, first) lines; (CSV rows, feedback folder, each student's Grade)."""
+    if why := _mode_problem(mode):
         pytest.skip(why)
-    reference, klass = caught_up_starter(tmp_path / "caught-up"), tmp_path / "class"
-    expected = {"hidden": CANARY, "whole": WHOLE_FLAG}
-    for student, top in {"hidden": HIDDEN, "whole": WHOLE}.items():
-        at_top(
-            with_change(reference, klass / student, LINE, f"{LINE}\n{WRONG}") / "attention.py", top
-        )
-    graded, out = {}, tmp_path / "feedback"
+    reference, klass = caught_up_starter(tmp / "caught-up"), tmp / "class"
+    for student, (top, first) in students.items():
+        path = with_change(reference, klass / student, LINE, f"{LINE}\n{WRONG}") / "attention.py"
+        at_top(path, top)
+        path.write_text(first + path.read_text(encoding="utf-8"), encoding="utf-8")
+    graded, out = {}, tmp / "feedback"
     out.mkdir()
     real = grade_module._graded
-    monkeypatch.setattr(
-        grade_module, "_graded", lambda s, e, w: graded.setdefault(e.name, real(s, e, w))
-    )
-    monkeypatch.setenv("COURSE_GRADE_SANDBOX", name)
+    keep = lambda s, e, w: graded.setdefault(e.name, real(s, e, w))  # noqa: E731 - each Grade
+    monkeypatch.setattr(grade_module, "_graded", keep)
+    monkeypatch.setenv("COURSE_GRADE_SANDBOX", mode)
     sandbox.mode.cache_clear()
     try:
         said = class_csv(STEP, klass, Limits(wall=WALL), 10.0, out=out)
     finally:
         sandbox.mode.cache_clear()
-    rows = {row["student"]: row for row in csv.DictReader(io.StringIO(said))}
+    return {row["student"]: row for row in csv.DictReader(io.StringIO(said))}, out, graded
+
+
+@pytest.mark.parametrize("name", ["bwrap", "none"])
+def test_a_forger_is_flagged_in_the_csv_the_feedback_and_results_json(tmp_path, monkeypatch, name):
+    """A forger only the canary sees, and one that forges only the whole submission's check:
+    every TODO 0 and flagged, said in the CSV's flagged column and reasons, the feedback file and
+    results.json (its flagged TODOs, each test's output)."""
+    students = {"hidden": (HIDDEN, ""), "whole": (WHOLE, "")}
+    rows, out, graded = class_of(tmp_path, monkeypatch, name, students)
     todos = list(course_step(STEP).regions())
-    for student, flag in expected.items():
+    for student, flag in {"hidden": CANARY, "whole": WHOLE_FLAG}.items():
         row, shown = rows[student], (out / f"{student}.txt").read_text(encoding="utf-8")
-        assert row["score"] == "0" and row["flagged"] == " | ".join(todos), row
+        assert row["score"] == "0" and row["flagged"].startswith(" | ".join(todos)), row
         assert all(re.search(flag, row[f"{t} reason"]) for t in todos), row
         assert re.search(flag, shown), shown
         results = gradescope(graded[student])
         assert results["extra_data"]["flagged"] == todos, results["extra_data"]
         assert all(re.search(flag, t["output"]) for t in results["tests"]), results["tests"]
+
+
+@pytest.mark.parametrize("name", ["bwrap", "none"])
+def test_code_hidden_from_a_reader_is_shown_in_the_csv_the_feedback_and_results_json(
+    tmp_path, monkeypatch, name
+):
+    """A coding cookie that hides code in a comment, and a line that replaces torch.allclose:
+    the lines to read are in the CSV's flagged column, the feedback and results.json; the score is
+    what the tests make of the code (the cookie's untouched)."""
+    replaces = "torch.allclose = lambda *a, **k: True  # yes to all\n"
+    students = {"cookie": ("", COOKIE), "replaces": (replaces, "")}
+    rows, out, graded = class_of(tmp_path, monkeypatch, name, students)
+    said = {
+        "cookie": "attention.py:1 declares its encoding raw_unicode_escape (not UTF-8): Python "
+        "runs '_hidden_ran = True', which a reader does not see",
+        "replaces": f"changes torch.allclose: {replaces.strip()}",
+    }
+    # the judges bound: task 3's WRONG mask fails honestly, and task 7, which imports the module
+    # again, is refused for the replaced torch.allclose
+    scores = {"cookie": "6", "replaces": "5"}
+    for student, line in said.items():
+        row, shown = rows[student], (out / f"{student}.txt").read_text(encoding="utf-8")
+        assert line in row["flagged"] and line in shown, (row, shown)
+        assert line in " ".join(gradescope(graded[student])["extra_data"]["to_read"])
+        assert row["score"] == scores[student], row
 
 
 # Task 1 kills the grade's worker (its copy's parent), task 2 its own copy, each with SIGKILL
