@@ -191,6 +191,7 @@ def test_results_json_follows_gradescopes_specification():
         "total": 9,
         "contained": False,
         "flagged": [],  # no copy left a process or disagreed with the grader's record
+        "to_read": [],  # nothing its text hides from a reader
         "missing": ["heads.py"],
         "stray": ["notes.txt"],
     }, results["extra_data"]
