@@ -30,9 +30,6 @@ def test_the_methods_that_would_import_the_compiler_are_marked_and_still_work():
     marked = build_without_compiler()
     # if torch stops wrapping these, the list shrinks and this says the saving is gone
     assert {"add_param_group", "zero_grad", "state_dict", "load_state_dict"} <= set(marked)
-    stepped = {cls.__name__ for cls in (torch.optim.Adam, torch.optim.SGD)}  # AdamW steps as Adam
-    eager = {c for c in stepped if getattr(torch.optim, c).step.__name__ == "step_eagerly"}
-    assert eager == stepped, f"steps not made eager (marked now: {marked})"
     model = torch.nn.Linear(3, 2)
     optimiser = torch.optim.AdamW(model.parameters(), lr=0.1)
     model(torch.ones(1, 3)).sum().backward()

@@ -601,6 +601,9 @@ def as_nobody(tmp_path_factory, bundle, request) -> Graded:
             path.chmod(mode)
 
 
+# in the uncontained tests' process, with the across class as nobody: two grades as nobody at
+# once would each take the other's processes for ones its copy left
+@UNCONTAINED
 @pytest.mark.parametrize("name", USER_CASES)
 def test_as_root_without_namespaces_the_unprivileged_user_contains_a_hostile_submission(
     as_nobody, name
@@ -609,6 +612,7 @@ def test_as_root_without_namespaces_the_unprivileged_user_contains_a_hostile_sub
     assert as_nobody.grades[name].notes[0].startswith("contained: as the unprivileged user")
 
 
+@UNCONTAINED  # with the cases above: one process makes the class once
 def test_as_root_without_namespaces_nothing_changes_outside_and_nothing_is_left_running(
     as_nobody,
 ):
