@@ -126,7 +126,7 @@ def parse(text: str, where: str = "solution") -> tuple[list[str], list[Region]]:
     return kept, regions
 
 
-def _raise(region: Region) -> list[str]:
+def starter_lines(region: Region) -> list[str]:
     """The starter's lines for a region: its STARTER code, else the raise, as `ruff format` lays it out."""
     if region.starter:
         return region.starter
@@ -142,7 +142,7 @@ def starter_text(solution: str, where: str = "solution") -> str:
     """The starter for one marked solution file's text: the hints stay out of it."""
     kept, regions = parse(solution, where)
     made = iter(regions)
-    out = [line for k in kept for line in ([k] if k is not None else _raise(next(made)))]
+    out = [line for k in kept for line in ([k] if k is not None else starter_lines(next(made)))]
     return "\n".join(out) + "\n"
 
 

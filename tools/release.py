@@ -13,7 +13,7 @@ from pathlib import Path
 
 from common import REPO_ROOT, shown
 from common.course import Step, course, course_map
-from common.todos import BEGIN, END, STARTER, _raise, parse, starter_text
+from common.todos import BEGIN, END, STARTER, parse, starter_lines, starter_text
 
 # The course's files a student's commands need, beyond the released steps
 TOP = (
@@ -46,7 +46,7 @@ class Plan:
 def plan(step: str, also_open: tuple[str, ...] = ()) -> Plan:
     """The release of the week `step` opens: every step before it closed, `step` and `also_open`
     (two open at once, a step closed late) open. A ValueError names a step that is not there."""
-    order = [s for s in course()]
+    order = list(course())
     names = [s.name for s in order]
     for name in (step, *also_open):
         if name not in names or order[names.index(name)].checkpoint:
@@ -78,7 +78,7 @@ def hollow(text: str, where: str) -> str:
         region = next(made)
         header = [f"{region.indent}# {tag}: {part}" for tag, part in region.parts.items()]
         shipped = [f"{region.indent}{STARTER} {code.strip()}" for code in region.starter]
-        body = _raise(region)  # the shipped bug's code, or the raise
+        body = starter_lines(region)  # the shipped bug's code, or the raise
         out += [f"{region.indent}{BEGIN}TODO({region.id})", *header, *shipped, *body]
         out.append(f"{region.indent}{END}")
     return "\n".join(out) + "\n"
