@@ -138,6 +138,26 @@ def starter_lines(region: Region) -> list[str]:
     return [f"{indent}raise NotImplementedError(", f"{indent}    {literal}", f"{indent})"]
 
 
+def without_code(text: str, where: str, body, header: bool = True) -> str:
+    """A marked file with each region's reference code replaced by `body(region)`'s lines: the
+    markers, its STARTER lines and (with `header`) its contract and hints stay, so this parser
+    reads its regions again (an edition's open step, a graded base)."""
+    kept, regions = parse(text, where)
+    made, out = iter(regions), []
+    for line in kept:
+        if line is not None:
+            out.append(line)
+            continue
+        region = next(made)
+        i = region.indent
+        out.append(f"{i}{BEGIN}TODO({region.id})")
+        out += [f"{i}# {tag}: {part}" for tag, part in region.parts.items()] if header else []
+        out += [f"{i}{STARTER} {s[len(i) :]}" for s in region.starter]
+        out += body(region)
+        out.append(f"{i}{END}")
+    return "\n".join(out) + "\n"
+
+
 def starter_text(solution: str, where: str = "solution") -> str:
     """The starter for one marked solution file's text: the hints stay out of it."""
     kept, regions = parse(solution, where)

@@ -30,7 +30,7 @@ from common import OUT_DIR, REPO_ROOT, SOLUTIONS_DIR, STEPS_DIR, shown
 from common.bugs import committed
 from common.course import course, course_step
 from common.loader import py_files
-from common.todos import Todo, module_name, parse, raised_todos, split_id
+from common.todos import Todo, module_name, parse, raised_todos, split_id, without_code
 from grader.sandbox import SECRET, Limits, ended_by, instructor_values, start, stop
 from grader.variants import read_tree, variant
 from grader.worker import SCREEN_LIMIT
@@ -49,19 +49,8 @@ TRUSTED = 120.0  # CPU seconds per test for the reference's own runs: a loaded m
 def hollow(text: str, where: str) -> str:
     """A marked solution file without its reference code: each region raises REFUSED (a shipped
     bug keeps its STARTER code); the markers stay, so the check still reads the regions."""
-    kept, regions = parse(text, where)
-    made, out = iter(regions), []
-    for line in kept:
-        if line is not None:
-            out.append(line)
-            continue
-        region = next(made)
-        i = region.indent
-        out.append(f"{i}# BEGIN SOLUTION TODO({region.id})")
-        out += [f"{i}# STARTER: {s[len(i) :]}" for s in region.starter]
-        out += region.starter or [f'{i}raise RuntimeError("{REFUSED}")']
-        out.append(f"{i}# END SOLUTION")
-    return "\n".join(out) + "\n"
+    refused = lambda r: r.starter or [f'{r.indent}raise RuntimeError("{REFUSED}")']  # noqa: E731
+    return without_code(text, where, refused, header=False)
 
 
 def build_base(step: str, dest: Path, heldout: Path | None = None) -> Path:

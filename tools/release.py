@@ -13,7 +13,7 @@ from pathlib import Path
 
 from common import REPO_ROOT, shown
 from common.course import Step, course, course_map
-from common.todos import BEGIN, END, STARTER, parse, starter_lines, starter_text
+from common.todos import parse, starter_lines, starter_text, without_code
 
 # The course's files a student's commands need, beyond the released steps
 TOP = (
@@ -69,19 +69,7 @@ def plan(step: str, also_open: tuple[str, ...] = ()) -> Plan:
 def hollow(text: str, where: str) -> str:
     """A marked solution file with each region's reference code replaced by the starter's code:
     the headers (contract, hints 1 to 3) and the given code stay, so the one parser reads it."""
-    kept, regions = parse(text, where)
-    made, out = iter(regions), []
-    for line in kept:
-        if line is not None:
-            out.append(line)
-            continue
-        region = next(made)
-        header = [f"{region.indent}# {tag}: {part}" for tag, part in region.parts.items()]
-        shipped = [f"{region.indent}{STARTER} {code.strip()}" for code in region.starter]
-        body = starter_lines(region)  # the shipped bug's code, or the raise
-        out += [f"{region.indent}{BEGIN}TODO({region.id})", *header, *shipped, *body]
-        out.append(f"{region.indent}{END}")
-    return "\n".join(out) + "\n"
+    return without_code(text, where, starter_lines)  # the shipped bug's code, or the raise
 
 
 def released_bugs(step: Step) -> str:
