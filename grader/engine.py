@@ -105,6 +105,7 @@ class Run:
     flags: list[str] = field(default_factory=list)  # why the copy's own word cannot be taken
     wall: float = 0.0  # the seconds it was given
     worker: str = ""  # how the grade's worker ended, when it did while this copy ran
+    full: str = ""  # why the copy was stopped for what it wrote (Limits.disk), or ''
 
     def tests(self) -> dict[str, dict]:
         """Each test's outcome as the grader recorded it while the copy ran."""
@@ -223,7 +224,7 @@ class Worker:
         args += [f"--timeout={per_test:g}", "-p", "pytest_timeout", "-p", "no:cacheprovider"]
         args += ["--rootdir=.", *extra]
         header = {"name": name, "step": self.step, "args": args, "wall": left}
-        header |= {"cpu": self.limits.cpu, "memory": self.limits.memory}
+        header |= {"cpu": self.limits.cpu, "memory": self.limits.memory, "disk": self.limits.disk}
         header["files"] = [[rel, len(b)] for rel, b in blobs]
         try:
             self._send(header, [b for _, b in blobs])
@@ -253,7 +254,10 @@ class Worker:
         code = answer["returncode"]
         if record is not None and code is not None and code < 0:  # pytest never ends so
             flags.append(f"its check was killed (signal {-code}) after its record said it ended")
-        return Run(name, data, text, answer["returncode"], answer["timed_out"], record, flags, left)
+        return Run(
+            name, data, text, answer["returncode"], answer["timed_out"], record, flags, left,
+            full=answer.get("full", ""),
+        )  # fmt: skip
 
     def _send(self, header: dict, blobs: list[bytes]) -> None:
         data = json.dumps(header).encode("utf-8")

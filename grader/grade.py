@@ -219,6 +219,8 @@ def _line(worker: Worker, todo, todos, read: Texts, owners) -> Line:
     said = partial(scrub, todos=todos, mine=todo.id, moved=read.moved, hide=worker.hide)
     if run.flags:
         return _zero(todo.id, "flagged", f"flagged: {'; '.join(run.flags)}")
+    if run.full:  # what its tests made of it is what a full disk made of them
+        return _zero(todo.id, "failed", run.full)
     if run.record is None:
         state, why = _ended(run, worker.step)
         return _zero(todo.id, state, said(why))
@@ -242,6 +244,8 @@ def _check(worker: Worker, step: str, files: dict[str, str], owners) -> tuple[st
     deselect = [a for n in owners.broken for a in ("--deselect", n)]
     check = worker.run("check", files, [f"steps/{step}/tests"], deselect, wall=worker.limits.check)
     forged = "; ".join(check.flags)
+    if check.full:
+        return f"{check.screen}\nThe check of your whole submission: {check.full}.", forged
     if not check.timed_out:
         return check.screen, forged
     where = hung_at(check.screen, step)

@@ -39,6 +39,7 @@ class Limits:
 
     cpu: int = 300  # CPU seconds for one copy's run (each test has its own, smaller, limit)
     memory: int = 6 * 2**30  # bytes of address space per copy (torch alone maps about 1.5 GB)
+    disk: int = 2**30  # bytes a copy may write, in its folder, /tmp and /dev/shm together
     wall: int = 600  # seconds for the whole grade of one submission, every copy included
     copy: int = 120  # seconds for one TODO's copy: a hang costs that TODO, not the others
     check: int = 120  # seconds for the check of the whole submission (the feedback's screen)
@@ -62,12 +63,16 @@ class Mode:
         return f"{WOULD_RUN} ({self.why})" if not self.contained else self.said
 
 
-def _bwrap_args(base: Path) -> list[str]:
-    """bubblewrap's view: system libraries, the interpreter, the base read-only; /tmp and home private."""
+def _bwrap_args(base: Path, disk: int = Limits.disk) -> list[str]:
+    """bubblewrap's view: system libraries, the interpreter, the base read-only; /tmp, home and
+    /dev/shm private, each a memory-backed tmpfs the kernel holds to `disk` bytes and a margin
+    for the copy's own files (the worker stops a copy at `disk` in all)."""
     bwrap = shutil.which("bwrap") or "bwrap"  # found on the grader's PATH, not the sandbox's
     args = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
     # the private /tmp first: an interpreter or venv that lives under /tmp is bound over it below
-    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", "/tmp/home"]
+    size = ["--size", str(disk + ROOM)]
+    args += ["--proc", "/proc", "--dev", "/dev", *size, "--tmpfs", "/dev/shm"]
+    args += [*size, "--tmpfs", "/tmp", "--dir", "/tmp/home"]
     args += ["--ro-bind", "/usr", "/usr"]
     for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64"):
         if os.path.islink(top):
@@ -91,6 +96,7 @@ def _bwrap_args(base: Path) -> list[str]:
 
 
 SYSTEM_PATH = "/usr/bin:/bin"
+ROOM = 64 * 2**20  # bytes of a tmpfs beyond a copy's cap: the copy's course files (3 MB), home
 LOCALE = ("LANG", "LC_ALL")  # the only variables of the grader's environment a copy is given
 SECRET = 8  # characters: a value shorter than this is too common to withhold ("1", "root")
 
@@ -267,7 +273,7 @@ def start(base: Path, work: Path, limits: Limits, log: Path) -> subprocess.Popen
     preexec = None
     if m.name == "bwrap":  # bwrap sets the worker's own (--clearenv, --setenv)
         env = copy_env(PATH=SYSTEM_PATH)
-        cmd = [*_bwrap_args(base), sys.executable, str(INSIDE / ".grader-worker.py")]
+        cmd = [*_bwrap_args(base, limits.disk), sys.executable, str(INSIDE / ".grader-worker.py")]
         cmd += [str(INSIDE), "/tmp/w"]
     else:
         cmd = [sys.executable, str(base / ".grader-worker.py"), str(base), str(work)]

@@ -3,9 +3,9 @@ is sent in a forked child, one at a time, so no copy ever sees another.
 
 Standard library only until main() (it must not import the course: each copy brings its own).
 The grader (grader/grade.py) writes frames to its stdin and reads one frame back per copy:
-  in:  4-byte length, a JSON header {name, step, args, wall, cpu, memory, files: [[path, size]]},
+  in:  4-byte length, a JSON header {name, step, args, wall, cpu, memory, disk, files: [[path, size]]},
        then the files' bytes (the copy's starter, written over the base's);  {"end": true} stops.
-  out: 4-byte length, a JSON header {name, returncode, timed_out, left, sizes}, then check.json,
+  out: 4-byte length, a JSON header {name, returncode, timed_out, full, left, sizes}, then check.json,
        the screen and the record: one JSON line per test, sent by the check over a pipe as each
        test ends and read here while the copy runs, so nothing the copy does later rewrites it.
 Between copies it kills every process the last one left (counted: `left`), and puts every place
@@ -118,10 +118,10 @@ def _child(copy: Path, header: dict, private: list[int], record: int) -> None:
 
         resource.setrlimit(resource.RLIMIT_CPU, (header["cpu"], header["cpu"] + 5))
         resource.setrlimit(resource.RLIMIT_AS, (header["memory"], header["memory"]))
-        # no POSIX message queue (a place outside any folder, which outlives its maker) and
-        # no file larger than the memory limit (a private /tmp is memory)
+        # no POSIX message queue (a place outside any folder, which outlives its maker) and no
+        # file larger than all a copy may write (the worker stops it at that sum: _wait)
         resource.setrlimit(resource.RLIMIT_MSGQUEUE, (0, 0))
-        resource.setrlimit(resource.RLIMIT_FSIZE, (header["memory"], header["memory"]))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (header["disk"], header["disk"]))
         os.chdir(copy)
         sys.path.insert(0, str(copy))
         os.environ.pop("COURSE_STEPS_DIR", None)
@@ -363,22 +363,61 @@ def _subreaper() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
 
 
-def _wait(child: int, wall: float, record: int, got: "Held") -> tuple[int | None, bool]:
-    """(exit code or -signal, timed out) of the child, killed at `wall` seconds; what it writes
-    to the record pipe is read into `got` meanwhile (a full pipe would stop it)."""
-    deadline = time.monotonic() + wall
+def _wait(child: int, wall: float, record: int, got: "Held", full) -> tuple[int | None, str]:
+    """(exit code or -signal, '' or why it was stopped) of the child, killed at `wall` seconds or
+    as soon as `full()` says it wrote too much (asked twice a second); what it writes to the
+    record pipe is read into `got` meanwhile (a full pipe would stop it)."""
+    deadline, look = time.monotonic() + wall, 0.0
     while time.monotonic() < deadline:
         _drain(record, got)
         pid, status = os.waitpid(child, os.WNOHANG)
         if pid:
-            return os.waitstatus_to_exitcode(status), False
+            return os.waitstatus_to_exitcode(status), ""
+        if time.monotonic() > look and (why := full()):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(child, signal.SIGKILL)  # its whole group: a writer it started too
+            os.waitpid(child, 0)
+            return None, why
+        look = max(look, time.monotonic() + 0.5)
         time.sleep(0.02)
     with contextlib.suppress(ProcessLookupError):
         os.kill(child, signal.SIGUSR1)  # faulthandler writes where each thread is
         time.sleep(0.5)
         os.kill(child, signal.SIGKILL)
     os.waitpid(child, 0)  # SIGKILL cannot be refused: this returns
-    return None, True
+    return None, "time"
+
+
+def _cap(disk: int, roots: list[Path], places: "Places | None"):
+    """A look at what the copy wrote since now, in `roots` and what `places` did not hold: why it
+    wrote too much ('' while it did not)."""
+
+    def written() -> int:
+        return sum(_used(r) for r in roots) + (places.made() if places else 0)
+
+    start = written()  # the copy's own files, just written
+
+    def full() -> str:
+        if (n := written() - start) <= disk:
+            return ""
+        return (
+            f"its copy wrote more than {disk >> 20} MB ({n >> 20} MB), all a copy may write in "
+            "its folder, /tmp and /dev/shm"
+        )
+
+    return full
+
+
+def _used(path: Path) -> int:
+    """Bytes of disk (or of a tmpfs's memory) that the files under `path` take."""
+    total = 0
+    with contextlib.suppress(OSError):
+        total = os.lstat(path).st_blocks * 512  # a file (os.walk yields nothing for one)
+    for folder, dirs, names in os.walk(path, onerror=lambda e: None):
+        for name in [*dirs, *names]:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(folder, name)).st_blocks * 512
+    return total
 
 
 RECORD_LIMIT = 4 * 2**20  # bytes of record a copy may send: far more than a step's tests need
@@ -419,9 +458,24 @@ class Places:
                     entries = set(os.listdir(folder))
                     self.folders[folder] = (entries, st.st_mode if st.st_uid == self.uid else None)
 
+    def made(self) -> int:
+        """Bytes of what this user made in these folders since the worker started."""
+        return sum(_used(path) for path in self._new())
+
+    def _new(self) -> list[Path]:
+        """What this user made in these folders since the worker started."""
+        found = []
+        for folder, (entries, _) in self.folders.items():
+            with contextlib.suppress(OSError):
+                for name in set(os.listdir(folder)) - entries:
+                    with contextlib.suppress(OSError):
+                        if (folder / name).lstat().st_uid == self.uid:
+                            found.append(folder / name)
+        return found
+
     def wipe(self) -> None:
         """Remove what this user made in these folders since the worker started."""
-        for folder, (entries, mode) in self.folders.items():
+        for folder, (_, mode) in self.folders.items():
             if mode is not None:  # ours: a copy may have closed it, moved it or removed it
                 try:
                     folder.mkdir(parents=True, exist_ok=True)
@@ -431,18 +485,8 @@ class Places:
                             os.removexattr(folder, name)
                 except (OSError, AttributeError):  # AttributeError: no xattrs on this OS
                     pass
-            try:
-                now = os.listdir(folder)
-            except OSError:
-                continue
-            for name in now:
-                path = folder / name
-                try:
-                    if name in entries or path.lstat().st_uid != self.uid:
-                        continue
-                except OSError:
-                    continue
-                _remove(path)
+        for path in self._new():
+            _remove(path)
         _clear_ipc(self.uid)
 
 
@@ -579,12 +623,14 @@ def main() -> int:
     course = _course_files(base)  # what every copy's course must stay
     while not header.get("end"):
         _write_copy(raw, header, base, copy)
+        full = _cap(header["disk"], [work] if places is None else [], places)
         record_r, record_w = os.pipe()
         child = os.fork()
         if child == 0:
             _child(copy, header, [*private, record_r], record_w)
         os.close(record_w)  # the copy's processes hold the only writing end
-        code, timed_out = _wait(child, header["wall"], record_r, got)
+        code, stopped = _wait(child, header["wall"], record_r, got, full)
+        stopped = stopped or full()  # it filled a tmpfs (the kernel's cap) and ended before a look
         left = _kill_leftovers(child)
         _drain(record_r, got)  # what the copy wrote before it ended; nothing can be added now
         os.close(record_r)
@@ -595,7 +641,8 @@ def main() -> int:
         if places:
             places.wipe()
         sizes = [report.n, screen.n, got.n]
-        answer = {"name": header["name"], "returncode": code, "timed_out": timed_out}
+        answer = {"name": header["name"], "returncode": code, "timed_out": stopped == "time"}
+        answer["full"] = stopped if stopped != "time" else ""  # why it was stopped for its writes
         answer["changed"] = changed  # a course file the copy left changed, or ''
         _send(out, answer | {"sizes": sizes, "left": left}, *(h.view() for h in held))
         for h in held:  # what the next copy's child could find in memory: zeros

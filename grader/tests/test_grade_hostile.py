@@ -52,6 +52,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.process]  # a worker per mode grades
 
 LINE = '    check_size(seq_len, "seq_len")  # given: T must be a positive int'
 WALL = 300  # seconds per submission: far above a case's few seconds, far below a hang
+DISK = 256 * 2**20  # bytes a copy may write here: a filler is stopped sooner than at 1 GB
 REFERENCE = REPO_ROOT / "steps" / STEP / "solution" / "attention.py"
 STOLEN = "steps/lab-01/solution/attention.py"  # where a clone or the bundle holds the reference
 LINGER = 3.0  # seconds waited after the grades: a daemon's write comes 2 s after it starts
@@ -139,6 +140,15 @@ def hostile_cases(marker: str, clones: dict[str, Path], bundle: Path) -> dict[st
         ),
         "writes to the machine's temporary folder": _writing(
             [d / m("tmp") for d in (tmp, Path("/var/tmp"), Path("/dev/shm"))]
+        ),
+        "writes more than a copy may, in files each under the cap": Case(
+            "    import os, tempfile\n\n"
+            "    for _i in range(6):  # 6 x 64 MB in its own /tmp: each file allowed, not the sum\n"
+            f"        with open(os.path.join(tempfile.gettempdir(), '{m('fill')}-%d' % _i), 'wb') as _f:\n"
+            "            _f.write(bytes(64 * 2**20))",
+            False,
+            rf"its copy wrote more than {DISK >> 20} MB \(\d+ MB\), all a copy may write",
+            once=True,
         ),
         "writes a .pth into site-packages": _writing(
             [p / f"{m('pth')}.pth" for p in site_packages()]
@@ -429,8 +439,9 @@ def grade_class(tmp: Path, bundle: Path, request, names: list[str] | None = None
         before = snapshot(*WATCHED)
         grades = {}
         user = sandbox.mode().name == "user"
-        with Worker(STEP, Limits(wall=WALL), 10.0) if user else nullcontext() as own:
-            worker = own or shared_worker(request, Limits(wall=WALL))
+        limits = Limits(wall=WALL, disk=DISK)
+        with Worker(STEP, limits, 10.0) if user else nullcontext() as own:
+            worker = own or shared_worker(request, limits)
             try:
                 for name, case in cases.items():
                     code = _once(case.code) if case.once else case.code
