@@ -1,7 +1,10 @@
-"""The layers point one way: common/ at the bottom, bench/ a leaf, tests/ imported by tests alone, the
-grader (grader/) by its own tests alone."""
+"""The layers point one way. Among the packages import-linter holds it (.importlinter, a pre-commit
+hook); a step's code, in folders that are not packages, is read here."""
 
 import ast
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -33,23 +36,45 @@ def _step_code(path: Path) -> bool:
     return parts[0] in ("steps", "solutions") and "tests" not in parts
 
 
-@pytest.mark.parametrize(
-    ("package", "outside"),
-    [
-        ("tests", lambda p: p.relative_to(REPO_ROOT).parts[0] != "tests"),  # tools live in tools/
-        ("bench", lambda p: p.relative_to(REPO_ROOT).parts[0] in ("common", "steps", "solutions", "tools")),
-        ("tools", lambda p: p.relative_to(REPO_ROOT).parts[0] in ("common", "steps", "solutions")),
-        ("grader", lambda p: p.relative_to(REPO_ROOT).parts[0] in ("common", "steps", "solutions", "tools", "tests")),
-        ("pytest", _step_code),  # a student's run never loads the test runner (inside a function may)
-    ],
-    ids=["tests", "bench", "tools", "grader", "pytest"],
-)  # fmt: skip
-def test_a_layer_is_imported_only_from_above(package, outside):
-    top_only = package == "pytest"
-    wrong = [p for p in FILES if outside(p) and package in _imports(p, top_only)]
+STEP_CODE = [p for p in FILES if _step_code(p)]
+STEP_FILES = [p for p in FILES if p.relative_to(REPO_ROOT).parts[0] in ("steps", "solutions")]
+
+
+@pytest.mark.parametrize("package", ["tests", "bench", "tools", "grader"])
+def test_a_step_imports_no_room_above_the_course_library(package):
+    """A step's code and tests, which the student edition ships without these rooms. Steps are
+    folders, not packages: import-linter (.importlinter) holds the packages' rooms."""
+    wrong = [p for p in STEP_FILES if package in _imports(p)]
     assert not wrong, "\n".join(
         f"{p.relative_to(REPO_ROOT).as_posix()} imports {package}" for p in wrong
     )
+
+
+def test_a_steps_run_never_loads_the_test_runner():
+    """A student's run never imports pytest at its module's top (inside a function may)."""
+    wrong = [p for p in STEP_CODE if "pytest" in _imports(p, top_only=True)]
+    assert not wrong, "\n".join(
+        f"{p.relative_to(REPO_ROOT).as_posix()} imports pytest" for p in wrong
+    )
+
+
+@pytest.mark.process
+def test_the_rooms_contract_fails_on_an_import_that_points_up(tmp_path):
+    """lint-imports (the pre-commit hook) passes on the repository and fails when the course's
+    library imports the maintainer's tools: its contracts bite."""
+    for room in ("common", "tools", "grader", "bench", "tests"):
+        shutil.copytree(
+            REPO_ROOT / room, tmp_path / room, ignore=shutil.ignore_patterns("fixtures")
+        )
+    shutil.copy2(REPO_ROOT / ".importlinter", tmp_path)
+    lint = [str(Path(sys.executable).with_name("lint-imports")), "--no-cache"]
+    ok = subprocess.run(lint, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0, ok.stdout[-2000:]
+    docs = tmp_path / "common" / "docs.py"
+    docs.write_text(docs.read_text(encoding="utf-8") + "\nimport tools  # noqa\n", "utf-8")
+    broken = subprocess.run(lint, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert broken.returncode == 1, broken.stdout[-2000:]
+    assert "common.docs -> tools" in broken.stdout, broken.stdout[-2000:]
 
 
 def test_a_step_reaches_another_step_only_through_reference():

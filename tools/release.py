@@ -171,8 +171,9 @@ def pyproject(text: str, plan: Plan) -> str:
 
 
 def hooks(text: str) -> str:
-    """The pre-commit hooks without the maintainer's starters check (the generator is not here)."""
-    return re.sub(r"      - id: starters\n(?:        .*\n)+", "", text)
+    """The pre-commit hooks without the maintainer's: the starters check and the rooms' imports
+    (neither the generator nor the rooms it names are here)."""
+    return re.sub(r"      - id: (starters|import-linter)\n(?:        .*\n)+", "", text)
 
 
 STUDENT_SECTIONS = ("## For instructors", "## Teaching a class", "## Contributing", "## Layout")
