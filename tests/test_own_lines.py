@@ -32,6 +32,33 @@ class Mistake:
 
 
 MISTAKES = [
+    Mistake(  # an assertion on values: Next at the line that made them, not pe.to(float32)'s return
+        "positions start at 1",
+        "lab-02",
+        "layers",
+        "angle = torch.outer(torch.arange(T, dtype=torch.float64)",
+        "angle = torch.outer(torch.arange(1, T + 1, dtype=torch.float64)",
+        "task 1.1",
+        "angle = torch.outer(torch.arange(1, T + 1",
+    ),
+    Mistake(  # the second rotated coordinate's sign: the stack, not turned.flatten(-2)'s return
+        "second rotated sign",
+        "lab-02",
+        "layers",
+        "a * sin + b * cos), dim=-1)",
+        "a * sin - b * cos), dim=-1)",
+        "task 1.2",
+        "turned = torch.stack(",
+    ),
+    Mistake(  # the pairs stacked on the wrong axis: the same shape, the columns out of place
+        "stacked on dim=-2",
+        "lab-02",
+        "layers",
+        "a * sin + b * cos), dim=-1)",
+        "a * sin + b * cos), dim=-2)",
+        "task 1.2",
+        "turned = torch.stack(",
+    ),
     Mistake(  # raises on one test (start > T), breaks shapes on a later line in the others
         "arange(start, T)",
         "lab-02",
@@ -51,6 +78,16 @@ MISTAKES = [
         "task 1.2",
         "turned = torch.stack(",
         words="ran with a (2, 3, 10, 8) float32, cos (10, 8) float32, b (2, 3, 10, 5) float32",
+    ),
+    Mistake(  # a cast to the wrong dtype: a failure of the dtype stays at the return, its cast
+        "sinusoidal returns float64",
+        "lab-02",
+        "layers",
+        "return pe.to(torch.float32)",
+        "return pe.to(torch.float64)",
+        "task 1.1",
+        "return pe.to(torch.float64)",
+        first="its dtype: expected torch.float32, got torch.float64",
     ),
     Mistake(  # an assertion: Next at the line the returned value came from, not the def's first
         "train_step returns the loss tensor",

@@ -2,7 +2,9 @@
 the TODO functions it ran (sys.monitoring); at the end, each step's status (common.check.status) shown
 as one screen (common.check.screen), or written as --check-json."""
 
+import ast
 import functools
+import re
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -68,6 +70,108 @@ def starter_facts(step: str, todos: dict[str, Todo]) -> StarterFacts:
     return StarterFacts(found, shipped, starts, predictions.unpredicted(step, list(todos)))
 
 
+# a return's calls that change a value's dtype, or merge axes, but cannot put a number in a wrong
+# place of a right shape (a reshape or a view, that split an axis, can: they are the bug's line)
+HANDS_ON = {"to", "float", "double", "half", "bfloat16", "contiguous", "flatten"}
+PLACEHOLDERS = {"zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like"}
+ABOUT_LAYOUT = re.compile(r"dtype|\.shape\b")  # a failure of a dtype or a shape: a cast's, a view's
+
+
+@functools.cache
+def _statements(code) -> dict[int, ast.stmt]:
+    """Each line of a function's simple statements (assignments, returns) -> its statement."""
+    tree = ast.parse(source(Path(code.co_filename)))
+    defs = (n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef))
+    starts = lambda n: {n.lineno, *(d.lineno for d in n.decorator_list)}  # noqa: E731
+    function = next((n for n in defs if code.co_firstlineno in starts(n)), None)
+    found, todo = {}, list(function.body) if function else []
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign | ast.Return):
+            found.update(dict.fromkeys(range(node.lineno, node.end_lineno + 1), node))
+        elif not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            todo += [n for n in ast.iter_child_nodes(node) if isinstance(n, ast.stmt)]
+    return found
+
+
+def _base(target) -> tuple[set[str], bool]:
+    """(the names an assignment's target writes, whether it assigns a name whole)."""
+    if isinstance(target, ast.Tuple | ast.List | ast.Starred):
+        parts = [_base(t) for t in getattr(target, "elts", [getattr(target, "value", None)])]
+        return set().union(*(p[0] for p in parts)), any(p[1] for p in parts)
+    if isinstance(target, ast.Name):
+        return {target.id}, True
+    while isinstance(target, ast.Subscript | ast.Attribute):  # pe[:, 0::2] writes into pe
+        target = target.value
+    return ({target.id} if isinstance(target, ast.Name) else set()), False
+
+
+def _names(statement: ast.stmt) -> tuple[set[str], set[str], bool]:
+    """(the names a statement reads, the names it assigns or writes into, whether it assigns a
+    whole value: a name, not only entries of one)."""
+    targets = getattr(statement, "targets", None) or [getattr(statement, "target", None)]
+    written = [_base(t) for t in targets if t]
+    stored = set().union(*(w[0] for w in written))
+    loads = ast.walk(statement)
+    read = {n.id for n in loads if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    read |= stored if isinstance(statement, ast.AugAssign) else set()
+    return read, stored, any(w[1] for w in written)
+
+
+def _handed_on(value) -> str | None:
+    """The local a return hands on through HANDS_ON's calls only (pe.to(torch.float32)), if any."""
+    steps = 0
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+        if value.func.attr not in HANDS_ON:
+            return None
+        value, steps = value.func.value, steps + 1
+    return value.id if steps and isinstance(value, ast.Name) else None
+
+
+def _placeholder(statement: ast.stmt) -> bool:
+    """torch.zeros(T, d) and its kin: a tensor that later writes fill, no value of its own."""
+    value = statement.value if isinstance(statement, ast.Assign) else None
+    func = value.func if isinstance(value, ast.Call) else None
+    return getattr(func, "attr", getattr(func, "id", None)) in PLACEHOLDERS
+
+
+def made_line(code, ran: dict[int, int], error: str) -> int:
+    """The student line of a TODO function that made the value an assertion found wrong.
+
+    The line run last (a return, or the branch taken), unless it is a return that hands on one
+    local through casts and flattens only (`return pe.to(torch.float32)`) and the failure is not of
+    a dtype or a shape: then the nearest line that ran through which all of that local's data
+    flows and that assigns a whole value (the line whose value every later line only rearranged
+    or wrote into place). `ran`: each student line -> when it last ran. When no such line is
+    sure (a bare `return y` may lack a last step, the projection), the line run last."""
+    last = max(ran, key=ran.__getitem__)
+    statements = _statements(code)
+    returned = statements.get(last)
+    name = isinstance(returned, ast.Return) and _handed_on(returned.value)
+    if not name or ABOUT_LAYOUT.search(error.split(": expected")[0]):
+        return last
+    when = {}  # each statement that ran -> when it last ran
+    for line, tick in ran.items():
+        if (statement := statements.get(line)) and not _placeholder(statement):
+            when[statement] = max(when.get(statement, 0), tick)
+    facts = {s: _names(s) for s in when}
+    flow = {}  # statement -> the statements whose values it read: the last before it of each name
+    for s in sorted(when, key=when.__getitem__, reverse=True):
+        reads = {name} if s is returned else facts[s][0]
+        earlier = [e for e in when if when[e] < when[s]]
+        flow[s] = {max((e for e in earlier if n in facts[e][1]), key=when.get, default=None)
+                   for n in reads} - {None}  # fmt: skip
+    through = {returned: {returned}}  # statement -> the statements on every path to it
+    for s in sorted(when, key=when.__getitem__, reverse=True):
+        for origin in flow.get(s, ()) if s in through else ():
+            path = through[s] | {origin}
+            through[origin] = through[origin] & path if origin in through else path
+    ends = [through[s] for s in through if not flow[s]]
+    common = set.intersection(*ends) - {returned} if ends else set()
+    made = [s for s in common if facts[s][2]]
+    return max(made, key=when.__getitem__).lineno if made else last
+
+
 class Collector:
     """`--impl starter`: each test's result and the TODO functions it ran; at the end, the screen."""
 
@@ -80,7 +184,8 @@ class Collector:
         self.todo_at: dict = {}  # the same functions' (file, first line) -> (TODO id, function)
         self.ran: set = set()  # the (TODO id, function) pairs the running test entered
         self.own: dict = {}  # code object of a TODO function -> the lines of it the student wrote
-        self.last: dict = {}  # (TODO id, function) -> (file, line): its student line run last
+        self.order: dict = {}  # (TODO id, function) -> (its code, {student line: when it last ran})
+        self.tick = 0  # the student lines run so far: when a line ran
         self.uncollected: list[str] = []  # test files that could not be collected, and why
         self.regions: dict[str, dict[str, Todo]] = {}  # step -> its TODOs, parsed once per run
         self.given: dict[Path, frozenset[str]] = {}  # a TODO's starter file -> the code it gives
@@ -141,9 +246,10 @@ class Collector:
         return sys.monitoring.DISABLE  # once per test is enough; restart_events re-arms it
 
     def _on_line(self, code, line):
-        """The student line of a TODO function run last: where a wrong value was last worked on."""
+        """When each student line of a TODO function last ran: which ran, and in what order."""
         if line in self.own.get(code, ()):
-            self.last[self.codes[code][1:]] = (code.co_filename, line)
+            self.tick += 1
+            self.order.setdefault(self.codes[code][1:], (code, {}))[1][line] = self.tick
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_timeout_set_timer(self, item, settings):
@@ -165,7 +271,7 @@ class Collector:
         self.core = {i.nodeid for i in items if i.get_closest_marker("core")}
 
     def pytest_runtest_logstart(self, nodeid, location):
-        self.ran, self.last, self.current = set(), {}, nodeid
+        self.ran, self.order, self.current = set(), {}, nodeid
         sys.monitoring.restart_events()
 
     def pytest_collectreport(self, report):
@@ -205,9 +311,14 @@ class Collector:
             return Place(shown(path), line)
         return None
 
-    def _last_lines(self) -> tuple:
-        """Each TODO function the test ran, with the student line of it run last."""
-        return tuple((fn, Place(shown(Path(f)), n)) for fn, (f, n) in sorted(self.last.items()))
+    def _last_lines(self, error: tuple[str, ...]) -> tuple:
+        """Each TODO function the test ran, with the student line of it that made the wrong value:
+        the line run last, or the line its return's value was made on (made_line)."""
+        lines = []
+        for fn, (code, ran) in sorted(self.order.items()):
+            line = made_line(code, ran, error_line(error))
+            lines.append((fn, Place(shown(Path(code.co_filename)), line)))
+        return tuple(lines)
 
     def pytest_runtest_logreport(self, report):
         if not (report.when == "call" or not report.passed):
@@ -223,7 +334,9 @@ class Collector:
             raised_in=raised_in,
             raised_at=raised_at,
             given_at=self._given_at(report) if report.failed else None,
-            last_lines=self._last_lines() if report.failed else (),
+            last_lines=self._last_lines(getattr(report, "bug", None) or ())
+            if report.failed
+            else (),
             given=getattr(report, "given", False),
             warning=getattr(report, "warning", False),
             whole_run=getattr(report, "whole_run", False),

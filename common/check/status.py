@@ -47,7 +47,7 @@ class TestResult:
     given_at: Place | None = None  # the line of code the course gives that raised it, if one did
     last_lines: tuple[
         tuple[Function, Place], ...
-    ] = ()  # each TODO function's student line run last
+    ] = ()  # each TODO function's student line that made the wrong value (collect.made_line)
     given: bool = False  # it tests code the starter gives (marked `given`)
     warning: bool = False  # it failed on a warning
     whole_run: bool = False  # marked `whole_run` (a whole run, a handout): shown and blamed last
@@ -187,8 +187,9 @@ def _show_order(status: StepStatus, nodeid: str, symptom_tests: set[str]) -> tup
 
 def _next_place(status: StepStatus, todos: dict, facts: StarterFacts) -> Place | None:
     """Where to start on the next TODO: its raise; else, of its first failure shown (the screen's
-    traceback), the student's line that raised, else the line of the blamed function it ran last
-    (a wrong value's last line: its return, or the branch it took); else its function's start."""
+    traceback), the student's line that raised, else the line of the blamed function that made the
+    wrong value (its return or the branch it took, or the line whose value a return only cast:
+    collect.made_line); else its function's start."""
     todo = status.next
     if todo is None:
         return None
