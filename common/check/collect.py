@@ -119,7 +119,7 @@ def _names(statement: ast.stmt) -> tuple[set[str], set[str], bool]:
 
 
 def _handed_on(value) -> str | None:
-    """The local a return hands on through HANDS_ON's calls only (pe.to(torch.float32)), if any."""
+    """The local a return hands on through HANDS_ON's calls only (y.to(x.dtype)), if any."""
     steps = 0
     while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
         if value.func.attr not in HANDS_ON:
@@ -139,7 +139,7 @@ def made_line(code, ran: dict[int, int], error: str) -> int:
     """The student line of a TODO function that made the value an assertion found wrong.
 
     The line run last (a return, or the branch taken), unless it is a return that hands on one
-    local through casts and flattens only (`return pe.to(torch.float32)`) and the failure is not of
+    local through casts and flattens only (`return y.to(x.dtype)`) and the failure is not of
     a dtype or a shape: then the nearest line that ran through which all of that local's data
     flows and that assigns a whole value (the line whose value every later line only rearranged
     or wrote into place). `ran`: each student line -> when it last ran. When no such line is
