@@ -32,7 +32,7 @@ from common.course import course, course_step
 from common.loader import py_files
 from common.todos import Todo, module_name, parse, raised_todos, split_id, without_code
 from grader.sandbox import SECRET, Limits, ended_by, instructor_values, start, stop
-from grader.variants import read_tree, variant
+from grader.variants import read_tree, swap, variant
 from grader.worker import SCREEN_LIMIT
 from tools import pristine
 
@@ -642,30 +642,34 @@ def own_outcome(
 
 @dataclass
 class Canary:
-    """A check a copy cannot tell from its real tests, whose right outcome is failure: the TODO's
-    copy with a curated bug of the step (bugs.py) committed into the reference beside it, and the
-    real test that bug fails. A copy whose code makes it pass forges its outcomes."""
+    """A check a copy cannot tell from its real run, whose right outcome is failure: the TODO's
+    copy with a curated bug of the step (bugs.py) committed into the reference, its own tests run
+    as in its real run. A copy whose code makes the bug's failing test pass forges its outcomes."""
 
     files: dict[str, str]
-    test: str  # its node id: one of the step's own
+    tests: list[str]  # node ids, the TODO's own (and the bug's, when it fails none of them)
+    test: str  # the one the bug fails
     bug: str  # the bug's name
 
 
-def canary(step: str, copy: dict[str, str], own: list[str]) -> Canary | None:
-    """The first curated bug of `step` that `copy` holds the reference code of, once, and whose
-    failing test is not one of the TODO's `own` (the bug is then in another TODO's reference)."""
+def canary(step: str, copy: dict[str, str], todo: Todo, own: list[str]) -> Canary | None:
+    """The first curated bug of `step` that fails one of the TODO's `own` tests (else another
+    TODO's), once in the reference's code of `copy` with the TODO's own functions the reference's
+    too: a copy that forges only its own tests' outcomes forges the bug's."""
     layout = course_step(step)
     target = (layout.mutation or {}).get("target", "")
-    for bug in layout.bugs():
+    reference, test = reference_files(step), lambda b: f"steps/{step}/tests/{b.fails}"  # noqa: E731
+    for bug in sorted(layout.bugs(), key=lambda b: test(b) not in own):
         rel = f"{(bug.module or target).replace('.', '/')}.py"
-        test = f"steps/{step}/tests/{bug.fails}"
-        if not bug.fails or test in own or rel not in copy:
+        if not bug.fails or rel not in copy:
             continue
         try:
-            broken = committed(copy[rel], bug, rel)
-        except ValueError:  # the student's code holds the reference's line too, or none of it
+            theirs = swap(copy[rel], reference[rel], todo.functions) if rel == todo.rel else None
+            broken = committed(theirs or copy[rel], bug, rel)
+        except (ValueError, SyntaxError):  # the student's code holds the bug's line too
             continue
-        return Canary(copy | {rel: broken}, test, bug.name)
+        tests = list(dict.fromkeys([*own, test(bug)]))
+        return Canary(copy | {rel: broken}, tests, test(bug), bug.name)
     return None
 
 
@@ -738,6 +742,8 @@ def texts(
 
 COOKIE = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")  # PEP 263's, in line 1 or 2
 MODULE_CALLS = ("__import__", "import_module")  # calls whose value is a module by its name
+REACHING = ("getattr", "vars")  # calls whose value is reached from their first argument
+FILLING = ("update", "setdefault", "__setitem__", "__delitem__", "pop", "clear")  # a dict's
 
 
 def hidden(step: str, files: dict[str, str], submitted: set[str]) -> list[str]:
@@ -788,6 +794,15 @@ def _foreign_writes(rel: str, text: str, shipped: set[str]) -> list[str]:
         if isinstance(node, (ast.Import, ast.ImportFrom)) and not getattr(node, "level", 0)
         for alias in node.names
     }
+    assigned = [n for n in ast.walk(tree) if isinstance(n, ast.Assign)]
+    for _ in range(3):  # a name given a module or what is reached from one (`_T = torch.Tensor`)
+        imported |= {
+            t.id
+            for n in assigned
+            if _root_module(n.value, imported)
+            for t in _flat(n.targets)
+            if isinstance(t, ast.Name)
+        }
     lines = text.splitlines()
     return [
         f"{rel}:{node.lineno} changes {what}: {lines[node.lineno - 1].strip()[:120]}"
@@ -807,6 +822,12 @@ def _foreign_target(node: ast.AST, imported: set[str]) -> str:
     elif isinstance(node, ast.Call) and getattr(node.func, "id", "") in ("setattr", "delattr"):
         owner = node.args[0] if node.args else None  # setattr(pytest, ...): the module itself too
         return ast.unparse(owner) if owner and _root_module(owner, imported) else ""
+    elif isinstance(node, ast.Call) and getattr(node.func, "attr", "") in FILLING:
+        owner = node.func.value  # vars(torch).update(...), common.expect.__dict__.pop(...)
+        namespace = getattr(owner, "attr", "") == "__dict__" or (
+            getattr(getattr(owner, "func", None), "id", "") == "vars"
+        )
+        return ast.unparse(owner) if namespace and _root_module(owner, imported) else ""
     for part in _flat(targets):
         if isinstance(part, (ast.Attribute, ast.Subscript)) and _root_module(part.value, imported):
             return ast.unparse(part)
@@ -824,8 +845,8 @@ def _flat(targets: list[ast.AST]) -> list[ast.AST]:
 
 def _root_module(node: ast.AST, imported: set[str]) -> bool:
     """Is `node` (an expression) a module the file imported, or reached from one by attributes
-    (`torch.Tensor`, `common.expect.close`), or a module found by name (`__import__("torch")`,
-    `sys.modules["torch"]`)?"""
+    (`torch.Tensor`, `common.expect.close`, `getattr(torch, "Tensor")`, `vars(torch)`), or a
+    module found by name (`__import__("torch")`, `sys.modules["torch"]`)?"""
     while isinstance(node, (ast.Attribute, ast.Subscript)):
         if isinstance(node, ast.Subscript) and ast.unparse(node.value) == "sys.modules":
             return True
@@ -834,7 +855,8 @@ def _root_module(node: ast.AST, imported: set[str]) -> bool:
         name = (
             node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
         )
-        return name in MODULE_CALLS
+        reached = name in REACHING and node.args and _root_module(node.args[0], imported)
+        return name in MODULE_CALLS or bool(reached)
     return isinstance(node, ast.Name) and node.id in imported
 
 

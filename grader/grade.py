@@ -225,17 +225,17 @@ def _line(worker: Worker, todo, todos, read: Texts, owners) -> Line:
         state, why = _ended(run, worker.step)
         return _zero(todo.id, state, said(why))
     line = _score(todo.id, *own_outcome(run, own, said, owners.core))
-    if line.score and (why := _canary(worker, todo.id, read, own)):
+    if line.score and (why := _canary(worker, todo, read, own)):
         return _zero(todo.id, "flagged", f"flagged: {why}")
     return line
 
 
-def _canary(worker: Worker, todo: str, read: Texts, own: list[str]) -> str:
+def _canary(worker: Worker, todo, read: Texts, own: list[str]) -> str:
     """Why the TODO's canary shows its copy forging ('' when it failed as it must, or the step
     has none): only a TODO that earns something is checked, forging being worth nothing else."""
-    if (c := canary(worker.step, read.copy, own)) is None:
+    if (c := canary(worker.step, read.copy, todo, own)) is None:
         return ""
-    return canary_passed(worker.run(f"{todo} canary", c.files, [c.test], AT_IMPORT), c)
+    return canary_passed(worker.run(f"{todo.id} canary", c.files, c.tests, AT_IMPORT), c)
 
 
 def _check(worker: Worker, step: str, files: dict[str, str], owners) -> tuple[str, str]:

@@ -158,11 +158,12 @@ def _record(copy: Path, step: str):
 
     dumps, write, fd = json.dumps, os.write, RECORD_FD
     judges, course, starter = Judges(), _course_files(copy), copy / "steps" / step / "starter"
+    held = _held()
     plain = torch._C.DisableTorchFunctionSubclass  # a tensor subclass answers no comparison
 
     def forged(files: bool = False) -> str:
         """What the copy's code did to how it is judged (`files`: its course's files too), or ''."""
-        if changed := judges.restore():
+        if changed := judges.restore() or _moved(held):
             return f"replaced {changed}, which the tests judge with"
         if mine := _hooks_from(configs, starter):
             return f"registered a pytest hook of its own ({mine}), which may rewrite outcomes"
@@ -215,6 +216,44 @@ def _record(copy: Path, step: str):
                 send({"end": len(self.check.results), "stopped": self.check.stopped})
 
     return Record()
+
+
+# Where the judges look up what they call (a tensor's methods, common.expect's globals, pytest's
+# Function.runtest): each of their attributes held as it was before the copy's code ran
+HELD = ("builtins", "math", "torch.Tensor", "common.expect", "_pytest.python.Function")
+
+
+def _held() -> list[tuple]:
+    """(owner's name, its namespace, what each name added to it would shadow (a base class's, a
+    builtin), each attribute with its value and its code) for HELD's modules and classes, now."""
+    held = []
+    for name in HELD:
+        parent, _, attr = name.rpartition(".")
+        if (owner := sys.modules.get(name) or getattr(sys.modules.get(parent), attr, None)) is None:
+            continue
+        space = vars(owner)
+        kept = [(k, v, _code(v)) for k, v in list(space.items())]
+        # what a name not in the namespace resolves to now: the same value set there changes nothing
+        inherited = {k: getattr(owner, k, None) for k in set(dir(owner)) - set(space)}
+        inherited |= {k: v for k, v in vars(sys.modules["builtins"]).items() if k not in space}
+        held.append((name, space, inherited, kept))
+    return held
+
+
+def _code(value):
+    return getattr(value, "__code__", None)
+
+
+def _moved(held: list[tuple]) -> str:
+    """What of `held` has been replaced, deleted, emptied or shadowed since, named ('' none)."""
+    moved = []
+    for name, space, inherited, kept in held:
+        changed = [k for k, v, code in kept if space.get(k) is not v or _code(v) is not code]
+        shadowed = sorted(
+            k for k in inherited.keys() & space.keys() if space[k] is not inherited[k]
+        )
+        moved += [f"{name}.{k}" for k in [*shadowed, *changed]]
+    return ", ".join(moved[:3]) + (f" and {len(moved) - 3} more" if len(moved) > 3 else "")
 
 
 def _module(path: Path, name: str):

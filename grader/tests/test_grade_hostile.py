@@ -293,6 +293,18 @@ HIDING = {
         to_read=[r"attention\.py:1 declares its encoding raw_unicode_escape \(not UTF-8\): "
                  r"Python runs '_hidden_ran = True', which a reader does not see"],
     ),
+    "changing modules' attributes through vars, __dict__ and names": Case(
+        "    import importlib\n\n"
+        '    vars(torch)["allclose"] = torch.allclose\n'
+        '    _expect = importlib.import_module("common.expect")\n'
+        "    _expect.__dict__.update(close=_expect.close)\n"
+        '    _T = getattr(torch, "Tensor")\n'
+        '    setattr(_T, "double", _T.double)',
+        True,
+        to_read=[r"attention\.py:\d+ changes vars\(torch\)\['allclose'\]",
+                 r"attention\.py:\d+ changes _expect\.__dict__: _expect\.__dict__\.update",
+                 r'attention\.py:\d+ changes _T: setattr\(_T, "double"'],
+    ),
     "changing the attributes of pytest and the course": Case(
         "    import pytest\n    import common.expect\n\n"
         '    setattr(pytest, "approx", pytest.approx)\n'
@@ -311,6 +323,54 @@ HIDDEN = PASSING.replace(
     "_f.__code__ = _f.__code__.replace(co_filename=_pytest.__file__)\n\nfor _o",
 )
 CANARY = r"flagged: its code made a canary pass"
+# Forgers of task 3's own tests only (their markers say whose they are): a canary of another
+# TODO's tests would fail as it must; task 3's own, on the reference with a curated bug, passes
+OWN_HOOK = HIDDEN.replace(
+    '        report.outcome, report.longrepr = "passed", None',
+    '        if "task 3" in [m.args[0] for m in item.iter_markers("todo")]:\n'
+    '            report.outcome, report.longrepr = "passed", None',
+)
+OWN_RESULTS = """\
+import dataclasses as _dc
+import gc as _gc
+
+
+class _Results(dict):  # the check's record of each test: task 3's failures kept as passes
+    def __setitem__(self, nodeid, result):
+        if result.outcome == "failed" and _check.marked.get(nodeid) == "task 3":
+            result = _dc.replace(result, outcome="passed", error=())
+        super().__setitem__(nodeid, result)
+
+
+for _check in _gc.get_objects():
+    try:
+        if type(getattr(_check, "results", None)) is dict and hasattr(_check, "marked"):
+            _check.results = _Results(_check.results)
+            break
+    except Exception:
+        pass
+"""
+# what the judges call rather than the judges, replaced through names the text scan follows:
+# pytest's Function.runtest (task 3's test bodies never run), a tensor method (expect's distance)
+OWN_RUNTEST = """\
+import importlib as _il
+
+_F = getattr(_il.import_module("_pytest.python"), "Function")
+_run = _F.runtest
+
+
+def _runtest(self):
+    if "task 3" not in [m.args[0] for m in self.iter_markers("todo")]:
+        return _run(self)
+
+
+setattr(_F, "runtest", _runtest)
+"""
+DOUBLE = """\
+_T = getattr(torch, "Tensor")
+_double = _T.double
+setattr(_T, "double", lambda self, *a, **k: torch.zeros(self.shape, dtype=torch.float64))
+"""
 YES = """\
     class _Yes(torch.Tensor):  # every comparison says yes
         @classmethod
@@ -336,6 +396,30 @@ FORGERS = {
     "a tensor that answers every comparison": Case(YES, False, FORGED + "|0 of"),
     "a pytest hook that hides where it is from": Case(
         WRONG, False, CANARY, top=HIDDEN, others=CANARY
+    ),
+    # a TODO with no curated bug among its own tests (tasks 5 and 7) has its canary on another
+    # TODO's, task 3's here: the forged pass is flagged there too
+    "a hidden hook that forges only its own TODO's tests": Case(
+        WRONG, False, CANARY, top=OWN_HOOK, others=CANARY
+    ),
+    "rewriting the check's results of its own TODO's tests": Case(
+        WRONG, False, CANARY, top=OWN_RESULTS, others=CANARY
+    ),
+    "Function.runtest replaced for its own TODO's tests": Case(
+        WRONG,
+        False,
+        FORGED,
+        top=OWN_RUNTEST,
+        others=FORGED,
+        to_read=[r'attention\.py:\d+ changes _F: setattr\(_F, "runtest"'],
+    ),
+    "a tensor method the judges call, replaced": Case(
+        WRONG,
+        False,
+        FORGED,
+        top=DOUBLE,
+        others=FORGED,
+        to_read=[r'attention\.py:\d+ changes _T: setattr\(_T, "double"'],
     ),
 }
 
