@@ -658,9 +658,9 @@ def canary(step: str, copy: dict[str, str], todo: Todo, own: list[str]) -> Canar
     too: a copy that forges only its own tests' outcomes forges the bug's."""
     layout = course_step(step)
     target = (layout.mutation or {}).get("target", "")
-    reference, test = reference_files(step), lambda b: f"steps/{step}/tests/{b.fails}"  # noqa: E731
-    for bug in sorted(layout.bugs(), key=lambda b: test(b) not in own):
-        rel = f"{(bug.module or target).replace('.', '/')}.py"
+    reference, tests = reference_files(step), f"steps/{step}/tests"
+    for bug in sorted(layout.bugs(), key=lambda b: f"{tests}/{b.fails}" not in own):
+        rel, fails = f"{(bug.module or target).replace('.', '/')}.py", f"{tests}/{bug.fails}"
         if not bug.fails or rel not in copy:
             continue
         try:
@@ -668,8 +668,7 @@ def canary(step: str, copy: dict[str, str], todo: Todo, own: list[str]) -> Canar
             broken = committed(theirs or copy[rel], bug, rel)
         except (ValueError, SyntaxError):  # the student's code holds the bug's line too
             continue
-        tests = list(dict.fromkeys([*own, test(bug)]))
-        return Canary(copy | {rel: broken}, tests, test(bug), bug.name)
+        return Canary(copy | {rel: broken}, list(dict.fromkeys([*own, fails])), fails, bug.name)
     return None
 
 

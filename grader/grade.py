@@ -22,7 +22,7 @@ from pathlib import Path
 
 from common import STEPS_DIR, shown, write_json
 from common.course import course_step
-from common.todos import optional, split_id
+from common.todos import Todo, optional, split_id
 from grader.engine import (
     SHOWN,
     Owners,
@@ -230,7 +230,7 @@ def _line(worker: Worker, todo, todos, read: Texts, owners) -> Line:
     return line
 
 
-def _canary(worker: Worker, todo, read: Texts, own: list[str]) -> str:
+def _canary(worker: Worker, todo: Todo, read: Texts, own: list[str]) -> str:
     """Why the TODO's canary shows its copy forging ('' when it failed as it must, or the step
     has none): only a TODO that earns something is checked, forging being worth nothing else."""
     if (c := canary(worker.step, read.copy, todo, own)) is None:
