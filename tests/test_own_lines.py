@@ -117,16 +117,16 @@ MISTAKES = [
         "    loss.backward()\n    optimizer.zero_grad(set_to_none=True)\n"
         "    torch.nn.utils.clip_grad_norm_",
         "task 4",
-        "return loss.item()",
+        "    optimizer.zero_grad(set_to_none=True)",  # the call its message names, moved
     ),
-    Mistake(  # the foreign row 'look at the order of the calls': the line run last
+    Mistake(  # the foreign row 'look at the order of the calls': the call it names
         "clip_grad_value_ for clip_grad_norm_",
         "step-06",
         "train",
         "torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)",
         "torch.nn.utils.clip_grad_value_(model.parameters(), grad_clip)",
         "task 4",
-        "return loss.item()",
+        "torch.nn.utils.clip_grad_value_(",
         first="with each entry cut to within grad_clip (clip_grad_value_)",
     ),
     Mistake(  # starts up to the end: a short last window, which torch's stack refuses
@@ -231,6 +231,12 @@ def test_the_first_screen_names_the_mistakes_todo_and_its_own_line(mistake, tmp_
     assert mistake.at in lines[line - 1], (
         f"expected Next at {mistake.at!r}, got line {line}:\n{screen}"
     )
+    if mistake.at in mistake.new:  # the line the mistake wrote, not a twin of it elsewhere
+        start = "\n".join(lines).index(mistake.new.strip("\n")[:60]) if mistake.new else 0
+        top = "\n".join(lines)[:start].count("\n") + 1
+        assert top <= line <= top + mistake.new.count("\n"), (
+            f"expected Next in the mistake:\n{screen}"
+        )
     first = first_failure(screen)
     head = " ".join(x.strip() for x in first[:2])  # its test's line, wrapped under a long id
     assert re.search(rf"\({todo}", head), f"expected the first failure its own:\n{screen}"

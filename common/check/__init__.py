@@ -230,7 +230,7 @@ def pytest_runtest_makereport(item, call):
         # (file, first line) of each frame, not code objects: xdist sends reports between processes
         report.frames = [code_place(entry.frame.code.raw) for entry in exc.traceback]
         report.lines = [(str(entry.path), entry.lineno + 1) for entry in exc.traceback]
-        report.refused = _course_raise(exc.traceback[-1])
+        report.refused = _course_raise(exc.traceback[-1]) or _course_assert(exc.traceback[-1])
         report.path = _path(exc.traceback)
     return report
 
@@ -253,9 +253,18 @@ def _course_raise(entry) -> bool:
     return not _library(Path(entry.path)) and _statement(entry).startswith("raise")
 
 
+def _course_assert(entry) -> bool:
+    """Did the course's own `assert` end it: a check a step's helper makes for its tests (Step 6's
+    loop_checks), never a bug of the code the starter gives nor a crash down a longer path."""
+    return not _library(Path(entry.path)) and _statement(entry).startswith("assert")
+
+
 def _path(traceback) -> int:
     """How many of the course's frames lie between the test's last frame and the frame that raised:
-    0 for a test that checks a value, or calls the line that raised; more through a longer path."""
+    0 for a test that checks a value (itself or through a check of the course's), or calls the line
+    that raised; more through a longer path."""
+    if traceback and _course_assert(traceback[-1]):
+        return 0
     course = [e for e in traceback if not _library(Path(e.path)) and Path(e.path) != EXPECT]
     tests = [i for i, e in enumerate(course) if "tests" in Path(e.path).parts]
     return max(0, len(course) - tests[-1] - 2) if tests else 0

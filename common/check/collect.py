@@ -74,16 +74,23 @@ def starter_facts(step: str, todos: dict[str, Todo]) -> StarterFacts:
 # place of a right shape (a reshape or a view, that split an axis, can: they are the bug's line)
 HANDS_ON = {"to", "float", "double", "half", "bfloat16", "contiguous", "flatten"}
 PLACEHOLDERS = {"zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like"}
+SNAKE = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+_?(?![\w])")  # zero_grad, clip_grad_norm_
 ABOUT_LAYOUT = re.compile(r"dtype|\.shape\b")  # a failure of a dtype or a shape: a cast's, a view's
+
+
+@functools.cache
+def _function(code) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """A TODO function's own tree, found by its code's first line (a decorator's, if any)."""
+    tree = ast.parse(source(Path(code.co_filename)))
+    defs = (n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef))
+    starts = lambda n: {n.lineno, *(d.lineno for d in n.decorator_list)}  # noqa: E731
+    return next((n for n in defs if code.co_firstlineno in starts(n)), None)
 
 
 @functools.cache
 def _statements(code) -> dict[int, ast.stmt]:
     """Each line of a function's simple statements (assignments, returns) -> its statement."""
-    tree = ast.parse(source(Path(code.co_filename)))
-    defs = (n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef))
-    starts = lambda n: {n.lineno, *(d.lineno for d in n.decorator_list)}  # noqa: E731
-    function = next((n for n in defs if code.co_firstlineno in starts(n)), None)
+    function = _function(code)
     found, todo = {}, list(function.body) if function else []
     while todo:
         node = todo.pop()
@@ -135,15 +142,39 @@ def _placeholder(statement: ast.stmt) -> bool:
     return getattr(func, "attr", getattr(func, "id", None)) in PLACEHOLDERS
 
 
+@functools.cache
+def _calls(code) -> dict[str, tuple[int, ...]]:
+    """Each snake_case method a TODO function calls (`optimizer.zero_grad()`) -> its lines."""
+    function, calls = _function(code), {}
+    for node in ast.walk(function) if function else ():
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if SNAKE.fullmatch(name := node.func.attr):
+                calls[name] = (*calls.get(name, ()), node.lineno)
+    return calls
+
+
+def _named_call(code, ran: dict[int, int], error: str) -> int | None:
+    """The line run last of the first call a failure's message names (`... (clip_grad_value_)`):
+    a step's side effect (a gradient, a weight) was wrong, not the value it returns."""
+    calls = _calls(code)
+    for name in SNAKE.findall(error):
+        if lines := [line for line in calls.get(name, ()) if line in ran]:
+            return max(lines, key=ran.__getitem__)
+    return None
+
+
 def made_line(code, ran: dict[int, int], error: str) -> int:
     """The student line of a TODO function that made the value an assertion found wrong.
 
-    The line run last (a return, or the branch taken), unless it is a return that hands on one
+    A line that calls the method the failure names, if one ran (a side effect's call); else the
+    line run last (a return, or the branch taken), unless it is a return that hands on one
     local through casts and flattens only (`return y.to(x.dtype)`) and the failure is not of
     a dtype or a shape: then the nearest line that ran through which all of that local's data
     flows and that assigns a whole value (the line whose value every later line only rearranged
     or wrote into place). `ran`: each student line -> when it last ran. When no such line is
     sure (a bare `return y` may lack a last step, the projection), the line run last."""
+    if (named := _named_call(code, ran, error)) is not None:
+        return named
     last = max(ran, key=ran.__getitem__)
     statements = _statements(code)
     returned = statements.get(last)
@@ -341,6 +372,7 @@ class Collector:
             warning=getattr(report, "warning", False),
             whole_run=getattr(report, "whole_run", False),
             marked=self.marked.get(report.nodeid),
+            core=report.nodeid in self.core,
             path=getattr(report, "path", 0),
         )
         if getattr(report, "timeout", False):

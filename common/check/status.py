@@ -52,6 +52,7 @@ class TestResult:
     warning: bool = False  # it failed on a warning
     whole_run: bool = False  # marked `whole_run` (a whole run, a handout): shown and blamed last
     marked: str | None = None  # the task its `todo` marker names ("task 3c"): the TODO it is about
+    core: bool = False  # marked `core`: its TODO's parity, or a property or trap its handout names
     path: int = 0  # the course's frames between the test and the line that raised (a longer path)
 
     @property
@@ -167,8 +168,9 @@ def _show_order(status: StepStatus, nodeid: str, symptom_tests: set[str]) -> tup
     copy); never a warning first (torch's words, often from code the course gives); the student's
     own before one raised in code the course gives; the tests about the TODO's contract (its
     `todo` marker) before another TODO's, and those that check its value or call the line that
-    raised before one that crashes later in a longer path (an experiment, another TODO); the
-    fewest functions (the closest to the cause), raised ones, those the symptom table names."""
+    raised before one that crashes later in a longer path (an experiment, another TODO); its core
+    tests (the trap its handout names) before the others; the fewest functions (the closest to the
+    cause), raised ones, those the symptom table names."""
     r, owner = status.results[nodeid], status.owner[nodeid]
     return (
         owner != status.next,
@@ -178,6 +180,7 @@ def _show_order(status: StepStatus, nodeid: str, symptom_tests: set[str]) -> tup
         r.given_at is not None,
         not (owner and r.marked == split_id(owner)[1]),
         r.path,
+        not r.core,
         len(r.ran),
         r.raised_at is None,
         not any(names(test, nodeid) for test in symptom_tests),

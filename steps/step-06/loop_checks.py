@@ -58,15 +58,23 @@ def check_zero_grad(train, make):
     opt = torch.optim.SGD(model.parameters(), lr=0.0)  # lr 0: only the gradient is compared
     train.train_step(model, opt, x, y, grad_clip=1e9)
     fresh(x, y)[1].backward()
+    assert not cleared(model), cleared(model)  # not the accumulating bug's words
     for (name, p), q in zip(model.named_parameters(), fresh.parameters(), strict=True):
-        cleared = "None" if p.grad is None else "zero" if not p.grad.any() else ""
-        assert not cleared, (  # cleared after the backward pass: not the accumulating bug's words
-            f"{name}.grad is {cleared} after train_step: the gradients were cleared after the "
-            "backward pass, so the step took none (zero_grad comes before backward)"
-        )
         assert torch.allclose(p.grad, q.grad, atol=1e-6), (
             f"{name}.grad is not this batch's gradient: old gradients accumulated (zero_grad?)"
         )
+
+
+def cleared(model) -> str:
+    """'' unless every .grad is None or zero after train_step: then what that says."""
+    grads = [p.grad for p in model.parameters()]
+    if all(g is None or not g.any() for g in grads):
+        said = "None" if all(g is None for g in grads) else "zero"
+        return (
+            f"every .grad is {said} after train_step: the gradients were cleared after the "
+            "backward pass (zero_grad comes first in a step, before backward)"
+        )
+    return ""
 
 
 def check_clipping(train, make):
@@ -78,6 +86,9 @@ def check_clipping(train, make):
     train.train_step(model, opt, x, y, grad_clip=1e-3)
     moved = torch.cat(
         [(b - p.detach()).flatten() for b, p in zip(before, model.parameters(), strict=True)]
+    )
+    assert moved.any(), "an SGD step of lr 1 did not move the weights: " + (
+        cleared(model) or "the step was not taken (optimizer.step())"
     )
     fresh(x, y)[1].backward()
     gradient = torch.cat([p.grad.flatten() for p in fresh.parameters()])  # this batch's, unclipped
