@@ -22,6 +22,15 @@ def show(value) -> str:
     return repr(value)
 
 
+def shown(expected, got) -> tuple[str, str]:
+    """Both values as a failure shows them, every digit when 4 digits would print them alike."""
+    pair = show(expected), show(got)
+    if pair[0] == pair[1]:  # 0.003 and 0.0029999 both print as 0.003: a difference must show
+        to_number = lambda v: v.item() if isinstance(v, torch.Tensor) else v  # noqa: E731
+        pair = repr(to_number(expected)), repr(to_number(got))
+    return pair
+
+
 def fail(name: str, expected: str, got, why: str = "") -> None:
     """Raise the AssertionError every check here raises: `name: expected ..., got ...[: why]`."""
     got = got if isinstance(got, str) else show(got)
@@ -33,10 +42,7 @@ def equal(name: str, got, expected, why: str = "") -> None:
     if isinstance(got, torch.Tensor) or isinstance(expected, torch.Tensor):
         _tensors_close(name, torch.as_tensor(got), torch.as_tensor(expected), None, why)
     elif got != expected:
-        shown = show(expected), show(got)
-        if shown[0] == shown[1]:  # 1 and 0.99999 both print as 1: show every digit
-            shown = repr(expected), repr(got)
-        fail(name, shown[0], shown[1], why)
+        fail(name, *shown(expected, got), why)
 
 
 def close(name: str, got, expected, atol: float, why: str = "") -> None:
@@ -44,7 +50,8 @@ def close(name: str, got, expected, atol: float, why: str = "") -> None:
     if isinstance(got, torch.Tensor) or isinstance(expected, torch.Tensor):
         _tensors_close(name, torch.as_tensor(got), torch.as_tensor(expected), atol, why)
     elif not abs(got - expected) <= atol:  # `not`: a NaN fails too
-        fail(name, f"{show(expected)} (tolerance {atol:g})", got, why)
+        expected_shown, got_shown = shown(expected, got)
+        fail(name, f"{expected_shown} (tolerance {atol:g})", got_shown, why)
 
 
 def at_most(name: str, got, limit: float, why: str = "") -> None:
@@ -121,10 +128,11 @@ def _tensors_close(name: str, got, expected, atol: float | None, why: str) -> No
         where = tuple(int(i) for i in where)
         wrong, tolerance = distance > atol, f" (tolerance {atol:g})"
     at = f"[{', '.join(map(str, where))}]" if where else ""
+    expected_shown, got_shown = shown(expected[where], got[where])
     fail(
         f"{name}{at}",
-        f"{show(expected[where])}{tolerance}",
-        f"{show(got[where])} ({int(wrong.sum())} of {wrong.numel()} entries differ)",
+        f"{expected_shown}{tolerance}",
+        f"{got_shown} ({int(wrong.sum())} of {wrong.numel()} entries differ)",
         why,
     )
 

@@ -144,11 +144,13 @@ def _placeholder(statement: ast.stmt) -> bool:
 
 @functools.cache
 def _calls(code) -> dict[str, tuple[int, ...]]:
-    """Each snake_case method a TODO function calls (`optimizer.zero_grad()`) -> its lines."""
+    """Each snake_case function or method a TODO function calls (`optimizer.zero_grad()`,
+    `cached_attention(...)`) -> its lines."""
     function, calls = _function(code), {}
     for node in ast.walk(function) if function else ():
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            if SNAKE.fullmatch(name := node.func.attr):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute | ast.Name):
+            name = getattr(node.func, "attr", getattr(node.func, "id", ""))
+            if SNAKE.fullmatch(name):
                 calls[name] = (*calls.get(name, ()), node.lineno)
     return calls
 

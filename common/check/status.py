@@ -105,14 +105,16 @@ class StepStatus:
 
 
 def _wrong_functions(
-    failed: dict[str, TestResult], order: list[Function], open_todos: set[str]
+    failed: dict[str, TestResult], order: list[Function], open_todos: set[str], sound: set[str]
 ) -> tuple[set[Function], list[Function]]:
-    """(functions found right, functions wrong on their own), in course order."""
+    """(functions found right, functions wrong on their own), in course order. A raise counts
+    against a function unless its own tests (its `todo` marker's) all pass: then it raised on
+    what another function handed it."""
     right, wrong = set(), []
     for fn in order:
         if fn[0] in open_todos:
             continue
-        wrong_alone = any(r.raised_in == fn for r in failed.values()) or any(
+        wrong_alone = any(r.raised_in == fn and fn[0] not in sound for r in failed.values()) or any(
             fn in r.ran and r.ran <= right | {fn} for r in failed.values() if not r.whole_run
         )
         wrong.append(fn) if wrong_alone else right.add(fn)
@@ -126,18 +128,21 @@ def blame(
 
     A failure belongs to the function whose student line raised it, else to the earliest it ran
     that is wrong on its own (a failing test ran it and, after it, only functions found right):
-    a bug in an earlier TODO is named, not the later TODO whose tests it breaks."""
+    a bug in an earlier TODO is named, not the later TODO whose tests it breaks. A function
+    whose own tests all pass and that raised on what it was handed is charged last."""
     failed = {n: r for n, r in results.items() if r.outcome == "failed" and not r.stopped_at}
     order = [(t, f) for t in todos for f in dict.fromkeys(todos[t].functions)]
-    right, wrong = _wrong_functions(failed, order, open_todos)
+    tasks = {split_id(t)[1]: t for t in todos}
+    sound = {t for t in todos if not any(tasks.get(r.marked) == t for r in failed.values())}
+    right, wrong = _wrong_functions(failed, order, open_todos, sound)
     blamed = {}
     for nodeid, r in failed.items():
         first = next((fn for fn in wrong if fn in r.ran), None)
         latest = max(r.ran, key=order.index, default=(None, None))
-        blamed[nodeid] = r.raised_in or first or latest
-    held_back = {
-        n: {t for t, _ in r.ran - right} for n, r in failed.items() if r.whole_run and r.ran - right
-    }
+        raised = r.raised_in if r.raised_in and r.raised_in[0] not in sound else None
+        blamed[nodeid] = raised or first or r.raised_in or latest
+    waits = {n: {t for t, _ in r.ran - right} - sound for n, r in failed.items() if r.whole_run}
+    held_back = {n: wait for n, wait in waits.items() if wait}
     return blamed, held_back
 
 
@@ -201,7 +206,7 @@ def _next_place(status: StepStatus, todos: dict, facts: StarterFacts) -> Place |
     failed = [n for n, r in status.results.items() if r.outcome == "failed"]
     its_failures = [n for n in status.shown + failed if status.owner[n] == todo]
     first = status.results[its_failures[0]] if its_failures else None
-    if first and first.raised_at:
+    if first and first.raised_at and status.blamed.get(first.nodeid) == first.raised_in:
         return first.raised_at
     function = status.blamed.get(first.nodeid) if first else None
     function = function or (todo, todos[todo].functions[0])

@@ -97,7 +97,7 @@ BUGS = [
         "check_resume",
         "a resume restores Adam's moments along with the weights; look at what the resume loads "
         "from the checkpoint",
-        "differs after resuming",
+        "the optimiser's state was not restored",
         fails="test_train.py::test_check[check_resume]",
     ),
 ]

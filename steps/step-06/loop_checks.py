@@ -45,7 +45,11 @@ def check_targets_shifted(train, make=None):
     data = torch.arange(100) * 3  # (100,) every id tells where it sits
     x, y = train.get_batch(data, 5, 10, torch.Generator().manual_seed(0))
     assert x.shape == y.shape == (5, 10), f"x, y must be (B, T) = (5, 10), got {x.shape}, {y.shape}"
-    assert torch.equal(y[:, :-1], x[:, 1:]), "y[:, t] must be x[:, t + 1]: targets not shifted?"
+    assert not torch.equal(y, x), "y equals x: targets not shifted (y[:, t] must be x[:, t + 1])"
+    assert not torch.equal(x[:, :-1], y[:, 1:]), "x is y one id later: x and y swapped"
+    assert torch.equal(y[:, :-1], x[:, 1:]), (
+        "y[:, t] must be x[:, t + 1]: each row of y is its row of x one id later, cut at one start"
+    )
     assert torch.equal(y[:, -1], x[:, -1] + 3), "the last target is the id after the window"
 
 
@@ -238,10 +242,26 @@ def check_resume(train, make):
     """The loop: killed and resumed, a run ends with exactly the weights and losses of one never stopped."""
     cfg = tiny_config(train, steps=8, checkpoint_every=2, eval_every=3)
     with_dropout = lambda seed: make(seed, p=0.3)  # noqa: E731 (the global generator matters too)
-    (whole, a), (resumed, b) = run_pair(train, with_dropout, cfg, corpus(), stop_at=5)
+    stop_at = 5
+    (whole, a), (resumed, b) = run_pair(train, with_dropout, cfg, corpus(), stop_at)
+    ran, again = a["losses"]["train"], b["losses"]["train"]
+    assert len(again) == len(ran), (
+        f"the resumed run recorded {len(again)} training losses, the uninterrupted one {len(ran)}: "
+        "the step counter started again at 0 (a resume restores the step from the checkpoint)"
+    )
+    resumed_at = stop_at // cfg.checkpoint_every * cfg.checkpoint_every  # the last step saved
+    first = next((i for i, (x, y) in enumerate(zip(ran, again, strict=True)) if x != y), None)
+    assert first != resumed_at, (
+        f"the first step after resuming (step {resumed_at}) already had another loss, "
+        f"{again[first]:.6g} for {ran[first]:.6g}: its batch or dropout mask differed, so a "
+        "generator's state was not restored (the batches' generator, torch's global one)"
+    )
     for (name, p), q in zip(whole.state_dict().items(), resumed.state_dict().values(), strict=True):
         assert torch.equal(p, q), (
-            f"{name} differs after resuming: optimiser or generator state lost?"
+            f"{name} differs after resuming, though step {resumed_at}'s loss matched: the "
+            "optimiser's state was not restored (Adam's moments)"
+            if first is not None and first > resumed_at
+            else f"{name} differs after resuming: optimiser or generator state lost?"
         )
     assert a["losses"] == b["losses"], (
         "the resumed run's losses differ from the uninterrupted run's"

@@ -169,9 +169,13 @@ def cached_attention_run(kv, pieces):
                 except NotImplementedError:  # a TODO not written yet: the check names it
                     raise
                 except RuntimeError as exc:
-                    if any(f.name == "append" for f in traceback.extract_tb(exc.__traceback__)):
+                    frames = traceback.extract_tb(exc.__traceback__)
+                    if any(f.name == "append" for f in frames):
                         held = f"keys and values {(B, H, b, D // H)}, the positions on axis 2"
                         raise refused(f"{what}: its append", held, exc) from None
+                    theirs = [f for f in frames if Path(f.filename) == Path(kv.__file__)]
+                    if not theirs or not re.search(r"mask|tril", theirs[-1].line or ""):
+                        raise  # not the mask's line: the check shows the line and its shapes
                     mask = f"scores (B, h, t, P + t) = {(B, H, b - a, b)} masked by ({b - a}, {b})"
                     rows = "rows P to P + t - 1 of the causal mask, P what this layer held"
                     raise refused(what, f"{mask}: {rows}", exc) from None
@@ -278,6 +282,12 @@ def test_new_ids_are_embedded_at_the_positions_after_the_cached_ones(kv):
     with torch.no_grad():
         for a, b in ((0, 4), (4, 5), (5, 7)):
             kv.forward_cached(model, idx[:, a:b], cache)
+            expect.equal(
+                f"cache.length after a forward of positions {a} to {b - 1}",
+                cache.length,
+                b,
+                "each block's attention runs through cached_attention, which fills the cache",
+            )
     expect.equal(
         "the positions of three calls",
         seen,

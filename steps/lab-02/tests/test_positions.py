@@ -176,6 +176,9 @@ def rope_said(got: torch.Tensor, x: torch.Tensor, start: int) -> str:
 def test_rope_matches_the_complex_number_computation(layers, start):
     x = randn(2, 3, 10, 16, seed=1)  # (B, h, T, d_head)
     got = layers.rope(x, start)
+    expect.equal("entries of x changed by rope(x)", int((x != randn(2, 3, 10, 16, seed=1)).sum()), 0,
+                 "rope returns a new tensor: writing the turned pairs into x changes the queries "
+                 "and keys the caller still holds")  # fmt: skip
     expect.shape("rope(x)", got, x.shape)
     expect.close(
         f"rope(x, start={start}) - complex rope (adjacent pairs)",
