@@ -754,7 +754,54 @@ def hidden(step: str, files: dict[str, str], submitted: set[str]) -> list[str]:
     for rel in sorted(r for r in submitted if r.endswith(".py") and r in files):
         shipped = {ln.strip() for ln in given.get(rel, "").splitlines()}  # the course's lines
         found += _encoded(rel, files[rel]) + _foreign_writes(rel, files[rel], shipped)
+        found += _machinery(rel, files[rel], shipped)
     return found
+
+
+# What a TODO never needs and a forger does: code run from a string, the interpreter's and
+# pytest's own machinery, a file descriptor written or a process signalled by hand.
+DYNAMIC = {"exec", "eval", "compile", "__import__", "breakpoint"}
+MACHINERY = {
+    "ctypes", "gc", "marshal", "importlib", "posix", "_posixsubprocess", "builtins", "types",
+    "inspect", "_pytest", "pytest", "pluggy", "signal", "faulthandler", "atexit", "threading",
+    "multiprocessing", "subprocess", "socket", "pickle", "code", "codeop", "base64", "zlib",
+}  # fmt: skip
+INNARDS = {
+    "__code__", "__globals__", "__builtins__", "__subclasses__", "__closure__", "f_locals",
+    "f_globals", "f_back", "tb_frame", "gi_frame", "meta_path", "path_hooks", "settrace",
+    "setprofile", "addaudithook", "_getframe", "_exit", "fdopen", "dup2", "kill", "killpg",
+    "fork", "abort", "execv", "execve", "system", "popen",
+}  # fmt: skip
+
+
+def _machinery(rel: str, text: str, shipped: set[str]) -> list[str]:
+    """Each line that imports or calls what only a forger needs (DYNAMIC, MACHINERY, INNARDS, or
+    os.write to a descriptor), but for the `shipped` lines of the starter, with its place."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return []
+    lines, found = text.splitlines(), {}
+    for node in ast.walk(tree):
+        what = ""
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            names += [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            what = next((n for n in names if n.split(".")[0] in MACHINERY), "")
+        elif isinstance(node, ast.Call) and getattr(node.func, "id", "") in DYNAMIC:
+            what = f"{node.func.id}()"
+        elif isinstance(node, ast.Attribute) and node.attr in INNARDS:
+            what = node.attr
+        elif (
+            isinstance(node, ast.Attribute)
+            and node.attr == "write"
+            and ast.unparse(node.value) in ("os", "posix")
+        ):
+            what = "os.write"
+        line = getattr(node, "lineno", 0)
+        if what and line not in found and lines[line - 1].strip() not in shipped:
+            found[line] = f"{rel}:{line} reaches {what}: {lines[line - 1].strip()[:120]}"
+    return [found[line] for line in sorted(found)]
 
 
 def _encoded(rel: str, text: str) -> list[str]:

@@ -11,6 +11,7 @@ import contextlib
 import csv
 import io
 import itertools
+import re
 import sys
 import tempfile
 import threading
@@ -154,11 +155,28 @@ def grade(
 
 
 def _withheld(g: Grade, hide) -> Grade:
-    """`g` as a student may read it: `hide` (Worker.hide) over its reasons, notes and screen."""
+    """`g` as a student may read it: `hide` (Worker.hide) over its reasons, notes and screen, and
+    every text a submission chose (a reason, a file's name) inert: no terminal escape, no byte
+    that is not UTF-8 (a name unzip kept as it came) reaches a screen, a CSV or a feedback file."""
     for line in g.lines:
-        line.reason = hide(line.reason)
-    g.notes, g.screen = [hide(n) for n in g.notes], hide(g.screen)
+        line.reason = inert(hide(line.reason))
+    g.notes, g.screen = [inert(hide(n)) for n in g.notes], inert(hide(g.screen))
+    g.stray, g.missing = [inert(n) for n in g.stray], [inert(n) for n in g.missing]
+    g.hidden = [inert(hide(n)) for n in g.hidden]
     return g
+
+
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")  # but \t and \n
+
+
+def inert(text: str) -> str:
+    """`text` with each control character and lone surrogate written as its escape (\\x1b)."""
+    return CONTROL.sub(lambda m: m[0].encode("unicode_escape", "backslashreplace").decode(), text)
+
+
+def cell(text: str) -> str:
+    """A CSV cell a spreadsheet shows as text: one that starts like a formula gets a quote first."""
+    return "'" + text if text[:1] in ("=", "+", "-", "@") else text
 
 
 def _grade(step: str, submission: Path | None, worker: Worker, screen: bool) -> Grade:
@@ -398,12 +416,13 @@ def class_csv(step: str, folder: Path, limits: Limits, per_test: float, jobs: in
     for entry in entries:
         g = graded[entry]
         name = entry.stem if entry.suffix == ".zip" else entry.name
-        writer.writerow([
+        name = inert(name)  # a folder's name as unzip made it
+        writer.writerow([cell(c) for c in [
             name, _n(g.score), _n(g.max_score),
             *(_n(line.score) for line in g.lines), *(line.reason for line in g.lines),
             "yes" if g.contained else "no (uncontained)", " | ".join([*g.flagged, *g.hidden]), " ".join(g.missing),
             " ".join(g.stray), " | ".join(n for n in g.notes if not n.startswith("contained")),
-        ])  # fmt: skip
+        ]])  # fmt: skip
         if out:
             (out / f"{name}.txt").write_text(feedback(g) + "\n", encoding="utf-8")
     return buffer.getvalue()
@@ -487,6 +506,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"{mode().refusal}; add --allow-uncontained to grade a class anyway")
         feedback_dir = args.feedback or args.klass.parent / f"{args.klass.name}-feedback"
         feedback_dir.mkdir(parents=True, exist_ok=True)
+        feedback_dir.chmod(0o700)  # yours: a later grade's copies, as nobody, read no classmate's
         klass = (args.step, args.klass, limits, args.timeout, args.jobs, args.tests, feedback_dir)
         sys.stdout.write(class_csv(*klass))
         print(f"feedback files: {shown(feedback_dir)}", file=sys.stderr)

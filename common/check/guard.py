@@ -128,21 +128,22 @@ def refusal(error: tuple[str, ...] | list[str]) -> str | None:
 
 
 _exit = os._exit
+NATIVE = sys.modules[os.name]  # posix, or nt: os takes its functions from it
 
 
 def refuse_exit() -> None:
-    """From now on os._exit() raises EndsPython where it is called (the student's line)."""
+    """From now on os._exit() (posix._exit()) raises EndsPython where it is called (the student's line)."""
 
     def refused(code=0):
         raise EndsPython(
             f"os._exit({code}) would end Python here, before the check can report: delete that call"
         )
 
-    os._exit = refused
+    os._exit = NATIVE._exit = refused  # posix's (nt's) is the same function, by another name
 
 
 def allow_exit() -> None:
-    os._exit = _exit
+    os._exit = NATIVE._exit = _exit
 
 
 def _raise_in(thread_id: int, error: type[BaseException] | None) -> None:

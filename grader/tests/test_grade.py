@@ -233,7 +233,8 @@ def test_a_class_says_each_student_as_they_finish_and_puts_its_folders_modes_bac
 ):
     """A line per student as their grade ends (3/16 ...), not all at the end; user mode closes
     the class folder and its feedback folder while it grades (nobody runs the code), then puts
-    both back. Empty submissions: graded at once, no copy runs."""
+    the class folder back; the feedback folder stays yours alone (a later grade's copies run as
+    nobody). Empty submissions: graded at once, no copy runs."""
     folders = [tmp_path / "class", tmp_path / "class-feedback"]
     for folder in [*folders, folders[0] / "alice", folders[0] / "bob"]:
         folder.mkdir(exist_ok=True)
@@ -253,7 +254,7 @@ def test_a_class_says_each_student_as_they_finish_and_puts_its_folders_modes_bac
     assert "1/2 graded alice: 0/7" in began[1], began  # before bob's grade began
     assert "2/2 graded bob: 0/7" in said, said
     modes = {f.name: oct(f.stat().st_mode & 0o777) for f in folders}
-    assert modes == {"class": "0o755", "class-feedback": "0o755"}, modes
+    assert modes == {"class": "0o755", "class-feedback": "0o700"}, modes  # feedback: yours alone
 
 
 TINY = REPO_ROOT / "tests" / "fixtures" / "tiny_step" / "steps"  # the course's fixture
@@ -297,7 +298,7 @@ def grade_tiny(tmp: Path, *args: str, grade_toml: str = "") -> str:
 def tiny_class(tmp: Path, students: dict[str, str], *args: str, env=None) -> dict[str, dict]:
     """run_tiny's `--class` of `students` (name -> their calc.py): each one's CSV row."""
     for name, code in students.items():
-        (tmp / "class" / name).mkdir(parents=True)
+        (tmp / "class" / name).mkdir(parents=True, exist_ok=True)
         (tmp / "class" / name / "calc.py").write_text(code, encoding="utf-8")
     done = run_tiny(tmp, "--class", str(tmp / "class"), *args, env=env)
     return {row["student"]: row for row in csv.DictReader(io.StringIO(done.stdout))}

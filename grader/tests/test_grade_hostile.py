@@ -892,11 +892,27 @@ BOMBED = {  # the limit each one's reason names
 }
 
 
+# Names a student's upload may hold as unzip wrote them: bytes that are not UTF-8, a spreadsheet
+# formula, a terminal's escape (each ended the class's CSV, or reached a screen as it came)
+NAMES = {b"\xff\xfe.txt": "\\udcff\\udcfe.txt", b"\x1b[2J.txt": "\\x1b[2J", b"=1+1.txt": "=1+1"}
+
+
 def test_no_file_ends_a_class_a_bomb_scores_0_with_the_limit_it_passed(tmp_path):
-    """A class of an honest student and the bombs: a row each, the honest one graded as usual."""
+    """A class of an honest student and the bombs: a row each, the honest one graded as usual;
+    the files the honest one strays with, named in bytes that are not text, shown inert."""
+    folder = tmp_path / "class" / "honest"
+    folder.mkdir(parents=True)
+    for name in NAMES:
+        open(os.path.join(os.fsencode(folder), name), "wb").close()  # a name as bytes
     rows = tiny_class(tmp_path, {"honest": HONEST, **BOMBS})
     assert sorted(rows) == sorted(["honest", *BOMBS]), rows
     assert rows["honest"]["score"] == "2", rows["honest"]  # its double is right where tested
+    stray = rows["honest"]["stray files"]
+    assert all(shown in stray for shown in NAMES.values()), stray
+    assert "\x1b" not in stray and "\udcff" not in stray, stray
+    assert not stray.startswith(("=", "+", "-", "@")), stray  # a spreadsheet shows it as text
+    feedback = (tmp_path / "class-feedback" / "honest.txt").read_text(encoding="utf-8")
+    assert "\\x1b[2J" in feedback and "\x1b" not in feedback, feedback
     reasons = [k for k in rows["honest"] if k.endswith(" reason")]
     for name, limit in BOMBED.items():
         assert rows[name]["score"] == "0", rows[name]

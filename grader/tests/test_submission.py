@@ -9,7 +9,10 @@ import pytest
 
 from common import py_files
 from common.course import course_step
+from grader.engine import hidden
 from grader.submission import FILE_LIMIT, LIMIT, UNPACKED, SubmissionError, match
+
+LAB_02 = course_step("lab-02").solution
 
 STARTER = course_step("lab-01").starter
 # The starter's files, as the grade asks for them: ["attention.py", "exercises/wrong_mask.py"]
@@ -152,3 +155,26 @@ def test_a_zip_inside_the_submission_that_cannot_be_unpacked_is_named_not_fatal(
     m = match(sub, tmp_path / "scratch-2", WANTED)
     assert_whole(m)
     assert m.stray == ["old.zip (cannot be unpacked: Bad CRC-32 for file 'attention.py')"], m
+
+
+FORGERS_NEED = {  # a line of what only a forger needs -> the words its 'to read' line says
+    "import base64, zlib": "reaches base64",
+    "exec(zlib.decompress(base64.b64decode(b'')))": "reaches exec()",
+    "import ctypes": "reaches ctypes",
+    "from _pytest import python": "reaches _pytest",
+    "os.write(3, b'passed')": "reaches os.write",
+    "double.__code__ = halve.__code__": "reaches __code__",
+    "sys.meta_path.insert(0, object())": "reaches meta_path",
+}
+
+
+def test_what_only_a_forger_needs_is_shown_to_read_and_no_reference_line_is():
+    """The red team's forgers ran code from a base64 string, wrote the record's pipe, swapped a
+    hook's code and rewrote tests as they imported: each such line is shown, with its place."""
+    reference = {p.name: p.read_text(encoding="utf-8") for p in LAB_02.glob("*.py")}
+    assert hidden("lab-02", reference, set(reference)) == []  # honest code: nothing to read
+    lines = "import os\nimport sys\n" + "\n".join(FORGERS_NEED) + "\n"
+    files = reference | {"layers.py": reference["layers.py"] + lines}
+    said = hidden("lab-02", files, {"layers.py"})
+    for line, words in FORGERS_NEED.items():
+        assert any(words in s and line in s for s in said), f"{line}: {said}"
