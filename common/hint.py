@@ -73,11 +73,17 @@ def pick(step: str, regions: dict, asked: str | None, named: str | None = None) 
     """The TODO to help with: --todo's (an id or a task number), else the check's Next, else the
     first open."""
     if asked:
-        match = [t for t in regions if asked == t or todos.split_id(t)[1].split()[-1] == asked]
+        number = asked.lower().removeprefix("task").strip()  # 3B, "task 3b" and 3b alike
+        match = [t for t in regions if asked == t or _number(t) == number]
         return match[0] if match else None
     if named in regions:
         return named
     return first_open(step, regions)
+
+
+def _number(todo: str) -> str:
+    """A TODO's task number, as --todo takes it: '3b' of 'lab-02 task 3b: cached_attention'."""
+    return todos.split_id(todo)[1].split()[-1].lower()
 
 
 def level_text(regions: dict, todo: str, level: int) -> list[str]:
@@ -125,11 +131,16 @@ def main(argv: list[str] | None = None) -> int:
     todo = pick(args.step, regions, args.todo, named)
     if todo is None:
         written = f"{args.step}: every TODO is written; ask about one with {again} --todo N"
-        print(f"no such TODO in {args.step}: {args.todo}" if args.todo else written)
+        numbers = ", ".join(_number(t) for t in regions)
+        print(
+            f"no such TODO in {args.step}: {args.todo} (its TODOs: {numbers})"
+            if args.todo
+            else written
+        )
         return 1 if args.todo else 0
     layout = course_step(args.step)
-    if args.todo:  # the next request stays on the TODO this one asked about
-        again += f" --todo {args.todo}"
+    if args.todo:  # the next request stays on the TODO this one asked about, by its number
+        again += f" --todo {_number(todo)}"
     if args.solution and layout.unreleased:  # a student edition's open step
         print(
             f"{args.step}'s reference lines come when the step is closed; {again} shows its hints"
@@ -144,11 +155,11 @@ def main(argv: list[str] | None = None) -> int:
     elif level < LEVELS:
         print(f"More help: {again} (hint {level + 1} next)")
     else:
-        done = "That was the last hint." if level == LEVELS else "No hints left (all above)."
+        print("That was the last hint." if level == LEVELS else "No hints left (all above).")
         if layout.unreleased:
-            print(f"{done} Level 4, the reference lines, comes when {args.step} is closed.")
+            print(f"Level 4, the reference lines, comes when {args.step} is closed.")
         else:
-            print(f"{done} Level 4, the reference lines: {again} --solution")
+            print(f"Level 4, the reference lines: {again} --solution")
     state[todo] = max(state.get(todo, 0), level if args.solution else min(level, LEVELS))
     write_json(path, state, indent=1, sort_keys=True)
     return 0

@@ -55,3 +55,16 @@ def test_the_hint_follows_the_first_open_todo(ask, monkeypatch):
     assert ask().startswith("TODO(lab-01 task 3: causal_mask) in steps/lab-01/starter/")
     monkeypatch.setattr(hint, "first_open", lambda step, regions: None)
     assert "every TODO is written" in ask()
+
+
+def test_the_footer_repeats_the_todo_asked_about_as_a_number_that_pastes_back(ask, capsys):
+    """--todo with a whole id (or 6, "task 6", 6B-style case): the next command names the TODO by
+    its number, so pasting it stays on that TODO; every line fits the screen's 100 columns."""
+    first = ask("--todo", "lab-01 task 6: MultiHeadSelfAttention")
+    assert "--todo 6 (hint 2 next)" in first, first
+    assert ask("--todo", "task 6").count(" of 3:") == 2  # the footer's command, pasted back
+    runs = [first] + [ask("--todo", "6") for _ in range(3)]
+    assert all(len(line) <= 100 for run in runs for line in run.splitlines()), runs
+    assert hint.main(["lab-01", "--todo", "9"]) == 1
+    said = capsys.readouterr().out
+    assert "no such TODO in lab-01: 9 (its TODOs: 1, 2, 3, 4, 5, 6, 7)" in said, said

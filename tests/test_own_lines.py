@@ -195,6 +195,49 @@ MISTAKES = [
     ),
 ]
 
+# the second student walk's mistakes whose screens misled (issue 54): each its own words, no row
+MISTAKES += [
+    Mistake(  # the wrapper said 'masked by': torch refused the projection, under out's shape
+        "merged without the transpose",
+        "lab-02",
+        "kvcache",
+        "out = (A @ V).transpose(1, 2).flatten(2)",
+        "out = (A @ V).flatten(2)",
+        "task 3b",
+        "return attn.proj(out)",
+        words="ran with out (2, 4, 16) float32; torch refused it:",
+    ),
+    Mistake(  # blamed task 3b, which raised on the layer it was handed: 3c's call names it
+        "layer 0 for every block",
+        "lab-02",
+        "kvcache",
+        "cached_attention(block.attn, block.ln1(x), cache, layer)",
+        "cached_attention(block.attn, block.ln1(x), cache, 0)",
+        "task 3c",
+        "cached_attention(block.attn, block.ln1(x), cache, 0)",
+        first="cache.length after a forward of positions 0 to 3",
+    ),
+    Mistake(  # the targets row ('look at how get_batch cuts y') showed under x's crash
+        "x cut at range(B)",
+        "step-06",
+        "train",
+        "x = torch.stack([data[i : i + T] for i in ix])",
+        "x = torch.stack([data[i : i + T] for i in range(B)])",
+        "task 1",
+        "x = torch.stack([data[i : i + T] for i in range(B)])",
+    ),
+    Mistake(  # the row 'a mask drawn in eval mode' showed: eval scaled, no mask drawn
+        "eval mode scales by 1 - p",
+        "lab-02",
+        "layers",
+        "    if not training or p == 0:\n        return x",
+        "    if not training:\n        return x * (1 - p)\n    if p == 0:\n        return x",
+        "task 2",
+        "return x * (1 - p)",
+        first="scaled by 1 - p",
+    ),
+]
+
 
 def screen_of(mistake: Mistake, tmp: Path) -> tuple[str, list[str]]:
     """(the check's screen on the step caught up with the mistake, the changed file's lines)."""

@@ -8,6 +8,7 @@ import pytest
 
 from common import REPO_ROOT, interpreter, shown
 from common import run as runner
+from common.course import course_step
 from common.loader import load_file
 from common.run.experiment import Run
 
@@ -130,3 +131,18 @@ def test_a_run_without_its_step_toml_is_one_line(tmp_path, monkeypatch):
     with pytest.raises(SystemExit) as info:
         runner.main(["step-66"])
     assert "step.toml is missing: every step describes itself there" in str(info.value.code)
+
+
+def test_a_crash_in_the_starter_names_the_students_line_and_the_check_not_torchs_frames():
+    """`--impl starter`: a crash in the student's code is one line with their file and line (the
+    walk's lab-02 run printed torch's frames down to linear.py), then the check to run."""
+    starter = course_step("lab-02").starter / "kvcache.py"
+    code = compile("\n" * 117 + "raise RuntimeError('mm: mat1 and mat2')", str(starter), "exec")
+    try:
+        exec(code, {})
+    except RuntimeError as exc:
+        said = runner.crashed("lab-02", exc)
+    assert "stopped in your code at steps/lab-02/starter/kvcache.py:118: RuntimeError" in said
+    assert "Next:" in said and ("check-lab-02" in said or "--impl starter" in said), said
+    assert all(len(line) <= 100 for line in said.splitlines()), said
+    assert runner.crashed("lab-02", RuntimeError("no traceback in the starter")) == ""

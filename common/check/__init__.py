@@ -6,6 +6,7 @@ shape each report); status.py turns them into a status per TODO; screen.py draws
 bounds what a student's code may do to the run."""
 
 import functools
+import inspect
 import io
 import keyword
 import os
@@ -322,11 +323,15 @@ def in_course_words(exc) -> list[str]:
     entry = course[-1]  # the course's line torch raised under
     statement = _statement(entry)
     local = entry.frame.f_locals
-    values = [f"{n} {v}" for n in _names(statement) if n in local and (v := _described(local[n]))]
+    values = [
+        f"{n} {v}"
+        for n in _names(statement)
+        if (value := _value(n, local)) is not MISSING and (v := _described(value))
+    ]
     where = f"{shown(Path(entry.path))}:{entry.lineno + 1}"
     whose = "Your line" if "starter" in Path(entry.path).parts else "The course's line"
     said = f"{whose} {where} ran" + (f" with {', '.join(values)}" if values else "")
-    refuser = "Python" if exc.errisinstance(PYTHONS) else "torch"  # None.length is not torch's
+    refuser = "Python" if _pythons(exc) else "torch"  # None.length is not torch's
     return [f"  {said}; {refuser} refused it:"]  # one line: the screen wraps it
 
 
@@ -334,21 +339,49 @@ def in_course_words(exc) -> list[str]:
 PYTHONS = (AttributeError, NameError, KeyError, ZeroDivisionError, RecursionError)
 
 
+def _pythons(exc) -> bool:
+    """Did Python refuse it, not torch: PYTHONS, or a TypeError in Python's words (a function
+    used as a context manager, a tuple called), not torch's ('invalid combination of arguments')."""
+    if exc.errisinstance(PYTHONS):
+        return True
+    said = str(exc.value)
+    return exc.errisinstance(TypeError) and not re.search(r"invalid combination|torch", said)
+
+
 def _names(statement: str) -> list[str]:
-    """The names a statement reads, in order, once each (not attributes, comments or strings)."""
-    names, after_dot = [], False
+    """The names a statement reads, in order, once each, and the attributes it reads of them
+    (`cfg.warmup`, not a method it calls), but no comment or string."""
+    names, chain, after_dot = [], [], False
+
+    def read(called: bool) -> None:
+        names.extend(chain[:1] + ([".".join(chain)] if len(chain) > 1 and not called else []))
+        chain.clear()
+
     try:
         for token in tokenize.generate_tokens(io.StringIO(statement).readline):
-            if (
-                token.type == tokenize.NAME
-                and not after_dot
-                and not keyword.iskeyword(token.string)
-            ):
-                names.append(token.string)
+            if token.type == tokenize.NAME and not keyword.iskeyword(token.string):
+                if not (after_dot and chain):
+                    read(False)
+                chain.append(token.string)
+            elif token.string != ".":
+                read(token.string == "(")
             after_dot = token.string == "."
     except (tokenize.TokenError, SyntaxError):
         pass  # a statement cut short: the names read so far
+    read(False)
     return list(dict.fromkeys(names))
+
+
+def _value(name: str, local: dict):
+    """A frame's name (`cfg.warmup`) by its attributes as stored, no property run (or MISSING)."""
+    root, *attributes = name.split(".")
+    value = local.get(root, MISSING)  # a global, a keyword or a builtin: the frame holds none
+    for attribute in attributes:
+        value = value if value is MISSING else inspect.getattr_static(value, attribute, MISSING)
+    return value
+
+
+MISSING = object()  # a name a frame does not hold
 
 
 def _described(value) -> str:

@@ -7,6 +7,7 @@ The command line of every step's run: CONTRIBUTING.md, "A step's run".
 import argparse
 import os
 import sys
+import textwrap
 from pathlib import Path
 
 from common import OUT_DIR, SOLUTIONS_DIR, STEPS_DIR, command, interpreter, shown, typed
@@ -136,3 +137,29 @@ def main(argv: list[str] | None = None) -> int:
         code, line = not_written(step, exc)
         print(line)
         return code
+    except Exception as exc:  # noqa: BLE001 - your code crashed: your line, not torch's frames
+        if args.impl != "starter" or not (said := crashed(step, exc)):
+            raise
+        print(said)
+        return 1
+
+
+def crashed(step: str, exc: Exception) -> str:
+    """Where the run crashed in the student's starter, and how to see it in the course's words
+    ('' when no line of the starter is in its traceback: a crash of the course's own)."""
+    starter, tb, line = course_step(step).starter, exc.__traceback__, None
+    while tb is not None:
+        if Path(tb.tb_frame.f_code.co_filename).resolve().is_relative_to(starter.resolve()):
+            line = f"{shown(Path(tb.tb_frame.f_code.co_filename))}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    if line is None:
+        return ""
+    check = command(
+        f"pixi run check-{step}", f"python -m pytest {typed(STEPS_DIR / step)} --impl starter"
+    )
+    message = str(exc).splitlines()[0] if str(exc) else ""
+    said = [
+        f"{step} stopped in your code at {line}: {type(exc).__name__}: {message[:200]}",
+        f"Next: {check} shows the failure with the shapes on your line",
+    ]
+    return "\n".join(textwrap.fill(s, 100, subsequent_indent="  ") for s in said)
