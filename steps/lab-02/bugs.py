@@ -232,8 +232,8 @@ BUGS = [
     ),
     Bug(
         "only the new keys kept",
-        "the prefill is right, then each new query attends only to itself: the cache holds one "
-        "position",
+        "the prefill is right, then each new query attends only to itself, as if the cache "
+        "held one position",
         "append adds the new keys and values after the held ones and returns all of them "
         "(task 3a); look at what append keeps",
         module="kvcache",

@@ -51,7 +51,10 @@ def _list_problem(ids, name):
 def _shape_fix(ids, name):
     """The change that makes a tensor of the wrong shape (B, T), said for its shape."""
     if ids.dim() == 1 and len(ids):
-        return f"add a batch axis with {name}[None]"
+        return (  # a slice that dropped the position axis (idx[:, -1]) is 1-D too
+            f"one sequence gets a batch axis with {name}[None]; a slice of a single position "
+            f"keeps its axis as {name}[:, -1:]"
+        )
     if 0 in ids.shape:
         return "a prompt needs at least one id: start from one, e.g. the encoded newline"
     if ids.dim() == 0:

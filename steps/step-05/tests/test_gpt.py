@@ -532,7 +532,7 @@ def test_the_smallest_temperature_samples_and_a_smaller_one_could_not(gpt):
 @pytest.mark.parametrize(
     "idx, fix",
     [
-        (torch.zeros(4, dtype=torch.long), r"; add a batch axis with idx\[None\]$"),
+        (torch.zeros(4, dtype=torch.long), r"; one sequence .* idx\[None\]; .* idx\[:, -1:\]$"),
         (torch.zeros(0, dtype=torch.long), r"; a prompt needs at least one id: start from one"),
         (torch.zeros(1, 0, dtype=torch.long), r"; a prompt needs at least one id"),
         (torch.zeros(1, 1, 4, dtype=torch.long), r"it has 3 axes: .* idx\.flatten\(0, -2\)$"),
