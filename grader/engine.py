@@ -31,7 +31,7 @@ from common.bugs import committed
 from common.course import course, course_step
 from common.loader import py_files
 from common.todos import Todo, module_name, parse, raised_todos, split_id, without_code
-from grader.sandbox import SECRET, Limits, ended_by, instructor_values, start, stop
+from grader.sandbox import Limits, ended_by, instructor_values, start, stop
 from grader.variants import read_tree, swap, variant
 from grader.worker import SCREEN_LIMIT
 from tools import pristine
@@ -53,10 +53,9 @@ def hollow(text: str, where: str) -> str:
     return without_code(text, where, refused, header=False)
 
 
-def build_base(step: str, dest: Path, heldout: Path | None = None) -> Path:
-    """A small repository under `dest`: the course's code, the earlier steps as shipped, this step
-    with its reference taken out of solution/ (but the modules its [grade] keeps), and an
-    instructor's held-out test files in its tests/ as test_heldout_<name>.py."""
+def build_base(step: str, dest: Path) -> Path:
+    """A small repository under `dest`: the course's code, the earlier steps as shipped, and this
+    step with its reference taken out of solution/ (but the modules its [grade] keeps)."""
     root = dest / "base"
     root.mkdir(parents=True)
     for name in COURSE_FILES:
@@ -78,11 +77,6 @@ def build_base(step: str, dest: Path, heldout: Path | None = None) -> Path:
         if module_name(solution, path) not in kept:
             text = path.read_text(encoding="utf-8")
             path.write_text(hollow(text, shown(path)), encoding="utf-8", newline="\n")
-    for test in sorted(heldout.glob("*.py")) if heldout else []:
-        shutil.copy2(
-            test,
-            root / "steps" / step / "tests" / f"test_heldout_{test.stem.removeprefix('test_')}.py",
-        )
     # compiled once here: every copy is the base copied with its times kept, so Python reads these
     # (a copy may write none: PYTHONDONTWRITEBYTECODE) instead of compiling the course again
     compileall.compile_dir(root, quiet=2, workers=1)
@@ -161,18 +155,38 @@ def disagreement(report: dict | None, record: dict[str, dict]) -> str:
     )
 
 
+HELD = "test_heldout_"  # a held-out test file's name in a copy's tests/: test_heldout_<name>.py
+
+
+def held_out(folder: Path | None) -> dict[str, str]:
+    """An instructor's held-out test files (test_*.py in `folder`) by their name in a copy."""
+    tests = sorted(folder.glob("*.py")) if folder else []
+    return {
+        f"{HELD}{t.stem.removeprefix('test_')}.py": t.read_text(encoding="utf-8") for t in tests
+    }
+
+
+def is_held(nodeid: str) -> bool:
+    """Whether a test's node id is a held-out test's."""
+    return f"/{HELD}" in nodeid.split("::")[0]
+
+
 class Worker:
     """The sandboxed worker of one step: send it a copy's starter files and pytest arguments, get
     its Run. One worker serves many submissions in turn (no copy sees another: the worker empties
-    what a copy wrote and kills what it left); it is started again if a submission stopped it."""
+    what a copy wrote and kills what it left); it is started again if a submission stopped it.
+    The held-out tests are in no file the sandbox can read: a copy that runs them (`held`) is
+    sent them, and only their outcomes leave it (grade._line)."""
 
     def __init__(self, step: str, limits: Limits, per_test: float, heldout: Path | None = None):
-        self.step, self.limits, self.per_test, self.heldout = step, limits, per_test, heldout
+        self.step, self.limits, self.per_test = step, limits, per_test
+        self.heldout = held_out(heldout)
         self.tmp = Path(tempfile.mkdtemp(prefix="course-grade-"))
-        self.base = build_base(step, self.tmp, heldout)
-        self.fingerprint = fingerprint(self.base)
+        self.base = build_base(step, self.tmp)
+        self.fingerprint = fingerprint(self.base, self.heldout)
         self.log = self.tmp / "worker.log"
-        self.withheld = withholding(self.base, step)
+        self.withheld = withholding()
+        self.read = Reader(step, self.tmp / "reader.log")  # each submission's text, out of process
         self.proc = None
         self.done: dict[str, Run] = {}  # a copy's key -> its run
         self.grace = GRACE
@@ -196,38 +210,43 @@ class Worker:
 
     def run(
         self, name: str, files: dict[str, str], tests: list[str], extra=(), per_test=None,
-        wall: float | None = None,
+        wall: float | None = None, held: bool = False,
     ) -> Run:  # fmt: skip
-        """Run `tests` (paths or node ids) on a copy whose starter is `files`, for at most `wall`
-        seconds (default: the limits' per copy) within the submission's; a copy this worker
-        already ran with the same bytes and tests is not run again (its result cannot differ)."""
-        key = json.dumps([sorted(files.items()), tests, list(extra)])
+        """Run `tests` (paths or node ids) on a copy whose starter is `files` (`held`: with the
+        held-out tests), for at most `wall` seconds (default: the limits' per copy) within the
+        submission's; a copy this worker already ran with the same bytes and tests is not run
+        again (its result cannot differ)."""
+        key = json.dumps([sorted(files.items()), tests, list(extra), held])
         if key in self.done:
             return self.done[key]
         if not tests:  # pytest given no path runs every test it finds: never what is meant
             raise ValueError(f"{name}: no test to run")
         wall = min(wall or self.limits.copy, self.deadline - time.monotonic())
-        run = self._run(name, files, tests, extra, per_test or self.per_test, wall)
+        tests_files = self.heldout if held else {}
+        run = self._run(name, files, tests_files, tests, extra, per_test or self.per_test, wall)
         if run.record is not None and not run.timed_out and not run.flags:
             self.done[key] = run
         return run
 
     def _run(
-        self, name: str, files: dict[str, str], tests: list[str], extra, per_test, left: float
-    ) -> Run:
+        self, name: str, files: dict[str, str], held: dict[str, str], tests: list[str], extra,
+        per_test, left: float,
+    ) -> Run:  # fmt: skip
         if left < 5:
             return Run(name, None, "", None, timed_out=True, wall=0)
         self._ensure()
         self.answer_by = time.monotonic() + left + self.grace
         blobs = [(rel, text.encode("utf-8")) for rel, text in sorted(files.items())]
+        sent = [(rel, text.encode("utf-8")) for rel, text in sorted(held.items())]
         args = [*tests, "--impl", "starter", "--check-json", ".grade/check.json", "-q"]
         args += [f"--timeout={per_test:g}", "-p", "pytest_timeout", "-p", "no:cacheprovider"]
         args += ["--rootdir=.", *extra]
         header = {"name": name, "step": self.step, "args": args, "wall": left}
         header |= {"cpu": self.limits.cpu, "memory": self.limits.memory, "disk": self.limits.disk}
         header["files"] = [[rel, len(b)] for rel, b in blobs]
+        header["tests"] = [[rel, len(b)] for rel, b in sent]
         try:
-            self._send(header, [b for _, b in blobs])
+            self._send(header, [b for _, b in blobs + sent])
             answer = self._receive()
         except TimeoutError:
             return Run(name, None, "", None, timed_out=True, wall=left)
@@ -313,6 +332,7 @@ class Worker:
 
     def close(self) -> None:
         """End the worker and everything it started, and remove its folders."""
+        self.read.close()
         if self.proc is not None:
             # closed, gone or silent: stopped below
             with contextlib.suppress(OSError, ValueError, subprocess.TimeoutExpired):
@@ -332,34 +352,22 @@ class Worker:
 WITHHELD = "[withheld]"
 
 
-def withholding(base: Path, step: str) -> re.Pattern | None:
-    """What no student may read of what a copy prints, as one pattern (None: nothing): each line of
-    an instructor's held-out test that the step's own tests lack, however it is spaced, and each
-    value of the grader's environment that no copy is given (sandbox.instructor_values)."""
-    every = sorted((base / "steps" / step / "tests").rglob("*.py"))
-    held = [path for path in every if path.name.startswith("test_heldout_")]
-    lines = _lines(held) - _lines(path for path in every if path not in held)
-    found = [r"\s+".join(map(re.escape, line.split())) for line in lines if len(line) >= SECRET]
-    found += map(re.escape, instructor_values())
+def withholding() -> re.Pattern | None:
+    """What no student may read of what a copy prints, as one pattern (None: nothing): each value
+    of the grader's environment that no copy is given (sandbox.instructor_values)."""
+    found = [re.escape(value) for value in instructor_values()]
     return re.compile("|".join(sorted(found, key=len, reverse=True))) if found else None
 
 
-def _lines(paths) -> set[str]:
-    """Every line of the files `paths`, its spaces made single."""
-    return {
-        " ".join(line.split())
-        for path in paths
-        for line in path.read_text(encoding="utf-8", errors="replace").splitlines()
-    }
-
-
-def fingerprint(folder: Path) -> str:
-    """sha256 over every file of a folder, its relative path and bytes: what a run depends on."""
+def fingerprint(folder: Path, heldout: dict[str, str]) -> str:
+    """sha256 over every file of a folder and the held-out tests, each's relative path and bytes:
+    what a run depends on."""
     digest = hashlib.sha256()
-    for path in sorted(
-        p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts
-    ):
-        digest.update(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes())
+    files = [(p.relative_to(folder).as_posix(), p.read_bytes()) for p in folder.rglob("*")
+             if p.is_file() and "__pycache__" not in p.parts]  # fmt: skip
+    files += [(f"held/{name}", text.encode("utf-8")) for name, text in heldout.items()]
+    for rel, data in sorted(files):
+        digest.update(rel.encode() + b"\0" + data)
     return digest.hexdigest()
 
 
@@ -439,15 +447,18 @@ class Owners:
         step = worker.step
         reference = reference_files(step)
         wall = worker.limits.wall  # the course's own runs: the whole submission's time
+        held = bool(worker.heldout)  # the held-out tests' owners are read as the others'
         run = worker.run(
-            "reference", reference, [f"steps/{step}/tests"], per_test=TRUSTED, wall=wall
+            "reference", reference, [f"steps/{step}/tests"], per_test=TRUSTED, wall=wall, held=held
         )
         owners = cls.from_run(run, todos)
         stubs = {rel: stubbed(text, rel) for rel, text in reference.items()}
         for todo, tests in owners.tests.items():
             if tests:
                 copy = variant(stubs, reference, todos, todo)
-                run = worker.run(f"stub {todo}", copy, tests, per_test=TRUSTED, wall=wall)
+                run = worker.run(
+                    f"stub {todo}", copy, tests, per_test=TRUSTED, wall=wall, held=held
+                )
                 idle = {n for n, t in run.tests().items() if t["outcome"] == "passed"}
                 owners.tests[todo] = [n for n in tests if n not in idle]
                 owners.given += len(idle)
@@ -704,39 +715,74 @@ class Texts:
     moved: dict[str, dict[int, int]] = field(default_factory=dict)  # the copy's lines -> theirs
 
 
-def texts(
-    step: str, files: dict[str, str], submitted: set[str]
-) -> tuple[dict[str, Texts], list[str]]:
-    """Each TODO's Texts, and what a reader would not see the files do (hidden), read in a child
-    process within TEXT_SECONDS and TEXT_MEMORY: a file
-    nested past the parser's depth, or whose line map is quadratic, ends its own submission's
-    grade (TextLimit), never the grader's process or the class it grades."""
-    ask = json.dumps({"step": step, "files": files, "submitted": sorted(submitted)})
-    try:
-        done = subprocess.run(
-            [sys.executable, "-m", "grader.engine"], input=ask, capture_output=True,
-            text=True, encoding="utf-8", timeout=TEXT_SECONDS, cwd=REPO_ROOT,
-        )  # fmt: skip
-    except subprocess.TimeoutExpired:
-        raise TextLimit(
-            f"reading its files took the grader more than {TEXT_SECONDS} s, its time limit for "
-            "a submission's text (a file of many identical lines?)"
-        ) from None
-    if done.returncode:
-        last = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
-        raise TextLimit(f"the grader failed reading its files: {last[:SHOWN]}")
-    answer = json.loads(done.stdout)
-    if "limit" in answer:
-        raise TextLimit(answer["limit"])
-    read = {
-        todo: Texts(
-            t["why"],
-            t["copy"],
-            {r: {int(k): v for k, v in m.items()} for r, m in t["moved"].items()},
-        )
-        for todo, t in answer["todos"].items()
-    }
-    return read, answer["hidden"]
+class Reader:
+    """The grader's reader of submissions' text: one child process (`python -m grader.engine`),
+    kept from one submission to the next, within TEXT_MEMORY; a read that passes TEXT_SECONDS or
+    a limit ends it (the next read starts another). A file nested past the parser's depth, or
+    whose line map is quadratic, ends its own submission's grade (TextLimit), never the grader's
+    process or the class it grades."""
+
+    def __init__(self, step: str, log: Path):
+        self.step, self.log, self.proc = step, log, None
+
+    def __call__(self, files: dict[str, str], submitted: set[str]):
+        """Each TODO's Texts, and what a reader would not see the files do (hidden)."""
+        if self.proc is None or self.proc.poll() is not None:
+            with self.log.open("ab") as said:  # the child's own copy stays open
+                self.proc = subprocess.Popen(
+                    [sys.executable, "-m", "grader.engine"], stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE, stderr=said, cwd=REPO_ROOT,
+                )  # fmt: skip
+        ask = {"step": self.step, "files": files, "submitted": sorted(submitted)}
+        try:
+            answer = self._ask(json.dumps(ask).encode("utf-8") + b"\n")
+        except TimeoutError:
+            self.close()
+            raise TextLimit(
+                f"reading its files took the grader more than {TEXT_SECONDS} s, its time limit "
+                "for a submission's text (a file of many identical lines?)"
+            ) from None
+        except (OSError, EOFError, ValueError):
+            self.close()
+            said = self.log.read_text(encoding="utf-8", errors="replace").strip().splitlines()
+            last = (said or ["no output"])[-1]
+            raise TextLimit(f"the grader failed reading its files: {last[:SHOWN]}") from None
+        if "limit" in answer:
+            self.close()  # a child that ran out of memory or stack is not asked again
+            raise TextLimit(answer["limit"])
+        read = {
+            todo: Texts(
+                t["why"],
+                t["copy"],
+                {r: {int(k): v for k, v in m.items()} for r, m in t["moved"].items()},
+            )
+            for todo, t in answer["todos"].items()
+        }
+        return read, answer["hidden"]
+
+    def _ask(self, line: bytes) -> dict:
+        """The child's answer to one request line, within TEXT_SECONDS of sending it."""
+        deadline, out = time.monotonic() + TEXT_SECONDS, self.proc.stdout.fileno()
+        self.proc.stdin.write(line)
+        self.proc.stdin.flush()
+        got = bytearray()
+        while not got.endswith(b"\n"):
+            ready, _, _ = select.select([out], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                raise TimeoutError
+            chunk = os.read(out, PIPE)
+            if not chunk:
+                raise EOFError("the reader ended")
+            got += chunk
+        return json.loads(got)
+
+    def close(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc.stdin.close()
+            self.proc.stdout.close()
+            self.proc = None
 
 
 COOKIE = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")  # PEP 263's, in line 1 or 2
@@ -919,24 +965,26 @@ def _read_texts(step: str, files: dict[str, str], submitted: set[str]) -> dict[s
 
 
 def _texts_child() -> None:
-    """`python -m grader.engine`: texts' request on stdin, its answer on stdout."""
+    """`python -m grader.engine`: a Reader's requests on stdin, one JSON line each; each answer
+    on stdout, one line."""
     with contextlib.suppress(ValueError, OSError):  # a system that sets no such limit
         resource.setrlimit(resource.RLIMIT_AS, (TEXT_MEMORY, TEXT_MEMORY))
-    ask = json.load(sys.stdin)
-    try:
-        made = _read_texts(ask["step"], ask["files"], set(ask["submitted"]))
-        answer = {todo: asdict(t) for todo, t in made.items()}
-        answer = {
-            "todos": answer,
-            "hidden": hidden(ask["step"], ask["files"], set(ask["submitted"])),
-        }
-    except RecursionError as exc:
-        answer = {"limit": f"a file nests deeper than the grader's parser allows ({exc})"}
-    except MemoryError:
-        answer = {
-            "limit": f"reading its files needed more than the grader's {TEXT_MEMORY >> 30} GB"
-        }
-    json.dump(answer, sys.stdout)
+    for line in sys.stdin:
+        ask = json.loads(line)
+        try:
+            made = _read_texts(ask["step"], ask["files"], set(ask["submitted"]))
+            answer = {
+                "todos": {todo: asdict(t) for todo, t in made.items()},
+                "hidden": hidden(ask["step"], ask["files"], set(ask["submitted"])),
+            }
+        except RecursionError as exc:
+            answer = {"limit": f"a file nests deeper than the grader's parser allows ({exc})"}
+        except MemoryError:
+            answer = {
+                "limit": f"reading its files needed more than the grader's {TEXT_MEMORY >> 30} GB"
+            }
+        sys.stdout.write(json.dumps(answer) + "\n")
+        sys.stdout.flush()
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 
@@ -27,15 +27,16 @@ from common.todos import Todo, optional, split_id
 from grader.engine import (
     SHOWN,
     Owners,
+    Run,
     TextLimit,
     Texts,
     Worker,
     canary,
     canary_passed,
+    is_held,
     own_outcome,
     scrub,
     starter_files,
-    texts,
 )
 from grader.gradescope import results_json as gradescope
 from grader.sandbox import UNCONTAINED, Limits, ended_by, mode
@@ -192,7 +193,7 @@ def _grade(step: str, submission: Path | None, worker: Worker, screen: bool) -> 
         for rel, path in found.files.items():
             files[rel] = path.read_bytes().decode("utf-8", errors="replace")
     try:
-        read, hidden = texts(step, files, set(found.files))  # each TODO's copy, read once
+        read, hidden = worker.read(files, set(found.files))  # each TODO's copy, read once
     except TextLimit as exc:
         return not_graded(step, f"not graded: {exc}", started)
     notes += [f"to read: {line}" for line in hidden]  # what a reader would not see it do
@@ -227,25 +228,43 @@ def not_graded(step: str, why: str, started: float) -> Grade:
 
 
 def _line(worker: Worker, todo, todos, read: Texts, owners) -> Line:
-    """A TODO's line: from its copy, where every other TODO is the reference's, run in its time."""
+    """A TODO's line: from its copy, where every other TODO is the reference's, run in its time;
+    its held-out tests in a copy of their own, of which only their outcomes are read."""
     own = owners.tests.get(todo.id, [])
     if read.why:
         return _zero(todo.id, "not written", read.why)
     if not own:
         return _zero(todo.id, "not run", "no test of its own (ask the course's maintainers)")
-    run = worker.run(todo.id, read.copy, own, AT_IMPORT)
     said = partial(scrub, todos=todos, mine=todo.id, moved=read.moved, hide=worker.hide)
-    if run.flags:
-        return _zero(todo.id, "flagged", f"flagged: {'; '.join(run.flags)}")
-    if run.full:  # what its tests made of it is what a full disk made of them
-        return _zero(todo.id, "failed", run.full)
-    if run.record is None:
-        state, why = _ended(run, worker.step)
-        return _zero(todo.id, state, said(why))
-    line = _score(todo.id, *own_outcome(run, own, said, owners.core))
+    runs = []
+    for held in (False, True):
+        if not (tests := [n for n in own if is_held(n) == held]):
+            continue
+        run = worker.run(f"{todo.id}{' held-out' * held}", read.copy, tests, AT_IMPORT, held=held)
+        run = blind(run) if held else run
+        if run.flags:
+            return _zero(todo.id, "flagged", f"flagged: {'; '.join(run.flags)}")
+        if run.full:  # what its tests made of it is what a full disk made of them
+            return _zero(todo.id, "failed", run.full)
+        if run.record is None:
+            state, why = _ended(run, worker.step)
+            return _zero(todo.id, state, said(why))
+        runs.append(run)
+    record = {n: t for run in runs for n, t in run.tests().items()}
+    line = _score(todo.id, *own_outcome(replace(runs[0], record=record), own, said, owners.core))
     if line.score and (why := _canary(worker, todo, read, own)):
         return _zero(todo.id, "flagged", f"flagged: {why}")
     return line
+
+
+def blind(run: Run) -> Run:
+    """A run of held-out tests as a student may learn of it: each test's outcome, none of its
+    text (its message, the screen, the check's report: a copy could write the tests into them)."""
+    record = run.record and {
+        n: {"outcome": t["outcome"], "error": f"{t['outcome']} (a held-out test: its text is "
+            "the instructor's)"} for n, t in run.record.items()
+    }  # fmt: skip
+    return replace(run, report=None, screen="", record=record)
 
 
 def _canary(worker: Worker, todo: Todo, read: Texts, own: list[str]) -> str:
@@ -253,13 +272,14 @@ def _canary(worker: Worker, todo: Todo, read: Texts, own: list[str]) -> str:
     has none): only a TODO that earns something is checked, forging being worth nothing else."""
     if (c := canary(worker.step, read.copy, todo, own)) is None:
         return ""
-    return canary_passed(worker.run(f"{todo.id} canary", c.files, c.tests, AT_IMPORT), c)
+    held = any(is_held(n) for n in c.tests)
+    return canary_passed(worker.run(f"{todo.id} canary", c.files, c.tests, AT_IMPORT, held=held), c)
 
 
 def _check(worker: Worker, step: str, files: dict[str, str], owners) -> tuple[str, str]:
     """The student's check of the whole submission, in a time of its own: the feedback's screen,
     and why its copy's word cannot be taken ('' when it can: its report is its record's)."""
-    deselect = [a for n in owners.broken for a in ("--deselect", n)]
+    deselect = [a for n in owners.broken if not is_held(n) for a in ("--deselect", n)]
     check = worker.run("check", files, [f"steps/{step}/tests"], deselect, wall=worker.limits.check)
     forged = "; ".join(check.flags)
     if check.full:

@@ -3,8 +3,9 @@ is sent in a forked child, one at a time, so no copy ever sees another.
 
 Standard library only until main() (it must not import the course: each copy brings its own).
 The grader (grader/grade.py) writes frames to its stdin and reads one frame back per copy:
-  in:  4-byte length, a JSON header {name, step, args, wall, cpu, memory, disk, files: [[path, size]]},
-       then the files' bytes (the copy's starter, written over the base's);  {"end": true} stops.
+  in:  4-byte length, a JSON header {name, step, args, wall, cpu, memory, disk, files, tests}, each
+       of the last two [[path, size]], then the files' bytes (the copy's starter, written over the
+       base's), then the tests' (held-out tests, in this copy only);  {"end": true} stops.
   out: 4-byte length, a JSON header {name, returncode, timed_out, full, left, sizes}, then check.json,
        the screen and the record: one JSON line per test, sent by the check over a pipe as each
        test ends and read here while the copy runs, so nothing the copy does later rewrites it.
@@ -14,6 +15,7 @@ it could write back as it was when the worker started, so no copy finds what ano
 
 import contextlib
 import gc
+import hashlib
 import json
 import os
 import shutil
@@ -70,26 +72,34 @@ class Held:
         self.n = 0
 
 
-def _write_copy(raw, header: dict, base: Path, copy: Path) -> None:
-    """The base's files, then the frame's starter files over its starter/; the buffer zeroed."""
+def _write_copy(raw, header: dict, base: Path, copy: Path) -> dict[str, bytes]:
+    """The base's files, then the frame's starter files over its starter/ and its held-out tests
+    in the step's tests/ (only this copy has them); each buffer zeroed. The held-out tests'
+    digests, by path (_course_files)."""
     _remove(copy)  # read-only in parts (_read_only)
     shutil.copytree(base, copy, symlinks=False)
     starter = copy / "steps" / header["step"] / "starter"
+    tests = copy / "steps" / header["step"] / "tests"
     shutil.rmtree(starter, ignore_errors=True)
-    for rel, size in header["files"]:
-        target = (starter / rel).resolve()
-        if not target.is_relative_to(starter.resolve()):
-            raise ValueError(f"a starter path outside the starter: {rel}")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        buf = _read_exact(raw, size)
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            os.write(fd, memoryview(buf))
-        finally:
-            os.close(fd)
-            buf[:] = bytes(size)  # what another copy's child could find in this memory: nothing
+    held = {}
+    for folder, files in ((starter, header["files"]), (tests, header.get("tests", []))):
+        for rel, size in files:
+            target = (folder / rel).resolve()
+            if not target.is_relative_to(folder.resolve()):
+                raise ValueError(f"a path outside {folder.name}/: {rel}")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            buf = _read_exact(raw, size)
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                os.write(fd, memoryview(buf))
+                if folder == tests:
+                    held[str((folder / rel).relative_to(copy))] = hashlib.sha256(buf).digest()
+            finally:
+                os.close(fd)
+                buf[:] = bytes(size)  # what another copy's child could find in this memory: nothing
     (copy / OUT).mkdir()
     _read_only(copy)
+    return held
 
 
 def _child(copy: Path, header: dict, private: list[int], record: int) -> None:
@@ -268,14 +278,19 @@ def _module(path: Path, name: str):
 
 def _course_files(copy: Path) -> dict[str, bytes]:
     """Every file of the copy's course that judges it (the tests of each step, common/, the
-    conftest), by path: none may change while the copy runs (a pytest .pyc planted included)."""
+    conftest), by path, as its sha256: none may change while the copy runs (a pytest .pyc planted
+    included). Read into a buffer zeroed after: a held-out test's text stays in no memory that a
+    later copy's child inherits."""
     found = {}
     roots = [copy / "common", copy / "conftest.py", *(copy / "steps").glob("*/tests")]
     for root in roots:
         for path in [root] if root.is_file() else sorted(root.rglob("*")):
             if path.is_file() or path.is_symlink():
-                with contextlib.suppress(OSError):
-                    found[str(path.relative_to(copy))] = path.read_bytes()
+                with contextlib.suppress(OSError), open(path, "rb", buffering=0) as file:
+                    buf = bytearray(os.fstat(file.fileno()).st_size)
+                    file.readinto(buf)
+                    found[str(path.relative_to(copy))] = hashlib.sha256(buf).digest()
+                    buf[:] = bytes(len(buf))
     return found
 
 
@@ -661,7 +676,7 @@ def main() -> int:
     places = Places(work) if os.environ.get("COURSE_GRADE_WIPE") == "1" else None
     course = _course_files(base)  # what every copy's course must stay
     while not header.get("end"):
-        _write_copy(raw, header, base, copy)
+        added = _write_copy(raw, header, base, copy)
         full = _cap(header["disk"], [work] if places is None else [], places)
         record_r, record_w = os.pipe()
         child = os.fork()
@@ -675,7 +690,7 @@ def main() -> int:
         os.close(record_r)
         _read(copy / OUT / "check.json", report)
         _read(copy / OUT / "screen.txt", screen)
-        changed = _changed(course, _course_files(copy))
+        changed = _changed(course | added, _course_files(copy))
         _remove(copy)
         if places:
             places.wipe()

@@ -5,6 +5,7 @@ Each submission is the caught-up lab-01 reference with hostile lines at the top 
 causal_mask) do not. Every file or process a case makes carries a marker of its own (a uuid), so
 the test can say exactly that none appeared on this machine and none is still running."""
 
+import base64
 import csv
 import fcntl
 import hashlib
@@ -31,7 +32,7 @@ from common.course import course_step
 from grader import engine, sandbox
 from grader import grade as grade_module
 from grader.autograder import main as autograder
-from grader.engine import TextLimit, Worker, texts
+from grader.engine import Reader, TextLimit, Worker
 from grader.grade import Grade, class_csv, grade, gradescope, text
 from grader.sandbox import Limits
 from grader.tests.test_grade import (
@@ -919,23 +920,33 @@ def test_no_file_ends_a_class_a_bomb_scores_0_with_the_limit_it_passed(tmp_path)
         assert all(limit in rows[name][k] for k in reasons), f"expected /{limit}/: {rows[name]}"
 
 
-def test_reading_a_submission_past_its_time_limit_is_its_reason_not_a_hang(monkeypatch):
+def test_reading_a_submission_past_its_time_limit_is_its_reason_not_a_hang(monkeypatch, tmp_path):
     """180 kB of identical lines, under the size limit: its copies' line maps would take minutes;
-    the grader's reading of it stops at its time limit, and says so."""
+    the grader's reading of it stops at its time limit, and says so; the next submission is read
+    as usual (the reader is started again)."""
     monkeypatch.setattr(engine, "TEXT_SECONDS", 1)
-    files = read_tree(course_step(STEP).solution) | {"attention.py": "x = 1\n" * 30_000}
+    solution = read_tree(course_step(STEP).solution)
+    files = solution | {"attention.py": "x = 1\n" * 30_000}
+    read = Reader(STEP, tmp_path / "reader.log")
     started = time.monotonic()
-    with pytest.raises(TextLimit, match="more than 1 s, its time limit for a submission's text"):
-        texts(STEP, files, set(files))
-    assert time.monotonic() - started < 10, "expected the reading stopped at its limit"
+    try:
+        with pytest.raises(TextLimit, match="more than 1 s, its time limit for a submission's"):
+            read(files, set(files))
+        assert time.monotonic() - started < 10, "expected the reading stopped at its limit"
+        monkeypatch.setattr(engine, "TEXT_SECONDS", 60)
+        copies, hidden = read(solution, set(solution))
+        assert all(t.why is None for t in copies.values()) and hidden == [], (copies, hidden)
+    finally:
+        read.close()
 
 
 # A submission that shows a student what it can find of the instructor's: its environment, every
 # process's it may read (/proc/1 is bubblewrap's own; uncontained, the grader's too) and the
 # held-out tests of its copy, at import (the check's screen: the feedback file) and in the error
 # of its task 1 (its reason: the CSV, results.json). Each secret value it finds, it also shows
-# reversed, which no withholding recognises: what the copy saw at all.
-LOOT = """import os
+# reversed, and each held-out file in base64, which no withholding recognises: what the copy saw.
+LOOT = """import base64
+import os
 from pathlib import Path
 
 
@@ -950,7 +961,7 @@ def _loot():
     values = {w.split("=", 1)[1] for w in words if w.startswith("INSTRUCTOR_SECRET=")}
     found = [f"secret: {v} reversed: {v[::-1]}" for v in values]
     held = Path(__file__).resolve().parents[2].glob("*/tests/test_heldout_*.py")
-    found += [f"held-out: {test.read_text()}" for test in held]
+    found += [f"held-out: {t.read_text()} {base64.b64encode(t.read_bytes())}" for t in held]
     return "\\n".join([*found, *(s for s in seen if "INSTRUCTOR_SECRET" in s), seen[0]])
 
 
@@ -997,7 +1008,8 @@ def test_nothing_of_the_instructors_reaches_a_student(tmp_path, name):
     said = shown["the feedback file"]
     assert "loot at import: " in said and "environ: {" in said, said  # it ran, and was shown
     assert "ValueError: " in shown["results.json"], shown["results.json"]  # its reason
-    never = [SECRET_VALUE, *HELD_LINES] + ([SECRET_VALUE[::-1]] if name != "none" else [])
+    encoded = base64.b64encode(HELD_OUT.encode()).decode()[:40]
+    never = [SECRET_VALUE, *HELD_LINES, encoded] + ([SECRET_VALUE[::-1]] if name != "none" else [])
     for where, said in shown.items():
         leaked = [s for s in never if s in said or s in " ".join(said.split())]
         assert not leaked, f"{name}: {where} shows {leaked}:\n{said[:3000]}"
