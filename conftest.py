@@ -4,6 +4,7 @@
 import argparse
 import gc
 import os
+import sys
 
 import pytest
 
@@ -34,6 +35,15 @@ def pytest_addoption(parser):
 def impl(request) -> str:
     """The implementation under test, from --impl: step fixtures pass it to common.loader.load."""
     return request.config.getoption("--impl")
+
+
+@pytest.fixture(autouse=True)
+def _gradients_on():
+    """Each test starts with gradient tracking on, as a fresh process does: code that turns it off
+    for good (set_grad_enabled(False) as a statement) fails the test that meets it, not every test
+    after it."""
+    if torch := sys.modules.get("torch"):  # a step without torch never imports it here
+        torch.set_grad_enabled(True)
 
 
 def pytest_configure(config):

@@ -295,6 +295,11 @@ def test_pythons_own_error_is_said_so_with_the_none_it_met():
     with pytest.raises(RuntimeError) as info:
         torch.zeros(2) + torch.zeros(3)
     assert " ".join(in_course_words(info)).endswith("torch refused it:")
+    p = 0.5  # walk 3: torch's own TypeErrors were said Python's
+    for torchs in (lambda: torch.cos(3.14 * p), lambda: torch.cat((None, torch.zeros(2)))):
+        with pytest.raises(TypeError) as info:
+            torchs()
+        assert " ".join(in_course_words(info)).endswith("torch refused it:")
 
 
 def expect_length(length, T_max):  # a stand-in for the test's expect.equal

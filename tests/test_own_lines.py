@@ -236,6 +236,26 @@ MISTAKES += [
         "return x * (1 - p)",
         first="scaled by 1 - p",
     ),
+    Mistake(  # walk 3: the check was green; no test had the gradient flow through dropout
+        "dropout's output detached",
+        "lab-02",
+        "layers",
+        "    return x * keep / (1 - p)  #",
+        "    return (x * keep / (1 - p)).detach()  #",
+        "task 2",
+        "return (x * keep / (1 - p)).detach()",
+        first="no .detach()",
+    ),
+    Mistake(  # walk 3: the zero_grad row and Next at the correct zero_grad line
+        "the model called with y and x swapped",
+        "step-06",
+        "train",
+        "_, loss = model(x, y)  #",
+        "_, loss = model(y, x)  #",
+        "task 4",
+        "_, loss = model(y, x)",
+        first="is not the gradient of this batch's loss",
+    ),
 ]
 
 

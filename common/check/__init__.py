@@ -339,13 +339,19 @@ def in_course_words(exc) -> list[str]:
 PYTHONS = (AttributeError, NameError, KeyError, ZeroDivisionError, RecursionError)
 
 
+# torch's argument checks' words in a TypeError: "cos(): argument 'input' ... must be Tensor",
+# "expected Tensor as element 0", "only integer tensors of a single element", "invalid combination"
+TORCH_SAYS = re.compile(
+    r"invalid combination|torch|\(\): argument|expected Tensor|must be Tensor|tensors? "
+)
+
+
 def _pythons(exc) -> bool:
     """Did Python refuse it, not torch: PYTHONS, or a TypeError in Python's words (a function
-    used as a context manager, a tuple called), not torch's ('invalid combination of arguments')."""
+    used as a context manager, a tuple called), not in torch's (TORCH_SAYS)."""
     if exc.errisinstance(PYTHONS):
         return True
-    said = str(exc.value)
-    return exc.errisinstance(TypeError) and not re.search(r"invalid combination|torch", said)
+    return exc.errisinstance(TypeError) and not TORCH_SAYS.search(str(exc.value))
 
 
 def _names(statement: str) -> list[str]:

@@ -75,6 +75,7 @@ def starter_facts(step: str, todos: dict[str, Todo]) -> StarterFacts:
 HANDS_ON = {"to", "float", "double", "half", "bfloat16", "contiguous", "flatten"}
 PLACEHOLDERS = {"zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like"}
 SNAKE = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+_?(?![\w])")  # zero_grad, clip_grad_norm_
+CALLED = re.compile(r"(?<![\w.])([a-z]\w*)\(")  # model(x, y): a name the message writes as called
 ABOUT_LAYOUT = re.compile(r"dtype|\.shape\b")  # a failure of a dtype or a shape: a cast's, a view's
 
 
@@ -145,21 +146,22 @@ def _placeholder(statement: ast.stmt) -> bool:
 @functools.cache
 def _calls(code) -> dict[str, tuple[int, ...]]:
     """Each snake_case function or method a TODO function calls (`optimizer.zero_grad()`,
-    `cached_attention(...)`) -> its lines."""
+    `cached_attention(...)`), and each argument it calls (`model(x, y)`) -> its lines."""
     function, calls = _function(code), {}
+    handed = {a.arg for a in function.args.args} if function else set()
     for node in ast.walk(function) if function else ():
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute | ast.Name):
             name = getattr(node.func, "attr", getattr(node.func, "id", ""))
-            if SNAKE.fullmatch(name):
+            if SNAKE.fullmatch(name) or (isinstance(node.func, ast.Name) and name in handed):
                 calls[name] = (*calls.get(name, ()), node.lineno)
     return calls
 
 
 def _named_call(code, ran: dict[int, int], error: str) -> int | None:
-    """The line run last of the first call a failure's message names (`... (clip_grad_value_)`):
-    a step's side effect (a gradient, a weight) was wrong, not the value it returns."""
+    """The line run last of the first call a failure's message names (`... (clip_grad_value_)`,
+    `model(x, y)`): a step's side effect (a gradient, a weight) was wrong, not what it returns."""
     calls = _calls(code)
-    for name in SNAKE.findall(error):
+    for name in [*SNAKE.findall(error), *CALLED.findall(error)]:
         if lines := [line for line in calls.get(name, ()) if line in ran]:
             return max(lines, key=ran.__getitem__)
     return None

@@ -49,7 +49,7 @@ def autograder(tmp_path_factory) -> Path:
     # the owners of this repository's lab-01 base, where the image keeps its own: where the suite
     # has read them, --prepare finds them (the same base and grader, so the same name), else it
     # reads them; either way the image's are under the repository's name
-    ours = owners_path("lab-01", fingerprint(build_base("lab-01", tmp / "ours")))
+    ours = owners_path("lab-01", fingerprint(build_base("lab-01", tmp / "ours"), {}))
     image = root / "source" / ours.relative_to(REPO_ROOT)
     if ours.is_file():
         image.parent.mkdir(parents=True)

@@ -214,7 +214,7 @@ BUGS = [
         "        cache.values = [v[:, :, 1:] for v in cache.values]\n"
         "    if cache is None:\n"
         "        cache = KVCache(model, idx.shape[0])\n",
-        says="ids (past T_max)",
+        says="the full cache slid",
         passes=("test_one_new_id_gives_the_uncached_last_row",),
         fails="test_kvcache.py::test_logits_at_every_generated_position_equal_the_uncached_models",
     ),

@@ -64,8 +64,13 @@ def check_zero_grad(train, make):
     fresh(x, y)[1].backward()
     assert not cleared(model), cleared(model)  # not the accumulating bug's words
     for (name, p), q in zip(model.named_parameters(), fresh.parameters(), strict=True):
+        assert not torch.allclose(p.grad, q.grad + 100.0, atol=1e-4), (
+            f"{name}.grad is this batch's gradient plus the stale one: old gradients accumulated "
+            "(zero_grad?)"
+        )
         assert torch.allclose(p.grad, q.grad, atol=1e-6), (
-            f"{name}.grad is not this batch's gradient: old gradients accumulated (zero_grad?)"
+            f"{name}.grad is not the gradient of this batch's loss, model(x, y)[1]: it differs "
+            f"by up to {(p.grad - q.grad).abs().max().item():.3g}"
         )
 
 
@@ -217,7 +222,8 @@ def check_first_step_size(train, make):
 
 
 def run_pair(train, make, cfg, data, stop_at: int):
-    """(uninterrupted, stopped at stop_at then resumed): each the model and the losses returned."""
+    """(uninterrupted, stopped at stop_at then resumed): each the model and the losses returned;
+    and whether the resumed model's first forward ran with the weights its checkpoint saved."""
     with tempfile.TemporaryDirectory() as tmp:
         whole = make(0)
         out_whole = train.train(whole, {"V": 8}, cfg, data, Path(tmp) / "a.pt", progress=False)
@@ -233,9 +239,19 @@ def run_pair(train, make, cfg, data, stop_at: int):
             )
         except KeyboardInterrupt:
             pass
+        saved = torch.load(Path(tmp) / "b.pt", weights_only=True)["model"]
         resumed = make(1)  # other weights: the checkpoint must replace them all
+        first = []  # the weights of the resumed model's first forward
+
+        def weights(module, args):
+            if not first:
+                first.append({k: v.detach().clone() for k, v in module.state_dict().items()})
+
+        hook = resumed.register_forward_pre_hook(weights)
         out_resumed = train.train(resumed, {"V": 8}, cfg, data, Path(tmp) / "b.pt", progress=False)
-    return (whole, out_whole), (resumed, out_resumed)
+        hook.remove()
+    loaded = bool(first) and all(torch.equal(first[0][k], v) for k, v in saved.items())
+    return (whole, out_whole), (resumed, out_resumed), loaded
 
 
 def check_resume(train, make):
@@ -243,13 +259,20 @@ def check_resume(train, make):
     cfg = tiny_config(train, steps=8, checkpoint_every=2, eval_every=3)
     with_dropout = lambda seed: make(seed, p=0.3)  # noqa: E731 (the global generator matters too)
     stop_at = 5
-    (whole, a), (resumed, b) = run_pair(train, with_dropout, cfg, corpus(), stop_at)
+    (whole, a), (resumed, b), loaded = run_pair(train, with_dropout, cfg, corpus(), stop_at)
+    assert loaded, "the resumed model ran without the checkpoint's weights: they were not restored"
     ran, again = a["losses"]["train"], b["losses"]["train"]
-    assert len(again) == len(ran), (
+    resumed_at = stop_at // cfg.checkpoint_every * cfg.checkpoint_every  # the last step saved
+    extra = len(again) - len(ran)
+    assert extra != resumed_at, (
         f"the resumed run recorded {len(again)} training losses, the uninterrupted one {len(ran)}: "
         "the step counter started again at 0 (a resume restores the step from the checkpoint)"
     )
-    resumed_at = stop_at // cfg.checkpoint_every * cfg.checkpoint_every  # the last step saved
+    assert extra == 0, (
+        f"the resumed run recorded {len(again)} training losses, the uninterrupted one {len(ran)}: "
+        "the step a checkpoint records is not the number of losses it holds (saved before the "
+        "step counter moved on?)"
+    )
     first = next((i for i, (x, y) in enumerate(zip(ran, again, strict=True)) if x != y), None)
     assert first != resumed_at, (
         f"the first step after resuming (step {resumed_at}) already had another loss, "

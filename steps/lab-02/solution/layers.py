@@ -101,7 +101,8 @@ def dropout(x: torch.Tensor, p: float, training: bool, generator: torch.Generato
     #   itself, unchanged. In training, each entry is kept with probability 1 - p, drawn from
     #   `generator` (the same seed gives the same mask), and every kept entry is divided by 1 - p,
     #   so the mean is kept and eval needs no scaling (README, on paper); at p = 1 every entry is
-    #   0, never NaN. The trap: the 1 / (1 - p) scale forgotten.
+    #   0, never NaN. The gradient reaches x through the kept entries. The trap: the 1 / (1 - p)
+    #   scale forgotten.
     # HINT 1: a mask of the shape of x that is True with probability 1 - p; the output is x
     #   where the mask holds, 0 elsewhere, scaled up so the expected value stays x.
     # HINT 2: torch.rand(x.shape, generator=generator, dtype=x.dtype) >= p is the kept mask;

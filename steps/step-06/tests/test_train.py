@@ -49,6 +49,9 @@ def test_batches_are_windows_of_the_data_at_seeded_starts(train):
     x, y = train.get_batch(data, 64, 6, g1)
     expect.equal("the dtypes of x and y", (x.dtype, y.dtype), (torch.long, torch.long))
     assert torch.equal(x, train.get_batch(data, 64, 6, g2)[0]), "same generator state, same batch"
+    following = train.get_batch(data, 64, 6, g1)[0]  # (64, 6)
+    expect.differs("the next batch drawn with the same generator", following, x,
+                   "each call draws new starts from the generator it is given, not a new one")  # fmt: skip
     assert torch.equal(x - x[:, :1], torch.arange(6).expand(64, 6)), "each row is one window"
     starts = set(x[:, 0].tolist())
     assert starts <= set(range(50 - 6)), "a window must fit, its targets included"
@@ -115,7 +118,12 @@ def test_estimate_loss_gives_the_mode_back_even_when_a_forward_raises(train):
 def test_estimate_loss_builds_no_graph_and_leaves_the_weights_alone(train, tiny):
     model = tiny(0)
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
-    train.estimate_loss(model, [checks.batch(1), checks.batch(2)])
+    with torch.enable_grad():  # given back as it was, whatever estimate_loss left
+        train.estimate_loss(model, [checks.batch(1), checks.batch(2)])
+        after = torch.is_grad_enabled()
+    expect.equal("gradient tracking after estimate_loss", after, True,
+                 "torch.no_grad() as a with block gives it back; set_grad_enabled(False) as a "
+                 "statement leaves every later training step without gradients")  # fmt: skip
     expect.equal("the forwards estimate_loss ran", len(model.seen), 2, "one per batch")
     expect.equal("grad enabled in each forward", [s[1] for s in model.seen], [False, False],
                  "torch.no_grad() around the forwards")  # fmt: skip
