@@ -246,6 +246,15 @@ MISTAKES += [
         "return (x * keep / (1 - p)).detach()",
         first="no .detach()",
     ),
+    Mistake(  # walk 3: next_logits, right, was blamed for indexing the 2-D value it was handed
+        "forward_cached returns the last row only",
+        "lab-02",
+        "kvcache",
+        "    return model.lm_head(model.ln_f(x))  #",
+        "    return model.lm_head(model.ln_f(x))[:, -1]  #",
+        "task 3c",
+        "return model.lm_head(model.ln_f(x))[:, -1]",
+    ),
     Mistake(  # walk 3: the zero_grad row and Next at the correct zero_grad line
         "the model called with y and x swapped",
         "step-06",

@@ -108,13 +108,14 @@ def _wrong_functions(
     failed: dict[str, TestResult], order: list[Function], open_todos: set[str], sound: set[str]
 ) -> tuple[set[Function], list[Function]]:
     """(functions found right, functions wrong on their own), in course order. A raise counts
-    against a function unless its own tests (its `todo` marker's) all pass: then it raised on
-    what another function handed it."""
+    against a function unless its own tests (its `todo` marker's) all pass, or the test ran an
+    earlier function found wrong: then it raised on what another function handed it."""
     right, wrong = set(), []
     for fn in order:
         if fn[0] in open_todos:
             continue
-        wrong_alone = any(r.raised_in == fn and fn[0] not in sound for r in failed.values()) or any(
+        raised = [r for r in failed.values() if r.raised_in == fn and fn[0] not in sound]
+        wrong_alone = any(not r.ran & set(wrong) for r in raised) or any(
             fn in r.ran and r.ran <= right | {fn} for r in failed.values() if not r.whole_run
         )
         wrong.append(fn) if wrong_alone else right.add(fn)
@@ -128,8 +129,9 @@ def blame(
 
     A failure belongs to the function whose student line raised it, else to the earliest it ran
     that is wrong on its own (a failing test ran it and, after it, only functions found right):
-    a bug in an earlier TODO is named, not the later TODO whose tests it breaks. A function
-    whose own tests all pass and that raised on what it was handed is charged last."""
+    a bug in an earlier TODO is named, not the later TODO whose tests it breaks (nor the later
+    line that raised on its value). A function whose own tests all pass and that raised on what it
+    was handed is charged last."""
     failed = {n: r for n, r in results.items() if r.outcome == "failed" and not r.stopped_at}
     order = [(t, f) for t in todos for f in dict.fromkeys(todos[t].functions)]
     tasks = {split_id(t)[1]: t for t in todos}
@@ -139,7 +141,8 @@ def blame(
     for nodeid, r in failed.items():
         first = next((fn for fn in wrong if fn in r.ran), None)
         latest = max(r.ran, key=order.index, default=(None, None))
-        raised = r.raised_in if r.raised_in and r.raised_in[0] not in sound else None
+        before = first and r.raised_in and order.index(first) < order.index(r.raised_in)
+        raised = r.raised_in if r.raised_in and r.raised_in[0] not in sound and not before else None
         blamed[nodeid] = raised or first or r.raised_in or latest
     waits = {n: {t for t, _ in r.ran - right} - sound for n, r in failed.items() if r.whole_run}
     held_back = {n: wait for n, wait in waits.items() if wait}
@@ -163,9 +166,9 @@ def _state(todo: str, todos: dict, facts: StarterFacts, counts: dict, ran: list)
         return "optional" if todos[todo].optional else "todo"
     if failing:
         return "bug"
-    if not any(r.outcome == "passed" for r in ran):  # none ran, or all wait
+    if not any(r.outcome == "passed" for r in ran) or counts["held"][todo]:  # some wait
         return "waiting" if ran else "untested"
-    return "done"  # written, and no failure is its own: tests held by another TODO are not
+    return "done"  # written, its own tests pass
 
 
 def _show_order(status: StepStatus, nodeid: str, symptom_tests: set[str]) -> tuple:
@@ -231,7 +234,16 @@ def step_status(
             warned[blamed[n][0]] += r.warning
     if interrupted:  # Ctrl-C inside it: no report came
         failing[interrupted] += 1
+    tasks = {split_id(t)[1]: t for t in todos}
+    held = Counter(  # its own tests (its marker's) failing for another TODO
+        tasks[r.marked]
+        for n, r in results.items()
+        if r.outcome == "failed"
+        and r.marked in tasks
+        and blamed.get(n, (None,))[0] != tasks[r.marked]
+    )
     counts = {"failing": failing, "waiting": Counter(r.stopped_at for r in results.values())}
+    counts["held"] = held
     status = StepStatus(step, {}, results, blamed, held_back, warned, [], None, None, "")
     for n, r in results.items():  # its failure's TODO, else the one it stopped at
         status.owner[n] = blamed[n][0] if n in blamed else r.stopped_at

@@ -376,7 +376,9 @@ def test_a_worker_that_never_answers_is_killed_at_the_deadline_not_waited_for(tm
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True,
         )  # fmt: skip
         worker.grace = -5.5  # 0.5 s to answer: its 6 s, less the grace
-        run = worker._run("task 3", {"attention.py": ""}, ["steps/lab-01/tests"], (), PER_TEST, 6)
+        run = worker._run(
+            "task 3", {"attention.py": ""}, {}, ["steps/lab-01/tests"], (), PER_TEST, 6
+        )
         assert run.timed_out and run.report is None, run
         assert worker.proc.poll() is not None, "expected the silent worker killed, it still runs"
     finally:

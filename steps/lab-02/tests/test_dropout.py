@@ -99,13 +99,14 @@ def test_dropout_leaves_its_input_unchanged(layers):
 
 @pytest.mark.todo("task 2")
 def test_dropout_passes_the_gradient_to_the_kept_entries(layers):
-    x = torch.ones(4, 64, requires_grad=True)  # (4, 64)
+    leaf = torch.ones(4, 64, requires_grad=True)  # (4, 64)
+    x = leaf * 1  # (4, 64) an activation, as in a model: not a leaf (the in-place test is another)
     out = layers.dropout(x, 0.5, True, generator(5))  # (4, 64)
     expect.equal("dropout(x).requires_grad, x requiring grad", out.requires_grad, True,
                  "training backpropagates through dropout: no .detach(), no torch.no_grad()")  # fmt: skip
     out.sum().backward()
-    expect.close("x.grad after dropout(x).sum().backward()", x.grad, out.detach(), atol=1e-6,
-                 why="a kept entry's gradient is 1 / (1 - p), a dropped one's 0")  # fmt: skip
+    expect.close("x's gradient after dropout(x).sum().backward()", leaf.grad, out.detach(),
+                 atol=1e-6, why="a kept entry's gradient is 1 / (1 - p), a dropped one's 0")  # fmt: skip
 
 
 @pytest.mark.todo("task 2")

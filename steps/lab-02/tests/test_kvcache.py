@@ -189,14 +189,23 @@ def cached_attention_run(kv, pieces):
 def test_cached_attention_of_a_prefill_is_step_5_causal_attention(kv):
     got, expected, cache = cached_attention_run(kv, [(0, 7)])
     print(f"max |cached - Step 5| over 7 positions fed at once: {worst(got, expected):.2e}")
-    last_right = worst(got[:, :, -1], expected[:, :, -1]) < LOGITS_TOL  # the last sees every key
-    why = "each query sees its past" + (
-        ": only the last query is right, the others saw later keys (the causal mask)"
-        if last_right
-        else ""
-    )
+    why = attention_said(got, expected)
     expect.close("the prefill's attention", got, expected, LOGITS_TOL, why)
     expect.shape(f"layer {LAST}'s cached keys", cache.keys[LAST], (B, H, 7, D // H))
+
+
+def attention_said(got: torch.Tensor, expected: torch.Tensor) -> str:
+    """Why a prefill's attention (n_layer, B, t, d) is wrong: its mask when the last query, which
+    sees every key, is right, else what every query shares."""
+    if worst(got[:, :, -1], expected[:, :, -1]) < LOGITS_TOL:
+        return (
+            "each query sees its past: only the last query is right, the others saw later keys "
+            "(the causal mask)"
+        )
+    return (
+        "even the last query, which sees every key, differs: the scores (q·k and their "
+        "1 / sqrt(d_head) scale), the softmax's axis or what the mask keeps"
+    )
 
 
 @pytest.mark.todo("task 3b")
@@ -208,7 +217,8 @@ def test_cached_attention_gives_step_5_attention_at_the_new_rows(kv):
     why = (
         "each new query at its own row: rows P to P + t - 1 of the causal mask"
         if prefill_right
-        else "the 4 positions fed first, at once, already differ: the prefill's test says more"
+        else "the 4 positions fed first, at once, already differ: "
+        + attention_said(got[:, :, :4], expected[:, :, :4])
     )
     expect.close("cached attention", got, expected, LOGITS_TOL, why)
     expect.shape(f"layer {LAST}'s cached values", cache.values[LAST], (B, H, 7, D // H))
