@@ -658,7 +658,7 @@ class Canary:
     as in its real run. A copy whose code makes the bug's failing test pass forges its outcomes."""
 
     files: dict[str, str]
-    tests: list[str]  # node ids, the TODO's own (and the bug's, when it fails none of them)
+    tests: list[str]  # node ids: the bug's first, then the TODO's own
     test: str  # the one the bug fails
     bug: str  # the bug's name
 
@@ -679,7 +679,7 @@ def canary(step: str, copy: dict[str, str], todo: Todo, own: list[str]) -> Canar
             broken = committed(theirs or copy[rel], bug, rel)
         except (ValueError, SyntaxError):  # the student's code holds the bug's line too
             continue
-        return Canary(copy | {rel: broken}, list(dict.fromkeys([*own, fails])), fails, bug.name)
+        return Canary(copy | {rel: broken}, list(dict.fromkeys([fails, *own])), fails, bug.name)
     return None
 
 

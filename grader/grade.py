@@ -273,7 +273,9 @@ def _canary(worker: Worker, todo: Todo, read: Texts, own: list[str]) -> str:
     if (c := canary(worker.step, read.copy, todo, own)) is None:
         return ""
     held = any(is_held(n) for n in c.tests)
-    return canary_passed(worker.run(f"{todo.id} canary", c.files, c.tests, AT_IMPORT, held=held), c)
+    # -x: an honest copy ends at the bug's test, which fails; a forger's passes and runs them all
+    run = worker.run(f"{todo.id} canary", c.files, c.tests, [*AT_IMPORT, "-x"], held=held)
+    return canary_passed(run, c)
 
 
 def _check(worker: Worker, step: str, files: dict[str, str], owners) -> tuple[str, str]:
