@@ -4,6 +4,7 @@ as one screen (common.check.screen), or written as --check-json."""
 
 import ast
 import functools
+import math
 import re
 import sys
 from dataclasses import asdict
@@ -77,6 +78,8 @@ PLACEHOLDERS = {"zeros", "ones", "empty", "full", "zeros_like", "ones_like", "em
 SNAKE = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+_?(?![\w])")  # zero_grad, clip_grad_norm_
 CALLED = re.compile(r"(?<![\w.])([a-z]\w*)\(")  # model(x, y): a name the message writes as called
 ABOUT_LAYOUT = re.compile(r"dtype|\.shape\b")  # a failure of a dtype or a shape: a cast's, a view's
+# expect.close's words: the worst entry's index, and how many of all the entries differ
+WORST_ENTRY = re.compile(r"\[(\d+(?:, \d+)*)\]: expected .*\((\d+) of (\d+) entries differ\)")
 
 
 @functools.cache
@@ -185,6 +188,8 @@ def made_line(code, ran: dict[int, int], error: str) -> int:
     name = isinstance(returned, ast.Return) and _handed_on(returned.value)
     if not name or ABOUT_LAYOUT.search(error.split(": expected")[0]):
         return last
+    if (wrote := _wrote_entry(statements, ran, name, error)) is not None:
+        return wrote
     when = {}  # each statement that ran -> when it last ran
     for line, tick in ran.items():
         if (statement := statements.get(line)) and not _placeholder(statement):
@@ -205,6 +210,61 @@ def made_line(code, ran: dict[int, int], error: str) -> int:
     common = set.intersection(*ends) - {returned} if ends else set()
     made = [s for s in common if facts[s][2]]
     return max(made, key=when.__getitem__).lineno if made else last
+
+
+def _wrote_entry(statements: dict, ran: dict[int, int], name: str, error: str) -> int | None:
+    """The line run last that wrote the wrong entry the failure names into `name` by a slice
+    (`pe[:, 1::2] = ...`): when a second write overwrote it (a typo's `0::2` twice), or when no
+    more entries differ than that slice holds (else the error is upstream, in what every slice
+    was made from)."""
+    found = WORST_ENTRY.search(error)
+    if not found:
+        return None
+    index, differ, entries = [int(i) for i in found[1].split(", ")], int(found[2]), int(found[3])
+    writes = [
+        (line, target.slice)
+        for line, statement in statements.items()
+        if line in ran
+        and isinstance(statement, ast.Assign)
+        and len(statement.targets) == 1
+        and isinstance(target := statement.targets[0], ast.Subscript)
+        and isinstance(target.value, ast.Name)
+        and target.value.id == name
+        and _covers(target.slice, index)
+    ]
+    if not writes:
+        return None
+    line, key = max(writes, key=lambda w: ran[w[0]])
+    steps = [p.step.value for p in _parts(key) if isinstance(p, ast.Slice) and p.step is not None]
+    confined = differ * math.prod(steps) <= entries and not isinstance(key, ast.Constant)
+    return line if len(writes) > 1 or confined else None
+
+
+def _parts(key: ast.expr) -> list[ast.expr]:
+    return key.elts if isinstance(key, ast.Tuple) else [key]
+
+
+def _covers(key: ast.expr, index: list[int]) -> bool:
+    """Whether a subscript of literals (`:, 0::2`, `3`) selects the entry `index`; False if unsure."""
+    parts = _parts(key)
+    if len(parts) > len(index):
+        return False
+    for part, i in zip(parts, index, strict=False):
+        if isinstance(part, ast.Slice):
+            bounds = [part.lower, part.upper, part.step]
+            if not all(
+                b is None or (isinstance(b, ast.Constant) and type(b.value) is int) for b in bounds
+            ):
+                return False
+            lower, upper, step = (b.value if b is not None else None for b in bounds)
+            lower, step = lower or 0, step or 1
+            if lower < 0 or step < 1 or (upper is not None and (upper < 0 or i >= upper)):
+                return False
+            if i < lower or (i - lower) % step:
+                return False
+        elif not (isinstance(part, ast.Constant) and part.value == i):
+            return False
+    return True
 
 
 class Collector:
