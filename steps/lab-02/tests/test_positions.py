@@ -218,9 +218,9 @@ def test_rope_scores_depend_on_n_minus_m_only(layers):
     """Shift the query and the key by the same s: the score q_m · k_n stays (float32 tolerance)."""
     q, k = randn(1, 16, seed=4), randn(1, 16, seed=5)  # (1, d_head) each
     for m, n in ((0, 3), (5, 2), (9, 9)):
-        score = (layers.rope(q, m) @ layers.rope(k, n).T).item()
+        score = (layers.rope(q, m) * layers.rope(k, n)).sum().item()  # q_m · k_n
         for s in (1, 10, 200):
-            shifted = (layers.rope(q, m + s) @ layers.rope(k, n + s).T).item()
+            shifted = (layers.rope(q, m + s) * layers.rope(k, n + s)).sum().item()
             expect.close(f"score(q at {m + s}, k at {n + s}) - score at ({m}, {n})", shifted,
                          score, atol=1e-4, why="R(m)ᵀ R(n) = R(n - m)")  # fmt: skip
 
