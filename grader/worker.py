@@ -202,6 +202,7 @@ def _record(copy: Path, step: str):
 
         @pytest.hookimpl(wrapper=True)
         def pytest_runtest_call(self, item):
+            __tracebackhide__ = True  # a failure's frames on the student's screen are theirs
             with plain():
                 return (yield)
 

@@ -277,7 +277,7 @@ def short_traceback(exc) -> list[str]:
     statement; a test's frame that called on, its place only): one entry per line to show,
     unwrapped (the screen fits them to its width)."""
     lines = []
-    for entry in exc.traceback:
+    for entry in exc.traceback.filter(exc):  # a frame that sets __tracebackhide__ is not shown
         path = Path(entry.path)  # torch's, pytest's and Python's own frames are left out
         if path == EXPECT:  # common/expect.py's own lines: the test's line says what it checks
             continue

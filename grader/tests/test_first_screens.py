@@ -66,6 +66,7 @@ def test_the_first_screen_names_the_todo_the_row_and_expected_against_got(reques
     screen, lines = first_screen(request.getfixturevalue("worker"), bug)
     where = re.search(r"^Next: TODO\(lab-02 ([^:)]+)[^)]*\) at \S+\.py:(\d+)$", screen, re.M)
     assert where and where[1] == task, f"expected Next: TODO(lab-02 {task}), got:\n{screen}"
+    assert "grader-worker" not in screen, f"the grader's own frame is shown:\n{screen}"
     changed = next(i for i, line in enumerate(lines, 1) if bug.new.splitlines()[0].strip() in line)
     assert function_of(lines, int(where[2])) == function_of(lines, changed), (
         f"expected the Next line in the function of line {changed}, got line {where[2]}:\n{screen}"
