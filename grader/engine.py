@@ -142,7 +142,8 @@ def read_record(blob: bytes) -> tuple[dict[str, dict] | None, list[str]]:
 
 def disagreement(report: dict | None, record: dict[str, dict]) -> str:
     """'' when the check's report says of each test what the grader recorded, else how it differs."""
-    said = {n: t.get("outcome") for n, t in ((report or {}).get("tests") or {}).items()}
+    said = {n: t.get("outcome") if isinstance(t, dict) else t
+            for n, t in ((report or {}).get("tests") or {}).items()}  # fmt: skip
     seen = {n: t["outcome"] for n, t in record.items()}
     differ = sorted(n for n in said.keys() | seen.keys() if said.get(n) != seen.get(n))
     if not differ:
@@ -224,6 +225,8 @@ class Worker:
         wall = min(wall or self.limits.copy, self.deadline - time.monotonic())
         tests_files = self.heldout if held else {}
         run = self._run(name, files, tests_files, tests, extra, per_test or self.per_test, wall)
+        if held:  # no later copy forks from a worker that held them (names, paths in its heap)
+            self.restart()
         if run.record is not None and not run.timed_out and not run.flags:
             self.done[key] = run
         return run
@@ -257,6 +260,8 @@ class Worker:
             data = json.loads(report.decode("utf-8")).get(self.step) if report else None
         except (ValueError, AttributeError):
             data = None  # what came back is not the check's JSON
+        if not isinstance(data, dict) or not isinstance(data.get("tests", {}), dict):
+            data = None  # nor is a report of another shape (the copy may write it)
         if len(screen) >= SCREEN_LIMIT:  # its last bytes: a line cut at the front is dropped whole
             screen = screen.partition(b"\n")[2]  # (a secret cut in two is no longer withheld)
         text = screen.decode("utf-8", errors="replace")

@@ -150,7 +150,8 @@ def grade(
     """Grade one submission of `step` (None: the student's own starter), contained; `worker`: a
     running worker of this step to reuse (a class), else one is started and stopped here."""
     if worker is None:
-        with Worker(step, limits or Limits(), per_test, heldout) as own:
+        held = [heldout] if heldout else []
+        with _closed_to_others(*held), Worker(step, limits or Limits(), per_test, heldout) as own:
             return grade(step, submission, worker=own, screen=screen)
     return _withheld(_grade(step, submission, worker, screen), worker.hide)
 
@@ -247,7 +248,7 @@ def _line(worker: Worker, todo, todos, read: Texts, owners) -> Line:
         if run.full:  # what its tests made of it is what a full disk made of them
             return _zero(todo.id, "failed", run.full)
         if run.record is None:
-            state, why = _ended(run, worker.step)
+            state, why = ("failed", HELD_ENDED) if held else _ended(run, worker.step)
             return _zero(todo.id, state, said(why))
         runs.append(run)
     record = {n: t for run in runs for n, t in run.tests().items()}
@@ -257,14 +258,20 @@ def _line(worker: Worker, todo, todos, read: Texts, owners) -> Line:
     return line
 
 
+HELD_ENDED = "its copy with the held-out tests ended before they all reported (a hang, a crash?)"
+
+
 def blind(run: Run) -> Run:
     """A run of held-out tests as a student may learn of it: each test's outcome, none of its
-    text (its message, the screen, the check's report: a copy could write the tests into them)."""
+    text (its message, the screen, the check's report, why it was flagged and how it ended: a
+    copy could write the tests into any of them)."""
     record = run.record and {
         n: {"outcome": t["outcome"], "error": f"{t['outcome']} (a held-out test: its text is "
             "the instructor's)"} for n, t in run.record.items()
     }  # fmt: skip
-    return replace(run, report=None, screen="", record=record)
+    flags = ["its copy with the held-out tests did something a check never does"] * bool(run.flags)
+    full = "its copy with the held-out tests wrote more than it may" if run.full else ""
+    return replace(run, report=None, screen="", record=record, flags=flags, full=full)
 
 
 def _canary(worker: Worker, todo: Todo, read: Texts, own: list[str]) -> str:
@@ -275,7 +282,7 @@ def _canary(worker: Worker, todo: Todo, read: Texts, own: list[str]) -> str:
     held = any(is_held(n) for n in c.tests)
     # -x: an honest copy ends at the bug's test, which fails; a forger's passes and runs them all
     run = worker.run(f"{todo.id} canary", c.files, c.tests, [*AT_IMPORT, "-x"], held=held)
-    return canary_passed(run, c)
+    return canary_passed(blind(run) if held else run, c)
 
 
 def _check(worker: Worker, step: str, files: dict[str, str], owners) -> tuple[str, str]:
@@ -432,7 +439,7 @@ def class_csv(step: str, folder: Path, limits: Limits, per_test: float, jobs: in
         with Worker(step, limits, per_test, heldout) as worker:  # one per job, reused in turn
             return [(e, finished(e, _graded(step, e, worker))) for e in chunk]
 
-    with _closed_to_others(folder, *([out] if out else [])):
+    with _closed_to_others(folder, *([out] if out else []), *([heldout] if heldout else [])):
         with ThreadPoolExecutor(max_workers=len(chunks)) as pool:
             graded = dict(pair for done in pool.map(grade_chunk, chunks) for pair in done)
     for entry in entries:

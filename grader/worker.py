@@ -506,12 +506,15 @@ class Places:
             roots.add(Path("/"))
         self.uid = os.getuid()
         self.folders: dict[Path, tuple[set[str], int | None]] = {}  # -> (entries, mode if ours)
+        self.times: dict[Path, tuple[int, int]] = {}  # our folders' access and change times
         for root in sorted(r for r in roots if r.is_dir()):
             for folder in _writable(root):
                 if folder not in self.folders:
                     st = folder.stat()
                     entries = set(os.listdir(folder))
                     self.folders[folder] = (entries, st.st_mode if st.st_uid == self.uid else None)
+                    if st.st_uid == self.uid:
+                        self.times[folder] = (st.st_atime_ns, st.st_mtime_ns)
 
     def made(self) -> int:
         """Bytes of what this user made in these folders since the worker started."""
@@ -542,6 +545,9 @@ class Places:
                     pass
         for path in self._new():
             _remove(path)
+        for folder, times in self.times.items():  # a stash needs no file: a folder's times
+            with contextlib.suppress(OSError):
+                os.utime(folder, ns=times)
         _clear_ipc(self.uid)
 
 
