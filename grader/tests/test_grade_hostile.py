@@ -975,6 +975,24 @@ def double(x):
 def halve(x):
     return x // 2
 """
+# The red team's third round: the copy that runs the held-out tests writes them where a flag
+# quotes them (the record pipe's 'forged' line, a path it creates among the course's tests)
+FLAGS_THEM = """import json
+import os
+from pathlib import Path
+
+for test in Path(__file__).resolve().parents[2].glob("*/tests/test_heldout_*.py"):
+    os.write(3, (json.dumps({"forged": test.read_text()}) + "\\n").encode())
+    (test.parent / test.read_text()[:60].replace("/", " ")).mkdir()
+
+
+def double(x):
+    return 2 * x
+
+
+def halve(x):
+    return x // 2
+"""
 SECRET_VALUE = "s3cret-value"  # INSTRUCTOR_SECRET, in the grader's environment only
 PUBLIC = (REPO_ROOT / "tests/fixtures/tiny_step/steps/step-97/tests/test_calc.py").read_text()
 HELD_LINES = [ln.strip() for ln in HELD_OUT.splitlines() if len(ln.strip()) >= 8]
@@ -996,7 +1014,8 @@ def test_nothing_of_the_instructors_reaches_a_student(tmp_path, name):
     (tmp_path / "held").mkdir()
     (tmp_path / "held" / "test_negatives.py").write_text(HELD_OUT, encoding="utf-8")
     env = {"INSTRUCTOR_SECRET": SECRET_VALUE, "COURSE_GRADE_SANDBOX": name}
-    rows = tiny_class(tmp_path, {"eve": LOOT}, "--tests", str(tmp_path / "held"), env=env)
+    students = {"eve": LOOT, "mallory": FLAGS_THEM}
+    rows = tiny_class(tmp_path, students, "--tests", str(tmp_path / "held"), env=env)
     out = tmp_path / "results.json"
     run_tiny(tmp_path, str(tmp_path / "class" / "eve"), "--tests", str(tmp_path / "held"),
              "--format", "gradescope", "--out", str(out), env=env)  # fmt: skip
@@ -1004,7 +1023,10 @@ def test_nothing_of_the_instructors_reaches_a_student(tmp_path, name):
         "the feedback file": (tmp_path / "class-feedback" / "eve.txt").read_text(encoding="utf-8"),
         "the CSV": json.dumps(rows["eve"]),
         "results.json": out.read_text(encoding="utf-8"),
+        "mallory's CSV row": json.dumps(rows["mallory"]),
+        "mallory's feedback": (tmp_path / "class-feedback" / "mallory.txt").read_text("utf-8"),
     }
+    assert "held-out tests did something" in shown["mallory's CSV row"], rows["mallory"]
     said = shown["the feedback file"]
     assert "loot at import: " in said and "environ: {" in said, said  # it ran, and was shown
     assert "ValueError: " in shown["results.json"], shown["results.json"]  # its reason
