@@ -811,7 +811,7 @@ def hidden(step: str, files: dict[str, str], submitted: set[str]) -> list[str]:
 
 # What a TODO never needs and a forger does: code run from a string, the interpreter's and
 # pytest's own machinery, a file descriptor written or a process signalled by hand.
-DYNAMIC = {"exec", "eval", "compile", "__import__", "breakpoint"}
+DYNAMIC = {"exec", "eval", "compile", "__import__", "breakpoint", "getattr"}
 MACHINERY = {
     "ctypes", "gc", "marshal", "importlib", "posix", "_posixsubprocess", "builtins", "types",
     "inspect", "_pytest", "pytest", "pluggy", "signal", "faulthandler", "atexit", "threading",
@@ -821,13 +821,14 @@ INNARDS = {
     "__code__", "__globals__", "__builtins__", "__subclasses__", "__closure__", "f_locals",
     "f_globals", "f_back", "tb_frame", "gi_frame", "meta_path", "path_hooks", "settrace",
     "setprofile", "addaudithook", "_getframe", "_exit", "fdopen", "dup2", "kill", "killpg",
-    "fork", "abort", "execv", "execve", "system", "popen",
+    "fork", "abort", "execv", "execve", "system", "popen", "utime", "setxattr",
 }  # fmt: skip
 
 
 def _machinery(rel: str, text: str, shipped: set[str]) -> list[str]:
-    """Each line that imports or calls what only a forger needs (DYNAMIC, MACHINERY, INNARDS, or
-    os.write to a descriptor), but for the `shipped` lines of the starter, with its place."""
+    """Each line that imports or calls what only a forger needs (DYNAMIC, MACHINERY, INNARDS,
+    os.write to a descriptor, a path under /proc), but for the `shipped` lines of the starter,
+    with its place."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
@@ -843,6 +844,8 @@ def _machinery(rel: str, text: str, shipped: set[str]) -> list[str]:
             what = f"{node.func.id}()"
         elif isinstance(node, ast.Attribute) and node.attr in INNARDS:
             what = node.attr
+        elif isinstance(node, ast.Constant) and "/proc" in str(node.value):
+            what = "/proc"  # other processes' command lines, a copy's own memory
         elif (
             isinstance(node, ast.Attribute)
             and node.attr == "write"
