@@ -203,7 +203,7 @@ class Worker:
         if self.proc is not None and self.proc.poll() is None:
             return
         if self.proc is not None:
-            stop(self.proc)
+            stop(self.proc, again=True)
         work = self.tmp / f"work-{time.monotonic_ns()}"
         work.mkdir()
         _open_to_worker(self.tmp, self.base)
@@ -299,7 +299,7 @@ class Worker:
             [] if write else [fd], [fd] if write else [], [], left
         )
         if not (writable if write else readable):
-            stop(self.proc)
+            stop(self.proc, again=True)
             raise TimeoutError("the grade's worker did not answer in time")
 
     def _receive(self) -> dict:
@@ -333,7 +333,7 @@ class Worker:
     def restart(self) -> None:
         """Stop the worker's process, wherever it was in a copy: the next copy starts a new one."""
         if self.proc is not None:
-            stop(self.proc)
+            stop(self.proc, again=True)
 
     def close(self) -> None:
         """End the worker and everything it started, and remove its folders."""

@@ -334,9 +334,10 @@ def _close(repository: Path) -> None:
             path.chmod(st.st_mode & 0o700)
 
 
-def stop(worker: subprocess.Popen) -> None:
+def stop(worker: subprocess.Popen, again: bool = False) -> None:
     """End the worker and everything it started (user mode: every process of nobody, and the
-    repository opened again); never waits for good."""
+    repository opened again, unless another worker starts `again` at once: the lock is kept, so
+    no other grade runs between, nor waits out this one's time); never waits for good."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         if worker.poll() is None:
             os.killpg(worker.pid, signal.SIGKILL)
@@ -348,6 +349,8 @@ def stop(worker: subprocess.Popen) -> None:
                 pipe.close()
     if mode().name == "user":
         kill_user(_nobody()[0])
+        if again:
+            return
         while _closed:
             path, was = _closed.popitem()
             with contextlib.suppress(OSError):
