@@ -658,44 +658,61 @@ def own_outcome(
 
 @dataclass
 class Canary:
-    """A check a copy cannot tell from its real run, whose right outcome is failure: the TODO's
-    copy with a curated bug of the step (bugs.py) committed into the reference, its own tests run
-    as in its real run. A copy whose code makes the bug's failing test pass forges its outcomes."""
+    """Checks a copy cannot tell from its real runs, whose right outcome is failure: the student's
+    files with every TODO's functions the reference's (their own code outside them, where a
+    forger's lives, kept) and, for each TODO that earned something, a curated bug of the step
+    (bugs.py) committed that one of its own tests (else another TODO's) fails. Code that makes a
+    bug's test pass forges its outcomes. One copy for them all: a copy's start is most of its cost."""
 
     files: dict[str, str]
-    tests: list[str]  # node ids: the bug's first, then the TODO's own
-    test: str  # the one the bug fails
-    bug: str  # the bug's name
+    bugs: dict[str, tuple[str, str]]  # TODO id -> (node id of the test its bug fails, the bug)
+
+    @property
+    def tests(self) -> list[str]:
+        return list(dict.fromkeys(test for test, _ in self.bugs.values()))
 
 
-def canary(step: str, copy: dict[str, str], todo: Todo, own: list[str]) -> Canary | None:
-    """The first curated bug of `step` that fails one of the TODO's `own` tests (else another
-    TODO's), once in the reference's code of `copy` with the TODO's own functions the reference's
-    too: a copy that forges only its own tests' outcomes forges the bug's."""
-    layout = course_step(step)
+def canary(step: str, copy: dict[str, str], todos: list[Todo], owners: Owners) -> Canary | None:
+    """The canary of the TODOs that earned something (`todos`), from the `copy` of the first: None
+    when no curated bug fits."""
+    layout, reference, tests = course_step(step), reference_files(step), f"steps/{step}/tests"
     target = (layout.mutation or {}).get("target", "")
-    reference, tests = reference_files(step), f"steps/{step}/tests"
-    for bug in sorted(layout.bugs(), key=lambda b: f"{tests}/{b.fails}" not in own):
-        rel, fails = f"{(bug.module or target).replace('.', '/')}.py", f"{tests}/{bug.fails}"
-        if not bug.fails or rel not in copy:
-            continue
-        try:
-            theirs = swap(copy[rel], reference[rel], todo.functions) if rel == todo.rel else None
-            broken = committed(theirs or copy[rel], bug, rel)
-        except (ValueError, SyntaxError):  # the student's code holds the bug's line too
-            continue
-        return Canary(copy | {rel: broken}, list(dict.fromkeys([fails, *own])), fails, bug.name)
-    return None
+    files, bugs, chosen = dict(copy), {}, {}
+    first = todos[0]
+    try:
+        files[first.rel] = swap(files[first.rel], reference[first.rel], first.functions)
+    except SyntaxError:
+        return None
+    for todo in todos:
+        own = owners.tests.get(todo.id, [])
+        for bug in sorted(layout.bugs(), key=lambda b: f"{tests}/{b.fails}" not in own):
+            rel, fails = f"{(bug.module or target).replace('.', '/')}.py", f"{tests}/{bug.fails}"
+            if bug.name in chosen:
+                bugs[todo.id] = (fails, bug.name)
+                break
+            if not bug.fails or rel not in files:
+                continue
+            try:
+                files[rel] = committed(files[rel], bug, rel)
+            except ValueError:  # the student's own code holds the bug's line too
+                continue
+            chosen[bug.name] = bugs[todo.id] = (fails, bug.name)
+            break
+    return Canary(files, bugs) if bugs else None
 
 
-def canary_passed(run: Run, c: Canary) -> str:
-    """Why the canary's run shows a forger ('' when its test failed, as it must)."""
+def canary_passed(run: Run, c: Canary, todo: str) -> str:
+    """Why the canary's run shows `todo`'s copy forging ('' when its bug's test failed, as it must,
+    or it had none)."""
+    if todo not in c.bugs:
+        return ""
     if run.flags:
         return f"its canary: {'; '.join(run.flags)}"
-    if run.tests().get(c.test, {}).get("outcome") == "passed":
+    test, bug = c.bugs[todo]
+    if run.tests().get(test, {}).get("outcome") == "passed":
         return (
-            f"its code made a canary pass: {c.test.split('::')[-1]}, run on the reference with a "
-            f"curated bug ({c.bug}) that this test fails"
+            f"its code made a canary pass: {test.split('::')[-1]}, run on the reference with a "
+            f"curated bug ({bug}) that this test fails"
         )
     return ""
 

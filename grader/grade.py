@@ -23,7 +23,7 @@ from pathlib import Path
 
 from common import STEPS_DIR, shown, write_json
 from common.course import course_step
-from common.todos import Todo, optional, split_id
+from common.todos import optional, split_id
 from grader.engine import (
     SHOWN,
     Owners,
@@ -200,6 +200,7 @@ def _grade(step: str, submission: Path | None, worker: Worker, screen: bool) -> 
     notes += [f"to read: {line}" for line in hidden]  # what a reader would not see it do
     owners = Owners.cached(worker, todos)
     lines = [_line(worker, t, todos, read[t.id], owners) for t in todos.values()]
+    lines = _canary(worker, lines, todos, read, owners)
     shown_screen, forged = _check(worker, step, files, owners) if screen else ("", "")
     if forged:  # the whole submission's copy forged its record: no TODO's own word is taken
         notes.append(f"flagged: the check of the whole submission: {forged}")
@@ -252,10 +253,7 @@ def _line(worker: Worker, todo, todos, read: Texts, owners) -> Line:
             return _zero(todo.id, state, said(why))
         runs.append(run)
     record = {n: t for run in runs for n, t in run.tests().items()}
-    line = _score(todo.id, *own_outcome(replace(runs[0], record=record), own, said, owners.core))
-    if line.score and (why := _canary(worker, todo, read, own)):
-        return _zero(todo.id, "flagged", f"flagged: {why}")
-    return line
+    return _score(todo.id, *own_outcome(replace(runs[0], record=record), own, said, owners.core))
 
 
 HELD_ENDED = "its copy with the held-out tests ended before they all reported (a hang, a crash?)"
@@ -274,15 +272,17 @@ def blind(run: Run) -> Run:
     return replace(run, report=None, screen="", record=record, flags=flags, full=full)
 
 
-def _canary(worker: Worker, todo: Todo, read: Texts, own: list[str]) -> str:
-    """Why the TODO's canary shows its copy forging ('' when it failed as it must, or the step
-    has none): only a TODO that earns something is checked, forging being worth nothing else."""
-    if (c := canary(worker.step, read.copy, todo, own)) is None:
-        return ""
-    held = any(is_held(n) for n in c.tests)
-    # -x: an honest copy ends at the bug's test, which fails; a forger's passes and runs them all
-    run = worker.run(f"{todo.id} canary", c.files, c.tests, [*AT_IMPORT, "-x"], held=held)
-    return canary_passed(blind(run) if held else run, c)
+def _canary(worker: Worker, lines: list[Line], todos, read: dict[str, Texts], owners):
+    """The lines, each TODO whose canary shows its copy forging flagged: only TODOs that earn
+    something are checked, forging being worth nothing else."""
+    earned = [todos[line.todo] for line in lines if line.score]
+    if not earned or (c := canary(worker.step, read[earned[0].id].copy, earned, owners)) is None:
+        return lines
+    run = worker.run("canary", c.files, c.tests, AT_IMPORT)
+    said = {line.todo: canary_passed(run, c, line.todo) for line in lines}
+    return [
+        _zero(n.todo, "flagged", f"flagged: {said[n.todo]}") if said[n.todo] else n for n in lines
+    ]
 
 
 def _check(worker: Worker, step: str, files: dict[str, str], owners) -> tuple[str, str]:
