@@ -32,6 +32,26 @@ class Mistake:
 
 
 MISTAKES = [
+    Mistake(  # a tuple handed on (`return x, y`): Next at the line of the generator the message names
+        "a fresh generator each call",
+        "step-06",
+        "train",
+        "(B,), generator=generator)",
+        "(B,), generator=torch.Generator().manual_seed(0))",
+        "task 1",
+        "ix = torch.randint(len(data) - T, (B,), generator=torch.Generator()",
+        "the next batch drawn with the same generator",
+    ),
+    Mistake(  # the prefill past T_max from the first ids: its line, not the return's
+        "prefill from the first T_max ids",
+        "lab-02",
+        "kvcache",
+        "new = idx[:, -model.T_max :]",
+        "new = idx[:, : model.T_max]",
+        "task 3d",
+        "new = idx[:, : model.T_max]",
+        "T_max",
+    ),
     Mistake(  # an assertion on values: Next at the line that made them, not pe.to(float32)'s return
         "positions start at 1",
         "lab-02",

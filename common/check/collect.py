@@ -173,8 +173,10 @@ def _named_call(code, ran: dict[int, int], error: str) -> int | None:
 def made_line(code, ran: dict[int, int], error: str) -> int:
     """The student line of a TODO function that made the value an assertion found wrong.
 
-    A line that calls the method the failure names, if one ran (a side effect's call); else the
-    line run last (a return, or the branch taken), unless it is a return that hands on one
+    A line that calls the method the failure names, if one ran (a side effect's call); else, when
+    the line run last returns a name or a tuple (`return x, y`: values made above it), the line
+    run last that spells a name the failure's subject names (`generator=`); else the line run
+    last (a return, or the branch taken), unless it is a return that hands on one
     local through casts and flattens only (`return y.to(x.dtype)`) and the failure is not of
     a dtype or a shape: then the nearest line that ran through which all of that local's data
     flows and that assigns a whole value (the line whose value every later line only rearranged
@@ -185,8 +187,12 @@ def made_line(code, ran: dict[int, int], error: str) -> int:
     last = max(ran, key=ran.__getitem__)
     statements = _statements(code)
     returned = statements.get(last)
+    handing = isinstance(returned, ast.Return) and isinstance(returned.value, ast.Name | ast.Tuple)
+    layout = ABOUT_LAYOUT.search(error.split(": expected")[0])
+    if handing and not layout and (named := _named_line(statements, ran, error)):
+        return named
     name = isinstance(returned, ast.Return) and _handed_on(returned.value)
-    if not name or ABOUT_LAYOUT.search(error.split(": expected")[0]):
+    if not name or layout:
         return last
     if (wrote := _wrote_entry(statements, ran, name, error)) is not None:
         return wrote
@@ -210,6 +216,32 @@ def made_line(code, ran: dict[int, int], error: str) -> int:
     common = set.intersection(*ends) - {returned} if ends else set()
     made = [s for s in common if facts[s][2]]
     return max(made, key=when.__getitem__).lineno if made else last
+
+
+NAMED = re.compile(r"\b[A-Za-z_]\w{2,}\b")  # a name of 3 or more characters: T_max, generator
+
+
+def _named_line(statements: dict, ran: dict[int, int], error: str) -> int | None:
+    """The line run last, but for a return, that uses a name the failure's subject names as it
+    is written in the code (`generator=`, `model.T_max`): a return that hands on a value or
+    several (`return x, y`) is not where a value named in the message went wrong."""
+    subject = set(NAMED.findall(error.split(": expected")[0]))
+    found = {
+        line: tick
+        for line, tick in ran.items()
+        if isinstance(statement := statements.get(line), ast.Assign | ast.AugAssign)
+        and subject & _spelled(statement)
+    }
+    return max(found, key=found.__getitem__) if found else None
+
+
+def _spelled(statement: ast.stmt) -> set[str]:
+    """The names a statement spells: its names, attributes and keywords' names."""
+    return {
+        getattr(n, "id", None) or getattr(n, "attr", None) or getattr(n, "arg", None)
+        for n in ast.walk(statement)
+        if isinstance(n, ast.Name | ast.Attribute | ast.keyword)
+    } - {None}
 
 
 def _wrote_entry(statements: dict, ran: dict[int, int], name: str, error: str) -> int | None:
