@@ -359,8 +359,9 @@ WITHHELD = "[withheld]"
 
 def withholding() -> re.Pattern | None:
     """What no student may read of what a copy prints, as one pattern (None: nothing): each value
-    of the grader's environment that no copy is given (sandbox.instructor_values)."""
-    found = [re.escape(value) for value in instructor_values()]
+    of the grader's environment that no copy is given (sandbox.instructor_values), but a path
+    that exists (PWD, the interpreter's `_`): a copy's own tracebacks name the packages under it."""
+    found = [re.escape(v) for v in instructor_values() if not os.path.exists(v)]
     return re.compile("|".join(sorted(found, key=len, reverse=True))) if found else None
 
 

@@ -21,7 +21,7 @@ from common.course import course_step
 from common.todos import raised_todos
 from grader import grade as grading
 from grader import sandbox
-from grader.engine import SHOWN, Worker, scrub, stubbed
+from grader.engine import SHOWN, Worker, scrub, stubbed, withholding
 from grader.grade import Grade, grade, gradescope, main, text
 from grader.sandbox import Limits
 from grader.variants import read_tree, variant
@@ -383,3 +383,12 @@ def test_a_worker_that_never_answers_is_killed_at_the_deadline_not_waited_for(tm
         assert worker.proc.poll() is not None, "expected the silent worker killed, it still runs"
     finally:
         worker.close()
+
+
+def test_a_secret_of_the_environment_is_withheld_and_a_path_that_exists_is_not(monkeypatch):
+    """What a copy prints: the grader's values withheld, but its working folder (a path every
+    copy's traceback names the packages under, as bubblewrap binds them where they are)."""
+    monkeypatch.setenv("INSTRUCTOR_SECRET", "s3cret-value-of-the-instructor")
+    monkeypatch.setenv("PWD", sys.prefix)
+    said = withholding().sub("<withheld>", f"{sys.prefix}/lib: s3cret-value-of-the-instructor")
+    assert said == f"{sys.prefix}/lib: <withheld>", said
