@@ -1,7 +1,7 @@
 """The student's room, and what every room shares: the commands a student types
 (`python -m common.<name>`: hint, catchup, background, watch, envreport; the run is common/run/)
-and the course's library that a step's code and tests import (course, loader, todos, docs, bugs,
-predictions, seeding, text, optim, expect). Here: the repository's paths and how a path or a
+and the library a step's code and tests import (loader, docs, seeding, text, optim, expect). The
+course model is common/course/, the check common/check/, the run common/run/. Here: the repository's paths and how a path or a
 command is shown to a student (command, shown, typed)."""
 
 import json

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from common import command, shown, typed
 from common.course import at, course_step, step_names
-from common.predictions import FILE as PREDICTIONS
+from common.course.predictions import FILE as PREDICTIONS
 
 LOCK = ".catch-up.lock"  # in the step folder while a catch-up runs (git-ignored)
 NEW, OLD = ".starter-new", ".starter-old"  # the swap's two sides, beside starter/

@@ -13,8 +13,8 @@ import sys
 import textwrap
 from pathlib import Path
 
-from common import OUT_DIR, STEPS_DIR, command, py_files, shown, todos, write_json
-from common.course import course_step, step_names
+from common import OUT_DIR, STEPS_DIR, command, py_files, shown, write_json
+from common.course import course_step, step_names, todos
 
 LEVELS = 3  # the HINT parts; level 4 is the reference code
 

@@ -27,10 +27,10 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from common import OUT_DIR, REPO_ROOT, SOLUTIONS_DIR, STEPS_DIR, shown
-from common.bugs import committed
 from common.course import course, course_step
+from common.course.bugs import committed
+from common.course.todos import Todo, module_name, parse, raised_todos, split_id, without_code
 from common.loader import py_files
-from common.todos import Todo, module_name, parse, raised_todos, split_id, without_code
 from grader.sandbox import Limits, ended_by, instructor_values, start, stop
 from grader.variants import read_tree, swap, variant
 from grader.worker import SCREEN_LIMIT

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from common import STEPS_DIR, shown, write_json
 from common.course import course_step
-from common.todos import optional, split_id
+from common.course.todos import optional, split_id
 from grader.engine import (
     SHOWN,
     Owners,

@@ -6,7 +6,7 @@ Pure text work (ast, no import): nothing here runs the student's code."""
 import ast
 from pathlib import Path
 
-from common.todos import Todo
+from common.course.todos import Todo
 
 
 def _defs(tree: ast.Module) -> dict[str, ast.AST]:

@@ -11,8 +11,8 @@ from types import ModuleType
 
 from common import REPO_ROOT, shown
 from common.course import Step, at, course
+from common.course.todos import id_problem, module_name, split_id, todo_in
 from common.loader import ImplImportError, load_from
-from common.todos import id_problem, module_name, split_id, todo_in
 from tools import run_pytest, untouched  # noqa: F401 (c.untouched, for the tests)
 
 MAKE = "run pixi run make-starters (python -m tools.starters)"

@@ -6,8 +6,8 @@ import re
 import pytest
 
 from common import REPO_ROOT
-from common.bugs import committed
 from common.course import course_step
+from common.course.bugs import committed
 from tools.screens import BUGGY_FILE, bug_screen, bugs, recording, replayed, task
 
 CURATED = bugs()

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from common import REPO_ROOT, STEPS_DIR, shown
-from common.bugs import Bug
 from common.course import Step, course, pixi_tasks, step_names
+from common.course.bugs import Bug
 from common.loader import ImplImportError, check_syntax, load_file
 from tests import contracts as c
 from tools import pristine, starters, untouched

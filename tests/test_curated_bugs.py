@@ -12,9 +12,9 @@ from unittest import mock
 import pytest
 
 from common import STEPS_DIR
-from common.bugs import committed
 from common.check.screen import recognised, symptom_rows
 from common.course import course_step
+from common.course.bugs import committed
 from common.docs import read_block
 from tests.test_failure_messages import bare
 from tools.symptoms import function, runs_of, scan_all, table, targets

@@ -4,8 +4,8 @@ import argparse
 
 import pytest
 
-from common import predictions
-from common.course import course
+from common.course import course, predictions
+from common.course.todos import step_regions
 from common.loader import load_file
 from common.run import experiment, runnable
 from common.run.experiment import (
@@ -22,7 +22,6 @@ from common.run.experiment import (
     fresh_blocks,
 )
 from common.run.timing import seconds
-from common.todos import step_regions
 
 RUNS = {name: load_file(path) for name, path in runnable().items()}
 DECLARED = {name: run.RUN for name, run in RUNS.items() if hasattr(run, "RUN")}

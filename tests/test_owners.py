@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from common.course import course, course_step, step_names
-from common.todos import order_key, split_id
+from common.course.todos import order_key, split_id
 from tools import check_in_a_child, pristine
 
 STEPS = [s.name for s in course() if not s.checkpoint]

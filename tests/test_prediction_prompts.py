@@ -9,8 +9,8 @@ import re
 
 import pytest
 
-from common import STEPS_DIR, predictions
-from common.course import course
+from common import STEPS_DIR
+from common.course import course, predictions
 
 # slot -> (a phrase of the prompt that asks it, the generated block that answers it)
 ASKED = {

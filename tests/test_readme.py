@@ -5,9 +5,10 @@ import re
 import pytest
 
 from common import REPO_ROOT, STEPS_DIR
-from common.course import WRITTEN, course, course_step, pixi_tasks, step_tasks
+from common.course import course, course_step, pixi_tasks
 from common.docs import read_block
 from common.envreport import pins_table
+from tools.course_map import WRITTEN, step_tasks
 
 README = REPO_ROOT / "README.md"
 
@@ -23,7 +24,7 @@ def test_what_the_step_tomls_say_is_written_where_it_is_read(written):
     path, name, text = written
     assert read_block(path, name) == text(), (
         f"{path.name}'s {name} block is not what the step.tomls say: "
-        "python -m common.course --write-docs"
+        "python -m tools.course_map --write-docs"
     )
 
 
@@ -37,7 +38,7 @@ def test_course_map_lists_every_step_in_order_with_its_tasks():
     steps, rows = course(), read_block(README, "course-map").splitlines()[2:]
     orders = [s.order for s in steps]
     assert len(set(orders)) == len(orders), f"two steps share an order in their step.toml: {orders}"
-    assert len(rows) == len(steps), "python -m common.course --write-docs"
+    assert len(rows) == len(steps), "python -m tools.course_map --write-docs"
     for step, row in zip(steps, rows, strict=True):
         assert f"[{step.name}](" in row and all(f"`pixi run {t}`" in row for t in step_tasks(step))
 

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from common import REPO_ROOT, STEPS_DIR
-from common.bugs import committed
 from common.course import course, course_step, step_names
+from common.course.bugs import committed
+from common.course.todos import step_regions
 from common.loader import load_file
-from common.todos import step_regions
 from tools import check_in_a_child, pristine, release
 from tools.screens import BUGGY_FILE, SCREENS, bugs, screen_path
 from tools.starters import starters

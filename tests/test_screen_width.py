@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from common import REPO_ROOT
-from common.bugs import committed
 from common.check.screen import WIDTH, fit, typed_lines
 from common.course import course_step, step_names
+from common.course.bugs import committed
 from tools import check_in_a_child, pristine
 
 # (step, curated bug): a torch error under a long test id, long rows and long messages

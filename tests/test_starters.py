@@ -2,7 +2,7 @@
 
 import pytest
 
-from common import todos
+from common.course import todos
 from tools import starters
 
 SOLUTION = '''def f(x):

@@ -4,7 +4,7 @@ from pathlib import Path
 
 from common.check.screen import RunFacts, cut, fitted, step_lines
 from common.check.status import Place, StarterFacts, TestResult, step_status
-from common.todos import Todo
+from common.course.todos import Todo
 
 TODOS = {t: Todo(t, "gpt", Path("gpt.py"), ["GPT.forward"]) for t in ["s task 1", "s task 2"]}
 FORWARD = ("s task 2", "GPT.forward")

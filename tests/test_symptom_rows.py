@@ -3,9 +3,9 @@ recognised as none (each curated bug recognised as its own row: tests/test_curat
 
 import pytest
 
-from common.bugs import Bug, broken_copy
 from common.check.screen import recognised, symptom_lines, symptom_rows
 from common.course import course_step
+from common.course.bugs import Bug, broken_copy
 from tests.test_curated_bugs import named_tests
 from tools.symptoms import failures
 

@@ -18,9 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from common import todos
-from common.bugs import Bug, recognised_by
-from common.course import at, course
+from common.course import at, course, todos
+from common.course.bugs import Bug, recognised_by
 from tools.starters import starters
 
 RUN = 3  # the shortest run of tokens that counts as transcribed, in the starter

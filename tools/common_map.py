@@ -10,7 +10,7 @@ from common.course import course
 from common.docs import markdown_table, write_block
 
 CONTRIBUTING = REPO_ROOT / "CONTRIBUTING.md"
-ROOMS = ("common", "common/check", "common/run", "tools", "grader")
+ROOMS = ("common", "common/course", "common/check", "common/run", "tools", "grader")
 
 
 def summary(path: Path) -> str:

@@ -9,12 +9,13 @@ import re
 import sys
 
 from common import STEPS_DIR, command, shown
-from common.course import course, write_docs
+from common.course import course
+from common.course.todos import starter_text
 from common.docs import write_block
 from common.loader import load_file
 from common.run.experiment import fresh_blocks
-from common.todos import starter_text
 from tools.common_map import CONTRIBUTING, step_files
+from tools.course_map import write_docs
 from tools.symptoms import table
 
 MODULE = "pooling"  # the one module of a new step; rename it (and step.toml) as the step grows
@@ -128,7 +129,7 @@ PLOTS = '''"""{title}: its figures, one function per figure, each writing one PN
 BUGS = '''"""{title}: its curated bugs, each a replacement in solution/{module}.py: the handout's
 symptom table (python -m tools.symptoms --write-docs) and the check's symptom rows."""
 
-from common.bugs import Bug
+from common.course.bugs import Bug
 
 BUGS = [
     Bug(

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from common import REPO_ROOT, shown
-from common.course import Step, course, course_map
-from common.todos import parse, starter_lines, starter_text, without_code
+from common.course import Step, course
+from common.course.todos import parse, starter_lines, starter_text, without_code
+from tools.course_map import course_map
 
 # The course's files a student's commands need, beyond the released steps
 TOP = (
@@ -83,7 +84,7 @@ def released_bugs(step: Step) -> str:
     return (
         f'"""{step.name}\'s curated bugs as its check recognises them (its symptom table): the '
         'replacements come with the reference, when the step is closed."""\n\n'
-        "from common.bugs import Bug\n\n"
+        "from common.course.bugs import Bug\n\n"
         "BUGS = [  # fmt: skip\n" + "\n".join(rows) + "\n]\n"
     )
 

@@ -13,10 +13,10 @@ import tempfile
 from pathlib import Path
 
 from common import REPO_ROOT, shown
-from common.bugs import committed
 from common.course import course_step, step_names
+from common.course.bugs import committed
+from common.course.todos import parse, split_id
 from common.docs import write_block
-from common.todos import parse, split_id
 from tools import check_in_a_child, pristine
 
 SCREENS = REPO_ROOT / "tests" / "screens"

@@ -4,10 +4,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from common import command, predictions, shown
+from common import command, shown
 from common.catchup import back_up
-from common.course import at, course_step, step_names
-from common.todos import starter_text
+from common.course import at, course_step, predictions, step_names
+from common.course.todos import starter_text
 
 
 def starters(step_dir: Path) -> dict[Path, str]:

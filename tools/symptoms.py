@@ -12,8 +12,8 @@ from types import ModuleType
 import pytest
 
 from common import STEPS_DIR
-from common.bugs import broken_copy, recognised_by
 from common.course import course, course_step
+from common.course.bugs import broken_copy, recognised_by
 from common.docs import markdown_table, write_block
 from common.loader import override
 from tools import run_pytest

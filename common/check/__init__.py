@@ -22,8 +22,8 @@ from common.check.collect import BROKEN, JUDGES, STEPS_UNDER_TEST, Collector, co
 from common.check.guard import Judges, TookTooLong, Watchdog, allow_exit, refuse_exit
 from common.check.screen import WIDTH, fit
 from common.course import course, course_step, step_names
+from common.course.todos import module_name, optional, todo_in
 from common.loader import ImplImportError, check_syntax, load, load_from, package_name, py_files
-from common.todos import module_name, optional, todo_in
 
 TIMEOUT = 10.0  # CPU seconds a test of the check may use (pytest-timeout's --timeout N changes it)
 

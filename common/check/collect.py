@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from common import STEPS_DIR, hint, predictions, shown, write_json
+from common import STEPS_DIR, hint, shown, write_json
 from common.check.guard import Judges, TookTooLong, Watchdog, refusal
 from common.check.screen import RunFacts, fit, progress_line, step_lines, symptom_tests
 from common.check.status import (
@@ -24,9 +24,9 @@ from common.check.status import (
     record,
     step_status,
 )
-from common.course import course_step
+from common.course import course_step, predictions
+from common.course.todos import Todo, first_student_line, order_key, shipped_line, student_line
 from common.loader import load, source
-from common.todos import Todo, first_student_line, order_key, shipped_line, student_line
 
 STEPS_UNDER_TEST = pytest.StashKey[list[str]]()
 BROKEN = pytest.StashKey[dict[str, str]]()  # step -> the one line that says why it cannot run
@@ -168,6 +168,22 @@ def _named_call(code, ran: dict[int, int], error: str) -> int | None:
         if lines := [line for line in calls.get(name, ()) if line in ran]:
             return max(lines, key=ran.__getitem__)
     return None
+
+
+def made_lines(code, ran: dict[int, int], error: str) -> tuple[int, int | None]:
+    """made_line's line, or the lines that ran from the first to the return (first, return) when
+    it is only the return run last (`return attn.proj(out)`): what made a wrong value is among
+    them, and nothing in a failing assertion says which."""
+    line = made_line(code, ran, error)
+    if _named_call(code, ran, error) is not None:
+        return line, None
+    statement = _statements(code).get(line)
+    last = max(ran, key=ran.__getitem__)
+    if line != last or not isinstance(statement, ast.Return) or min(ran) >= statement.lineno:
+        return line, None
+    if ABOUT_LAYOUT.search(error.split(": expected")[0]):
+        return line, None  # a dtype's or a shape's: the return's cast or view, as a rule
+    return min(ran), statement.end_lineno
 
 
 def made_line(code, ran: dict[int, int], error: str) -> int:
@@ -443,8 +459,8 @@ class Collector:
         the line run last, or the line its return's value was made on (made_line)."""
         lines = []
         for fn, (code, ran) in sorted(self.order.items()):
-            line = made_line(code, ran, error_line(error))
-            lines.append((fn, Place(shown(Path(code.co_filename)), line)))
+            line, end = made_lines(code, ran, error_line(error))
+            lines.append((fn, Place(shown(Path(code.co_filename)), line, end=end)))
         return tuple(lines)
 
     def pytest_runtest_logreport(self, report):

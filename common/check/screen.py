@@ -6,11 +6,11 @@ import textwrap
 from collections import Counter
 from dataclasses import dataclass, field
 
-from common import STEPS_DIR, command, counted, predictions, shown, typed
-from common.bugs import Bug
+from common import STEPS_DIR, command, counted, shown, typed
 from common.check.status import StepStatus, error_line, names
-from common.course import course, course_step
-from common.todos import order_key, split_id
+from common.course import course, course_step, predictions
+from common.course.bugs import Bug
+from common.course.todos import order_key, split_id
 
 MARKS = {"done": "[x]", "bug": "[!]", "untested": "[?]"}  # the other states: [ ]
 
@@ -165,7 +165,7 @@ def progress_line(status: StepStatus, hints_used: dict[str, int], predicted: str
     per_todo = [f"{split_id(t)[1]} {n}" for t, n in hints_used.items() if t in status.todos and n]
     hints = f"; hint levels used: {', '.join(per_todo)}" if per_todo else ""
     return f"{step:<9} {summary(status)}{hints}{predicted}" + (
-        f"; next: TODO({nxt}) {where.file}:{where.line}" if nxt else ""
+        f"; next: TODO({nxt}) {where.at}" if nxt else ""
     )
 
 
@@ -286,8 +286,11 @@ def cut(line: str, width: int) -> str:
 def _next_lines(status: StepStatus) -> list[str]:
     """Next: the TODO to work on, where, its contract, the one test to run, and the hint command."""
     step, nxt, where = status.step, status.next, status.next_place
-    lines = ["", f"Next: TODO({nxt}) at {where.file}:{where.line}"]
+    lines = ["", f"Next: TODO({nxt}) at {where.at}"]
     lines += textwrap.wrap(where.contract or "", 96, initial_indent="  ", subsequent_indent="  ")
+    if where.end:
+        lines.append(f"  lines {where.line}-{where.end} made the value it returned: a test of a value"
+                     " cannot tell which of them is wrong")  # fmt: skip
     if where.contract is None:  # written but failing: its first failure is the place to start
         failing = status.todos[nxt].failing
         lines.append(

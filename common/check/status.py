@@ -6,7 +6,7 @@ import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 
-from common.todos import Todo, split_id
+from common.course.todos import Todo, split_id
 
 ERROR_LINE = re.compile(r"^  [A-Za-z_][\w.]*:( |$)")  # "  TypeError: ...", no frame, no detail
 
@@ -28,6 +28,12 @@ class Place:
     file: str
     line: int
     contract: str | None = None  # what to compute, for a TODO still open; None in written code
+    end: int | None = None  # the last of the lines that made a wrong value, when no one is sure
+
+    @property
+    def at(self) -> str:
+        """`file:line`, or `file:first-last` for lines of which no one is sure."""
+        return f"{self.file}:{self.line}" + (f"-{self.end}" if self.end else "")
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from common import OUT_DIR, SOLUTIONS_DIR, STEPS_DIR, command, interpreter, shown, typed
 from common.course import course_step, describe, step_names
+from common.course.todos import optional, todo_in
 from common.loader import IMPLS, ImplImportError, load_file
-from common.todos import optional, todo_in
 
 TYPES = {"int": int, "float": float, "str": str}
 

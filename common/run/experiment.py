@@ -10,11 +10,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from common import counted, predictions, shown
+from common import counted, shown
+from common.course import predictions
+from common.course.todos import optional, todo_in
 from common.docs import write_block
 from common.loader import load
 from common.run.figures import out_dir
-from common.todos import optional, todo_in
 
 
 class Stop(Exception):

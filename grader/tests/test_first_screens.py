@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from common.bugs import Bug, committed
 from common.course import course_step
+from common.course.bugs import Bug, committed
 from grader.engine import reference_files, starter_files
 from grader.tests.test_loop import worker  # noqa: F401 (the fixture: a grading worker per step)
 

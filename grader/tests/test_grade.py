@@ -18,7 +18,7 @@ import pytest
 from common import REPO_ROOT
 from common.catchup import catch_up
 from common.course import course_step
-from common.todos import raised_todos
+from common.course.todos import raised_todos
 from grader import grade as grading
 from grader import sandbox
 from grader.engine import SHOWN, Worker, scrub, stubbed, withholding

@@ -13,7 +13,7 @@ import pytest
 
 from common import REPO_ROOT
 from common.course import course_step
-from common.todos import parse
+from common.course.todos import parse
 from grader import sandbox
 from grader.engine import Worker
 from grader.grade import Grade, feedback, grade, gradescope, text

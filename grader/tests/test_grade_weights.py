@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from common.course import course, course_step
-from common.todos import optional, split_id
+from common.course.todos import optional, split_id
 from grader import engine
 from grader.engine import Owners, moved_lines, scrub
 from grader.grade import Grade, _score, feedback, grade, text

@@ -17,7 +17,7 @@ import pytest
 from common import OUT_DIR, hint
 from common.check import TIMEOUT
 from common.course import at, course, course_step, pixi_tasks
-from common.todos import END, optional
+from common.course.todos import END, optional
 from grader import sandbox
 from grader.engine import Worker, reference_files, starter_files
 from grader.sandbox import Limits

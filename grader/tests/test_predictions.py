@@ -4,11 +4,11 @@ import tomllib
 
 import pytest
 
-from common import STEPS_DIR, predictions
-from common.course import at, course
+from common import STEPS_DIR
+from common.course import at, course, predictions
+from common.course.todos import split_id
 from common.loader import load_file
 from common.run import runnable
-from common.todos import split_id
 from grader.tests.test_loop import END_TO_END, KEPT_RUN, reference_quick, run_files
 from tools import clean_clone
 from tools.starters import starters

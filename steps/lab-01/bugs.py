@@ -2,7 +2,7 @@
 symptom table, and the check's recorded screens (tools/screens.py) of lab-01 caught up with one;
 Step 4's bugs reuse their words (steps/step-04/bugs.py)."""
 
-from common.bugs import Bug
+from common.course.bugs import Bug
 
 # lab-01's tests of the masks alone: a bug elsewhere leaves them passing (Step 4 has none)
 MASK_TESTS = ("test_causal_mask_is_the_lower_triangle",)

@@ -1,6 +1,6 @@
 """lab-02's curated bugs (step.toml [mutation]): the named traps of positions and dropout (in layers.py) and of the KV cache (in kvcache.py), each a replacement in the reference."""
 
-from common.bugs import Bug
+from common.course.bugs import Bug
 
 # the rows of the handout's symptom table, in its order
 BUGS = [

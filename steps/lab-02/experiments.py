@@ -273,7 +273,7 @@ def grows(ratio: float, digits: int) -> str:
 
 def prediction_line(r) -> str:
     """The student's cache_speedup beside the measured speed-up and the FLOP ratio (not recorded)."""
-    from common import predictions
+    from common.course import predictions
 
     last = r["rows"][-1]
     mine, problem = predictions.read(STEP)

@@ -7,8 +7,8 @@ from types import ModuleType
 import torch
 import torch.nn as nn
 
-from common.bugs import Bug, broken_copy
 from common.course import course_step
+from common.course.bugs import Bug, broken_copy
 from common.loader import reference
 
 STEP = course_step("step-04")

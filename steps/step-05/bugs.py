@@ -1,6 +1,6 @@
 """Step 5's curated bugs (step.toml [mutation]): classic broken GPTs, each one replacement in gpt.py with the check of gpt_checks.py that names it."""
 
-from common.bugs import Bug
+from common.course.bugs import Bug
 
 # the rows of the handout's symptom table, in its order; `passes`: tests a bug leaves passing that
 # another bug failing its check too would fail

@@ -1,6 +1,6 @@
 """Step 6's curated bugs (step.toml [mutation]): the classic training-loop bugs, each one line of solution/train.py changed, with the check of loop_checks.py that catches it."""
 
-from common.bugs import Bug
+from common.course.bugs import Bug
 
 
 def line_bug(

@@ -8,8 +8,8 @@ from types import ModuleType
 
 import torch
 
-from common.bugs import Bug, broken_copy
 from common.course import at
+from common.course.bugs import Bug, broken_copy
 
 
 def corpus(n: int = 600, V: int = 8, seed: int = 0) -> torch.Tensor:

@@ -3,8 +3,8 @@ by the check that names it."""
 
 import pytest
 
-from common.bugs import broken_copy
 from common.course import course_step
+from common.course.bugs import broken_copy
 from common.loader import load_file
 
 HERE = course_step("step-05").folder

@@ -2,8 +2,8 @@
 
 import pytest
 
-from common.bugs import Bug
 from common.course import course_step
+from common.course.bugs import Bug
 from common.loader import load_file
 
 checks = load_file(course_step("step-06").folder / "loop_checks.py")

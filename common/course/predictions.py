@@ -8,7 +8,7 @@ from pathlib import Path
 
 from common import shown
 from common.course import course_step
-from common.todos import split_id
+from common.course.todos import split_id
 
 FILE = "predictions.toml"  # in starter/ (the student's) and solution/ (the empty template)
 EMPTY = ""  # an empty slot, as the template writes it

@@ -1,20 +1,18 @@
-"""The one registry of steps: which folders are steps and checkpoints (`step_names`, `course_step`,
-`at`), what each says about itself (`step.toml`) and where its files are (`Step`: its solution,
-starter, tests, regions, open TODOs), and what is derived from it: the course map, the pixi tasks a
-step needs: `python -m common.course --write-docs` rewrites the README's map, CONTRIBUTING's
-graph and pixi.toml's step tasks."""
+"""The course model: the one registry of steps, which folders are steps and checkpoints
+(`step_names`, `course_step`, `at`), what each says about itself (`step.toml`) and where its files
+are (`Step`: its solution, starter, tests, regions, open TODOs); its TODOs (todos), curated bugs
+(bugs) and prediction prompts (predictions). What is written from it is the maintainer's
+(tools/course_map.py)."""
 
 import functools
-import sys
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
 from common import REPO_ROOT, SOLUTIONS_DIR, STEPS_DIR, shown
-from common.docs import markdown_table, write_block
+from common.course.todos import Region, Todo, raised_in, step_regions
 from common.loader import load_file
-from common.todos import Region, Todo, raised_in, step_regions
 
 PIXI_TOML = REPO_ROOT / "pixi.toml"
 # step.toml's keys and their types: CONTRIBUTING.md ("A step describes itself") says what each means
@@ -93,7 +91,7 @@ class Step:
         return load_file(path) if path.is_file() else None
 
     def bugs(self) -> list:
-        """Its curated bugs (common.bugs.Bug) in its handout's order: bugs.py's BUGS."""
+        """Its curated bugs (common.course.bugs.Bug) in its handout's order: bugs.py's BUGS."""
         return getattr(self.catalogue(), "BUGS", [])
 
     def equivalents(self) -> dict[str, str]:
@@ -174,73 +172,3 @@ def pixi_tasks(path: Path = PIXI_TOML) -> dict[str, dict]:
     """pixi.toml's tasks, each normalised to a table with a `cmd`."""
     tasks = tomllib.loads(path.read_text(encoding="utf-8")).get("tasks", {})
     return {n: t if isinstance(t, dict) else {"cmd": t} for n, t in tasks.items()}
-
-
-def step_tasks(step: Step) -> dict[str, tuple[str, str]]:
-    """The tasks a step needs: name -> (command, description)."""
-    tasks = {step.name: (f"python -m common.run {step.name}", f"{step.title}: {step.topic}")}
-    if not step.checkpoint:
-        tests = f"python -m pytest steps/{step.name}"
-        tasks[f"test-{step.name}"] = (f"{tests} --impl solution", f"{step.name}'s tests, reference")
-        tasks[f"check-{step.name}"] = (
-            f"{tests} --impl starter",
-            f"{step.name}'s tests, your starter (steps/{step.name}/starter)",
-        )
-    return tasks
-
-
-def pixi_block() -> str:
-    """pixi.toml's step tasks, written from each step.toml: a step's run, test- and check- tasks."""
-    line = '{} = {{ cmd = "{}", description = "{}" }}'
-    quoted = lambda text: text.replace("\\", "\\\\").replace('"', '\\"')  # noqa: E731
-    groups = [
-        "\n".join(line.format(n, cmd, quoted(about)) for n, (cmd, about) in step_tasks(s).items())
-        for s in course()
-    ]
-    return "\n\n".join(groups) + "\n"
-
-
-def course_map() -> str:
-    """The README's course map: one row per step, in order, with its tasks."""
-    rows = []
-    for s in course():
-        run = f"`pixi run {s.name}`"
-        if s.checkpoint:
-            link, tests = f"[{s.name}](solutions/README.md) (checkpoint)", "(in `pixi run test`)"
-            rows.append([s.order, link, f"{s.title}: {s.topic}", run, tests, "—"])
-        else:
-            link = f"[{s.name}](steps/{s.name}/README.md)"
-            checks = [f"`pixi run test-{s.name}`", f"`pixi run check-{s.name}`"]
-            rows.append([s.order, link, f"{s.title}: {s.topic}", run, *checks])
-    header = ["Order", "Step", "Topic", "Run", "Test the reference", "Check your starter"]
-    return markdown_table(header, rows)
-
-
-def course_graph() -> str:
-    """CONTRIBUTING's map of what each step loads from earlier ones, from their [uses]."""
-    rows = []
-    for s in course():
-        uses = "; ".join(f"{e}: {', '.join(f'`{m}`' for m in ms)}" for e, ms in s.uses.items())
-        rows.append([s.name, s.starts_from or "—", uses or "—"])
-    return markdown_table(["step", "starts from", "loads (its step.toml's [uses])"], rows)
-
-
-# the blocks written from the step.tomls: (file, block name, what writes its text)
-WRITTEN = (
-    (REPO_ROOT / "README.md", "course-map", course_map),
-    (REPO_ROOT / "CONTRIBUTING.md", "course-graph", course_graph),
-    (PIXI_TOML, "step-tasks", pixi_block),
-)
-
-
-def write_docs() -> list[str]:
-    """Write every block made from the step.tomls; one line per block: updated or up to date."""
-    lines = []
-    for path, name, text in WRITTEN:
-        changed = write_block(path, name, text())
-        lines.append(f"{path.name} {name}: {'updated' if changed else 'already up to date'}")
-    return lines
-
-
-if __name__ == "__main__":
-    print("\n".join(write_docs()) + "\n" if "--write-docs" in sys.argv else course_map(), end="")
