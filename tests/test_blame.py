@@ -29,15 +29,18 @@ def test_the_first_screen_names_the_todo_and_the_line_of_an_injected_bug(name, m
     assert len(screen) <= 40, out
     todo = re.escape(f"TODO(lab-01 {holder}")
     assert re.search(rf"^\[!\] {todo}", out, re.M), out  # marked as the one with the bug
-    where = re.search(rf"^Next: {todo}[^)]*\) at \S+/attention\.py:(\d+)$", out, re.M)
+    where = re.search(rf"^Next: {todo}[^)]*\) at \S+/attention\.py:(\d+)(?:-(\d+))?$", out, re.M)
     assert where, out
     first = bug.new.splitlines()[0].strip()  # the bug's (first) line in the caught-up starter
-    bug_line = next(i for i, line in enumerate(lines, 1) if first in line)
+    code = [(i, line) for i, line in enumerate(lines, 1) if not line.strip().startswith("#")]
+    bug_line = next(i for i, line in code if first in line)  # not a hint's comment
     if name in RAISES:
         assert int(where[1]) == bug_line, out
     else:  # a wrong result raises nowhere: Next points into the function that holds the bug
         start = max(i for i, line in enumerate(lines[:bug_line], 1) if "def " in line)
         assert start < int(where[1]) <= bug_line + 8, out
+        if where[2]:  # the lines that made the returned value: the bug's among them
+            assert int(where[1]) <= bug_line <= int(where[2]), out
     others = re.findall(r"^\[!\] TODO\(lab-01 (task \d)", out, re.M)
     assert others == [holder], out  # no other TODO is blamed
 

@@ -64,7 +64,9 @@ def function_of(lines: list[str], number: int) -> str:
 def test_the_first_screen_names_the_todo_the_row_and_expected_against_got(request, bug, task, row):
     bug = CURATED[bug] if isinstance(bug, str) else bug
     screen, lines = first_screen(request.getfixturevalue("worker"), bug)
-    where = re.search(r"^Next: TODO\(lab-02 ([^:)]+)[^)]*\) at \S+\.py:(\d+)$", screen, re.M)
+    where = re.search(
+        r"^Next: TODO\(lab-02 ([^:)]+)[^)]*\) at \S+\.py:(\d+)(?:-\d+)?$", screen, re.M
+    )
     assert where and where[1] == task, f"expected Next: TODO(lab-02 {task}), got:\n{screen}"
     assert "grader-worker" not in screen, f"the grader's own frame is shown:\n{screen}"
     changed = next(i for i, line in enumerate(lines, 1) if bug.new.splitlines()[0].strip() in line)
