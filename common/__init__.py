@@ -30,6 +30,13 @@ def command(pixi: str, python: str) -> str:
     return interpreter() + python.removeprefix("python") if python.startswith("python ") else python
 
 
+def check_command(step: str) -> str:
+    """The command that checks the student's `step`, as command() shows it."""
+    return command(
+        f"pixi run check-{step}", f"python -m pytest {typed(STEPS_DIR / step)} --impl starter"
+    )
+
+
 def interpreter() -> str:
     """This Python as the student types it: `python` when PATH finds it, else its path (a venv's
     .venv/bin/python, not activated); a `python` that is another Python would mislead."""

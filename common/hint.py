@@ -13,7 +13,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from common import OUT_DIR, STEPS_DIR, command, py_files, shown, write_json
+from common import OUT_DIR, STEPS_DIR, check_command, command, py_files, shown, write_json
 from common.course import course_step, step_names, todos
 
 LEVELS = 3  # the HINT parts; level 4 is the reference code
@@ -130,7 +130,11 @@ def main(argv: list[str] | None = None) -> int:
     named = checks_next(args.step, path.with_suffix(".next.json") if args.state else None)
     todo = pick(args.step, regions, args.todo, named)
     if todo is None:
-        written = f"{args.step}: every TODO is written; ask about one with {again} --todo N"
+        written = (
+            f"{args.step}: every TODO is written and your last whole check named none to fix.\n"
+            f"Check again ({check_command(args.step)}): it names the TODO a failing test is in.\n"
+            f"Help with one TODO: {again} --todo N"
+        )
         numbers = ", ".join(_number(t) for t in regions)
         print(
             f"no such TODO in {args.step}: {args.todo} (its TODOs: {numbers})"

@@ -190,6 +190,7 @@ class Worker:
         self.read = Reader(step, self.tmp / "reader.log")  # each submission's text, out of process
         self.proc = None
         self.done: dict[str, Run] = {}  # a copy's key -> its run
+        self.held = False  # whether the running worker has held held-out tests (names, paths)
         self.grace = GRACE
         self.begin()
 
@@ -208,6 +209,7 @@ class Worker:
         work.mkdir()
         _open_to_worker(self.tmp, self.base)
         self.proc = start(self.base, work, self.limits, self.log)
+        self.held = False
 
     def run(
         self, name: str, files: dict[str, str], tests: list[str], extra=(), per_test=None,
@@ -223,10 +225,11 @@ class Worker:
         if not tests:  # pytest given no path runs every test it finds: never what is meant
             raise ValueError(f"{name}: no test to run")
         wall = min(wall or self.limits.copy, self.deadline - time.monotonic())
+        if self.held and not held:  # no copy a student reads forks from a worker that held them
+            self.restart()
         tests_files = self.heldout if held else {}
         run = self._run(name, files, tests_files, tests, extra, per_test or self.per_test, wall)
-        if held:  # no later copy forks from a worker that held them (names, paths in its heap)
-            self.restart()
+        self.held = self.held or held
         if run.record is not None and not run.timed_out and not run.flags:
             self.done[key] = run
         return run
@@ -839,8 +842,13 @@ INNARDS = {
     "__code__", "__globals__", "__builtins__", "__subclasses__", "__closure__", "f_locals",
     "f_globals", "f_back", "tb_frame", "gi_frame", "meta_path", "path_hooks", "settrace",
     "setprofile", "addaudithook", "_getframe", "_exit", "fdopen", "dup2", "kill", "killpg",
-    "fork", "abort", "execv", "execve", "system", "popen", "utime", "setxattr",
+    "fork", "abort", "execv", "execve", "system", "popen", "utime", "setxattr", "modules",
+    "__setattr__", "__delattr__", "__dict__",
 }  # fmt: skip
+# Builtins that reach or change what a name does not say, taken as a value (`reach = getattr`) so
+# that no call of them by name is left for a reader to see
+ALIASED = {"getattr", "setattr", "delattr", "vars", "globals", "locals", "exec", "eval", "compile",
+           "__import__"}  # fmt: skip
 
 
 def _machinery(rel: str, text: str, shipped: set[str]) -> list[str]:
@@ -852,6 +860,7 @@ def _machinery(rel: str, text: str, shipped: set[str]) -> list[str]:
     except (SyntaxError, ValueError):
         return []
     lines, found = text.splitlines(), {}
+    called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
     for node in ast.walk(tree):
         what = ""
         if isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -861,7 +870,9 @@ def _machinery(rel: str, text: str, shipped: set[str]) -> list[str]:
         elif isinstance(node, ast.Call) and getattr(node.func, "id", "") in DYNAMIC:
             what = f"{node.func.id}()"
         elif isinstance(node, ast.Attribute) and node.attr in INNARDS:
-            what = node.attr
+            what = node.attr  # sys.modules, a class's __setattr__, a namespace's __dict__ too
+        elif isinstance(node, ast.Name) and node.id in ALIASED and id(node) not in called:
+            what = f"{node.id}, taken as a value"
         elif isinstance(node, ast.Constant) and "/proc" in str(node.value):
             what = "/proc"  # other processes' command lines, a copy's own memory
         elif (

@@ -82,6 +82,9 @@ class Grade:
     missing: list[str] = field(default_factory=list)  # starter files the submission lacks
     stray: list[str] = field(default_factory=list)  # files it holds that are not starter files
     hidden: list[str] = field(default_factory=list)  # what a reader would not see it do: to read
+    held: dict = field(
+        default_factory=dict
+    )  # TODO id -> what runs its held-out tests, still to run
 
     @property
     def score(self) -> float:
@@ -146,14 +149,32 @@ def grade(
     heldout: Path | None = None,
     worker: Worker | None = None,
     screen: bool = True,
+    later: bool = False,
 ) -> Grade:
     """Grade one submission of `step` (None: the student's own starter), contained; `worker`: a
-    running worker of this step to reuse (a class), else one is started and stopped here."""
+    running worker of this step to reuse (a class), else one is started and stopped here.
+    Held-out tests run last, after every copy whose text a student reads; `later`: not yet, but
+    when `held_out` is called (a class runs them once every student's other copies have run)."""
     if worker is None:
         held = [heldout] if heldout else []
         with _closed_to_others(*held), Worker(step, limits or Limits(), per_test, heldout) as own:
             return grade(step, submission, worker=own, screen=screen)
-    return _withheld(_grade(step, submission, worker, screen), worker.hide)
+    g = _withheld(_grade(step, submission, worker, screen), worker.hide)
+    return g if later else held_out(g, worker)
+
+
+def held_out(g: Grade, worker: Worker) -> Grade:
+    """`g` with its held-out tests run: each TODO's line then counts them (only their outcomes)."""
+    if not g.held:
+        return g
+    worker.begin()  # a time budget of their own
+    lines = {line.todo: line for line in g.lines}
+    for todo, run_them in g.held.items():
+        line = run_them()
+        tag = "[uncontained] " * (not g.contained)  # said on every line, as _grade did
+        lines[todo] = replace(line, reason=inert(worker.hide(tag + line.reason)))
+    g.held = {}
+    return replace(g, lines=list(lines.values()))
 
 
 def _withheld(g: Grade, hide) -> Grade:
@@ -199,12 +220,16 @@ def _grade(step: str, submission: Path | None, worker: Worker, screen: bool) -> 
         return not_graded(step, f"not graded: {exc}", started)
     notes += [f"to read: {line}" for line in hidden]  # what a reader would not see it do
     owners = Owners.cached(worker, todos)
-    lines = [_line(worker, t, todos, read[t.id], owners) for t in todos.values()]
+    lines, held = [], {}
+    for todo in todos.values():
+        line, held[todo.id] = _line(worker, todo, todos, read[todo.id], owners)
+        lines.append(line)
     lines = _canary(worker, lines, todos, read, owners)
+    held = {n.todo: held[n.todo] for n in lines if held[n.todo] and n.state != "flagged"}
     shown_screen, forged = _check(worker, step, files, owners) if screen else ("", "")
     if forged:  # the whole submission's copy forged its record: no TODO's own word is taken
         notes.append(f"flagged: the check of the whole submission: {forged}")
-        lines = [_zero(line.todo, "flagged", notes[-1]) for line in lines]
+        lines, held = [_zero(line.todo, "flagged", notes[-1]) for line in lines], {}
     if not m.contained:  # said on every line, so no score leaves without it
         for line in lines:
             line.reason = f"[uncontained] {line.reason}"
@@ -217,7 +242,7 @@ def _grade(step: str, submission: Path | None, worker: Worker, screen: bool) -> 
         notes.append(f"not starter files (ignored): {', '.join(found.stray)}")
     seconds = time.monotonic() - started
     g = Grade(step, lines, notes, seconds, shown_screen, m.contained, missing, found.stray)
-    g.hidden = hidden
+    g.hidden, g.held = hidden, held
     return g
 
 
@@ -229,31 +254,43 @@ def not_graded(step: str, why: str, started: float) -> Grade:
     return Grade(step, lines, [m.said, why], seconds, contained=m.contained)
 
 
-def _line(worker: Worker, todo, todos, read: Texts, owners) -> Line:
-    """A TODO's line: from its copy, where every other TODO is the reference's, run in its time;
-    its held-out tests in a copy of their own, of which only their outcomes are read."""
+def _line(worker: Worker, todo, todos, read: Texts, owners):
+    """A TODO's line from its copy, where every other TODO is the reference's, run in its time
+    (its held-out tests not yet counted); and what gives its whole line once its held-out tests
+    have run in a copy of their own, of which only their outcomes are read (None: it has none)."""
     own = owners.tests.get(todo.id, [])
     if read.why:
-        return _zero(todo.id, "not written", read.why)
+        return _zero(todo.id, "not written", read.why), None
     if not own:
-        return _zero(todo.id, "not run", "no test of its own (ask the course's maintainers)")
+        return _zero(todo.id, "not run", "no test of its own (ask the course's maintainers)"), None
     said = partial(scrub, todos=todos, mine=todo.id, moved=read.moved, hide=worker.hide)
-    runs = []
-    for held in (False, True):
-        if not (tests := [n for n in own if is_held(n) == held]):
-            continue
-        run = worker.run(f"{todo.id}{' held-out' * held}", read.copy, tests, AT_IMPORT, held=held)
-        run = blind(run) if held else run
-        if run.flags:
-            return _zero(todo.id, "flagged", f"flagged: {'; '.join(run.flags)}")
-        if run.full:  # what its tests made of it is what a full disk made of them
-            return _zero(todo.id, "failed", run.full)
-        if run.record is None:
-            state, why = ("failed", HELD_ENDED) if held else _ended(run, worker.step)
-            return _zero(todo.id, state, said(why))
-        runs.append(run)
-    record = {n: t for run in runs for n, t in run.tests().items()}
-    return _score(todo.id, *own_outcome(replace(runs[0], record=record), own, said, owners.core))
+    seen, held = [n for n in own if not is_held(n)], [n for n in own if is_held(n)]
+
+    def counted(runs: list[Run], tests: list[str]) -> Line:
+        for run in runs:
+            if run.flags:
+                return _zero(todo.id, "flagged", f"flagged: {'; '.join(run.flags)}")
+            if run.full:  # what its tests made of it is what a full disk made of them
+                return _zero(todo.id, "failed", run.full)
+            if run.record is None:
+                held_run = run.name.endswith(" held-out")
+                state, why = ("failed", HELD_ENDED) if held_run else _ended(run, worker.step)
+                return _zero(todo.id, state, said(why))
+        record = {n: t for run in runs for n, t in run.tests().items()}
+        return _score(
+            todo.id, *own_outcome(replace(runs[0], record=record), tests, said, owners.core)
+        )
+
+    runs = [worker.run(todo.id, read.copy, seen, AT_IMPORT)] if seen else []
+    line = counted(runs, seen) if seen else _zero(todo.id, "not run", "held-out tests only")
+    if not held or any(r.flags or r.full or r.record is None for r in runs):
+        return line, None  # its other tests' copy already says what its line is
+
+    def with_held() -> Line:
+        run = blind(worker.run(f"{todo.id} held-out", read.copy, held, AT_IMPORT, held=True))
+        return counted([*runs, run], own)
+
+    return line, with_held
 
 
 HELD_ENDED = "its copy with the held-out tests ended before they all reported (a hang, a crash?)"
@@ -407,12 +444,13 @@ def _submissions(folder: Path) -> list[Path]:
     ]  # fmt: skip
 
 
-def _graded(step: str, entry: Path, worker: Worker) -> Grade:
-    """A student's grade in a class; a fault of the grader's own on their submission is their
-    row, with its reason: it never ends the class."""
+def _graded(step: str, entry: Path, worker: Worker, g: Grade | None = None) -> Grade:
+    """A student's grade in a class, but for its held-out tests (`g`: that grade, its held-out
+    tests then run); a fault of the grader's own on their submission is their row, with its
+    reason: it never ends the class."""
     started = time.monotonic()
     try:
-        return grade(step, entry, worker=worker)
+        return held_out(g, worker) if g else grade(step, entry, worker=worker, later=True)
     except Exception as exc:  # noqa: BLE001 - one submission must not cost the class its CSV
         worker.restart()  # it may have stopped in the middle of a copy's frames
         said = worker.hide(f"{type(exc).__name__}: {exc}")[:SHOWN]
@@ -433,15 +471,21 @@ def class_csv(step: str, folder: Path, limits: Limits, per_test: float, jobs: in
         print("user mode grades one submission at a time (--jobs 1)", file=sys.stderr)
         jobs = 1
     chunks = [entries[i :: max(1, jobs)] for i in range(max(1, jobs))]
-    finished = _progress(len(entries))
+    graded: dict[Path, Grade] = {}
 
-    def grade_chunk(chunk: list[Path]) -> list[tuple[Path, Grade]]:
-        with Worker(step, limits, per_test, heldout) as worker:  # one per job, reused in turn
-            return [(e, finished(e, _graded(step, e, worker))) for e in chunk]
+    # Two passes: every copy whose text a student reads (of every student), then the held-out
+    # tests' copies, so no code that ran beside held-out tests runs before a copy a student reads
+    def grade_chunk(worker: Worker, chunk: list[Path], finished) -> None:
+        for e in chunk:
+            graded[e] = finished(e, _graded(step, e, worker, graded.get(e)))
 
-    with _closed_to_others(folder, *([out] if out else []), *([heldout] if heldout else [])):
-        with ThreadPoolExecutor(max_workers=len(chunks)) as pool:
-            graded = dict(pair for done in pool.map(grade_chunk, chunks) for pair in done)
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(_closed_to_others(folder, *filter(None, [out, heldout])))
+        workers = [stack.enter_context(Worker(step, limits, per_test, heldout)) for _ in chunks]
+        pool = stack.enter_context(ThreadPoolExecutor(max_workers=len(chunks)))
+        for said in ["graded", "held-out tests run"][: 1 + bool(heldout)]:
+            finished = _progress(len(entries), said)
+            list(pool.map(grade_chunk, workers, chunks, [finished] * len(chunks)))
     for entry in entries:
         g = graded[entry]
         name = entry.stem if entry.suffix == ".zip" else entry.name
@@ -457,14 +501,17 @@ def class_csv(step: str, folder: Path, limits: Limits, per_test: float, jobs: in
     return buffer.getvalue()
 
 
-def _progress(total: int):
+def _progress(total: int, what: str):
     """A function that says `3/16 graded alice: 5/7` as each student's grade ends (the class's
     CSV comes only once all are graded), one whole line at a time whatever the jobs."""
     lock, done = threading.Lock(), itertools.count(1)
 
     def finished(entry: Path, g: Grade) -> Grade:
         with lock:
-            said = f"{next(done)}/{total} graded {entry.name}: {_n(g.score)}/{_n(g.max_score)}"
+            later = " so far: held-out tests later" if g.held else ""
+            said = (
+                f"{next(done)}/{total} {what} {entry.name}: {_n(g.score)}/{_n(g.max_score)}{later}"
+            )
             print(said, file=sys.stderr, flush=True)
         return g
 

@@ -231,7 +231,11 @@ def _record(copy: Path, step: str):
 
 # Where the judges look up what they call (a tensor's methods, common.expect's globals, pytest's
 # Function.runtest): each of their attributes held as it was before the copy's code ran
-HELD = ("builtins", "math", "torch.Tensor", "common.expect", "_pytest.python.Function")
+HELD = (
+    "builtins", "math", "torch.Tensor", "common.expect", "_pytest.python.Function",
+    "_pytest.runner", "_pytest.runner.CallInfo", "_pytest.reports.TestReport",
+    "_pytest._code.code.ExceptionInfo",
+)  # fmt: skip
 
 
 def _held() -> list[tuple]:

@@ -122,6 +122,8 @@ def test_a_bug_is_shown_written_as_check_json_and_the_hint_answers_for_it(tmp_pa
         return subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True).stdout
 
     assert hint().startswith("TODO(step-97 task 1: double) in ")
+    check_a_copy(tmp_path, args=["-k", "test_halve"], steps=steps)  # it names task 2 alone
+    assert hint().startswith("TODO(step-97 task 1: double) in ")  # a chosen test's run: kept
     calc = steps / "step-97" / "starter" / "calc.py"
     calc.write_text(calc.read_text(encoding="utf-8") + "# changed since\n", encoding="utf-8")
     assert hint().startswith("TODO(step-97 task 2: halve) in ")  # the first open TODO again

@@ -548,12 +548,19 @@ class Collector:
             todos = {t: asdict(v) for t, v in status.todos.items()}
             records[step] = {"todos": todos, "tests": tests, "stopped": self.stopped}
             records[step]["next"] = status.next
-            hint.keep_check(step, records[step])
+            if not self.partial():  # the hint follows the last whole check's Next
+                hint.keep_check(step, records[step])
         if path := self.config.getoption("--check-record"):  # the model's input (tests/screens/)
             data = {s: record(self.results_of(s), self.facts[s]) for s in self.statuses}
             write_json(Path(path), data, indent=1)
         if path := self.config.getoption("--check-json"):  # what the screen says, as data (grading)
             write_json(Path(path), records, indent=2)
+
+    def partial(self) -> bool:
+        """Did this run choose some of the tests (-k, -m, a test's id) or stop before the end?"""
+        option, args = self.config.option, self.config.args
+        chosen = option.keyword or option.markexpr or any("::" in a for a in args)
+        return bool(chosen or self.stopped or self.interrupted)
 
     def test_json(self, r: TestResult) -> dict:
         """A test's outcome, the TODOs it ran, its error line and whether a guard refused it."""

@@ -6,7 +6,7 @@ import textwrap
 from collections import Counter
 from dataclasses import dataclass, field
 
-from common import STEPS_DIR, command, counted, shown, typed
+from common import check_command, command, counted, shown
 from common.check.status import StepStatus, error_line, names
 from common.course import course, course_step, predictions
 from common.course.bugs import Bug
@@ -299,9 +299,7 @@ def _next_lines(status: StepStatus) -> list[str]:
             else f"  {failing} of its tests fail; the first is shown above"
         )
     if name := k_name(status.first_test) if status.first_test else "":
-        pixi = f"pixi run check-{step}"
-        python = f"python -m pytest {typed(STEPS_DIR / step)} --impl starter"
-        lines += typed_lines("One test in full: ", f"{command(pixi, python)} -v -k {name}")
+        lines += typed_lines("One test in full: ", f"{check_command(step)} -v -k {name}")
     if status.unpredicted:  # the handout asks for them before this TODO's run
         slots = ", ".join(status.unpredicted)
         lines.append(f"Predict first, in {shown(predictions.path(step))}: {slots} (still empty)")

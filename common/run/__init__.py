@@ -10,7 +10,16 @@ import sys
 import textwrap
 from pathlib import Path
 
-from common import OUT_DIR, SOLUTIONS_DIR, STEPS_DIR, command, interpreter, shown, typed
+from common import (
+    OUT_DIR,
+    SOLUTIONS_DIR,
+    STEPS_DIR,
+    check_command,
+    command,
+    interpreter,
+    shown,
+    typed,
+)
 from common.course import course_step, describe, step_names
 from common.course.todos import optional, todo_in
 from common.loader import IMPLS, ImplImportError, load_file
@@ -83,9 +92,7 @@ def options(step: str, argv: list[str] = ()) -> argparse.Namespace:
 def not_written(step: str, exc: NotImplementedError) -> tuple[int, str]:
     """(exit code, one line) for a run stopped by a TODO: 0 when only optional work is left."""
     todo = todo_in(str(exc)) or str(exc)
-    check = command(
-        f"pixi run check-{step}", f"python -m pytest {typed(STEPS_DIR / step)} --impl starter"
-    )
+    check = check_command(step)
     if optional(todo):
         return 0, f"optional TODO({todo}) not written: that part of the run is skipped"
     return 1, f"not implemented yet: TODO({todo}). Next: {check}"

@@ -274,13 +274,15 @@ def test_double_of_a_negative(impl):
 HONEST = "def double(x):\n    return x + x if x > 0 else 0\n\n\ndef halve(x):\n    return x // 2\n"
 
 
-def run_tiny(tmp: Path, *args: str, grade_toml: str = "", env=None) -> subprocess.CompletedProcess:
-    """`python -m grader.grade step-97 ARGS` on the tiny fixture step (torch-free), in a
-    child (`env`: more of its environment); exit 0 expected."""
+def run_tiny(
+    tmp: Path, *args: str, grade_toml: str = "", env=None, program=("-m", "grader.grade")
+) -> subprocess.CompletedProcess:
+    """`python -m grader.grade step-97 ARGS` (or `python PROGRAM step-97 ARGS`) on the tiny
+    fixture step (torch-free), in a child (`env`: more of its environment); exit 0 expected."""
     steps = shutil.copytree(TINY, tmp / "steps", dirs_exist_ok=True)
     (steps / "step-97" / "step.toml").write_text(STEP_TOML + grade_toml, encoding="utf-8")
     env = os.environ | {"COURSE_STEPS_DIR": str(steps)} | (env or {})
-    cmd = [sys.executable, "-m", "grader.grade", "step-97", *args]
+    cmd = [sys.executable, *program, "step-97", *args]
     cmd.append("--allow-uncontained")  # a machine without containment grades it too
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -315,6 +317,55 @@ def test_held_out_tests_count_for_the_todo_their_marker_names_and_all_or_nothing
     task1 = "TODO(step-97 task 1: double)      0/1  partial     2 of its 3 tests pass; first "
     assert f"{task1}failure: test_double_of_a_negative" in said, said
     assert "TODO(step-97 task 2: halve)       1/1  done" in said, said  # counted for task 1 only
+
+
+LOGGED = """import os
+import sys
+from grader import engine, grade
+
+real = engine.Worker.run
+
+
+def run(self, name, files, tests, extra=(), held=False, **kw):
+    os.write(2, f"copy: {'held-out' if held else 'seen'} {name}\\n".encode())  # one line whole
+    return real(self, name, files, tests, extra, held=held, **kw)
+
+
+engine.Worker.run = run
+sys.exit(grade.main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.process
+@pytest.mark.slow  # a class of the tiny step, two workers
+def test_a_class_runs_held_out_tests_only_once_every_copy_a_student_reads_has_run(tmp_path):
+    """A copy that ran beside held-out tests could leave them where a later copy finds them (a
+    worker's memory, the page cache, a lock another job's copy sees): in a class of 4 graded 2 at
+    a time, every held-out copy runs after the last copy whose text reaches a student, and the
+    held-out tests still count."""
+    (tmp_path / "held").mkdir()
+    (tmp_path / "held" / "test_negatives.py").write_text(HELD_OUT, encoding="utf-8")
+    right = HONEST.replace("x + x if x > 0 else 0", "2 * x")
+    for n, code in enumerate([HONEST, right, HONEST, right]):
+        (tmp_path / "class" / f"s{n}").mkdir(parents=True)
+        (tmp_path / "class" / f"s{n}" / "calc.py").write_text(code, encoding="utf-8")
+    args = ["--class", str(tmp_path / "class"), "--tests", str(tmp_path / "held"), "--jobs", "2"]
+    done = run_tiny(tmp_path, *args, program=["-c", LOGGED])
+    copies = [  # the students' (the reference's and stubs' runs only read the tests' owners)
+        ln.split(": ", 1)[1]
+        for ln in done.stderr.splitlines()
+        if ln.startswith("copy: ") and not re.search("reference|stub", ln)
+    ]
+    seen = [i for i, c in enumerate(copies) if c.startswith("seen")]
+    held = [i for i, c in enumerate(copies) if c.startswith("held-out")]
+    assert len(held) == 4 and seen and max(seen) < min(held), copies  # task 1's, one per student
+    said = done.stderr.splitlines()
+    assert said.index("copy: " + copies[held[0]]) > max(
+        i for i, ln in enumerate(said) if " graded s" in ln
+    ), done.stderr  # each student's first pass said before any held-out copy ran
+    rows = {row["student"]: row for row in csv.DictReader(io.StringIO(done.stdout))}
+    scores = {name: row["step-97 task 1: double"] for name, row in rows.items()}
+    assert scores == {"s0": "0.67", "s1": "1", "s2": "0.67", "s3": "1"}, scores
 
 
 WARNS = "import warnings\n\nwarnings.warn('a warning at import', UserWarning)\n\n\n"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from common import py_files
-from common.course import course_step
+from common.course import course_step, step_names
 from grader.engine import hidden
 from grader.submission import FILE_LIMIT, LIMIT, UNPACKED, SubmissionError, match
 
@@ -165,14 +165,23 @@ FORGERS_NEED = {  # a line of what only a forger needs -> the words its 'to read
     "os.write(3, b'passed')": "reaches os.write",
     "double.__code__ = halve.__code__": "reaches __code__",
     "sys.meta_path.insert(0, object())": "reaches meta_path",
+    "run = sys.modules['_pytest.runner']": "reaches modules",
+    "object.__setattr__(run, 'x', 1)": "reaches __setattr__",
+    "space = run.__dict__": "reaches __dict__",
+    "reach = getattr": "reaches getattr, taken as a value",
+    "calls = [vars, globals]": "reaches vars, taken as a value",
 }
 
 
 def test_what_only_a_forger_needs_is_shown_to_read_and_no_reference_line_is():
     """The red team's forgers ran code from a base64 string, wrote the record's pipe, swapped a
     hook's code and rewrote tests as they imported: each such line is shown, with its place."""
+    for step in step_names():  # honest code, every step's reference: nothing to read
+        ref = {
+            p.name: p.read_text(encoding="utf-8") for p in course_step(step).solution.glob("*.py")
+        }
+        assert hidden(step, ref, set(ref)) == [], step
     reference = {p.name: p.read_text(encoding="utf-8") for p in LAB_02.glob("*.py")}
-    assert hidden("lab-02", reference, set(reference)) == []  # honest code: nothing to read
     lines = "import os\nimport sys\n" + "\n".join(FORGERS_NEED) + "\n"
     files = reference | {"layers.py": reference["layers.py"] + lines}
     said = hidden("lab-02", files, {"layers.py"})
