@@ -326,7 +326,7 @@ def in_course_words(exc) -> list[str]:
     values = [
         f"{n} {v}"
         for n in _names(statement)
-        if (value := _value(n, local)) is not MISSING and (v := _described(value))
+        if (value := _value(n, local)) is not MISSING and (v := _described(value, "." in n))
     ]
     where = f"{shown(Path(entry.path))}:{entry.lineno + 1}"
     whose = "Your line" if "starter" in Path(entry.path).parts else "The course's line"
@@ -390,8 +390,14 @@ def _value(name: str, local: dict):
 MISSING = object()  # a name a frame does not hold
 
 
-def _described(value) -> str:
-    """A frame's value as the course names it: a tensor's shape and dtype, a number, None; else ''."""
+def _described(value, attribute: bool = False) -> str:
+    """A frame's value as the course names it: a tensor's shape and dtype, a number, None, a tuple
+    of them, a method an `attribute` names but no call follows (`model.parameters`); else ''."""
+    if isinstance(value, tuple) and 0 < len(value) <= 4:  # a function's values, not unpacked
+        parts = [_described(v).removeprefix("= ") or type(v).__name__ for v in value]
+        return f"= a tuple of {len(value)}: ({', '.join(parts)})"
+    if attribute and inspect.isroutine(value):
+        return "= a method, not called (no parentheses)"
     if type(value).__module__.startswith("torch") and hasattr(value, "shape"):
         grad = " requiring grad" if getattr(value, "requires_grad", False) else ""
         return f"{tuple(value.shape)} {str(value.dtype).removeprefix('torch.')}{grad}"

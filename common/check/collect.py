@@ -181,7 +181,8 @@ def made_lines(code, ran: dict[int, int], error: str) -> tuple[int, int | None]:
     last = max(ran, key=ran.__getitem__)
     if line != last or not isinstance(statement, ast.Return) or min(ran) >= statement.lineno:
         return line, None
-    if ABOUT_LAYOUT.search(error.split(": expected")[0]):
+    handing = isinstance(statement.value, ast.Name | ast.Tuple)  # `return x, y`: made above
+    if ABOUT_LAYOUT.search(error.split(": expected")[0]) and not handing:
         return line, None  # a dtype's or a shape's: the return's cast or view, as a rule
     return min(ran), statement.end_lineno
 

@@ -58,6 +58,9 @@ def recognised(rows: list[Bug], failures: dict[str, str]) -> list[Bug]:
 WIDTH = 100  # columns of every line the check prints
 
 
+TODO_ID = re.compile(r"TODO\([^()]{1,60}\)")  # a TODO's whole id, short enough to keep whole
+
+
 def fit(lines: list[str], width: int = WIDTH) -> list[str]:
     """Each line in `width` columns, wrapped at its words, a continuation 2 deeper than its line
     (a word wider than the line alone, a long path or test id, is broken where it must be); a
@@ -70,8 +73,11 @@ def fit(lines: list[str], width: int = WIDTH) -> list[str]:
                 continue
             indent = " " * (len(part) - len(part.lstrip(" ")) + 2)
             kept = part.replace(" = ", "\0=\0")  # "T = 10" stays on one line
+            kept = TODO_ID.sub(
+                lambda m: m[0].replace(" ", "\1"), kept
+            )  # so does "TODO(lab-02 task 2: ...)"
             wrapped = textwrap.wrap(kept, width, subsequent_indent=indent, break_on_hyphens=False)
-            fitted_lines += [w.replace("\0=\0", " = ") for w in wrapped]
+            fitted_lines += [w.replace("\0=\0", " = ").replace("\1", " ") for w in wrapped]
     return fitted_lines
 
 

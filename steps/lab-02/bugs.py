@@ -123,7 +123,7 @@ BUGS = [
         "the output is right, but x itself is zeroed and scaled: the caller's activations (a "
         "residual stream, the eval pass after) change behind its back",
         "dropout returns a new tensor and leaves x as it was (task 2); look for an in-place "
-        "operation (a method ending in _) on x",
+        "operation on x: a method ending in _, or an assignment into x[...]",
         old="return x * keep / (1 - p)",
         new="return x.mul_(keep).div_(1 - p)",
         says="an in-place op",

@@ -136,7 +136,11 @@ def check_eval_mode(train, make):
         "the model's mode after estimate_loss: expected train mode (it was in train mode "
         "before), got eval mode: put it back in the mode it was in"
     )
-    assert isinstance(first, float) and first == train.estimate_loss(model, batches), (
+    assert isinstance(first, float), (
+        f"the type estimate_loss returns: expected float, got {type(first).__name__}: "
+        "a Python float (.item() of each loss)"
+    )
+    assert first == train.estimate_loss(model, batches), (
         "the same batches must give the same float: dropout on, or randomness in the estimate?"
     )
     model.eval()

@@ -93,7 +93,7 @@ def test_dropout_leaves_its_input_unchanged(layers):
     layers.dropout(x, 0.5, True, generator(0))
     changed = int((x != before).sum())
     expect.equal("entries of x changed by dropout(x)", changed, 0,
-                 "dropout returns a new tensor: an in-place op (mul_, div_, masked_fill_) "
+                 "dropout returns a new tensor: an in-place op (mul_, masked_fill_, x[...] = 0) "
                  "changes the activations the caller still holds")  # fmt: skip
 
 

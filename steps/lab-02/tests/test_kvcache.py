@@ -204,7 +204,8 @@ def attention_said(got: torch.Tensor, expected: torch.Tensor) -> str:
         )
     return (
         "even the last query, which sees every key, differs: the scores (q·k and their "
-        "1 / sqrt(d_head) scale), the softmax's axis or what the mask keeps"
+        "1 / sqrt(d_head) scale), the softmax's axis, what the mask keeps, or the heads' outputs "
+        "merged back, (B, h, t, d_head) -> (B, t, h, d_head) -> (B, t, d), before the projection"
     )
 
 

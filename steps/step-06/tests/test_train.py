@@ -48,6 +48,9 @@ def test_batches_are_windows_of_the_data_at_seeded_starts(train):
     g1, g2 = torch.Generator().manual_seed(3), torch.Generator().manual_seed(3)
     x, y = train.get_batch(data, 64, 6, g1)
     expect.equal("the dtypes of x and y", (x.dtype, y.dtype), (torch.long, torch.long))
+    for name, got in (("x", x), ("y", y)):  # B = 64 windows of 44 starts: starts repeat
+        expect.shape(f"get_batch(data, B=64, T=6)'s {name}", got, (64, 6),
+                     "B rows, each drawn on its own (a start may come twice), of T ids")  # fmt: skip
     assert torch.equal(x, train.get_batch(data, 64, 6, g2)[0]), "same generator state, same batch"
     following = train.get_batch(data, 64, 6, g1)[0]  # (64, 6)
     expect.differs("the next batch drawn with the same generator", following, x,
