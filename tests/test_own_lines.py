@@ -32,6 +32,48 @@ class Mistake:
 
 
 MISTAKES = [
+    Mistake(  # walk 4: its type, not "dropout on, or randomness" (another bug's words)
+        "estimate_loss returns a tensor",
+        "step-06",
+        "train",
+        "    return sum(losses) / len(losses)",
+        "    return torch.tensor(losses).mean()",
+        "task 2",
+        "return torch.tensor(losses).mean()",
+        "the type estimate_loss returns: expected float, got Tensor",
+    ),
+    Mistake(  # walk 4: 44 starts for 64 rows: the shape, before "each row is one window"
+        "starts drawn without repeats",
+        "step-06",
+        "train",
+        "ix = torch.randint(len(data) - T, (B,), generator=generator)",
+        "ix = torch.randperm(len(data) - T, generator=generator)[:B]",
+        "task 1",
+        "ix = torch.randperm(",
+        "expected (64, 6), got (44, 6)",
+    ),
+    Mistake(  # walk 4: the tuple model(x, y) gives, described in the course's words
+        "the loss not unpacked",
+        "step-06",
+        "train",
+        "_, loss = model(x, y)",
+        "loss = model(x, y)",
+        "task 4",
+        "loss.backward()",
+        "'tuple' object has no attribute 'backward'",
+        words="loss = a tuple of 2",
+    ),
+    Mistake(  # walk 4: a method handed on uncalled: said so, not only "not iterable"
+        "parameters not called",
+        "step-06",
+        "train",
+        "clip_grad_norm_(model.parameters(), grad_clip)  # one bad",
+        "clip_grad_norm_(model.parameters, grad_clip)  # one bad",
+        "task 4",
+        "clip_grad_norm_(model.parameters, grad_clip)",
+        "'method' object is not iterable",
+        words="model.parameters = a method, not called",
+    ),
     Mistake(  # a tuple handed on (`return x, y`): Next at the line of the generator the message names
         "a fresh generator each call",
         "step-06",
