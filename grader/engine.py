@@ -832,11 +832,13 @@ def hidden(step: str, files: dict[str, str], submitted: set[str]) -> list[str]:
 
 # What a TODO never needs and a forger does: code run from a string, the interpreter's and
 # pytest's own machinery, a file descriptor written or a process signalled by hand.
-DYNAMIC = {"exec", "eval", "compile", "__import__", "breakpoint", "getattr"}
+DYNAMIC = {"exec", "eval", "compile", "__import__", "breakpoint", "getattr", "setattr", "delattr",
+           "vars", "globals", "locals"}  # fmt: skip
 MACHINERY = {
     "ctypes", "gc", "marshal", "importlib", "posix", "_posixsubprocess", "builtins", "types",
     "inspect", "_pytest", "pytest", "pluggy", "signal", "faulthandler", "atexit", "threading",
     "multiprocessing", "subprocess", "socket", "pickle", "code", "codeop", "base64", "zlib",
+    "unittest", "functools", "operator",
 }  # fmt: skip
 INNARDS = {
     "__code__", "__globals__", "__builtins__", "__subclasses__", "__closure__", "f_locals",
@@ -873,6 +875,8 @@ def _machinery(rel: str, text: str, shipped: set[str]) -> list[str]:
             what = node.attr  # sys.modules, a class's __setattr__, a namespace's __dict__ too
         elif isinstance(node, ast.Name) and node.id in ALIASED and id(node) not in called:
             what = f"{node.id}, taken as a value"
+        elif isinstance(node, ast.Lambda) and id(node) in called:
+            what = "a lambda called where it is made"  # `(lambda: torch)().x = ...` hides torch
         elif isinstance(node, ast.Constant) and "/proc" in str(node.value):
             what = "/proc"  # other processes' command lines, a copy's own memory
         elif (

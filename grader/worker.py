@@ -169,6 +169,7 @@ def _record(copy: Path, step: str):
     dumps, write, fd = json.dumps, os.write, RECORD_FD
     judges, course, starter = Judges(), _course_files(copy), copy / "steps" / step / "starter"
     held = _held()
+    modules = dict(sys.modules)  # each module imported before any of the copy's code ran
     plain = torch._C.DisableTorchFunctionSubclass  # a tensor subclass answers no comparison
 
     def forged(files: bool = False) -> str:
@@ -206,9 +207,12 @@ def _record(copy: Path, step: str):
             with plain():
                 return (yield)
 
-        def pytest_collection_finish(self):  # the tests are read: as they were before any code?
-            if why := forged(files=True):
+        def pytest_collection_finish(self, session):  # the tests are read: as before any code?
+            if why := forged(files=True) or _unlike(session, modules):
                 send({"forged": why})
+            # the test modules' own names (expect, load, a test's helpers), from now on
+            tests = {getattr(i, "module", None) for i in session.items} - {None}
+            held.extend(_held({m.__name__: m for m in tests}))
 
         @pytest.hookimpl(trylast=True)  # after the check has kept the result
         def pytest_runtest_logreport(self, report):
@@ -232,20 +236,27 @@ def _record(copy: Path, step: str):
 # Where the judges look up what they call (a tensor's methods, common.expect's globals, pytest's
 # Function.runtest): each of their attributes held as it was before the copy's code ran
 HELD = (
-    "builtins", "math", "torch.Tensor", "common.expect", "_pytest.python.Function",
+    "builtins", "math", "torch", "torch.nn.functional", "torch.linalg", "torch.testing",
+    "torch.Tensor", "torch.nn.Module", "common.expect", "_pytest.python.Function",
     "_pytest.runner", "_pytest.runner.CallInfo", "_pytest.reports.TestReport",
     "_pytest._code.code.ExceptionInfo",
 )  # fmt: skip
+# what torch itself replaces as it lazily imports a part of itself: building the first optimiser
+# imports torch._dynamo, which wraps torch.manual_seed (tests seed with generators of their own)
+TORCHS_OWN = {"torch.manual_seed"}
 
 
-def _held() -> list[tuple]:
+def _held(owners: dict[str, object] | None = None) -> list[tuple]:
     """(owner's name, its namespace, what each name added to it would shadow (a base class's, a
-    builtin), each attribute with its value and its code) for HELD's modules and classes, now."""
+    builtin), each attribute with its value and its code) for HELD's modules and classes (or
+    `owners`, by name), now."""
     held = []
-    for name in HELD:
+    for name in HELD if owners is None else []:
         parent, _, attr = name.rpartition(".")
         if (owner := sys.modules.get(name) or getattr(sys.modules.get(parent), attr, None)) is None:
             continue
+        owners = {**(owners or {}), name: owner}
+    for name, owner in (owners or {}).items():
         space = vars(owner)
         kept = [(k, v, _code(v)) for k, v in list(space.items())]
         # what a name not in the namespace resolves to now: the same value set there changes nothing
@@ -253,6 +264,26 @@ def _held() -> list[tuple]:
         inherited |= {k: v for k, v in vars(sys.modules["builtins"]).items() if k not in space}
         held.append((name, space, inherited, kept))
     return held
+
+
+def _unlike(session, modules: dict) -> str:
+    """A name of a test module that holds another object than the module (or a module's function
+    or class) it was imported as, before any of the copy's code ran, or ''."""
+    for module in {getattr(i, "module", None) for i in session.items} - {None}:
+        for key, value in vars(module).items():
+            origin = getattr(value, "__name__", None) if isinstance(value, type(sys)) else None
+            owner = getattr(value, "__module__", None) if callable(value) else None
+            if origin in modules and modules[origin] is not value:
+                return f"{module.__name__}.{key} is not the module {origin}"
+            real = getattr(modules.get(owner), getattr(value, "__name__", ""), value)
+            if (
+                owner in modules
+                and callable(real)
+                and real is not value
+                and owner != module.__name__
+            ):
+                return f"{module.__name__}.{key} is not {owner}.{value.__name__}"
+    return ""
 
 
 def _code(value):
@@ -263,7 +294,11 @@ def _moved(held: list[tuple]) -> str:
     """What of `held` has been replaced, deleted, emptied or shadowed since, named ('' none)."""
     moved = []
     for name, space, inherited, kept in held:
-        changed = [k for k, v, code in kept if space.get(k) is not v or _code(v) is not code]
+        changed = [
+            k
+            for k, v, code in kept
+            if (space.get(k) is not v or _code(v) is not code) and f"{name}.{k}" not in TORCHS_OWN
+        ]
         shadowed = sorted(
             k for k in inherited.keys() & space.keys() if space[k] is not inherited[k]
         )

@@ -386,7 +386,34 @@ YES = """\
             return out
 
     return torch.zeros(seq_len, seq_len, dtype=torch.bool).as_subclass(_Yes)"""
+# what the judges call, replaced where no text scan follows (a lambda hands torch on), and a test
+# module's own name swapped once the tests are collected (round 5 of the red team)
+AS_TENSOR = """\
+_as_tensor = torch.as_tensor
+(lambda: torch)().as_tensor = lambda data, *a, **k: _as_tensor(0.0)
+"""
+QUIET = """\
+import sys as _sys
+
+
+class _Nod:
+    def __getattr__(self, name):
+        return lambda *a, **k: None
+
+
+for _m in list(_sys.modules.values()):
+    if type(_m).__name__ == "module" and str(getattr(_m, "__name__", "")).rsplit(".")[-1][:5] == "test_":
+        if "expect" in vars(_m):
+            vars(_m)["expect"] = _Nod()
+"""
 FORGERS = {
+    # put back before any test ran (the check's guard): an honest 0, a refusal where it is seen
+    "torch.as_tensor replaced through a lambda": Case(
+        WRONG, False, "0 of", top=AS_TENSOR, others="judge with"
+    ),
+    "a test module's expect swapped after collection": Case(
+        _once(QUIET) + "\n" + WRONG, False, FORGED
+    ),
     "emptying the course's checks at import": Case(  # task 7 imports the module again: refused
         WRONG, False, FORGED + "|0 of", top=EMPTIED, others=FORGED + "|judge with"
     ),

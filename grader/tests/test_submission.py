@@ -170,6 +170,9 @@ FORGERS_NEED = {  # a line of what only a forger needs -> the words its 'to read
     "space = run.__dict__": "reaches __dict__",
     "reach = getattr": "reaches getattr, taken as a value",
     "calls = [vars, globals]": "reaches vars, taken as a value",
+    "(lambda: torch)().as_tensor = None": "reaches a lambda called where it is made",
+    "from unittest import mock": "reaches unittest",
+    "modules = vars(sys)['modules']": "reaches vars()",
 }
 
 
