@@ -300,9 +300,10 @@ def blind(run: Run) -> Run:
     """A run of held-out tests as a student may learn of it: each test's outcome, none of its
     text (its message, the screen, the check's report, why it was flagged and how it ended: a
     copy could write the tests into any of them)."""
-    record = run.record and {
-        n: {"outcome": t["outcome"], "error": f"{t['outcome']} (a held-out test: its text is "
-            "the instructor's)"} for n, t in run.record.items()
+    passed = {n: t["outcome"] == "passed" for n, t in (run.record or {}).items()}
+    record = run.record and {  # passed or not: a skip the copy chose would be one more bit
+        n: {"outcome": "passed" if ok else "failed", "error": "failed (a held-out test: its text "
+            "is the instructor's)" * (not ok)} for n, ok in passed.items()
     }  # fmt: skip
     flags = ["its copy with the held-out tests did something a check never does"] * bool(run.flags)
     full = "its copy with the held-out tests wrote more than it may" if run.full else ""

@@ -200,6 +200,11 @@ def _record(copy: Path, step: str):
             configs.append(config)
             self.check = config.pluginmanager.get_plugin("student-check")
             self.as_json = type(self.check).test_json if self.check else None
+            if self.check:  # the check's own room, its result type and its collector's methods
+                self.results = self.check.results
+                room = sys.modules[type(self.check).__module__]
+                kept = {room.__name__: room, "Collector": type(self.check)}
+                held.extend(_held(kept | {"TestResult": room.TestResult}))
 
         @pytest.hookimpl(wrapper=True)
         def pytest_runtest_call(self, item):
@@ -219,7 +224,11 @@ def _record(copy: Path, step: str):
             if report.when == "teardown" and (why := forged()):
                 send({"forged": why})
             if self.check and (report.when == "call" or not report.passed):
-                result = self.check.results.get(report.nodeid)
+                result = self.results.get(report.nodeid)
+                if result is not None and result.outcome == "passed" and report.failed:
+                    send({"forged": "made the check keep a test pytest failed as passed"})
+                if self.check.results is not self.results:
+                    send({"forged": "replaced the check's results"})
                 if result is not None and result.step:
                     send({"test": report.nodeid, **self.as_json(self.check, result)})
 

@@ -32,6 +32,29 @@ class Mistake:
 
 
 MISTAKES = [
+    Mistake(  # walk 5: green; torch.where's dropped branch sends 0 / 0 back at p = 1
+        "dropout by torch.where, no p = 1 branch",
+        "lab-02",
+        "layers",
+        "    if p == 1:\n        return torch.zeros_like(x)  # every entry dropped; x / 0 would give "
+        "NaN and inf\n    keep = torch.rand(x.shape, generator=generator, dtype=x.dtype) >= p  # "
+        "(x.shape) bool, P = 1 - p\n    return x * keep / (1 - p)  #",
+        "    keep = torch.rand(x.shape, generator=generator, dtype=x.dtype) >= p\n"
+        "    return torch.where(keep, x / (1 - p), torch.zeros_like(x))  #",
+        "task 2",
+        "return torch.where(keep, x / (1 - p)",
+        "expected finite entries",
+    ),
+    Mistake(  # walk 5: no zeros at all was told "a mask of x's whole shape" and "the share kept"
+        "the scale's parentheses left out",
+        "lab-02",
+        "layers",
+        "    return x * keep / (1 - p)  #",
+        "    return x * keep / 1 - p  #",
+        "task 2",
+        "return x * keep / 1 - p",
+        "each kept entry is scaled by 1 / (1 - p)",
+    ),
     Mistake(  # walk 4: its type, not "dropout on, or randomness" (another bug's words)
         "estimate_loss returns a tensor",
         "step-06",

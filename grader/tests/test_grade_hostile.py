@@ -243,7 +243,7 @@ LEFT = r"flagged: \d+ of its processes (was|were) still running after it ended"
 # the rest full; seen forging, a copy is flagged (every copy: the top of a module is in each)
 WRONG = "    return torch.zeros(seq_len, seq_len, dtype=torch.bool)"
 CHANGED = r"flagged: its code changed the course's own files in its copy"
-FORGED = rf"flagged: its code (replaced|registered a pytest hook)|{CHANGED}"
+FORGED = rf"flagged: its code (replaced|registered a pytest hook|made the check keep)|{CHANGED}"
 EMPTIED = """\
 import common.expect as _expect
 
@@ -406,7 +406,19 @@ for _m in list(_sys.modules.values()):
         if "expect" in vars(_m):
             vars(_m)["expect"] = _Nod()
 """
+# the check's record of each outcome made "passed", from the TODO's own body (where the canary,
+# which runs the reference's functions, never goes)
+RECORD = """\
+import sys as _sys
+
+_c = _sys.modules["common.check.collect"]
+_T = _c.TestResult
+_c.TestResult = lambda **k: _T(**{**k, "outcome": "passed", "error": ()})
+"""
 FORGERS = {
+    "the check's TestResult made to pass from the TODO's body": Case(
+        _once(RECORD) + "\n" + WRONG, False, FORGED
+    ),
     # put back before any test ran (the check's guard): an honest 0, a refusal where it is seen
     "torch.as_tensor replaced through a lambda": Case(
         WRONG, False, "0 of", top=AS_TENSOR, others="judge with"
