@@ -267,11 +267,11 @@ def _held(owners: dict[str, object] | None = None) -> list[tuple]:
         owners = {**(owners or {}), name: owner}
     for name, owner in (owners or {}).items():
         space = vars(owner)
-        kept = [(k, v, _code(v)) for k, v in list(space.items())]
+        kept = [(k, v, getattr(v, "__code__", None)) for k, v in list(space.items())]
         # what a name not in the namespace resolves to now: the same value set there changes nothing
         inherited = {k: getattr(owner, k, None) for k in set(dir(owner)) - set(space)}
         inherited |= {k: v for k, v in vars(sys.modules["builtins"]).items() if k not in space}
-        held.append((name, space, inherited, kept))
+        held.append((name, space, inherited, kept, set(space)))
     return held
 
 
@@ -295,23 +295,22 @@ def _unlike(session, modules: dict) -> str:
     return ""
 
 
-def _code(value):
-    return getattr(value, "__code__", None)
-
-
 def _moved(held: list[tuple]) -> str:
-    """What of `held` has been replaced, deleted, emptied or shadowed since, named ('' none)."""
+    """What of `held` has been replaced, deleted, emptied or shadowed since, named ('' none).
+    Run after every test: identities only, and a name added looked at once (torch adds its own)."""
     moved = []
-    for name, space, inherited, kept in held:
+    for name, space, inherited, kept, known in held:
+        get = space.get
         changed = [
             k
             for k, v, code in kept
-            if (space.get(k) is not v or _code(v) is not code) and f"{name}.{k}" not in TORCHS_OWN
+            if get(k) is not v or code is not None and v.__code__ is not code
         ]
-        shadowed = sorted(
-            k for k in inherited.keys() & space.keys() if space[k] is not inherited[k]
-        )
-        moved += [f"{name}.{k}" for k in [*shadowed, *changed]]
+        if len(space) != len(known):  # names added (or taken away: those are changed above)
+            added = [k for k in list(space) if k not in known]
+            changed += [k for k in added if k in inherited and space[k] is not inherited[k]]
+            known.update(k for k in added if k not in inherited)
+        moved += [f"{name}.{k}" for k in changed if f"{name}.{k}" not in TORCHS_OWN]
     return ", ".join(moved[:3]) + (f" and {len(moved) - 3} more" if len(moved) > 3 else "")
 
 

@@ -242,7 +242,8 @@ def _named_line(statements: dict, ran: dict[int, int], error: str) -> int | None
     """The line run last, but for a return, that uses a name the failure's subject names as it
     is written in the code (`generator=`, `model.T_max`): a return that hands on a value or
     several (`return x, y`) is not where a value named in the message went wrong."""
-    subject = set(NAMED.findall(error.split(": expected")[0]))
+    said = re.sub(r"\([^()]*\)", "", error.split(": expected")[0])  # "(within T_max)": an aside
+    subject = set(NAMED.findall(said))
     found = {
         line: tick
         for line, tick in ran.items()
