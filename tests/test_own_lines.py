@@ -45,6 +45,15 @@ MISTAKES = [
         "return torch.where(keep, x / (1 - p)",
         "expected finite entries",
     ),
+    Mistake(  # walk 5: "(within T_max)" in the message named the prefill's T_max line
+        "the first position's logits",
+        "lab-02",
+        "kvcache",
+        "forward_cached(model, new, cache)[:, -1, :], cache",
+        "forward_cached(model, new, cache)[:, 0, :], cache",
+        "task 3d",
+        "forward_cached(model, new, cache)[:, 0, :]",
+    ),
     Mistake(  # walk 5: no zeros at all was told "a mask of x's whole shape" and "the share kept"
         "the scale's parentheses left out",
         "lab-02",
