@@ -58,7 +58,7 @@ def recognised(rows: list[Bug], failures: dict[str, str]) -> list[Bug]:
 WIDTH = 100  # columns of every line the check prints
 
 
-TODO_ID = re.compile(r"TODO\([^()]{1,60}\)")  # a TODO's whole id, short enough to keep whole
+TODO_ID = re.compile(r"(?:[Nn]ext: )?TODO\([^()]{1,60}\)")  # a TODO's whole id (and its "next:")
 
 
 def fit(lines: list[str], width: int = WIDTH) -> list[str]:

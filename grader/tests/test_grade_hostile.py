@@ -442,8 +442,9 @@ FORGERS = {
     "a hidden hook that forges only its own TODO's tests": Case(
         WRONG, False, CANARY, top=OWN_HOOK, others=CANARY
     ),
+    # its results dict is no longer the check's own: forged wherever it runs (else its canary)
     "rewriting the check's results of its own TODO's tests": Case(
-        WRONG, False, CANARY, top=OWN_RESULTS, others=CANARY
+        WRONG, False, f"{FORGED}|{CANARY}", top=OWN_RESULTS, others=f"{FORGED}|{CANARY}"
     ),
     "Function.runtest replaced for its own TODO's tests": Case(
         WRONG,
