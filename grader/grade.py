@@ -82,9 +82,8 @@ class Grade:
     missing: list[str] = field(default_factory=list)  # starter files the submission lacks
     stray: list[str] = field(default_factory=list)  # files it holds that are not starter files
     hidden: list[str] = field(default_factory=list)  # what a reader would not see it do: to read
-    held: dict = field(
-        default_factory=dict
-    )  # TODO id -> what runs its held-out tests, still to run
+    # TODO id -> what runs its held-out tests, still to run
+    held: dict = field(default_factory=dict)
 
     @property
     def score(self) -> float:

@@ -259,13 +259,12 @@ def _held(owners: dict[str, object] | None = None) -> list[tuple]:
     """(owner's name, its namespace, what each name added to it would shadow (a base class's, a
     builtin), each attribute with its value and its code) for HELD's modules and classes (or
     `owners`, by name), now."""
+    if owners is None:
+        found = {n: sys.modules.get(n) or getattr(sys.modules.get(n.rpartition(".")[0]),
+                                                  n.rpartition(".")[2], None) for n in HELD}  # fmt: skip
+        owners = {name: owner for name, owner in found.items() if owner is not None}
     held = []
-    for name in HELD if owners is None else []:
-        parent, _, attr = name.rpartition(".")
-        if (owner := sys.modules.get(name) or getattr(sys.modules.get(parent), attr, None)) is None:
-            continue
-        owners = {**(owners or {}), name: owner}
-    for name, owner in (owners or {}).items():
+    for name, owner in owners.items():
         space = vars(owner)
         kept = [(k, v, getattr(v, "__code__", None)) for k, v in list(space.items())]
         # what a name not in the namespace resolves to now: the same value set there changes nothing
