@@ -72,16 +72,18 @@ class Held:
         self.n = 0
 
 
-def _write_copy(raw, header: dict, base: Path, copy: Path) -> dict[str, bytes]:
-    """The base's files, then the frame's starter files over its starter/ and its held-out tests
-    in the step's tests/ (only this copy has them); each buffer zeroed. The held-out tests'
-    digests, by path (_course_files)."""
+def _write_copy(raw, header: dict, base: Path, copy: Path, rewritten: dict) -> dict[str, bytes]:
+    """The base's files and pytest's `rewritten` code, then the frame's starter files over its
+    starter/ and its held-out tests in the step's tests/ (only this copy has them); each buffer
+    zeroed. The digests of what the base lacks, by path (_course_files)."""
     _remove(copy)  # read-only in parts (_read_only)
     shutil.copytree(base, copy, symlinks=False)
+    for rel, data in rewritten.items():
+        (copy / rel).write_bytes(data)
     starter = copy / "steps" / header["step"] / "starter"
     tests = copy / "steps" / header["step"] / "tests"
     shutil.rmtree(starter, ignore_errors=True)
-    held = {}
+    held = {rel: hashlib.sha256(data).digest() for rel, data in rewritten.items()}
     for folder, files in ((starter, header["files"]), (tests, header.get("tests", []))):
         for rel, size in files:
             target = (folder / rel).resolve()
@@ -325,19 +327,56 @@ def _module(path: Path, name: str):
 
 def _course_files(copy: Path) -> dict[str, bytes]:
     """Every file of the copy's course that judges it (the tests of each step, common/, the
-    conftest), by path, as its sha256: none may change while the copy runs (a pytest .pyc planted
+    conftest and its compiled code), by path, as its sha256: none may change while the copy runs (a pytest .pyc planted
     included). Read into a buffer zeroed after: a held-out test's text stays in no memory that a
-    later copy's child inherits."""
-    found = {}
-    roots = [copy / "common", copy / "conftest.py", *(copy / "steps").glob("*/tests")]
+    later copy's child inherits. Plain strings, not Path: it runs four times a copy."""
+    found, top = {}, str(copy)
+    steps = os.path.join(top, "steps")
+    roots = [os.path.join(top, name) for name in ("common", "conftest.py", "__pycache__")]
+    roots += [os.path.join(steps, s, "tests") for s in sorted(os.listdir(steps))]
     for root in roots:
-        for path in [root] if root.is_file() else sorted(root.rglob("*")):
-            if path.is_file() or path.is_symlink():
-                with contextlib.suppress(OSError), open(path, "rb", buffering=0) as file:
-                    buf = bytearray(os.fstat(file.fileno()).st_size)
-                    file.readinto(buf)
-                    found[str(path.relative_to(copy))] = hashlib.sha256(buf).digest()
-                    buf[:] = bytes(len(buf))
+        if not os.path.isdir(root) or os.path.islink(root):
+            _digest(root, found, len(top) + 1)
+            continue
+        for folder, dirs, files in os.walk(root):  # links to folders are files here, not walked
+            dirs.sort()
+            links = [d for d in dirs if os.path.islink(os.path.join(folder, d))]
+            for name in sorted(files + links):
+                _digest(os.path.join(folder, name), found, len(top) + 1)
+    return found
+
+
+def _digest(path: str, into: dict[str, bytes], cut: int) -> None:
+    """`path`'s sha256 into `into` under its name past `cut` characters (nothing if unreadable)."""
+    with contextlib.suppress(OSError), open(path, "rb", buffering=0) as file:
+        buf = bytearray(os.fstat(file.fileno()).st_size)
+        file.readinto(buf)
+        into[path[cut:]] = hashlib.sha256(buf).digest()
+        buf[:] = bytes(len(buf))
+
+
+def _rewritten(base: Path, copy: Path, step: str) -> dict[str, bytes]:
+    """pytest's rewritten code of what every copy's run rewrites (the conftests, the step's tests,
+    the check, a plugin), compiled once as each copy will see it, by path: a copy writes no .pyc,
+    and rewrote these a tenth of a second each time. Read by pytest as its own (a .pyc of the
+    source's time and size); a held-out test, not here, is rewritten in its copy."""
+    import ast
+    import importlib.util
+    import marshal
+
+    from _pytest.assertion.rewrite import PYC_TAIL, rewrite_asserts
+
+    found = {}
+    tests, check = base / "steps" / step / "tests", base / "common" / "check"
+    for path in [base / "conftest.py", *sorted(tests.glob("*.py")), *sorted(check.glob("*.py"))]:
+        rel, source, stat = path.relative_to(base), path.read_bytes(), path.stat()
+        tree = ast.parse(source, filename=str(copy / rel))
+        rewrite_asserts(tree, source, str(copy / rel))  # no config: the course's ini is pytest's
+        code = compile(tree, str(copy / rel), "exec", dont_inherit=True)
+        head = [int(stat.st_mtime), stat.st_size]  # what pytest checks the source against
+        fields = b"".join((n & 0xFFFFFFFF).to_bytes(4, "little") for n in head)
+        pyc = importlib.util.MAGIC_NUMBER + bytes(4) + fields + marshal.dumps(code)
+        found[str(rel.parent / "__pycache__" / (path.stem + PYC_TAIL))] = pyc
     return found
 
 
@@ -362,7 +401,8 @@ def _hooks_from(configs: list, starter: Path) -> str:
 def _read_only(copy: Path) -> None:
     """The copy's course (common/, each step's tests, the conftest) read-only: a copy that writes
     its own tests or the course's checks is refused (and, if it gets past that, flagged)."""
-    roots = [copy / "common", copy / "conftest.py", *(copy / "steps").glob("*/tests")]
+    roots = [copy / name for name in ("common", "conftest.py", "__pycache__")]
+    roots += (copy / "steps").glob("*/tests")
     for root in roots:
         for path in [root] if root.is_file() else [*root.rglob("*"), root]:  # root last
             with contextlib.suppress(OSError):
@@ -724,12 +764,14 @@ def main() -> int:
     held = (report, screen, got)
     copy = work / "copy"
     header = _header(raw)
+    rewritten = {}
     if not header.get("end"):  # the first copy names the step; its places are taken after this
         _warm_step(base / "steps" / header["step"])
+        rewritten = _rewritten(base, copy, header["step"])
     places = Places(work) if os.environ.get("COURSE_GRADE_WIPE") == "1" else None
     course = _course_files(base)  # what every copy's course must stay
     while not header.get("end"):
-        added = _write_copy(raw, header, base, copy)
+        added = _write_copy(raw, header, base, copy, rewritten)
         full = _cap(header["disk"], [work] if places is None else [], places)
         record_r, record_w = os.pipe()
         child = os.fork()

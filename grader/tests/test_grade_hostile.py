@@ -266,6 +266,28 @@ for _test in (_Path(__file__).parents[1] / "tests").glob("test_*.py"):  # before
     except OSError:
         pass
 """
+# the same passing tests as pytest's compiled code, planted where pytest reads it (each copy's
+# tests come with it compiled: a plant replaces that)
+PLANTED = f"""\
+import importlib.util as _util
+import marshal as _marshal
+import os as _os
+from pathlib import Path as _Path
+
+from _pytest.assertion.rewrite import PYC_TAIL as _TAIL
+
+for _test in (_Path(__file__).parents[1] / "tests").glob("test_*.py"):  # before they are read
+    _stat, _pyc = _test.stat(), _test.parent / "__pycache__" / (_test.stem + _TAIL)
+    _when = [int(_stat.st_mtime), _stat.st_size]
+    _head = _util.MAGIC_NUMBER + bytes(4) + b"".join(n.to_bytes(4, "little") for n in _when)
+    _code = compile(_test.read_text() + {PASSES!r}, str(_test), "exec")
+    try:
+        _os.chmod(_pyc.parent, 0o755)
+        _pyc.unlink(missing_ok=True)
+        _pyc.write_bytes(_head + _marshal.dumps(_code))
+    except OSError:
+        pass
+"""
 PASSING = """\
 import gc as _gc
 
@@ -431,6 +453,9 @@ FORGERS = {
     ),
     "rewriting its own tests at import": Case(
         WRONG, False, f"{CHANGED}|0 of", top=REWRITTEN, others=CHANGED
+    ),
+    "planting pytest's compiled tests at import": Case(
+        WRONG, False, f"{CHANGED}|0 of", top=PLANTED, others=CHANGED
     ),
     "a pytest hook that passes every test": Case(WRONG, False, FORGED, top=PASSING, others=FORGED),
     "a tensor that answers every comparison": Case(YES, False, FORGED + "|0 of"),
