@@ -454,6 +454,11 @@ def _graded(step: str, entry: Path, worker: Worker, g: Grade | None = None) -> G
     except Exception as exc:  # noqa: BLE001 - one submission must not cost the class its CSV
         worker.restart()  # it may have stopped in the middle of a copy's frames
         said = worker.hide(f"{type(exc).__name__}: {exc}")[:SHOWN]
+        if g:  # its visible tests' lines stand; the held-out tests' absence is said on each
+            lines = [replace(n, reason=f"{n.reason} (held-out tests not run: the grader failed)")
+                     if n.todo in g.held else n for n in g.lines]  # fmt: skip
+            why = f"held-out tests not run: the grader failed on this submission ({said})"
+            return replace(g, lines=lines, notes=[*g.notes, inert(why)], held={})
         why = f"not graded: the grader failed on this submission ({said})"
         return _withheld(not_graded(step, why, started), worker.hide)
 

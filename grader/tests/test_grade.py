@@ -368,6 +368,39 @@ def test_a_class_runs_held_out_tests_only_once_every_copy_a_student_reads_has_ru
     assert scores == {"s0": "0.67", "s1": "1", "s2": "0.67", "s3": "1"}, scores
 
 
+FAILS_HELD = """import sys
+from grader import engine, grade
+
+real = engine.Worker.run
+
+
+def run(self, name, files, tests, extra=(), held=False, **kw):
+    if name.endswith(" held-out"):  # a student's held-out copy, not the owners' reading
+        raise RuntimeError("a fault of the grader's own")
+    return real(self, name, files, tests, extra, held=held, **kw)
+
+
+engine.Worker.run = run
+sys.exit(grade.main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.process
+@pytest.mark.slow  # a class of the tiny step
+def test_a_grader_fault_in_the_held_out_pass_keeps_the_first_pass_scores_and_says_so(tmp_path):
+    (tmp_path / "held").mkdir()
+    (tmp_path / "held" / "test_negatives.py").write_text(HELD_OUT, encoding="utf-8")
+    (tmp_path / "class" / "s0").mkdir(parents=True)
+    (tmp_path / "class" / "s0" / "calc.py").write_text(HONEST, encoding="utf-8")
+    args = ["--class", str(tmp_path / "class"), "--tests", str(tmp_path / "held")]
+    done = run_tiny(tmp_path, *args, program=["-c", FAILS_HELD])
+    (row,) = csv.DictReader(io.StringIO(done.stdout))
+    assert (row["step-97 task 1: double"], row["step-97 task 2: halve"]) == ("1", "1"), row
+    assert "held-out tests not run: the grader failed" in row["step-97 task 1: double reason"], row
+    assert "held-out tests not run" not in row["step-97 task 2: halve reason"], row
+    assert "RuntimeError: a fault of the grader's own" in row["notes"], row
+
+
 WARNS = "import warnings\n\nwarnings.warn('a warning at import', UserWarning)\n\n\n"
 WARNS += "def double(x):\n    return 2 * x\n\n\ndef halve(x):\n    return x // 2\n"
 
