@@ -119,7 +119,7 @@ def read_record(blob: bytes) -> tuple[dict[str, dict] | None, list[str]]:
             line = json.loads(raw)
             if not isinstance(line, dict):
                 raise ValueError(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # `[[[[...`: the copy's bytes, not the check's
             flags.append("its record holds a line the check never writes")
             break
         if ended:
@@ -261,7 +261,7 @@ class Worker:
         report, screen, blob = answer["blobs"]
         try:
             data = json.loads(report.decode("utf-8")).get(self.step) if report else None
-        except (ValueError, AttributeError):
+        except (ValueError, AttributeError, RecursionError):
             data = None  # what came back is not the check's JSON
         if not isinstance(data, dict) or not isinstance(data.get("tests", {}), dict):
             data = None  # nor is a report of another shape (the copy may write it)
@@ -845,8 +845,18 @@ INNARDS = {
     "f_globals", "f_back", "tb_frame", "gi_frame", "meta_path", "path_hooks", "settrace",
     "setprofile", "addaudithook", "_getframe", "_exit", "fdopen", "dup2", "kill", "killpg",
     "fork", "abort", "execv", "execve", "system", "popen", "utime", "setxattr", "modules",
-    "__setattr__", "__delattr__", "__dict__",
+    "__setattr__", "__delattr__", "__dict__", "cell_contents", "co_freevars", "pluginmanager",
+    "get_plugins", "__self__", "__func__", "__wrapped__", "__traceback__", "__mro__", "__bases__",
+    "__getattribute__", "fromhex", "listdir", "scandir", "FileIO",
+    "os", "sys", "posix", "builtins", "gc", "ctypes", "importlib",  # torch.os: no import seen
 }  # fmt: skip
+# the operating system's descriptors and folders, reached from os (os.write(3, ...): the record)
+OS_LOW = {"write", "open", "read", "dup", "dup2", "fdopen", "listdir", "scandir", "_exit", "kill",
+          "system"}  # fmt: skip
+# ... and where a name alone reaches them: a builtin's own namespace, the import machinery
+BARE = {"__builtins__", "__import__", "__loader__", "__spec__"}
+# a string a forger looks a name up by (`_b["exec"]`, getattr(f, "f_locals")): a dunder or these
+LOOKED_UP = DYNAMIC - {"compile"} | {"_getframe", "f_locals", "f_back", "f_globals", "_exit"}
 # Builtins that reach or change what a name does not say, taken as a value (`reach = getattr`) so
 # that no call of them by name is left for a reader to see
 ALIASED = {"getattr", "setattr", "delattr", "vars", "globals", "locals", "exec", "eval", "compile",
@@ -863,14 +873,38 @@ def _machinery(rel: str, text: str, shipped: set[str]) -> list[str]:
         return []
     lines, found = text.splitlines(), {}
     called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
+    os_names = {"os", "posix"} | {  # `import os as _os`
+        a.asname for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names
+        if a.name in ("os", "posix") and a.asname
+    }  # fmt: skip
     for node in ast.walk(tree):
         what = ""
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             names = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
             names += [a.name for a in node.names] if isinstance(node, ast.Import) else []
             what = next((n for n in names if n.split(".")[0] in MACHINERY), "")
+            if isinstance(node, ast.ImportFrom) and node.module in ("os", "posix"):
+                what = what or next((f"os.{a.name}" for a in node.names if a.name in OS_LOW), "")
         elif isinstance(node, ast.Call) and getattr(node.func, "id", "") in DYNAMIC:
             what = f"{node.func.id}()"
+        elif isinstance(node, ast.Call) and getattr(node.func, "id", "") == "open" and node.args:
+            first = node.args[0]  # open(3, "wb"): a descriptor, the grade's own record's
+            what = "open() of a descriptor" if isinstance(first, ast.Constant) and type(
+                first.value) is int else ""  # fmt: skip
+        elif isinstance(node, ast.Name) and node.id in BARE:
+            what = node.id
+        elif isinstance(node, ast.Attribute) and node.attr in DYNAMIC - {"compile", "eval"}:
+            what = f"{node.attr}, reached as an attribute"  # builtins.exec (not model.eval())
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and (
+                node.value in LOOKED_UP
+                or re.fullmatch(r"__\w+__", node.value)
+                and node.value != "__main__"
+            )
+        ):
+            what = f"the name {node.value!r}, as a string"
         elif isinstance(node, ast.Attribute) and node.attr in INNARDS:
             what = node.attr  # sys.modules, a class's __setattr__, a namespace's __dict__ too
         elif isinstance(node, ast.Name) and node.id in ALIASED and id(node) not in called:
@@ -881,10 +915,10 @@ def _machinery(rel: str, text: str, shipped: set[str]) -> list[str]:
             what = "/proc"  # other processes' command lines, a copy's own memory
         elif (
             isinstance(node, ast.Attribute)
-            and node.attr == "write"
-            and ast.unparse(node.value) in ("os", "posix")
+            and node.attr in OS_LOW
+            and ast.unparse(node.value).split(".")[-1] in os_names
         ):
-            what = "os.write"
+            what = f"os.{node.attr}"
         line = getattr(node, "lineno", 0)
         if what and line not in found and lines[line - 1].strip() not in shipped:
             found[line] = f"{rel}:{line} reaches {what}: {lines[line - 1].strip()[:120]}"

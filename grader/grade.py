@@ -9,6 +9,7 @@ folder or zip of the step's starter files, however nested; default: your starter
 import argparse
 import contextlib
 import csv
+import hashlib
 import io
 import itertools
 import re
@@ -454,10 +455,10 @@ def _graded(step: str, entry: Path, worker: Worker, g: Grade | None = None) -> G
     except Exception as exc:  # noqa: BLE001 - one submission must not cost the class its CSV
         worker.restart()  # it may have stopped in the middle of a copy's frames
         said = worker.hide(f"{type(exc).__name__}: {exc}")[:SHOWN]
-        if g:  # its visible tests' lines stand; the held-out tests' absence is said on each
-            lines = [replace(n, reason=f"{n.reason} (held-out tests not run: the grader failed)")
-                     if n.todo in g.held else n for n in g.lines]  # fmt: skip
-            why = f"held-out tests not run: the grader failed on this submission ({said})"
+        if g:  # the other TODOs' lines stand; one whose held-out tests did not run earns nothing
+            why = f"its held-out tests did not run: the grader failed on this submission ({said})"
+            lines = [_zero(n.todo, "not run", inert(why)) if n.todo in g.held else n
+                     for n in g.lines]  # fmt: skip
             return replace(g, lines=lines, notes=[*g.notes, inert(why)], held={})
         why = f"not graded: the grader failed on this submission ({said})"
         return _withheld(not_graded(step, why, started), worker.hide)
@@ -491,6 +492,7 @@ def class_csv(step: str, folder: Path, limits: Limits, per_test: float, jobs: in
         for said in ["graded", "held-out tests run"][: 1 + bool(heldout)]:
             finished = _progress(len(entries), said)
             list(pool.map(grade_chunk, workers, chunks, [finished] * len(chunks)))
+    taken: set[str] = set()
     for entry in entries:
         g = graded[entry]
         name = entry.stem if entry.suffix == ".zip" else entry.name
@@ -502,8 +504,22 @@ def class_csv(step: str, folder: Path, limits: Limits, per_test: float, jobs: in
             " ".join(g.stray), " | ".join(n for n in g.notes if not n.startswith("contained")),
         ]])  # fmt: skip
         if out:
-            (out / f"{name}.txt").write_text(feedback(g) + "\n", encoding="utf-8")
+            (out / _file_name(name, taken)).write_text(feedback(g) + "\n", encoding="utf-8")
     return buffer.getvalue()
+
+
+def _file_name(name: str, taken: set[str]) -> str:
+    """A student's feedback file: their name cut to what a file system takes (a name of 255
+    bytes is refused), then told apart from one already written (alice/ and alice.zip)."""
+    cut = name.encode("utf-8")[:120].decode("utf-8", errors="ignore")
+    if cut != name:
+        cut += "-" + hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()[:8]
+    file, n = f"{cut}.txt", 1
+    while file in taken:
+        n += 1
+        file = f"{cut}-{n}.txt"
+    taken.add(file)
+    return file
 
 
 def _progress(total: int, what: str):

@@ -377,6 +377,47 @@ MISTAKES += [
         "_, loss = model(y, x)",
         first="is not the gradient of this batch's loss",
     ),
+    # walk 5: a crash in correct code whose cause is above it; Next named the line that raised
+    Mistake(  # a start one too far: the y window one id short, and torch.stack refuses it
+        "the starts' bound one too high",
+        "step-06",
+        "train",
+        "ix = torch.randint(len(data) - T, ",
+        "ix = torch.randint(len(data) - T + 1, ",
+        "task 1",
+        "ix = torch.randint(len(data) - T + 1, ",
+        "stack expects each tensor to be equal size",
+        words="Your line",
+    ),
+    Mistake(  # the forward under no_grad: backward raises on the next line
+        "the loss made without gradients",
+        "step-06",
+        "train",
+        "    _, loss = model(x, y)  #",
+        "    with torch.no_grad():\n        _, loss = model(x, y)  #",
+        "task 4",
+        "with torch.no_grad():",
+        "does not require grad",
+    ),
+    Mistake(  # warm-up's test one step too long: a warm-up of 0 divides by it in its body
+        "warm-up up to and with its last step",
+        "step-06",
+        "train",
+        "if step < cfg.warmup:",
+        "if step <= cfg.warmup:",
+        "task 3",
+        "if step <= cfg.warmup:",
+    ),
+    Mistake(  # the angles' table transposed: the rotation's product refuses its shape below
+        "positions and frequencies swapped in the outer product",
+        "lab-02",
+        "layers",
+        "angle = torch.outer(positions, frequencies(d_head // 2, d_head))",
+        "angle = torch.outer(frequencies(d_head // 2, d_head), positions)",
+        "task 1.2",
+        "angle = torch.outer(frequencies(d_head // 2, d_head), positions)",
+        "must match the size of tensor b",
+    ),
 ]
 
 

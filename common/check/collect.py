@@ -235,6 +235,56 @@ def made_line(code, ran: dict[int, int], error: str) -> int:
     return max(made, key=when.__getitem__).lineno if made else last
 
 
+def _reads(statement: ast.stmt) -> set[str]:
+    """The names a statement's own line reads: a compound one's header only (an if's test)."""
+    parts = {ast.If: "test", ast.While: "test", ast.For: "iter", ast.With: "items"}
+    field = next((f for kind, f in parts.items() if isinstance(statement, kind)), None)
+    nodes = getattr(statement, field) if field else statement
+    walked = [n for part in (nodes if isinstance(nodes, list) else [nodes]) for n in ast.walk(part)]
+    return {n.id for n in walked if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def fed_from(code, ran: dict[int, int], line: int) -> int | None:
+    """The first line of what a crash on `line` was handed (a crash in correct code has its cause
+    above: a window one id short, a tensor made without gradients): each line whose value flowed
+    into it (the last write of each name it read, and so on back), the `with` around such a line (torch.no_grad()), and an `if`
+    whose test sent it into its body or past it; None when nothing above it fed it."""
+    function, when = _function(code), ran.get(line)
+    if function is None or when is None:
+        return None
+    nodes = [n for n in ast.walk(function) if isinstance(n, ast.stmt) and n is not function]
+
+    def tick(node) -> int:  # when it last ran (0: not at all), any of its lines
+        return max((ran.get(i, 0) for i in range(node.lineno, node.end_lineno + 1)), default=0)
+
+    here = [n for n in nodes if n.lineno <= line <= n.end_lineno]
+    crash = min(here, key=lambda n: n.end_lineno - n.lineno) if here else None
+    if crash is None:
+        return None
+    writes = [n for n in nodes if isinstance(n, ast.Assign | ast.AugAssign | ast.AnnAssign)]
+    fed, todo = set(), [(crash, when)]  # each statement whose value flowed into the crash
+    while todo:
+        statement, before = todo.pop()
+        for name in _reads(statement):  # the last write of each name it read, before it ran
+            made = [n for n in writes if 0 < tick(n) < before and name in _names(n)[1]]
+            if made and (origin := max(made, key=tick)) not in fed:
+                fed.add(origin)
+                todo.append((origin, tick(origin)))
+    found = {node.lineno for node in fed}
+    for node in nodes:  # the with around a line that fed it; the if that sent it on
+        if isinstance(node, ast.With) and any(
+            node.lineno < f.lineno <= node.end_lineno for f in fed
+        ):
+            found.add(node.lineno)
+        if not isinstance(node, ast.If) or ran.get(node.lineno, when) >= when:
+            continue
+        inside = node.lineno < line <= node.end_lineno  # its test sent the crash's line to run
+        if inside or node.end_lineno < line and not any(tick(b) for b in node.body):
+            found.add(node.lineno)
+    start = min(found, default=line)
+    return start if start < line else None
+
+
 NAMED = re.compile(r"\b[A-Za-z_]\w{2,}\b")  # a name of 3 or more characters: T_max, generator
 
 
@@ -438,7 +488,12 @@ class Collector:
         frames = zip(getattr(report, "frames", []), getattr(report, "lines", []), strict=True)
         for frame, (path, line) in reversed(list(frames)):
             if frame in self.todo_at and self._theirs(Path(path), line):
-                return self.todo_at[frame], Place(shown(Path(path)), line)
+                fn = self.todo_at[frame]
+                code, ran = self.order.get(fn, (None, {}))
+                start = fed_from(code, ran, line) if code else None
+                if start is None:
+                    return fn, Place(shown(Path(path)), line)
+                return fn, Place(shown(Path(path)), start, end=line, raised=True)
         return None, None
 
     def _given_at(self, report) -> Place | None:

@@ -294,16 +294,21 @@ def _next_lines(status: StepStatus) -> list[str]:
     step, nxt, where = status.step, status.next, status.next_place
     lines = ["", f"Next: TODO({nxt}) at {where.at}"]
     lines += textwrap.wrap(where.contract or "", 96, initial_indent="  ", subsequent_indent="  ")
-    if where.end:
+    if where.end and not where.raised:
         lines.append(f"  lines {where.line}-{where.end} made the value it returned: a test of a value"
                      " cannot tell which of them is wrong")  # fmt: skip
     if where.contract is None:  # written but failing: its first failure is the place to start
         failing = status.todos[nxt].failing
-        lines.append(
-            "  1 of its tests fails; it is shown above"
+        said = (
+            "1 of its tests fails; it"
             if failing == 1
-            else f"  {failing} of its tests fail; the first is shown above"
+            else f"{failing} of its tests fail; the first"
         )
+        if where.raised:  # what the raising line ran on was made above it
+            lines.append(f"  {said} raised on line {where.end}, on what lines {where.line}-"
+                         f"{where.end} made or decided")  # fmt: skip
+        else:
+            lines.append(f"  {said} is shown above")
     if name := k_name(status.first_test) if status.first_test else "":
         lines += typed_lines("One test in full: ", f"{check_command(step)} -v -k {name}")
     if status.unpredicted:  # the handout asks for them before this TODO's run

@@ -29,6 +29,7 @@ class Place:
     line: int
     contract: str | None = None  # what to compute, for a TODO still open; None in written code
     end: int | None = None  # the last of the lines that made a wrong value, when no one is sure
+    raised: bool = False  # `end` raised, on what the lines from `line` made
 
     @property
     def at(self) -> str:

@@ -228,6 +228,23 @@ def test_gradescope_results_and_the_class_csv_say_why_a_submission_could_not_be_
     assert gradescope(grade(STEP, tmp_path / "class" / "empty"))["tests"][0]["max_score"] == 1
 
 
+@pytest.mark.process
+def test_a_class_writes_each_student_a_feedback_file_whatever_their_names(tmp_path, capsys):
+    """A name too long for a file once its control characters are escaped, and a folder and a zip
+    of one name: every student gets a row and a file of their own (the class once ended here)."""
+    klass = tmp_path / "class"
+    (klass / "alice").mkdir(parents=True)
+    (klass / ("z\x01" * 70)).mkdir()
+    with zipfile.ZipFile(klass / "alice.zip", "w") as z:
+        z.writestr("notes.txt", "no starter file")
+    assert main([STEP, "--class", str(klass), "--allow-uncontained"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert len(rows) == 3, rows
+    files = sorted(p.name for p in (tmp_path / "class-feedback").iterdir())
+    assert len(files) == 3 and {"alice.txt", "alice-2.txt"} <= set(files), files
+    assert all(len(name.encode()) < 255 for name in files), files
+
+
 def test_a_class_says_each_student_as_they_finish_and_puts_its_folders_modes_back(
     tmp_path, monkeypatch, capsys
 ):
@@ -387,7 +404,9 @@ sys.exit(grade.main(sys.argv[1:]))
 
 @pytest.mark.process
 @pytest.mark.slow  # a class of the tiny step
-def test_a_grader_fault_in_the_held_out_pass_keeps_the_first_pass_scores_and_says_so(tmp_path):
+def test_a_grader_fault_in_the_held_out_pass_costs_only_the_todos_it_left_ungraded(tmp_path):
+    """A fault the submission could provoke in the held-out pass earns nothing there (not the
+    visible tests' score), and costs no other TODO its first-pass line."""
     (tmp_path / "held").mkdir()
     (tmp_path / "held" / "test_negatives.py").write_text(HELD_OUT, encoding="utf-8")
     (tmp_path / "class" / "s0").mkdir(parents=True)
@@ -395,9 +414,9 @@ def test_a_grader_fault_in_the_held_out_pass_keeps_the_first_pass_scores_and_say
     args = ["--class", str(tmp_path / "class"), "--tests", str(tmp_path / "held")]
     done = run_tiny(tmp_path, *args, program=["-c", FAILS_HELD])
     (row,) = csv.DictReader(io.StringIO(done.stdout))
-    assert (row["step-97 task 1: double"], row["step-97 task 2: halve"]) == ("1", "1"), row
-    assert "held-out tests not run: the grader failed" in row["step-97 task 1: double reason"], row
-    assert "held-out tests not run" not in row["step-97 task 2: halve reason"], row
+    assert (row["step-97 task 1: double"], row["step-97 task 2: halve"]) == ("0", "1"), row
+    assert "held-out tests did not run: the grader failed" in row["step-97 task 1: double reason"]
+    assert "held-out tests did not run" not in row["step-97 task 2: halve reason"], row
     assert "RuntimeError: a fault of the grader's own" in row["notes"], row
 
 

@@ -173,6 +173,17 @@ FORGERS_NEED = {  # a line of what only a forger needs -> the words its 'to read
     "(lambda: torch)().as_tensor = None": "reaches a lambda called where it is made",
     "from unittest import mock": "reaches unittest",
     "modules = vars(sys)['modules']": "reaches vars()",
+    # red team 6: exec reached through the builtins' namespace from a string of hex, the record
+    # written through open() and an alias of os, the plugin's closure swapped, frames walked
+    "_b = __builtins__": "reaches __builtins__",
+    "_run = _b['exec']": "reaches the name 'exec', as a string",
+    "_run = builtins.exec": "reaches exec, reached as an attribute",
+    "_code = bytes.fromhex('70617373').decode()": "reaches fromhex",
+    "open(3, 'wb', buffering=0, closefd=False).write(b'[')": "reaches open() of a descriptor",
+    "_os.listdir('.')": "reaches listdir",
+    "torch.os.write(3, b'')": "reaches os.write",
+    "cell.cell_contents = print": "reaches cell_contents",
+    "frame = inspect_frame(sys, '_getframe')": "reaches the name '_getframe', as a string",
 }
 
 
@@ -185,7 +196,7 @@ def test_what_only_a_forger_needs_is_shown_to_read_and_no_reference_line_is():
         }
         assert hidden(step, ref, set(ref)) == [], step
     reference = {p.name: p.read_text(encoding="utf-8") for p in LAB_02.glob("*.py")}
-    lines = "import os\nimport sys\n" + "\n".join(FORGERS_NEED) + "\n"
+    lines = "import os\nimport os as _os\nimport sys\n" + "\n".join(FORGERS_NEED) + "\n"
     files = reference | {"layers.py": reference["layers.py"] + lines}
     said = hidden("lab-02", files, {"layers.py"})
     for line, words in FORGERS_NEED.items():
