@@ -408,6 +408,27 @@ MISTAKES += [
         "task 3",
         "if step <= cfg.warmup:",
     ),
+    # walk 5: cached attention's failures listed every cause; each now names its own mistake
+    Mistake(
+        "cached scores scaled by the keys' count",
+        "lab-02",
+        "kvcache",
+        "    scores = scores / K.shape[-1] ** 0.5  #",
+        "    scores = scores / K.shape[-2] ** 0.5  #",
+        "task 3b",
+        "scores = scores / K.shape[-2] ** 0.5",
+        "one mistake: scaled by sqrt(T), the keys' count",
+    ),
+    Mistake(
+        "cached softmax over the queries",
+        "lab-02",
+        "kvcache",
+        "    A = F.softmax(scores, dim=-1)  #",
+        "    A = F.softmax(scores, dim=-2)  #",
+        "task 3b",
+        "A = F.softmax(scores, dim=-2)",
+        "one mistake: the softmax over the queries (dim=-2)",
+    ),
     Mistake(  # the angles' table transposed: the rotation's product refuses its shape below
         "positions and frequencies swapped in the outer product",
         "lab-02",

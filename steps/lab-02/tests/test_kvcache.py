@@ -189,14 +189,17 @@ def cached_attention_run(kv, pieces):
 def test_cached_attention_of_a_prefill_is_step_5_causal_attention(kv):
     got, expected, cache = cached_attention_run(kv, [(0, 7)])
     print(f"max |cached - Step 5| over 7 positions fed at once: {worst(got, expected):.2e}")
-    why = attention_said(got, expected)
+    why = attention_said(kv, got, expected)
     expect.close("the prefill's attention", got, expected, LOGITS_TOL, why)
     expect.shape(f"layer {LAST}'s cached keys", cache.keys[LAST], (B, H, 7, D // H))
 
 
-def attention_said(got: torch.Tensor, expected: torch.Tensor) -> str:
-    """Why a prefill's attention (n_layer, B, t, d) is wrong: its mask when the last query, which
-    sees every key, is right, else what every query shares."""
+def attention_said(kv, got: torch.Tensor, expected: torch.Tensor) -> str:
+    """Why a prefill's attention (n_layer, B, t, d) of cached_attention_run's first t positions is
+    wrong: the named mistake it equals, else its mask when the last query, which sees every key,
+    is right, else what every query shares."""
+    if mistake := attention_mistake(kv, got):
+        return f"it is Step 5's attention with one mistake: {mistake}"
     if worst(got[:, :, -1], expected[:, :, -1]) < LOGITS_TOL:
         return (
             "each query sees its past: only the last query is right, the others saw later keys "
@@ -209,6 +212,40 @@ def attention_said(got: torch.Tensor, expected: torch.Tensor) -> str:
     )
 
 
+# the mistakes of attention a prefill's output can be matched to, each as how it computes
+MISTAKES = {
+    "scaled by sqrt(T), the keys' count, not sqrt(d_head)": {"scale": "T"},
+    "not scaled by 1 / sqrt(d_head)": {"scale": 1.0},
+    "the softmax over the queries (dim=-2), not over the keys": {"dim": -2},
+    "the heads' outputs (B, h, t, d_head) read as (B, t, d) without the transpose": {
+        "merged": False
+    },
+}
+
+
+def attention_mistake(kv, got: torch.Tensor) -> str:
+    """The MISTAKES entry whose attention `got` (n_layer, B, t, d) is, for cached_attention_run's
+    first t positions fed at once, or ''."""
+    model, t = model_of(kv), got.shape[2]
+    x = torch.randn(B, 7, D, generator=generator(5))[:, :t]  # (B, t, d): the run's positions
+
+    def attention(attn, scale=None, dim=-1, merged=True):  # Step 5's, with `how` changed
+        q, k, v = (torch.stack([getattr(h, n)(x) for h in attn.heads], dim=1)
+                   for n in ("query", "key", "value"))  # (B, h, t, d_head) each  # fmt: skip
+        scale = t**0.5 if scale == "T" else scale or k.shape[-1] ** 0.5
+        scores = q @ k.transpose(-2, -1) / scale  # (B, h, t, t)
+        scores = scores.masked_fill(attn.heads[0].tril[:t, :t] == 0, float("-inf"))  # (B, h, t, t)
+        out = torch.softmax(scores, dim=dim) @ v  # (B, h, t, d_head)
+        return attn.proj(out.transpose(1, 2).flatten(2) if merged else out.reshape(B, t, D))
+
+    with torch.no_grad():
+        for name, how in MISTAKES.items():
+            wrong = torch.stack([attention(block.attn, **how) for block in model.blocks])
+            if worst(got, wrong) < LOGITS_TOL:  # (n_layer, B, t, d)
+                return name
+    return ""
+
+
 @pytest.mark.todo("task 3b")
 @pytest.mark.core  # its parity, and its trap: the mask's rows
 def test_cached_attention_gives_step_5_attention_at_the_new_rows(kv):
@@ -219,7 +256,7 @@ def test_cached_attention_gives_step_5_attention_at_the_new_rows(kv):
         "each new query at its own row: rows P to P + t - 1 of the causal mask"
         if prefill_right
         else "the 4 positions fed first, at once, already differ: "
-        + attention_said(got[:, :, :4], expected[:, :, :4])
+        + attention_said(kv, got[:, :, :4], expected[:, :, :4])
     )
     expect.close("cached attention", got, expected, LOGITS_TOL, why)
     expect.shape(f"layer {LAST}'s cached values", cache.values[LAST], (B, H, 7, D // H))
