@@ -310,6 +310,7 @@ MISTAKES += [
         "task 3c",
         "cached_attention(block.attn, block.ln1(x), cache, 0)",
         first="cache.length after a forward of positions 0 to 3",
+        words="each block appends to its own layer",  # walk 5: not "runs through cached_attention"
     ),
     Mistake(  # the targets row ('look at how get_batch cuts y') showed under x's crash
         "x cut at range(B)",
