@@ -13,6 +13,7 @@ import fcntl
 import functools
 import hashlib
 import json
+import math
 import os
 import re
 import resource
@@ -750,15 +751,19 @@ class Reader:
 
     def __init__(self, step: str, log: Path):
         self.step, self.log, self.proc = step, log, None
+        self._start()  # now: it reads torch's names while the worker starts
+
+    def _start(self) -> None:
+        with self.log.open("ab") as said:  # the child's own copy stays open
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "grader.engine"], stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE, stderr=said, cwd=REPO_ROOT,
+            )  # fmt: skip
 
     def __call__(self, files: dict[str, str], submitted: set[str]):
         """Each TODO's Texts, and what a reader would not see the files do (hidden)."""
         if self.proc is None or self.proc.poll() is not None:
-            with self.log.open("ab") as said:  # the child's own copy stays open
-                self.proc = subprocess.Popen(
-                    [sys.executable, "-m", "grader.engine"], stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE, stderr=said, cwd=REPO_ROOT,
-                )  # fmt: skip
+            self._start()
         ask = {"step": self.step, "files": files, "submitted": sorted(submitted)}
         try:
             answer = self._ask(json.dumps(ask).encode("utf-8") + b"\n")
@@ -827,7 +832,95 @@ def hidden(step: str, files: dict[str, str], submitted: set[str]) -> list[str]:
         shipped = {ln.strip() for ln in given.get(rel, "").splitlines()}  # the course's lines
         found += _encoded(rel, files[rel]) + _foreign_writes(rel, files[rel], shipped)
         found += _machinery(rel, files[rel], shipped)
+        listed = {int(m[1]) for ln in found if (m := re.match(rf"{re.escape(rel)}:(\d+) ", ln))}
+        found += _unfamiliar(rel, files[rel], shipped, listed)
     return found
+
+
+# what a TODO's own lines may import beyond the starter's imports, and call by a bare name
+IMPORTS = {"torch", "math", "typing", "dataclasses", "collections", "itertools", "__future__"}
+BUILTINS = {
+    "len", "range", "enumerate", "zip", "min", "max", "sum", "abs", "float", "int", "bool", "list",
+    "tuple", "dict", "set", "frozenset", "isinstance", "print", "round", "sorted", "reversed",
+    "any", "all", "map", "filter", "super", "str", "repr", "divmod", "pow", "iter", "next", "slice",
+    "object", "property", "staticmethod", "classmethod", "callable", "hasattr", "None", "True",
+    "False", "NotImplemented", "Ellipsis", "ValueError", "TypeError", "RuntimeError", "KeyError",
+    "IndexError", "NotImplementedError", "AssertionError", "Exception", "ZeroDivisionError",
+    "StopIteration", "ArithmeticError", "OverflowError",
+}  # fmt: skip
+
+
+@functools.cache
+def _vocabulary() -> tuple[frozenset[str], frozenset[str]]:
+    """(the names, the attributes) honest TODO code is written in: what the references' TODO lines
+    use, and torch's public API (in this reader's process, which runs no submission's code)."""
+    names, attributes = set(BUILTINS), {"__init__", "__call__"}  # super().__init__(...)
+    for path in STEPS_DIR.glob("*/solution/*.py"):  # the references' TODO lines, not given code's
+        text = path.read_text(encoding="utf-8")
+        inside, begun = set(), 0
+        for number, line in enumerate(text.splitlines(), 1):
+            if "BEGIN SOLUTION" in line:
+                begun = number
+            elif "END SOLUTION" in line and begun:
+                inside, begun = inside | set(range(begun, number)), 0
+        for node in ast.walk(ast.parse(text)):
+            if getattr(node, "lineno", 0) in inside:
+                names |= {node.id} if isinstance(node, ast.Name) else set()
+                attributes |= {node.attr} if isinstance(node, ast.Attribute) else set()
+    try:
+        import torch  # noqa: PLC0415 - only the reader pays for it, once
+    except ImportError:  # a grader without torch: the course's words alone
+        return frozenset(names), frozenset(attributes)
+    spaces = [torch, torch.Tensor, torch.nn, torch.nn.functional, torch.nn.Module, torch.linalg,
+              torch.Generator, math, dict, list, tuple, set, str, int, float]  # fmt: skip
+    for space in spaces:
+        for name in dir(space):
+            value = getattr(space, name, None)
+            foreign = isinstance(value, type(math)) and not value.__name__.startswith("torch.")
+            if not name.startswith("_") and not foreign:  # torch.os, torch.sys: not torch's
+                attributes.add(name)
+    return frozenset(names), frozenset(attributes - {"format", "format_map"})  # "{0.__globals__}"
+
+
+def _unfamiliar(rel: str, text: str, shipped: set[str], listed: set[int]) -> list[str]:
+    """Each line of its own that reaches a name, an attribute (a `match` pattern's too) or an
+    import that neither the course's code, torch's API nor the file itself defines: what a
+    forger spells to reach the interpreter's machinery without a word the list above knows
+    (pkgutil.resolve_name, _operator.attrgetter, os.execl); `listed`: lines already listed."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return []
+    names, attributes = _vocabulary()
+    own = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    for node in ast.walk(tree):  # what the file defines: functions, classes, arguments, imports
+        own |= {node.name} if isinstance(node, ast.FunctionDef | ast.ClassDef) else set()
+        own |= {node.arg} if isinstance(node, ast.arg) else set()
+        own |= {node.name} if isinstance(node, ast.ExceptHandler) and node.name else set()
+        own |= {getattr(node, "name", None) or ""} if isinstance(node, ast.MatchAs) else set()
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            own |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            own.add(node.attr)  # self.heads = ...
+    lines, found = text.splitlines(), {}
+    for node in ast.walk(tree):
+        what = ""
+        if isinstance(node, ast.Import | ast.ImportFrom) and not getattr(node, "level", 0):
+            roots = (
+                [node.module] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
+            )
+            what = next((r for r in roots if r and r.split(".")[0] not in IMPORTS | {"common"}), "")
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            what = node.id if node.id not in names | own else ""
+        elif isinstance(node, ast.Attribute) and node.attr not in attributes | own:
+            what = f".{node.attr}"
+        elif isinstance(node, ast.MatchClass):  # case object(f_back=b): attributes by pattern
+            what = next((f".{a}" for a in node.kwd_attrs if a not in attributes | own), "")
+        line = getattr(node, "lineno", 0)
+        code = lines[line - 1].strip() if line else ""
+        if what and line not in found and line not in listed and code not in shipped:
+            found[line] = f"{rel}:{line} reaches {what}, which no course code uses: {code[:120]}"
+    return [found[line] for line in sorted(found)]
 
 
 # What a TODO never needs and a forger does: code run from a string, the interpreter's and
@@ -1044,6 +1137,7 @@ def _texts_child() -> None:
     on stdout, one line."""
     with contextlib.suppress(ValueError, OSError):  # a system that sets no such limit
         resource.setrlimit(resource.RLIMIT_AS, (TEXT_MEMORY, TEXT_MEMORY))
+    _vocabulary()  # before the first submission comes
     for line in sys.stdin:
         ask = json.loads(line)
         try:

@@ -92,6 +92,14 @@ def test_fit_wraps_at_words_and_keeps_a_names_value_whole():
     assert not any(x.rstrip().endswith(" =") for x in lines), "never 'T' and '= 10' apart"
 
 
+def test_fit_breaks_a_test_id_wider_than_the_screen_at_its_parts_not_inside_a_name():
+    """Walk 5: `..._uncached_model` / `s (TODO(...))` split a test's name in two."""
+    test = "test_logits_at_every_generated_position_equal_the_uncached_models"
+    lines = fit([f"steps/lab-02/tests/test_kvcache.py::{test} (TODO(lab-02 task 3d: next_logits))"])
+    assert all(len(x) <= WIDTH for x in lines), lines
+    assert lines[0].endswith("::") and lines[1].strip() == test, lines
+
+
 def test_a_long_command_is_cut_where_the_shell_joins_it_again():
     name = '"test_float64_input_to_a_float64_module_is_accepted[MultiHeadSelfAttention]"'
     lines = typed_lines("One test in full: ", f"pixi run check-lab-01 -v -k {name}")

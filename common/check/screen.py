@@ -76,9 +76,20 @@ def fit(lines: list[str], width: int = WIDTH) -> list[str]:
             kept = TODO_ID.sub(
                 lambda m: m[0].replace(" ", "\1"), kept
             )  # so does "TODO(lab-02 task 2: ...)"
+            kept = " ".join(_breakable(word, width - len(indent)) for word in kept.split(" "))
             wrapped = textwrap.wrap(kept, width, subsequent_indent=indent, break_on_hyphens=False)
             fitted_lines += [w.replace("\0=\0", " = ").replace("\1", " ") for w in wrapped]
     return fitted_lines
+
+
+def _breakable(word: str, room: int) -> str:
+    """A word wider than `room` (a test's id) with a space after its last `::` or `/` that fits:
+    broken there, at its parts, rather than inside a name."""
+    cuts = [word.rfind(sep, 0, room - len(sep)) + len(sep) for sep in ("::", "/")]
+    end = max(cuts)
+    if len(word) <= room or end <= 1:
+        return word
+    return word[:end] + " " + _breakable(word[end:], room)
 
 
 def _wrapped(text: str, first: str) -> list[str]:

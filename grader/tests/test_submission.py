@@ -184,6 +184,13 @@ FORGERS_NEED = {  # a line of what only a forger needs -> the words its 'to read
     "torch.os.write(3, b'')": "reaches os.write",
     "cell.cell_contents = print": "reaches cell_contents",
     "frame = inspect_frame(sys, '_getframe')": "reaches the name '_getframe', as a string",
+    # red team 7: what no listed word spells; a TODO's lines use the references' words and torch's
+    "import pkgutil": "reaches pkgutil, which no course code uses",
+    "write = pkgutil.resolve_name('os:write')": "reaches .resolve_name, which no course code uses",
+    "get = _operator.attrgetter('tb' + '_frame')": "reaches .attrgetter, which no course code uses",
+    "os.execl('/bin/true', 'true')": "reaches .execl, which no course code uses",
+    "open(len('abc'), 'wb')": "reaches open, which no course code uses",
+    "case object(f_back=back): pass": "reaches .f_back, which no course code uses",
 }
 
 
@@ -197,6 +204,7 @@ def test_what_only_a_forger_needs_is_shown_to_read_and_no_reference_line_is():
         assert hidden(step, ref, set(ref)) == [], step
     reference = {p.name: p.read_text(encoding="utf-8") for p in LAB_02.glob("*.py")}
     lines = "import os\nimport os as _os\nimport sys\n" + "\n".join(FORGERS_NEED) + "\n"
+    lines = lines.replace("case object", "match sys:\n    case object")  # a match's own line
     files = reference | {"layers.py": reference["layers.py"] + lines}
     said = hidden("lab-02", files, {"layers.py"})
     for line, words in FORGERS_NEED.items():
