@@ -1135,9 +1135,12 @@ def _read_texts(step: str, files: dict[str, str], submitted: set[str]) -> dict[s
 def _texts_child() -> None:
     """`python -m grader.engine`: a Reader's requests on stdin, one JSON line each; each answer
     on stdout, one line."""
+    _vocabulary()  # before the first submission comes, and before the limit: torch maps GBs
+    held = 0  # the address space torch's import took (Linux), on top of which the limit counts
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        held = int(Path("/proc/self/statm").read_text().split()[0]) * os.sysconf("SC_PAGE_SIZE")
     with contextlib.suppress(ValueError, OSError):  # a system that sets no such limit
-        resource.setrlimit(resource.RLIMIT_AS, (TEXT_MEMORY, TEXT_MEMORY))
-    _vocabulary()  # before the first submission comes
+        resource.setrlimit(resource.RLIMIT_AS, (held + TEXT_MEMORY, held + TEXT_MEMORY))
     for line in sys.stdin:
         ask = json.loads(line)
         try:

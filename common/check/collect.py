@@ -170,21 +170,26 @@ def _named_call(code, ran: dict[int, int], error: str) -> int | None:
     return None
 
 
-def made_lines(code, ran: dict[int, int], error: str) -> tuple[int, int | None]:
+def made_lines(code, ran: dict[int, int], error: str) -> tuple[int, int | None, bool]:
     """made_line's line, or the lines that ran from the first to the return (first, return) when
     it is only the return run last (`return attn.proj(out)`): what made a wrong value is among
-    them, and nothing in a failing assertion says which."""
+    them, and nothing in a failing assertion says which; or, when the function stopped on a line
+    that is no return (torch refused it, the test said so in its words), the lines that fed that
+    line (fed_from), and True."""
     line = made_line(code, ran, error)
     if _named_call(code, ran, error) is not None:
-        return line, None
+        return line, None, False
     statement = _statements(code).get(line)
     last = max(ran, key=ran.__getitem__)
+    stopped = line == last and not isinstance(_innermost(code, last), ast.Return)
+    if stopped and (start := fed_from(code, ran, last)) is not None:
+        return start, last, True
     if line != last or not isinstance(statement, ast.Return) or min(ran) >= statement.lineno:
-        return line, None
+        return line, None, False
     handing = isinstance(statement.value, ast.Name | ast.Tuple)  # `return x, y`: made above
     if ABOUT_LAYOUT.search(error.split(": expected")[0]) and not handing:
-        return line, None  # a dtype's or a shape's: the return's cast or view, as a rule
-    return min(ran), statement.end_lineno
+        return line, None, False  # a dtype's or a shape's: the return's cast or view, as a rule
+    return min(ran), statement.end_lineno, False
 
 
 def made_line(code, ran: dict[int, int], error: str) -> int:
@@ -244,6 +249,14 @@ def _reads(statement: ast.stmt) -> set[str]:
     return {n.id for n in walked if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
+def _innermost(code, line: int) -> ast.stmt | None:
+    """The innermost statement of a TODO function that holds `line`."""
+    function = _function(code)
+    nodes = [n for n in ast.walk(function) if isinstance(n, ast.stmt)] if function else []
+    here = [n for n in nodes if n is not function and n.lineno <= line <= n.end_lineno]
+    return min(here, key=lambda n: n.end_lineno - n.lineno) if here else None
+
+
 def fed_from(code, ran: dict[int, int], line: int) -> int | None:
     """The first line of what a crash on `line` was handed (a crash in correct code has its cause
     above: a window one id short, a tensor made without gradients): each line whose value flowed
@@ -257,8 +270,7 @@ def fed_from(code, ran: dict[int, int], line: int) -> int | None:
     def tick(node) -> int:  # when it last ran (0: not at all), any of its lines
         return max((ran.get(i, 0) for i in range(node.lineno, node.end_lineno + 1)), default=0)
 
-    here = [n for n in nodes if n.lineno <= line <= n.end_lineno]
-    crash = min(here, key=lambda n: n.end_lineno - n.lineno) if here else None
+    crash = _innermost(code, line)
     if crash is None:
         return None
     writes = [n for n in nodes if isinstance(n, ast.Assign | ast.AugAssign | ast.AnnAssign)]
@@ -516,8 +528,8 @@ class Collector:
         the line run last, or the line its return's value was made on (made_line)."""
         lines = []
         for fn, (code, ran) in sorted(self.order.items()):
-            line, end = made_lines(code, ran, error_line(error))
-            lines.append((fn, Place(shown(Path(code.co_filename)), line, end=end)))
+            line, end, raised = made_lines(code, ran, error_line(error))
+            lines.append((fn, Place(shown(Path(code.co_filename)), line, end=end, raised=raised)))
         return tuple(lines)
 
     def pytest_runtest_logreport(self, report):

@@ -31,9 +31,17 @@ def kv(impl):
 
 
 def model_of(kv, seed=0, T_max=T_MAX, dtype=torch.float32):
-    """Step 5's GPT, seeded, in eval mode (it has no dropout: eval changes nothing, but says so)."""
+    """Step 5's GPT, seeded, in eval mode (it has no dropout: eval changes nothing, but says so);
+    each layer norm with weights of its own, as training leaves them (fresh ones are all the same
+    function: ln1 used for ln2 would pass)."""
     seed_all(seed)
-    return kv.GPT(V, T_max, D, H, N_LAYER).to(dtype).eval()
+    model = kv.GPT(V, T_max, D, H, N_LAYER)
+    g = generator(seed + 100)
+    with torch.no_grad():
+        for norm in (m for m in model.modules() if isinstance(m, torch.nn.LayerNorm)):
+            norm.weight.copy_(1 + 0.5 * torch.randn(norm.weight.shape, generator=g))  # (d,)
+            norm.bias.copy_(0.5 * torch.randn(norm.bias.shape, generator=g))  # (d,)
+    return model.to(dtype).eval()
 
 
 def ids(shape, seed=1):

@@ -117,14 +117,16 @@ def test_sinusoidal_refuses_bad_sizes(layers, T, d):
 # ---- rotary
 
 
-def complex_rope(x: torch.Tensor, start: int, sign: int = 1) -> torch.Tensor:
+def complex_rope(x: torch.Tensor, start: int, sign: int = 1, swapped: bool = False) -> torch.Tensor:
     """RoPE as the paper writes it: adjacent pairs as complex numbers times e^{i·m·ω}, in float64
-    (sign -1: e^{-i·m·ω}, the turn the wrong way a bug makes)."""
+    (sign -1: e^{-i·m·ω}, the turn the wrong way a bug makes; swapped: cos and sin exchanged,
+    i·e^{-i·m·ω})."""
     T, d_head = x.shape[-2:]
     z = torch.view_as_complex(x.double().reshape(*x.shape[:-1], d_head // 2, 2).contiguous())
     w = torch.tensor([omega(i, d_head) for i in range(d_head // 2)], dtype=torch.float64)
     m = torch.arange(start, start + T, dtype=torch.float64)
     turn = torch.polar(torch.ones(T, d_head // 2, dtype=torch.float64), sign * torch.outer(m, w))
+    turn = 1j * turn.conj() if swapped else turn  # (T, d_head/2)
     return torch.view_as_real(z * turn).flatten(-2)  # (..., T, d_head)
 
 
@@ -133,14 +135,19 @@ def complex_rope(x: torch.Tensor, start: int, sign: int = 1) -> torch.Tensor:
 def test_rope_turns_each_pair_by_plus_m_omega_counterclockwise(layers):
     x = torch.tensor([[1.0, 0.0]]).repeat(5, 1)  # (T, 2): the unit vector (1, 0) at every position
     m = torch.arange(5, dtype=torch.float32)  # ω_0 = 1: the angle is the position m itself
-    expect.close(
-        "rope of (1, 0) at positions 0 to 4",
-        layers.rope(x),
-        torch.stack((torch.cos(m), torch.sin(m)), dim=-1),
-        atol=FLOAT32,
-        why="(1, 0) turned by +m·ω is (cos m, sin m); (cos m, -sin m) means the angle's sign "
-        "flipped: each pair turned the wrong way",
-    )
+    got = layers.rope(x)  # (5, 2)
+    why = "(1, 0) turned by +m·ω is (cos m, sin m)"
+    for wrong, shown, said in (  # the two mistakes a wrong turn of (1, 0) shows
+        ((torch.cos(m), -torch.sin(m)), "(cos m, -sin m)", "the angle's sign flipped: each pair "
+         "turned the wrong way"),
+        ((torch.sin(m), torch.cos(m)), "(sin m, cos m)", "cos and sin swapped: position 0 is "
+         "not the identity"),
+    ):  # fmt: skip
+        turned = torch.stack(wrong, dim=-1).double()  # (5, 2); got's dtype is another test's
+        if got.shape == (5, 2) and torch.allclose(got.double(), turned, atol=FLOAT32):
+            why = f"{why}, not {shown}: {said}"
+    expect.close("rope of (1, 0) at positions 0 to 4", got,
+                 torch.stack((torch.cos(m), torch.sin(m)), dim=-1), atol=FLOAT32, why=why)  # fmt: skip
 
 
 def halves_rope(x: torch.Tensor, start: int) -> torch.Tensor:
@@ -159,6 +166,12 @@ def rope_said(got: torch.Tensor, x: torch.Tensor, start: int) -> str:
         return (
             "each pair turned the wrong way, by -m·ω_i: the angle's sign flipped; a pair (a, b) "
             "turned by θ is (a cos θ - b sin θ, a sin θ + b cos θ)"
+        )
+    if near(complex_rope(x, start, swapped=True)):
+        return (
+            "cos and sin swapped: each pair (a, b) came back as (a sin θ - b cos θ, a cos θ + "
+            "b sin θ), so position 0 is not the identity; look at which of angle.cos() and "
+            "angle.sin() each name holds"
         )
     if near(halves_rope(x, start)):
         return (
