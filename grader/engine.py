@@ -12,6 +12,7 @@ import difflib
 import fcntl
 import functools
 import hashlib
+import importlib.metadata
 import json
 import math
 import os
@@ -27,7 +28,7 @@ import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-from common import OUT_DIR, REPO_ROOT, SOLUTIONS_DIR, STEPS_DIR, shown
+from common import OUT_DIR, REPO_ROOT, SOLUTIONS_DIR, STEPS_DIR, shown, write_json
 from common.course import course, course_step
 from common.course.bugs import committed
 from common.course.todos import Todo, module_name, parse, raised_todos, split_id, without_code
@@ -853,7 +854,7 @@ BUILTINS = {
 @functools.cache
 def _vocabulary() -> tuple[frozenset[str], frozenset[str]]:
     """(the names, the attributes) honest TODO code is written in: what the references' TODO lines
-    use, and torch's public API (in this reader's process, which runs no submission's code)."""
+    use, and torch's public API."""
     names, attributes = set(BUILTINS), {"__init__", "__call__"}  # super().__init__(...)
     for path in STEPS_DIR.glob("*/solution/*.py"):  # the references' TODO lines, not given code's
         text = path.read_text(encoding="utf-8")
@@ -867,19 +868,35 @@ def _vocabulary() -> tuple[frozenset[str], frozenset[str]]:
             if getattr(node, "lineno", 0) in inside:
                 names |= {node.id} if isinstance(node, ast.Name) else set()
                 attributes |= {node.attr} if isinstance(node, ast.Attribute) else set()
+    return frozenset(names), frozenset(attributes | _torch_names())
+
+
+def _torch_names() -> set[str]:
+    """The public attributes of torch, its tensors, nn, F and Python's plain types: read by
+    importing torch once per torch version (2 s), then from out/ (a class's readers start at once)."""
     try:
-        import torch  # noqa: PLC0415 - only the reader pays for it, once
-    except ImportError:  # a grader without torch: the course's words alone
-        return frozenset(names), frozenset(attributes)
+        version = importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:  # a grader without torch: the course's words
+        return set()
+    code = hashlib.sha256(_grader_code().encode()).hexdigest()[:12]  # its reading may change
+    kept = OUT_DIR / "grade-vocabulary" / f"torch-{version}-py3{sys.version_info[1]}-{code}.json"
+    with contextlib.suppress(OSError, ValueError):
+        return set(json.loads(kept.read_text(encoding="utf-8")))
+    import torch  # noqa: PLC0415 - only a reader pays for it, once per torch
+
     spaces = [torch, torch.Tensor, torch.nn, torch.nn.functional, torch.nn.Module, torch.linalg,
               torch.Generator, math, dict, list, tuple, set, str, int, float]  # fmt: skip
+    names = set()
     for space in spaces:
         for name in dir(space):
             value = getattr(space, name, None)
             foreign = isinstance(value, type(math)) and not value.__name__.startswith("torch.")
             if not name.startswith("_") and not foreign:  # torch.os, torch.sys: not torch's
-                attributes.add(name)
-    return frozenset(names), frozenset(attributes - {"format", "format_map"})  # "{0.__globals__}"
+                names.add(name)
+    names -= {"format", "format_map"}  # "{0.__globals__}".format(f): an attribute by a string
+    with contextlib.suppress(OSError):  # another reader may be writing it too
+        write_json(kept, sorted(names))
+    return names
 
 
 def _unfamiliar(rel: str, text: str, shipped: set[str], listed: set[int]) -> list[str]:
