@@ -191,6 +191,13 @@ FORGERS_NEED = {  # a line of what only a forger needs -> the words its 'to read
     "os.execl('/bin/true', 'true')": "reaches .execl, which no course code uses",
     "open(len('abc'), 'wb')": "reaches open, which no course code uses",
     "case object(f_back=back): pass": "reaches .f_back, which no course code uses",
+    # red team 8: a name imported from a torch module, attributes and builtins made "the file's
+    # own" by a parameter's name, a pickle in bytes for torch.load
+    "from torch.serialization import os as _o": "reaches os, which no course code uses",
+    "def _opts(execlp=None, open=None): return open(len('abc')) or _o.execlp": "reaches .execlp",
+    "def _opener(open=None): return open(len('abc'))": "reaches open, which no course code uses",
+    "_ckpt = b'cbuiltins'": "reaches a bytes literal",
+    "torch.load(_ckpt, weights_only=False)": "reaches .load, which no course code uses",
 }
 
 
