@@ -753,7 +753,6 @@ class Reader:
 
     def __init__(self, step: str, log: Path):
         self.step, self.log, self.proc = step, log, None
-        self._start()  # now: it reads torch's names while the worker starts
 
     def _start(self) -> None:
         with self.log.open("ab") as said:  # the child's own copy stays open
