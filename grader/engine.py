@@ -947,9 +947,9 @@ def _unfamiliar(rel: str, text: str, shipped: set[str], listed: set[int]) -> lis
             what = next((f".{a}" for a in node.kwd_attrs if a not in attributes | fields), "")
         elif isinstance(node, ast.Constant) and isinstance(node.value, bytes):
             what = "a bytes literal"  # a pickle's bytes run code that no line shows
-        line = getattr(node, "lineno", 0)
-        code = lines[line - 1].strip() if line else ""
-        if what and line not in found and line not in listed and code not in shipped:
+        line = _own_line(node, lines, shipped) if what else 0
+        if line and line not in found and line not in listed:
+            code = lines[line - 1].strip()
             found[line] = f"{rel}:{line} reaches {what}, which no course code uses: {code[:120]}"
     return [found[line] for line in sorted(found)]
 
@@ -1043,8 +1043,8 @@ def _machinery(rel: str, text: str, shipped: set[str]) -> list[str]:
             and ast.unparse(node.value).split(".")[-1] in os_names
         ):
             what = f"os.{node.attr}"
-        line = getattr(node, "lineno", 0)
-        if what and line not in found and lines[line - 1].strip() not in shipped:
+        line = _own_line(node, lines, shipped) if what else 0
+        if line and line not in found:
             found[line] = f"{rel}:{line} reaches {what}: {lines[line - 1].strip()[:120]}"
     return [found[line] for line in sorted(found)]
 
@@ -1096,11 +1096,18 @@ def _foreign_writes(rel: str, text: str, shipped: set[str]) -> list[str]:
         }
     lines = text.splitlines()
     return [
-        f"{rel}:{node.lineno} changes {what}: {lines[node.lineno - 1].strip()[:120]}"
+        f"{rel}:{line} changes {what}: {lines[line - 1].strip()[:120]}"
         for node in sorted(ast.walk(tree), key=lambda n: getattr(n, "lineno", 0))
-        if (what := _foreign_target(node, imported))
-        and lines[node.lineno - 1].strip() not in shipped
+        if (what := _foreign_target(node, imported)) and (line := _own_line(node, lines, shipped))
     ]
+
+
+def _own_line(node: ast.AST, lines: list[str], shipped: set[str]) -> int:
+    """The first line of `node` that is not one of the starter's `shipped` lines (0: all are): a
+    chain opened by a shipped line (`"TODO(...)"` alone, then `.__class__` below) is not."""
+    first, last = getattr(node, "lineno", 0), getattr(node, "end_lineno", None)
+    span = range(first, (last or first) + 1) if first else range(0)
+    return next((n for n in span if lines[n - 1].strip() not in shipped), 0)
 
 
 def _foreign_target(node: ast.AST, imported: set[str]) -> str:

@@ -198,6 +198,8 @@ FORGERS_NEED = {  # a line of what only a forger needs -> the words its 'to read
     "def _opener(open=None): return open(len('abc'))": "reaches open, which no course code uses",
     "_ckpt = b'cbuiltins'": "reaches a bytes literal",
     "torch.load(_ckpt, weights_only=False)": "reaches .load, which no course code uses",
+    # red team 9: a chain whose first line is one the starter ships, alone on its line
+    ".__class__.__mro__[1].__getattribute__)": "reaches __getattribute__",
 }
 
 
@@ -212,6 +214,7 @@ def test_what_only_a_forger_needs_is_shown_to_read_and_no_reference_line_is():
     reference = {p.name: p.read_text(encoding="utf-8") for p in LAB_02.glob("*.py")}
     lines = "import os\nimport os as _os\nimport sys\n" + "\n".join(FORGERS_NEED) + "\n"
     lines = lines.replace("case object", "match sys:\n    case object")  # a match's own line
+    lines = lines.replace(".__class__.__mro__", "_ga = (\n    check_dropout(x, p, generator)\n    .__class__.__mro__")
     files = reference | {"layers.py": reference["layers.py"] + lines}
     said = hidden("lab-02", files, {"layers.py"})
     for line, words in FORGERS_NEED.items():
