@@ -214,7 +214,9 @@ def test_what_only_a_forger_needs_is_shown_to_read_and_no_reference_line_is():
     reference = {p.name: p.read_text(encoding="utf-8") for p in LAB_02.glob("*.py")}
     lines = "import os\nimport os as _os\nimport sys\n" + "\n".join(FORGERS_NEED) + "\n"
     lines = lines.replace("case object", "match sys:\n    case object")  # a match's own line
-    lines = lines.replace(".__class__.__mro__", "_ga = (\n    check_dropout(x, p, generator)\n    .__class__.__mro__")
+    lines = lines.replace(
+        ".__class__.__mro__", "_ga = (\n    check_dropout(x, p, generator)\n    .__class__.__mro__"
+    )
     files = reference | {"layers.py": reference["layers.py"] + lines}
     said = hidden("lab-02", files, {"layers.py"})
     for line, words in FORGERS_NEED.items():
