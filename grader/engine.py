@@ -25,6 +25,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -754,17 +755,14 @@ class Reader:
     def __init__(self, step: str, log: Path):
         self.step, self.log, self.proc = step, log, None
 
-    def _start(self) -> None:
-        with self.log.open("ab") as said:  # the child's own copy stays open
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "grader.engine"], stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE, stderr=said, cwd=REPO_ROOT,
-            )  # fmt: skip
-
     def __call__(self, files: dict[str, str], submitted: set[str]):
         """Each TODO's Texts, and what a reader would not see the files do (hidden)."""
         if self.proc is None or self.proc.poll() is not None:
-            self._start()
+            with self.log.open("ab") as said:  # the child's own copy stays open
+                self.proc = subprocess.Popen(
+                    [sys.executable, "-m", "grader.engine"], stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE, stderr=said, cwd=REPO_ROOT,
+                )  # fmt: skip
         ask = {"step": self.step, "files": files, "submitted": sorted(submitted)}
         try:
             answer = self._ask(json.dumps(ask).encode("utf-8") + b"\n")
@@ -830,11 +828,16 @@ def hidden(step: str, files: dict[str, str], submitted: set[str]) -> list[str]:
     (the course's, pytest's, torch's judges: `torch.allclose = ...`, `setattr(pytest, ...)`)."""
     found, given = [], starter_files(step)
     for rel in sorted(r for r in submitted if r.endswith(".py") and r in files):
+        text = files[rel]
         shipped = {ln.strip() for ln in given.get(rel, "").splitlines()}  # the course's lines
-        found += _encoded(rel, files[rel]) + _foreign_writes(rel, files[rel], shipped)
-        found += _machinery(rel, files[rel], shipped)
-        listed = {int(m[1]) for ln in found if (m := re.match(rf"{re.escape(rel)}:(\d+) ", ln))}
-        found += _unfamiliar(rel, files[rel], shipped, listed)
+        found += _encoded(rel, text)
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            continue  # it does not import: the grade says so
+        said = _foreign_writes(tree, text, shipped) + _machinery(tree, text, shipped)
+        said += _unfamiliar(tree, text, shipped, {line for line, _ in said})
+        found += [f"{rel}:{line} {why}" for line, why in said]
     return found
 
 
@@ -863,15 +866,8 @@ def _vocabulary() -> tuple[frozenset[str], frozenset[str]]:
     use, and torch's public API."""
     names, attributes = set(BUILTINS), {"__init__", "__call__"}  # super().__init__(...)
     for path in STEPS_DIR.glob("*/solution/*.py"):  # the references' TODO lines, not given code's
-        text = path.read_text(encoding="utf-8")
-        inside, begun = set(), 0
-        for number, line in enumerate(text.splitlines(), 1):
-            if "BEGIN SOLUTION" in line:
-                begun = number
-            elif "END SOLUTION" in line and begun:
-                inside, begun = inside | set(range(begun, number)), 0
-        for node in ast.walk(ast.parse(text)):
-            if getattr(node, "lineno", 0) in inside:
+        for region in parse(path.read_text(encoding="utf-8"), shown(path))[1]:
+            for node in ast.walk(ast.parse(textwrap.dedent("\n".join(region.code)))):
                 names |= {node.id} if isinstance(node, ast.Name) else set()
                 attributes |= {node.attr} if isinstance(node, ast.Attribute) else set()
     return frozenset(names), frozenset(attributes | _torch_names() - LOADERS)
@@ -879,7 +875,8 @@ def _vocabulary() -> tuple[frozenset[str], frozenset[str]]:
 
 def _torch_names() -> set[str]:
     """The public attributes of torch, its tensors, nn, F and Python's plain types: read by
-    importing torch once per torch version (2 s), then from out/ (a class's readers start at once)."""
+    importing torch once per torch version (2 s), then from out/ (a class's readers start at
+    once)."""
     try:
         version = importlib.metadata.version("torch")
     except importlib.metadata.PackageNotFoundError:  # a grader without torch: the course's words
@@ -905,15 +902,11 @@ def _torch_names() -> set[str]:
     return names
 
 
-def _unfamiliar(rel: str, text: str, shipped: set[str], listed: set[int]) -> list[str]:
+def _unfamiliar(tree, text: str, shipped: set[str], listed: set[int]) -> list[tuple[int, str]]:
     """Each line of its own that reaches a name, an attribute (a `match` pattern's too) or an
     import that neither the course's code, torch's API nor the file itself defines: what a
     forger spells to reach the interpreter's machinery without a word the list above knows
     (pkgutil.resolve_name, _operator.attrgetter, os.execl); `listed`: lines already listed."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
-        return []
     names, attributes = _vocabulary()
     own = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     fields = set()  # the attributes the file gives its own objects: self.heads = ..., a method
@@ -950,8 +943,8 @@ def _unfamiliar(rel: str, text: str, shipped: set[str], listed: set[int]) -> lis
         line = _own_line(node, lines, shipped) if what else 0
         if line and line not in found and line not in listed:
             code = lines[line - 1].strip()
-            found[line] = f"{rel}:{line} reaches {what}, which no course code uses: {code[:120]}"
-    return [found[line] for line in sorted(found)]
+            found[line] = f"reaches {what}, which no course code uses: {code[:120]}"
+    return sorted(found.items())
 
 
 # What a TODO never needs and a forger does: code run from a string, the interpreter's and
@@ -987,14 +980,10 @@ ALIASED = {"getattr", "setattr", "delattr", "vars", "globals", "locals", "exec",
            "__import__"}  # fmt: skip
 
 
-def _machinery(rel: str, text: str, shipped: set[str]) -> list[str]:
+def _machinery(tree, text: str, shipped: set[str]) -> list[tuple[int, str]]:
     """Each line that imports or calls what only a forger needs (DYNAMIC, MACHINERY, INNARDS,
     os.write to a descriptor, a path under /proc), but for the `shipped` lines of the starter,
-    with its place."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
-        return []
+    as (its line, what it reaches)."""
     lines, found = text.splitlines(), {}
     called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
     os_names = {"os", "posix"} | {  # `import os as _os`
@@ -1045,8 +1034,8 @@ def _machinery(rel: str, text: str, shipped: set[str]) -> list[str]:
             what = f"os.{node.attr}"
         line = _own_line(node, lines, shipped) if what else 0
         if line and line not in found:
-            found[line] = f"{rel}:{line} reaches {what}: {lines[line - 1].strip()[:120]}"
-    return [found[line] for line in sorted(found)]
+            found[line] = f"reaches {what}: {lines[line - 1].strip()[:120]}"
+    return sorted(found.items())
 
 
 def _encoded(rel: str, text: str) -> list[str]:
@@ -1072,13 +1061,9 @@ def _encoded(rel: str, text: str) -> list[str]:
     return []
 
 
-def _foreign_writes(rel: str, text: str, shipped: set[str]) -> list[str]:
+def _foreign_writes(tree, text: str, shipped: set[str]) -> list[tuple[int, str]]:
     """Each statement that sets or deletes an attribute of a module it imported (or of what it
-    imported from one), but for the `shipped` lines of the starter: the lines, with their place."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
-        return []  # it does not import: the grade says so
+    imported from one), but for the `shipped` lines of the starter: (its line, what it changes)."""
     imported = {
         (alias.asname or alias.name).split(".")[0]
         for node in ast.walk(tree)
@@ -1096,7 +1081,7 @@ def _foreign_writes(rel: str, text: str, shipped: set[str]) -> list[str]:
         }
     lines = text.splitlines()
     return [
-        f"{rel}:{line} changes {what}: {lines[line - 1].strip()[:120]}"
+        (line, f"changes {what}: {lines[line - 1].strip()[:120]}")
         for node in sorted(ast.walk(tree), key=lambda n: getattr(n, "lineno", 0))
         if (what := _foreign_target(node, imported)) and (line := _own_line(node, lines, shipped))
     ]

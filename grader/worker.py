@@ -325,16 +325,20 @@ def _module(path: Path, name: str):
     return module
 
 
+def _course_roots(copy: Path) -> list[Path]:
+    """Where the copy's course that judges it lives: common/, the conftest and its compiled code,
+    each step's tests."""
+    roots = [copy / name for name in ("common", "conftest.py", "__pycache__")]
+    return roots + sorted((copy / "steps").glob("*/tests"))
+
+
 def _course_files(copy: Path) -> dict[str, bytes]:
-    """Every file of the copy's course that judges it (the tests of each step, common/, the
-    conftest and its compiled code), by path, as its sha256: none may change while the copy runs (a pytest .pyc planted
-    included). Read into a buffer zeroed after: a held-out test's text stays in no memory that a
-    later copy's child inherits. Plain strings, not Path: it runs four times a copy."""
+    """Every file of the copy's course (_course_roots), by path, as its sha256: none may change
+    while the copy runs (a pytest .pyc planted included). Read into a buffer zeroed after: a
+    held-out test's text stays in no memory that a later copy's child inherits. Walked as plain
+    strings, not Path: it runs four times a copy."""
     found, top = {}, str(copy)
-    steps = os.path.join(top, "steps")
-    roots = [os.path.join(top, name) for name in ("common", "conftest.py", "__pycache__")]
-    roots += [os.path.join(steps, s, "tests") for s in sorted(os.listdir(steps))]
-    for root in roots:
+    for root in map(str, _course_roots(copy)):
         if not os.path.isdir(root) or os.path.islink(root):
             _digest(root, found, len(top) + 1)
             continue
@@ -401,9 +405,7 @@ def _hooks_from(configs: list, starter: Path) -> str:
 def _read_only(copy: Path) -> None:
     """The copy's course (common/, each step's tests, the conftest) read-only: a copy that writes
     its own tests or the course's checks is refused (and, if it gets past that, flagged)."""
-    roots = [copy / name for name in ("common", "conftest.py", "__pycache__")]
-    roots += (copy / "steps").glob("*/tests")
-    for root in roots:
+    for root in _course_roots(copy):
         for path in [root] if root.is_file() else [*root.rglob("*"), root]:  # root last
             with contextlib.suppress(OSError):
                 path.chmod(0o555 if path.is_dir() else 0o444)

@@ -260,8 +260,9 @@ def _innermost(code, line: int) -> ast.stmt | None:
 def fed_from(code, ran: dict[int, int], line: int) -> int | None:
     """The first line of what a crash on `line` was handed (a crash in correct code has its cause
     above: a window one id short, a tensor made without gradients): each line whose value flowed
-    into it (the last write of each name it read, and so on back), the `with` around such a line (torch.no_grad()), and an `if`
-    whose test sent it into its body or past it; None when nothing above it fed it."""
+    into it (the last write of each name it read, and so on back), the `with` around such a line
+    (torch.no_grad()), and an `if` whose test sent it into its body or past it; None when nothing
+    above it fed it."""
     function, when = _function(code), ran.get(line)
     if function is None or when is None:
         return None

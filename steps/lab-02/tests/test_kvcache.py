@@ -160,12 +160,16 @@ def test_each_layer_keeps_its_own_keys_and_values(kv):
 LAST = N_LAYER - 1  # the last layer: cache.length reads it, as the handout's KVCache says
 
 
+def attention_inputs(kv):
+    """The model and the 7 positions x (B, 7, d) every cached attention run is fed."""
+    return model_of(kv), torch.randn(B, 7, D, generator=generator(5))
+
+
 def cached_attention_run(kv, pieces):
     """Step 5's attention of every layer on the same 7 positions, and the cached attention fed
     them in `pieces`, layer after layer as a forward does (so cache.length is what a forward
     sees); each result checked for its shape, and torch's refusals said in words."""
-    model = model_of(kv)
-    x = torch.randn(B, 7, D, generator=generator(5))  # (B, 7, d)
+    model, x = attention_inputs(kv)  # x: (B, 7, d)
     cache = kv.KVCache(model, B)
     got = [[] for _ in model.blocks]  # per layer, the (B, b - a, d) of each piece
     with torch.no_grad():
@@ -234,8 +238,9 @@ MISTAKES = {
 def attention_mistake(kv, got: torch.Tensor) -> str:
     """The MISTAKES entry whose attention `got` (n_layer, B, t, d) is, for cached_attention_run's
     first t positions fed at once, or ''."""
-    model, t = model_of(kv), got.shape[2]
-    x = torch.randn(B, 7, D, generator=generator(5))[:, :t]  # (B, t, d): the run's positions
+    model, x = attention_inputs(kv)
+    t = got.shape[2]
+    x = x[:, :t]  # (B, t, d): the run's first positions
 
     def attention(attn, scale=None, dim=-1, merged=True):  # Step 5's, with `how` changed
         q, k, v = (torch.stack([getattr(h, n)(x) for h in attn.heads], dim=1)
