@@ -71,6 +71,7 @@ def finite(name: str, got: torch.Tensor, why: str = "") -> None:
 
 def _bounded(name: str, got, ok, expected: str, why: str) -> None:
     """Fail on the first value (or tensor entry) for which ok(value) is false; NaN never passes."""
+    _plain(name, got)
     if not isinstance(got, torch.Tensor):
         if not ok(got):  # a NaN compares false, so it fails too
             fail(name, expected, got, why)
@@ -95,6 +96,7 @@ def between(name: str, got: float, low: float, high: float, why: str = "") -> No
 
 def shape(name: str, got: torch.Tensor, expected: Sequence[int], why: str = "") -> None:
     """got.shape == expected."""
+    _plain(name, got)
     if tuple(got.shape) != tuple(expected):
         fail(f"{name}.shape", str(tuple(expected)), str(tuple(got.shape)), why)
 
@@ -110,8 +112,20 @@ def members(name: str, got: Sequence, expected: Sequence, labels: Sequence[str],
             equal(f"{name}'s {label}", g, e)
 
 
+def _plain(name: str, *values) -> None:
+    """Fail on a tensor of a subclass of torch.Tensor: its own operations may answer a comparison."""
+    for value in values:
+        if isinstance(value, torch.Tensor) and type(value) not in (
+            torch.Tensor,
+            torch.nn.Parameter,
+        ):
+            fail(name, "a torch.Tensor", f"a {type(value).__name__}, a subclass of it",
+                 "the course compares plain tensors")  # fmt: skip
+
+
 def _tensors_close(name: str, got, expected, atol: float | None, why: str) -> None:
     """Compare two tensors entry by entry; a failure says where the worst entry is and what it is."""
+    _plain(name, got, expected)
     if got.shape != expected.shape:
         fail(f"{name}.shape", str(tuple(expected.shape)), str(tuple(got.shape)), why)
     if got.dtype == torch.bool or expected.dtype == torch.bool or atol is None:
@@ -139,5 +153,6 @@ def _tensors_close(name: str, got, expected, atol: float | None, why: str) -> No
 
 def differs(name: str, got: torch.Tensor, before: torch.Tensor, why: str = "") -> None:
     """got is not bit-identical to before: a change that must show did show."""
+    _plain(name, got, before)
     if torch.equal(got, before):
         fail(name, "a change", "the same values as before", why)

@@ -894,7 +894,8 @@ def _torch_names() -> set[str]:
         for name in dir(space):
             value = getattr(space, name, None)
             foreign = isinstance(value, type(math)) and not value.__name__.startswith("torch.")
-            if not name.startswith("_") and not foreign:  # torch.os, torch.sys: not torch's
+            hooked = "hook" in name or name.startswith("register_")  # code run by torch's calls
+            if not name.startswith("_") and not foreign and not hooked:  # torch.os: not torch's
                 names.add(name)
     names -= {"format", "format_map"}  # "{0.__globals__}".format(f): an attribute by a string
     with contextlib.suppress(OSError):  # another reader may be writing it too
@@ -964,7 +965,8 @@ INNARDS = {
     "fork", "abort", "execv", "execve", "system", "popen", "utime", "setxattr", "modules",
     "__setattr__", "__delattr__", "__dict__", "cell_contents", "co_freevars", "pluginmanager",
     "get_plugins", "__self__", "__func__", "__wrapped__", "__traceback__", "__mro__", "__bases__",
-    "__getattribute__", "fromhex", "listdir", "scandir", "FileIO",
+    "__getattribute__", "fromhex", "listdir", "scandir", "FileIO", "as_subclass",
+    "_make_subclass", "_make_wrapper_subclass",  # a tensor whose own ops answer any comparison
     "os", "sys", "posix", "builtins", "gc", "ctypes", "importlib",  # torch.os: no import seen
 }  # fmt: skip
 # the operating system's descriptors and folders, reached from os (os.write(3, ...): the record)
@@ -972,6 +974,8 @@ OS_LOW = {"write", "open", "read", "dup", "dup2", "fdopen", "listdir", "scandir"
           "system"}  # fmt: skip
 # ... and where a name alone reaches them: a builtin's own namespace, the import machinery
 BARE = {"__builtins__", "__import__", "__loader__", "__spec__"}
+# the methods a TODO's class defines that Python calls by itself, and nothing else
+PLAIN_DUNDERS = {"__init__", "__repr__", "__post_init__"}
 # a string a forger looks a name up by (`_b["exec"]`, getattr(f, "f_locals")): a dunder or these
 LOOKED_UP = DYNAMIC - {"compile"} | {"_getframe", "f_locals", "f_back", "f_globals", "_exit"}
 # Builtins that reach or change what a name does not say, taken as a value (`reach = getattr`) so
@@ -1022,6 +1026,16 @@ def _machinery(tree, text: str, shipped: set[str]) -> list[tuple[int, str]]:
             what = node.attr  # sys.modules, a class's __setattr__, a namespace's __dict__ too
         elif isinstance(node, ast.Name) and node.id in ALIASED and id(node) not in called:
             what = f"{node.id}, taken as a value"
+        elif (
+            isinstance(node, ast.FunctionDef)
+            and re.fullmatch(r"__\w+__", node.name)
+            and (node.name not in PLAIN_DUNDERS)
+        ):
+            what = f"a method {node.name}, which Python runs where no line calls it"
+        elif isinstance(node, ast.ClassDef) and any(
+            ast.unparse(b).split(".")[-1] in ("Tensor", "Parameter") for b in node.bases
+        ):
+            what = "a subclass of torch.Tensor, whose own operations may answer any comparison"
         elif isinstance(node, ast.Lambda) and id(node) in called:
             what = "a lambda called where it is made"  # `(lambda: torch)().x = ...` hides torch
         elif isinstance(node, ast.Constant) and "/proc" in str(node.value):

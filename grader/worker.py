@@ -172,7 +172,8 @@ def _record(copy: Path, step: str):
     judges, course, starter = Judges(), _course_files(copy), copy / "steps" / step / "starter"
     held = _held()
     modules = dict(sys.modules)  # each module imported before any of the copy's code ran
-    plain = torch._C.DisableTorchFunctionSubclass  # a tensor subclass answers no comparison
+    # a tensor subclass answers no comparison: its __torch_function__ and __torch_dispatch__ off
+    plain, undispatched = torch._C.DisableTorchFunctionSubclass, torch._C._DisableTorchDispatch
 
     def forged(files: bool = False) -> str:
         """What the copy's code did to how it is judged (`files`: its course's files too), or ''."""
@@ -211,7 +212,7 @@ def _record(copy: Path, step: str):
         @pytest.hookimpl(wrapper=True)
         def pytest_runtest_call(self, item):
             __tracebackhide__ = True  # a failure's frames on the student's screen are theirs
-            with plain():
+            with plain(), undispatched():
                 return (yield)
 
         def pytest_collection_finish(self, session):  # the tests are read: as before any code?

@@ -5,10 +5,13 @@ Three parts: this plugin and collect.py collect the results (the hooks below set
 shape each report); status.py turns them into a status per TODO; screen.py draws it; guard.py
 bounds what a student's code may do to the run."""
 
+import ast
 import functools
 import inspect
 import io
+import itertools
 import keyword
+import linecache
 import os
 import re
 import sys
@@ -331,8 +334,69 @@ def in_course_words(exc) -> list[str]:
     where = f"{shown(Path(entry.path))}:{entry.lineno + 1}"
     whose = "Your line" if "starter" in Path(entry.path).parts else "The course's line"
     said = f"{whose} {where} ran" + (f" with {', '.join(values)}" if values else "")
+    part = _raising_part(entry)
+    at = f" at {part}," if part and part != _whole_value(_one_line(statement)) else ""
     refuser = "Python" if _pythons(exc) else "torch"  # None.length is not torch's
-    return [f"  {said}; {refuser} refused it:"]  # one line: the screen wraps it
+    meaning = [
+        f"  {words.format(*m.groups())}"
+        for t, words in TORCH_MEANS
+        if (m := t.search(str(exc.value)))
+    ]
+    return [f"  {said};{at} {refuser} refused it:", *meaning[:1]]  # the screen wraps each line
+
+
+# torch's errors a student's shapes meet most, in the course's words (its message follows them)
+TORCH_MEANS = [(re.compile(pattern), said) for pattern, said in (
+    (r"a Tensor with (\d+) elements cannot be converted to Scalar",
+     ".item() is the number a one-element tensor holds; this tensor holds {0} entries"),
+    (r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\) at non-singleton "
+     r"dimension (\d+)", "an elementwise op met two tensors whose axis {2} is {0} in one and {1} "
+     "in the other: neither is 1, so they cannot broadcast"),
+    (r"expanded size of the tensor \((\d+)\) must match the existing size \((\d+)\) at "
+     r"non-singleton dimension (\d+)\.\s+Target sizes: \[([-\d, ]*)\]\.\s+Tensor sizes: "
+     r"\[([-\d, ]*)\]", "a value written into a slice must fit it: the slice is ({3}), the value "
+     "({4})"),
+    (r"Expected size for first two dimensions of batch2 tensor to be: \[(\d+), (\d+)\] but got: "
+     r"\[(\d+), (\d+)\]", "a batched matmul (@) needs the right tensor's batch and first axes "
+     "to be ({0}, {1}), the left's batch and last axes; they are ({2}, {3})"),
+    (r"grad can be implicitly created only for scalar outputs",
+     ".backward() starts from one number, the loss; this tensor holds more than one entry"),
+    (r"mat1 and mat2 shapes cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)",
+     "a matmul needs the left's last axis equal to the right's first: {1} against {2}"),
+    (r"expected m1 and m2 to have the same dtype, but got: (\w+) != (\w+)",
+     "a matmul met a {0} tensor and a {1} one: both must have one dtype"),
+    (r"Tensors must have same number of dimensions: got (\d+) and (\d+)",
+     "torch.cat joins tensors of as many axes each; these have {0} and {1}"),
+    (r"Sizes of tensors must match except in dimension (\d+)\. Expected size (\d+) but got size "
+     r"(\d+) for tensor number (\d+)", "torch.cat along axis {0} needs every other axis equal: "
+     "tensor {3} has {2} where the first has {1}"),
+    (r"stack expects each tensor to be equal size, but got \[([\d, ]*)\] at entry 0 and "
+     r"\[([\d, ]*)\] at entry (\d+)", "torch.stack needs tensors of one shape: entry 0 is "
+     "({0}), entry {2} is ({1})"),
+    (r"shape '\[([-\d, ]*)\]' is invalid for input of size (\d+)",
+     "a view or reshape to ({0}) must hold exactly the tensor's {1} entries"),
+)]  # fmt: skip
+
+
+def _whole_value(statement: str) -> str:
+    """The expression a one-line statement computes (`attn.proj(out)` of `return attn.proj(out)`)."""
+    try:
+        node = ast.parse(statement.strip()).body[0]
+    except (SyntaxError, IndexError):
+        return statement.strip()
+    value = getattr(node, "value", None) or node
+    return ast.get_source_segment(statement.strip(), value) or statement.strip()
+
+
+def _raising_part(entry) -> str:
+    """The part of its line that was running when the statement raised (`model(x, y)[0].item()`),
+    from the positions Python keeps for each instruction; '' when they span lines or are unknown."""
+    raw = entry._rawentry  # pytest's entry over the traceback object
+    positions = itertools.islice(raw.tb_frame.f_code.co_positions(), raw.tb_lasti // 2, None)
+    line, end, start, stop = next(positions, (None,) * 4)
+    if None in (line, start, stop) or line != end:
+        return ""
+    return linecache.getline(raw.tb_frame.f_code.co_filename, line)[start:stop]
 
 
 # errors Python raises itself, never torch: a name or attribute that is not there (often a None)

@@ -77,6 +77,7 @@ HANDS_ON = {"to", "float", "double", "half", "bfloat16", "contiguous", "flatten"
 PLACEHOLDERS = {"zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like"}
 SNAKE = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+_?(?![\w])")  # zero_grad, clip_grad_norm_
 CALLED = re.compile(r"(?<![\w.])([a-z]\w*)\(")  # model(x, y): a name the message writes as called
+DOTTED = re.compile(r"(?<![\w.])([a-z]\w*\.[a-z]\w*)\(")  # angle.cos(): a local's method, called
 ABOUT_LAYOUT = re.compile(r"dtype|\.shape\b")  # a failure of a dtype or a shape: a cast's, a view's
 # expect.close's words: the worst entry's index, and how many of all the entries differ
 WORST_ENTRY = re.compile(r"\[(\d+(?:, \d+)*)\]: expected .*\((\d+) of (\d+) entries differ\)")
@@ -149,7 +150,8 @@ def _placeholder(statement: ast.stmt) -> bool:
 @functools.cache
 def _calls(code) -> dict[str, tuple[int, ...]]:
     """Each snake_case function or method a TODO function calls (`optimizer.zero_grad()`,
-    `cached_attention(...)`), and each argument it calls (`model(x, y)`) -> its lines."""
+    `cached_attention(...)`), each argument it calls (`model(x, y)`) and each method of a name
+    it calls (`angle.cos()`, `optimizer.step()`) -> its lines."""
     function, calls = _function(code), {}
     handed = {a.arg for a in function.args.args} if function else set()
     for node in ast.walk(function) if function else ():
@@ -157,6 +159,9 @@ def _calls(code) -> dict[str, tuple[int, ...]]:
             name = getattr(node.func, "attr", getattr(node.func, "id", ""))
             if SNAKE.fullmatch(name) or (isinstance(node.func, ast.Name) and name in handed):
                 calls[name] = (*calls.get(name, ()), node.lineno)
+            if isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
+                dotted = f"{node.func.value.id}.{name}"  # angle.cos(): a local's method
+                calls[dotted] = (*calls.get(dotted, ()), node.lineno)
     return calls
 
 
@@ -164,7 +169,7 @@ def _named_call(code, ran: dict[int, int], error: str) -> int | None:
     """The line run last of the first call a failure's message names (`... (clip_grad_value_)`,
     `model(x, y)`): a step's side effect (a gradient, a weight) was wrong, not what it returns."""
     calls = _calls(code)
-    for name in [*SNAKE.findall(error), *CALLED.findall(error)]:
+    for name in [*SNAKE.findall(error), *CALLED.findall(error), *DOTTED.findall(error)]:
         if lines := [line for line in calls.get(name, ()) if line in ran]:
             return max(lines, key=ran.__getitem__)
     return None
@@ -176,11 +181,13 @@ def made_lines(code, ran: dict[int, int], error: str) -> tuple[int, int | None, 
     them, and nothing in a failing assertion says which; or, when the function stopped on a line
     that is no return (torch refused it, the test said so in its words), the lines that fed that
     line (fed_from), and True."""
-    line = made_line(code, ran, error)
+    line, flowed = made_line(code, ran, error)
     if _named_call(code, ran, error) is not None:
         return line, None, False
     statement = _statements(code).get(line)
     last = max(ran, key=ran.__getitem__)
+    if flowed and (start := fed_from(code, ran, line)) is not None:
+        return start, line, False  # its inputs, made above it, may be what is wrong
     stopped = line == last and not isinstance(_innermost(code, last), ast.Return)
     if stopped and (start := fed_from(code, ran, last)) is not None:
         return start, last, True
@@ -192,7 +199,7 @@ def made_lines(code, ran: dict[int, int], error: str) -> tuple[int, int | None, 
     return min(ran), statement.end_lineno, False
 
 
-def made_line(code, ran: dict[int, int], error: str) -> int:
+def made_line(code, ran: dict[int, int], error: str) -> tuple[int, bool]:
     """The student line of a TODO function that made the value an assertion found wrong.
 
     A line that calls the method the failure names, if one ran (a side effect's call); else, when
@@ -203,21 +210,22 @@ def made_line(code, ran: dict[int, int], error: str) -> int:
     a dtype or a shape: then the nearest line that ran through which all of that local's data
     flows and that assigns a whole value (the line whose value every later line only rearranged
     or wrote into place). `ran`: each student line -> when it last ran. When no such line is
-    sure (a bare `return y` may lack a last step, the projection), the line run last."""
+    sure (a bare `return y` may lack a last step, the projection), the line run last. And
+    whether the line is that nearest line of the data flow."""
     if (named := _named_call(code, ran, error)) is not None:
-        return named
+        return named, False
     last = max(ran, key=ran.__getitem__)
     statements = _statements(code)
     returned = statements.get(last)
     handing = isinstance(returned, ast.Return) and isinstance(returned.value, ast.Name | ast.Tuple)
     layout = ABOUT_LAYOUT.search(error.split(": expected")[0])
     if handing and not layout and (named := _named_line(statements, ran, error)):
-        return named
+        return named, False
     name = isinstance(returned, ast.Return) and _handed_on(returned.value)
     if not name or layout:
-        return last
+        return last, False
     if (wrote := _wrote_entry(statements, ran, name, error)) is not None:
-        return wrote
+        return wrote, False
     when = {}  # each statement that ran -> when it last ran
     for line, tick in ran.items():
         if (statement := statements.get(line)) and not _placeholder(statement):
@@ -237,7 +245,7 @@ def made_line(code, ran: dict[int, int], error: str) -> int:
     ends = [through[s] for s in through if not flow[s]]
     common = set.intersection(*ends) - {returned} if ends else set()
     made = [s for s in common if facts[s][2]]
-    return max(made, key=when.__getitem__).lineno if made else last
+    return (max(made, key=when.__getitem__).lineno, True) if made else (last, False)
 
 
 def _reads(statement: ast.stmt) -> set[str]:

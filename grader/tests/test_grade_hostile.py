@@ -408,6 +408,35 @@ YES = """\
             return out
 
     return torch.zeros(seq_len, seq_len, dtype=torch.bool).as_subclass(_Yes)"""
+# red team 10: a tensor whose own operations (its __torch_dispatch__, below __torch_function__)
+# make every difference zero and every != False, through the tests' own cat, slices and sums
+DISPATCH = """\
+class _Rows(torch.Tensor):
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        args = _plain(args)
+        if "aten.sub" in str(func):
+            return _rows(torch.zeros_like(args[0]))
+        if "aten.ne" in str(func):
+            return _rows(torch.zeros_like(args[0], dtype=torch.bool))
+        return _rows(func(*args, **_plain(kwargs or {})))
+
+
+def _plain(a):
+    if isinstance(a, dict):
+        return {k: _plain(v) for k, v in a.items()}
+    if isinstance(a, list | tuple):
+        return type(a)(_plain(b) for b in a)
+    return a.held if isinstance(a, _Rows) else a
+
+
+def _rows(out):
+    if not isinstance(out, torch.Tensor) or isinstance(out, _Rows):
+        return out
+    made = out.as_subclass(_Rows)
+    made.held = out
+    return made
+"""
 # what the judges call, replaced where no text scan follows (a lambda hands torch on), and a test
 # module's own name swapped once the tests are collected (round 5 of the red team)
 AS_TENSOR = """\
@@ -459,6 +488,13 @@ FORGERS = {
     ),
     "a pytest hook that passes every test": Case(WRONG, False, FORGED, top=PASSING, others=FORGED),
     "a tensor that answers every comparison": Case(YES, False, FORGED + "|0 of"),
+    "a tensor whose own operations answer every comparison": Case(
+        "    return _rows(torch.zeros(seq_len, seq_len, dtype=torch.bool))",
+        False,
+        "0 of",
+        top=DISPATCH,
+        to_read=[r"attention\.py:\d+ reaches a subclass of torch\.Tensor", "__torch_dispatch__"],
+    ),
     "a pytest hook that hides where it is from": Case(
         WRONG, False, CANARY, top=HIDDEN, others=CANARY
     ),

@@ -200,6 +200,11 @@ FORGERS_NEED = {  # a line of what only a forger needs -> the words its 'to read
     "torch.load(_ckpt, weights_only=False)": "reaches .load, which no course code uses",
     # red team 9: a chain whose first line is one the starter ships, alone on its line
     ".__class__.__mro__[1].__getattribute__)": "reaches __getattribute__",
+    # red team 10: a tensor whose own ops answer every comparison; a hook on the test's module
+    "class Rows(torch.Tensor): pass": "reaches a subclass of torch.Tensor",
+    "def __torch_dispatch__(cls, func, types, args=(), kwargs=None): pass": "a method __torch_d",
+    "made = x.as_subclass(Rows)": "reaches as_subclass",
+    "x.register_forward_hook(print, always_call=True)": "reaches .register_forward_hook",
 }
 
 

@@ -242,7 +242,7 @@ BUGS = [
         "            v if self.values[layer] is None else torch.cat((self.values[layer], v), 2)\n"
         "        )\n",
         new="self.keys[layer], self.values[layer] = k, v  # the held positions dropped\n",
-        says="the held positions, then the new",
+        says="yours kept only the",
         passes=("test_the_prefill_gives_the_uncached_logits",),
         fails="test_kvcache.py::test_append_joins_the_new_positions_after_the_held_ones",
     ),

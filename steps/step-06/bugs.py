@@ -19,7 +19,7 @@ BUGS = [
         "the loss falls to ~0 within a few hundred steps, and samples repeat one character",
         "check_targets_shifted",
         "the target at each position is the id that follows it, so the target windows start one id "
-        "later than the inputs (task 1); look at how get_batch cuts y",
+        "later than the inputs (task 1); look at where get_batch cuts x and y",
         "targets not shifted",
         fails="test_train.py::test_check[check_targets_shifted]",
     ),

@@ -44,7 +44,8 @@ def check_targets_shifted(train, make=None):
     """Task 1: y is x one position later, both windows of the data (targets not shifted)."""
     data = torch.arange(100) * 3  # (100,) every id tells where it sits
     x, y = train.get_batch(data, 5, 10, torch.Generator().manual_seed(0))
-    assert x.shape == y.shape == (5, 10), f"x, y must be (B, T) = (5, 10), got {x.shape}, {y.shape}"
+    for name, got in (("x", x), ("y", y)):  # one at a time: the message names the wrong one
+        assert got.shape == (5, 10), f"{name} must be (B, T) = (5, 10), got {tuple(got.shape)}"
     assert not torch.equal(y, x), "y equals x: targets not shifted (y[:, t] must be x[:, t + 1])"
     assert not torch.equal(x[:, :-1], y[:, 1:]), "x is y one id later: x and y swapped"
     assert torch.equal(y[:, :-1], x[:, 1:]), (
@@ -97,7 +98,9 @@ def check_clipping(train, make):
         [(b - p.detach()).flatten() for b, p in zip(before, model.parameters(), strict=True)]
     )
     assert moved.any(), "an SGD step of lr 1 did not move the weights: " + (
-        cleared(model) or "the step was not taken (optimizer.step())"
+        cleared(model)
+        or ".grad holds a gradient after train_step, so optimizer.step() ran "
+        "before loss.backward() made it, or not at all"
     )
     fresh(x, y)[1].backward()
     gradient = torch.cat([p.grad.flatten() for p in fresh.parameters()])  # this batch's, unclipped

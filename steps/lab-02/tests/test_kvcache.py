@@ -97,8 +97,18 @@ def appended(cache, layer: int, k, v, held: int):
         expect.fail(what, "the pair (keys, values)", pair)
     for name, got in zip(("keys", "values"), pair, strict=True):
         expect.shape(f"{what}: its {name}", got, want,
-                     "(B, h, P + t, d_head): the held positions, then the new")  # fmt: skip
+                     "(B, h, P + t, d_head)" + positions_said(got, held, t))  # fmt: skip
     return tuple(pair)
+
+
+def positions_said(got, held: int, t: int) -> str:
+    """What the positions axis of append's result shows: only the new kept, or more than given."""
+    came = got.shape[2] if isinstance(got, torch.Tensor) and got.dim() == 4 else None
+    if held and came == t:
+        return f": the held positions, then the new; yours kept only the {t} new"
+    if came is not None and came > held + t:
+        return f": {held} held + {t} new = {held + t} positions, yours holds {came}"
+    return ": the held positions, then the new"
 
 
 # --- task 3a: the cache keeps what it is given ------------------------------------------------
@@ -409,6 +419,8 @@ def test_logits_at_every_generated_position_equal_the_uncached_models(kv):
         for _ in range(2 * T_MAX):  # past T_max: the window slides, the cache is rebuilt
             held = layer_0_keys(cache)  # (B, h, T_max, d_head) of a full cache, else None
             logits, cache = kv.next_logits(model, idx, cache)  # (B, V)
+            expect.shape(f"next_logits of {idx.shape[1]} ids: its logits", logits, (B, V),
+                         "(B, V): the last position's logits, one row per sequence")  # fmt: skip
             distances.append(worst(logits, uncached_next(model, idx)))
             moved.append(slid(held, layer_0_keys(cache)))
             idx = torch.cat((idx, logits.argmax(-1, keepdim=True)), dim=1)
