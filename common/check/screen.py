@@ -202,11 +202,22 @@ def _note(status: StepStatus, todo: str, earlier: list[str], run: RunFacts) -> s
         if s.failing:
             return f"the exercise: the shipped code has a bug ({s.failing} tests fail)"
         return _none_ran(todo, earlier, run, "the exercise: {}")
+    if s.state == "waiting" and (others := _waits_for(status, todo)):
+        return f"written; its tests wait for {' and '.join(split_id(t)[1] for t in others)}"
     return {
         "done": "done",
         "untested": "written; none of its tests ran here",
         "waiting": "written; its tests wait for another TODO",
     }[s.state]
+
+
+def _waits_for(status: StepStatus, todo: str) -> list[str]:
+    """The TODOs its own tests (its marker's) failed for, or a whole run of it waits for."""
+    task, others = split_id(todo)[1], set()
+    for n, r in status.results.items():
+        if r.outcome == "failed" and (r.marked == task or todo in status.held_back.get(n, ())):
+            others |= status.held_back.get(n, set()) or {status.owner.get(n)}
+    return sorted(others - {todo, None}, key=order_key)
 
 
 def _todo_lines(status: StepStatus, run: RunFacts) -> list[str]:
