@@ -6,6 +6,7 @@ shape each report); status.py turns them into a status per TODO; screen.py draws
 bounds what a student's code may do to the run."""
 
 import ast
+import contextlib
 import functools
 import inspect
 import io
@@ -330,7 +331,7 @@ def in_course_words(exc) -> list[str]:
         f"{n} {v}"
         for n in _names(statement)
         if (value := _value(n, local)) is not MISSING and (v := _described(value, "." in n))
-    ]
+    ] + [f"{n} {v}" for n, value in _indexed(statement, local) if (v := _described(value))]
     where = f"{shown(Path(entry.path))}:{entry.lineno + 1}"
     whose = "Your line" if "starter" in Path(entry.path).parts else "The course's line"
     said = f"{whose} {where} ran" + (f" with {', '.join(values)}" if values else "")
@@ -350,8 +351,8 @@ TORCH_MEANS = [(re.compile(pattern), said) for pattern, said in (
     (r"a Tensor with (\d+) elements cannot be converted to Scalar",
      ".item() is the number a one-element tensor holds; this tensor holds {0} entries"),
     (r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\) at non-singleton "
-     r"dimension (\d+)", "an elementwise op met two tensors whose axis {2} is {0} in one and {1} "
-     "in the other: neither is 1, so they cannot broadcast"),
+     r"dimension (\d+)", "two tensors met whose axis {2} is {0} in one and {1} in the other: "
+     "neither is 1, so they cannot broadcast (an elementwise op's two, or a matmul's batch axes)"),
     (r"expanded size of the tensor \((\d+)\) must match the existing size \((\d+)\) at "
      r"non-singleton dimension (\d+)\.\s+Target sizes: \[([-\d, ]*)\]\.\s+Tensor sizes: "
      r"\[([-\d, ]*)\]", "a value written into a slice must fit it: the slice is ({3}), the value "
@@ -452,6 +453,27 @@ def _value(name: str, local: dict):
 
 
 MISSING = object()  # a name a frame does not hold
+DOTTED_NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+
+
+def _indexed(statement: str, local: dict) -> list[tuple[str, object]]:
+    """Each `name[key]` a statement reads of a list, tuple or dict (`self.values[layer]`), its key
+    a constant or a name the frame holds, and the entry held there: no __getitem__ of theirs runs."""
+    try:
+        tree = ast.parse(_one_line(statement).strip())
+    except SyntaxError:
+        return []  # a piece of a statement (`else:`): nothing to read
+    found = {}
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Subscript) and DOTTED_NAME.fullmatch(ast.unparse(node.value))):
+            continue
+        held = _value(ast.unparse(node.value), local)
+        key = node.slice
+        key = key.value if isinstance(key, ast.Constant) else _value(getattr(key, "id", ""), local)
+        if type(held) in (list, tuple, dict) and type(key) in (int, str):
+            with contextlib.suppress(IndexError, KeyError, TypeError):
+                found[ast.unparse(node)] = held[key]
+    return list(found.items())
 
 
 def _described(value, attribute: bool = False) -> str:

@@ -153,12 +153,17 @@ def check_state(model, idx, cache):
         return
     T = idx.shape[1]
     if cache.length not in (cache.T_max, T - 1):
+        why = (  # which way it is off says who fed what
+            "more: an id went in twice, by a next_logits that fed more than the newest id or a "
+            "call with idx not one id longer"
+            if cache.length >= T
+            else "fewer: an id never went in (a prefill fed fewer ids than idx's last T_max?)"
+        )
         raise ValueError(
             f"the cache holds {counted(cache.length, 'position')} and idx has T={T}: next_logits "
             f"feeds the cache one id a call, so it must hold T - 1 = {T - 1} (or T_max="
-            f"{cache.T_max}, full); pass the cache it returned with idx one id longer, or "
-            "cache=None to start again (a cache next_logits made itself: its prefill fed fewer "
-            "ids than idx's last T_max)"
+            f"{cache.T_max}, full); it holds {why}; pass the cache it returned with idx one id "
+            "longer, or cache=None to start again"
         )
 
 

@@ -96,14 +96,23 @@ def appended(cache, layer: int, k, v, held: int):
     if not (isinstance(pair, tuple | list) and len(pair) == 2):
         expect.fail(what, "the pair (keys, values)", pair)
     for name, got in zip(("keys", "values"), pair, strict=True):
+        kept = positions(getattr(cache, name, None), layer)  # what the cache holds after it
         expect.shape(f"{what}: its {name}", got, want,
-                     "(B, h, P + t, d_head)" + positions_said(got, held, t))  # fmt: skip
+                     "(B, h, P + t, d_head)" + positions_said(got, held, t, kept))  # fmt: skip
     return tuple(pair)
 
 
-def positions_said(got, held: int, t: int) -> str:
+def positions(held, layer: int) -> int | None:
+    """The positions a cache's list of tensors holds at a layer (axis 2), or None if it has none."""
+    got = held[layer] if isinstance(held, list) and layer < len(held) else None
+    return got.shape[2] if isinstance(got, torch.Tensor) and got.dim() == 4 else None
+
+
+def positions_said(got, held: int, t: int, kept: int | None = None) -> str:
     """What the positions axis of append's result shows: only the new kept, or more than given."""
-    came = got.shape[2] if isinstance(got, torch.Tensor) and got.dim() == 4 else None
+    came = positions([got], 0)
+    if held and came == t and kept == held + t:  # the cache is right; what it returns is not
+        return f": the held positions, then the new; yours returns the {t} new, the cache holds all"
     if held and came == t:
         return f": the held positions, then the new; yours kept only the {t} new"
     if came is not None and came > held + t:
@@ -211,17 +220,24 @@ def cached_attention_run(kv, pieces):
 def test_cached_attention_of_a_prefill_is_step_5_causal_attention(kv):
     got, expected, cache = cached_attention_run(kv, [(0, 7)])
     print(f"max |cached - Step 5| over 7 positions fed at once: {worst(got, expected):.2e}")
-    why = attention_said(kv, got, expected)
+    why = attention_said(kv, got, expected, cache)
     expect.close("the prefill's attention", got, expected, LOGITS_TOL, why)
     expect.shape(f"layer {LAST}'s cached keys", cache.keys[LAST], (B, H, 7, D // H))
 
 
-def attention_said(kv, got: torch.Tensor, expected: torch.Tensor) -> str:
+def attention_said(kv, got: torch.Tensor, expected: torch.Tensor, cache) -> str:
     """Why a prefill's attention (n_layer, B, t, d) of cached_attention_run's first t positions is
-    wrong: the named mistake it equals, else its mask when the last query, which sees every key,
-    is right, else what every query shares."""
+    wrong: the named mistake it equals, else keys or values not each head's own, else a NaN, else
+    its mask when the last query, which sees every key, is right, else what every query shares."""
     if mistake := attention_mistake(kv, got):
         return f"it is Step 5's attention with one mistake: {mistake}"
+    if maps := maps_said(kv, cache):
+        return maps
+    if got.isnan().any():
+        return (
+            "it holds NaN: a softmax met only -inf, so it ran over an axis the mask blocks whole "
+            "(the heads', dim=1), not over the keys (dim=-1)"
+        )
     if worst(got[:, :, -1], expected[:, :, -1]) < LOGITS_TOL:
         return (
             "each query sees its past: only the last query is right, the others saw later keys "
@@ -242,6 +258,11 @@ MISTAKES = {
     "the heads' outputs (B, h, t, d_head) read as (B, t, d) without the transpose": {
         "merged": False
     },
+    "scaled by sqrt(d), the model's width, not sqrt(d_head)": {"scale": "d"},
+    "the blocked scores set to 0, not -inf: a blocked key keeps the weight exp(0)": {"fill": 0.0},
+    "the output projection proj left out: the merged heads are returned as they are": {
+        "proj": False
+    },
 }
 
 
@@ -252,20 +273,43 @@ def attention_mistake(kv, got: torch.Tensor) -> str:
     t = got.shape[2]
     x = x[:, :t]  # (B, t, d): the run's first positions
 
-    def attention(attn, scale=None, dim=-1, merged=True):  # Step 5's, with `how` changed
+    def attention(attn, scale=None, dim=-1, merged=True, fill=float("-inf"), proj=True):
+        """Step 5's attention, with one `how` of MISTAKES changed."""
         q, k, v = (torch.stack([getattr(h, n)(x) for h in attn.heads], dim=1)
                    for n in ("query", "key", "value"))  # (B, h, t, d_head) each  # fmt: skip
-        scale = t**0.5 if scale == "T" else scale or k.shape[-1] ** 0.5
+        scale = {"T": t**0.5, "d": D**0.5}.get(scale, scale or k.shape[-1] ** 0.5)
         scores = q @ k.transpose(-2, -1) / scale  # (B, h, t, t)
-        scores = scores.masked_fill(attn.heads[0].tril[:t, :t] == 0, float("-inf"))  # (B, h, t, t)
+        scores = scores.masked_fill(attn.heads[0].tril[:t, :t] == 0, fill)  # (B, h, t, t)
         out = torch.softmax(scores, dim=dim) @ v  # (B, h, t, d_head)
-        return attn.proj(out.transpose(1, 2).flatten(2) if merged else out.reshape(B, t, D))
+        out = out.transpose(1, 2).flatten(2) if merged else out.reshape(B, t, D)  # (B, t, d)
+        return attn.proj(out) if proj else out
 
     with torch.no_grad():
         for name, how in MISTAKES.items():
             wrong = torch.stack([attention(block.attn, **how) for block in model.blocks])
             if worst(got, wrong) < LOGITS_TOL:  # (n_layer, B, t, d)
                 return name
+    return ""
+
+
+def maps_said(kv, cache) -> str:
+    """'' if each layer's cached keys and values are each head's own maps of the run's positions;
+    else which heads' are not."""
+    model, x = attention_inputs(kv)  # x: (B, 7, d)
+    with torch.no_grad():
+        for i, block in enumerate(model.blocks):
+            for name, held in (("key", cache.keys[i]), ("value", cache.values[i])):
+                if not (t := positions([held], 0)):
+                    continue  # no tensor of positions: the run's own checks name it
+                own = torch.stack([getattr(h, name)(x[:, :t]) for h in block.attn.heads], 1)
+                if own.shape != held.shape:  # (B, h, t, d_head) each
+                    continue  # a shape the run's own checks name
+                if wrong := [j for j in range(H) if worst(held[:, j], own[:, j]) >= LOGITS_TOL]:
+                    return (
+                        f"layer {i}'s cached {name}s of head {', '.join(map(str, wrong))} are not "
+                        f"that head's own {name}(x): each head's queries, keys and values come "
+                        "from its own maps"
+                    )
     return ""
 
 
@@ -279,7 +323,7 @@ def test_cached_attention_gives_step_5_attention_at_the_new_rows(kv):
         "each new query at its own row: rows P to P + t - 1 of the causal mask"
         if prefill_right
         else "the 4 positions fed first, at once, already differ: "
-        + attention_said(kv, got[:, :, :4], expected[:, :, :4])
+        + attention_said(kv, got[:, :, :4], expected[:, :, :4], cache)
     )
     expect.close("cached attention", got, expected, LOGITS_TOL, why)
     expect.shape(f"layer {LAST}'s cached values", cache.values[LAST], (B, H, 7, D // H))
