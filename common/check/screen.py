@@ -5,9 +5,10 @@ import re
 import textwrap
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from common import check_command, command, counted, shown
-from common.check.status import StepStatus, error_line, names
+from common.check.status import ERROR_LINE, StepStatus, error_line, names
 from common.course import course, course_step, predictions
 from common.course.bugs import Bug
 from common.course.todos import order_key, split_id
@@ -267,7 +268,7 @@ def _bug_lines(status: StepStatus) -> list[str]:
     failures = {n: "\n".join(results[n].error) for n in bugs}
     lines += symptom_lines(status.step, failures)
     for nodeid in rest[:3]:
-        message = error_line(results[nodeid].error)
+        message = _summary(results[nodeid].error)
         todo = status.owner[nodeid]
         owner = "" if todo == status.next and todo else f" ({_owner(todo)})"
         head = f"{nodeid}{owner}: "
@@ -280,6 +281,26 @@ def _bug_lines(status: StepStatus) -> list[str]:
     if len(rest) > 3:
         lines.append(f"... and {len(rest) - 3} more")
     return lines
+
+
+def _summary(error: list[str]) -> str:
+    """A failure in one line: its error line, or for a refusal of torch's (or Python's) the line
+    that raised and the course's words for it, else the refuser's (in_course_words' lines)."""
+    said = error[0].strip() if error else ""
+    if not (m := REFUSED.match(said)):
+        return error_line(error)
+    meaning = error[1].strip() if len(error) > 1 and not ERROR_LINE.match(error[1]) else ""
+    return f"{m['whose'].lower()} {Path(m['file']).name}:{m['line']}, {m['who']} refused: " + (
+        meaning or error_line(error)
+    )
+
+
+# in_course_words' first line: "Your line steps/lab-02/starter/kvcache.py:143 ran with ...; torch
+# refused it:"
+REFUSED = re.compile(
+    r"(?P<whose>Your line|The course's line) (?P<file>\S+):(?P<line>\d+) ran.*[;,] "
+    r"(?P<who>torch|Python) refused it:$"
+)
 
 
 def _given_lines(result) -> list[str]:

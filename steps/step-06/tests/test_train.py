@@ -51,7 +51,9 @@ def test_batches_are_windows_of_the_data_at_seeded_starts(train):
     for name, got in (("x", x), ("y", y)):  # B = 64 windows of 44 starts: starts repeat
         expect.shape(f"get_batch(data, B=64, T=6)'s {name}", got, (64, 6),
                      "B rows, each drawn on its own (a start may come twice), of T ids")  # fmt: skip
-    assert torch.equal(x, train.get_batch(data, 64, 6, g2)[0]), "same generator state, same batch"
+    expect.equal("the batch of a second generator seeded alike", train.get_batch(data, 64, 6, g2)[0],
+                 x, "the same batch: the starts come from the generator passed in (generator=), "
+                 "not from torch's global one")  # fmt: skip
     following = train.get_batch(data, 64, 6, g1)[0]  # (64, 6)
     expect.differs("the next batch drawn with the same generator", following, x,
                    "each call draws new starts from the generator it is given, not a new one")  # fmt: skip
