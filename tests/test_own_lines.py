@@ -29,6 +29,7 @@ class Mistake:
     first: str = ""  # words of the first failure's error line
     row: str = ""  # the words of its own symptom row, if the mistake is a curated bug
     words: str = ""  # the course's words above torch's: the values the raising line ran with
+    given: tuple[str, ...] = ()  # code of the lines the course gives that refuse the mistake
 
 
 MISTAKES = [
@@ -468,6 +469,67 @@ MISTAKES += [
         "angle = torch.outer(frequencies(d_head // 2, d_head), positions)",
         "must match the size of tensor b",
     ),
+    Mistake(  # walk 8: "yours kept only the new" and the only-new row, though the cache held all
+        "append returns the new keys only",
+        "lab-02",
+        "kvcache",
+        "return self.keys[layer], self.values[layer]  #",
+        "return k, v  #",
+        "task 3a",
+        "return k, v",
+        words="yours returns the 1 new, the cache holds all",
+    ),
+    Mistake(  # walk 8: torch's NoneType words, the None entry of the list not named
+        "the values' first call tested on the keys",
+        "lab-02",
+        "kvcache",
+        "v if self.values[layer] is None else",
+        "v if self.keys[layer] is None else",
+        "task 3a",
+        "v if self.keys[layer] is None else",
+        words="self.values[layer] = None",
+    ),
+    Mistake(  # walk 8: a list of the places attention may go wrong, none of them this
+        "every head's keys by head 0's map",
+        "lab-02",
+        "kvcache",
+        "k = torch.stack([head.key(x) for head in attn.heads], dim=1)",
+        "k = torch.stack([attn.heads[0].key(x) for head in attn.heads], dim=1)",
+        "task 3b",
+        "scores = q @ K.transpose(-2, -1)",
+        words="cached keys of head 1, 2, 3 are not that head's own key(x)",
+    ),
+    Mistake(  # walk 8: NaN, and no word of where it came from
+        "the softmax over the heads",
+        "lab-02",
+        "kvcache",
+        "A = F.softmax(scores, dim=-1)",
+        "A = F.softmax(scores, dim=1)",
+        "task 3b",
+        "A = F.softmax(scores, dim=1)",
+        words="it holds NaN: a softmax met only -inf",
+    ),
+    Mistake(  # walk 8: the projection's absence never named
+        "no output projection in cached attention",
+        "lab-02",
+        "kvcache",
+        "return attn.proj(out)  # (B, t, d)",
+        "return out  # (B, t, d)",
+        "task 3b",
+        "return out",
+        words="the output projection proj left out",
+    ),
+    Mistake(  # walk 8: the refusal said the prefill fed too few, when a step fed two ids
+        "each step feeds the last two ids",
+        "lab-02",
+        "kvcache",
+        "new = idx[:, -1:]",
+        "new = idx[:, -2:]",
+        "task 3d",
+        "new = idx[:, -2:]",
+        words="it holds more: an id went in twice",
+        given=("check_state(model, idx, cache)", "raise ValueError("),
+    ),
 ]
 
 
@@ -519,7 +581,8 @@ def test_the_first_screen_names_the_mistakes_todo_and_its_own_line(mistake, tmp_
     head = " ".join(x.strip() for x in first[:2])  # its test's line, wrapped under a long id
     assert re.search(rf"\({todo}", head), f"expected the first failure its own:\n{screen}"
     named = re.findall(rf"/{mistake.module}\.py:(\d+)", "\n".join(first))
-    assert all(int(n) in named_lines for n in named), (
+    given = {n for n, code in enumerate(lines, 1) if any(g in code for g in mistake.given)}
+    assert all(int(n) in {*named_lines, *given} for n in named), (
         f"expected the first failure at {line}:\n{screen}"
     )
     assert mistake.first in "\n".join(first), f"expected {mistake.first!r} first:\n{screen}"

@@ -374,6 +374,9 @@ TORCH_MEANS = [(re.compile(pattern), said) for pattern, said in (
     (r"stack expects each tensor to be equal size, but got \[([\d, ]*)\] at entry 0 and "
      r"\[([\d, ]*)\] at entry (\d+)", "torch.stack needs tensors of one shape: entry 0 is "
      "({0}), entry {2} is ({1})"),
+    (r"view size is not compatible with input tensor's size and stride",
+     ".view reads a tensor's memory in order; after a transpose it is out of order: .reshape "
+     "(or .contiguous() first) copies it"),
     (r"shape '\[([-\d, ]*)\]' is invalid for input of size (\d+)",
      "a view or reshape to ({0}) must hold exactly the tensor's {1} entries"),
 )]  # fmt: skip

@@ -284,21 +284,19 @@ def _bug_lines(status: StepStatus) -> list[str]:
 
 
 def _summary(error: list[str]) -> str:
-    """A failure in one line: its error line, or for a refusal of torch's (or Python's) the line
-    that raised and the course's words for it, else the refuser's (in_course_words' lines)."""
+    """A failure in one line: its error line, or for a refusal of torch's (or Python's) the file
+    and line that raised and the course's words for it, else the refuser's (in_course_words')."""
     said = error[0].strip() if error else ""
     if not (m := REFUSED.match(said)):
         return error_line(error)
     meaning = error[1].strip() if len(error) > 1 and not ERROR_LINE.match(error[1]) else ""
-    return f"{m['whose'].lower()} {Path(m['file']).name}:{m['line']}, {m['who']} refused: " + (
-        meaning or error_line(error)
-    )
+    return f"{Path(m['file']).name}:{m['line']}, {m['who']}: {meaning or error_line(error)}"
 
 
 # in_course_words' first line: "Your line steps/lab-02/starter/kvcache.py:143 ran with ...; torch
 # refused it:"
 REFUSED = re.compile(
-    r"(?P<whose>Your line|The course's line) (?P<file>\S+):(?P<line>\d+) ran.*[;,] "
+    r"(?:Your line|The course's line) (?P<file>\S+):(?P<line>\d+) ran.*[;,] "
     r"(?P<who>torch|Python) refused it:$"
 )
 

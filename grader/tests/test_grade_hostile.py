@@ -779,7 +779,8 @@ def _user_mode_problem() -> str:
         return "no user nobody to become here (root inside a user namespace maps no other uid)"
     except OSError as exc:  # exec itself refused: a folder above the interpreter is closed
         return f"nobody cannot run this interpreter ({sys.executable}): {exc}"
-    return f"nobody cannot run this interpreter: {done.stderr[-200:]}" if done.returncode else ""
+    said = f"exit {done.returncode}: {done.stderr[-200:]}"  # a signal's kill says nothing more
+    return f"nobody cannot run this interpreter ({said})" if done.returncode else ""
 
 
 @pytest.fixture(scope="module")
