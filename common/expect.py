@@ -39,6 +39,7 @@ def fail(name: str, expected: str, got, why: str = "") -> None:
 
 def equal(name: str, got, expected, why: str = "") -> None:
     """got == expected (tensors: same shape and every entry equal, NaN never equal)."""
+    _plain(name, got)
     if isinstance(got, torch.Tensor) or isinstance(expected, torch.Tensor):
         _tensors_close(name, torch.as_tensor(got), torch.as_tensor(expected), None, why)
     elif got != expected:
@@ -47,6 +48,7 @@ def equal(name: str, got, expected, why: str = "") -> None:
 
 def close(name: str, got, expected, atol: float, why: str = "") -> None:
     """|got - expected| <= atol everywhere (numbers or tensors of the same shape)."""
+    _plain(name, got)
     if isinstance(got, torch.Tensor) or isinstance(expected, torch.Tensor):
         _tensors_close(name, torch.as_tensor(got), torch.as_tensor(expected), atol, why)
     elif not abs(got - expected) <= atol:  # `not`: a NaN fails too
@@ -90,6 +92,7 @@ def _bounded(name: str, got, ok, expected: str, why: str) -> None:
 
 def between(name: str, got: float, low: float, high: float, why: str = "") -> None:
     """low < got < high, both ends open."""
+    _plain(name, got)
     if not low < got < high:
         fail(name, f"between {low:g} and {high:g}", got, why)
 
@@ -113,14 +116,29 @@ def members(name: str, got: Sequence, expected: Sequence, labels: Sequence[str],
 
 
 def _plain(name: str, *values) -> None:
-    """Fail on a tensor of a subclass of torch.Tensor: its own operations may answer a comparison."""
+    """Fail on a value whose own code may answer a comparison: a subclass of torch.Tensor, a
+    tensor with a method of its own (`x.double = ...`), an object whose comparisons are not
+    Python's or torch's (`__ne__` of its own class), in a tuple or list too."""
     for value in values:
-        if isinstance(value, torch.Tensor) and type(value) not in (
-            torch.Tensor,
-            torch.nn.Parameter,
-        ):
-            fail(name, "a torch.Tensor", f"a {type(value).__name__}, a subclass of it",
+        kind = type(value)  # not value.__class__, which an object may say is anything
+        if isinstance(value, torch.Tensor) and kind not in (torch.Tensor, torch.nn.Parameter):
+            fail(name, "a torch.Tensor", f"a {kind.__name__}, a subclass of it",
                  "the course compares plain tensors")  # fmt: skip
+        elif isinstance(value, torch.Tensor) and (own := set(vars(value)) & set(dir(kind))):
+            fail(name, "a torch.Tensor", f"a tensor with its own .{min(own)}",
+                 "the course compares plain tensors")  # fmt: skip
+        owners = {o for d in COMPARING for o in kind.__mro__ if d in vars(o)}
+        if any(not o.__module__.startswith(("builtins", "torch", "numpy")) for o in owners):
+            fail(name, "a number, a string or a tuple of them",
+                 f"a {kind.__name__}, whose comparisons are its own", "the course compares "
+                 "plain values")  # fmt: skip
+        if isinstance(value, list | tuple):
+            _plain(name, *value)
+
+
+# what a check asks of a value that is no tensor: each must be Python's or torch's own
+COMPARING = ("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__sub__", "__abs__",
+             "__bool__", "__float__")  # fmt: skip
 
 
 def _tensors_close(name: str, got, expected, atol: float | None, why: str) -> None:
@@ -135,7 +153,11 @@ def _tensors_close(name: str, got, expected, atol: float | None, why: str) -> No
         where = tuple(torch.nonzero(wrong)[0].tolist())
         tolerance = ""
     else:
-        distance = (got.double() - expected.double()).abs().nan_to_num(float("inf"))
+        distance = (
+            (torch.Tensor.double(got) - torch.Tensor.double(expected))
+            .abs()
+            .nan_to_num(float("inf"))
+        )
         if not (distance > atol).any():
             return
         # the worst entry's index (torch.unravel_index imports torch.fx's sympy: half a second)

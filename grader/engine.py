@@ -1032,6 +1032,14 @@ def _machinery(tree, text: str, shipped: set[str]) -> list[tuple[int, str]]:
             and (node.name not in PLAIN_DUNDERS)
         ):
             what = f"a method {node.name}, which Python runs where no line calls it"
+        elif isinstance(node, ast.ClassDef) and (dunder := _class_dunder(node)):
+            what = f"a method {dunder}, which Python runs where no line calls it"
+        elif (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.ctx, ast.Store | ast.Del)
+            and (node.attr in METHODS)
+        ):
+            what = f"a method .{node.attr} set on an object, which its callers then run"
         elif isinstance(node, ast.ClassDef) and any(
             ast.unparse(b).split(".")[-1] in ("Tensor", "Parameter") for b in node.bases
         ):
@@ -1050,6 +1058,30 @@ def _machinery(tree, text: str, shipped: set[str]) -> list[tuple[int, str]]:
         if line and line not in found:
             found[line] = f"reaches {what}: {lines[line - 1].strip()[:120]}"
     return sorted(found.items())
+
+
+def _class_dunder(node: ast.ClassDef) -> str:
+    """A dunder a class body assigns (`__ne__ = lambda s, o: False`), beyond PLAIN_DUNDERS."""
+    for statement in node.body:
+        targets = getattr(statement, "targets", None) or [getattr(statement, "target", None)]
+        for target in _flat([t for t in targets if t is not None]):
+            name = getattr(target, "id", "")
+            if re.fullmatch(r"__\w+__", name) and name not in PLAIN_DUNDERS | {"__slots__"}:
+                return name
+    return ""
+
+
+# the methods a test calls on what a TODO returns or is handed (a tensor's, a module's, a
+# generator's): a TODO that sets one (`attn.forward = ...`, `x.double = ...`) answers for them
+METHODS = {
+    "forward", "double", "float", "half", "bfloat16", "to", "type", "tolist", "item", "numpy",
+    "clone", "detach", "cpu", "contiguous", "size", "dim", "numel", "eq", "ne", "equal",
+    "allclose", "isclose", "all", "any", "isnan", "isfinite", "abs", "max", "min", "sum", "mean",
+    "std", "norm", "sub", "add", "mul", "view", "reshape", "flatten", "parameters",
+    "named_parameters", "state_dict", "load_state_dict", "train", "eval", "modules", "children",
+    "manual_seed", "get_state", "set_state", "initial_seed", "seed", "apply", "zero_grad", "step",
+    "backward", "__call__", "__eq__", "__ne__", "__getitem__", "__len__", "__iter__", "__bool__",
+}  # fmt: skip
 
 
 def _encoded(rel: str, text: str) -> list[str]:
@@ -1084,13 +1116,21 @@ def _foreign_writes(tree, text: str, shipped: set[str]) -> list[tuple[int, str]]
         if isinstance(node, (ast.Import, ast.ImportFrom)) and not getattr(node, "level", 0)
         for alias in node.names
     }
-    assigned = [n for n in ast.walk(tree) if isinstance(n, ast.Assign)]
+    bound = [  # (what a name is given, the names): `=`, `for ... in`, `:=`, `with ... as`
+        (n.value, n.targets) if isinstance(n, ast.Assign)
+        else (n.iter, [n.target]) if isinstance(n, ast.For | ast.comprehension)
+        else (n.value, [n.target]) if isinstance(n, ast.NamedExpr)
+        else (n.context_expr, [n.optional_vars])
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Assign | ast.For | ast.comprehension | ast.NamedExpr)
+        or isinstance(n, ast.withitem) and n.optional_vars
+    ]  # fmt: skip
     for _ in range(3):  # a name given a module or what is reached from one (`_T = torch.Tensor`)
         imported |= {
             t.id
-            for n in assigned
-            if _root_module(n.value, imported)
-            for t in _flat(n.targets)
+            for value, targets in bound
+            if any(_root_module(v, imported) for v in _elements(value))
+            for t in _flat(targets)
             if isinstance(t, ast.Name)
         }
     lines = text.splitlines()
@@ -1129,6 +1169,15 @@ def _foreign_target(node: ast.AST, imported: set[str]) -> str:
         if isinstance(part, (ast.Attribute, ast.Subscript)) and _root_module(part.value, imported):
             return ast.unparse(part)
     return ""
+
+
+def _elements(value: ast.AST) -> list[ast.AST]:
+    """A value and, for a literal tuple, list or set, its elements (`for m in [common.seeding]`)."""
+    return (
+        [value, *getattr(value, "elts", ())]
+        if isinstance(value, ast.Tuple | ast.List | ast.Set)
+        else [value]
+    )
 
 
 def _flat(targets: list[ast.AST]) -> list[ast.AST]:

@@ -54,3 +54,18 @@ def test_right_values_pass():
     expect.at_least("p", torch.zeros(2), 0.0)
     expect.differs("out", torch.ones(2), torch.zeros(2))
     assert "the same values" in raised(expect.differs, "out", torch.ones(2), torch.ones(2))
+
+
+def test_a_value_whose_own_code_would_answer_the_comparison_fails():
+    """Red team 11: an object whose class says it is never unequal, a tensor given a .double of
+    its own that makes every distance zero, either inside a tuple: none is believed."""
+
+    class Liar:
+        __ne__ = lambda self, other: False  # noqa: E731 - as a class body writes it
+
+    assert "whose comparisons are its own" in raised(expect.equal, "p", Liar(), 0.5)
+    assert "whose comparisons are its own" in raised(expect.members, "m", (1, Liar()), (1, 2), "ab")
+    pe = torch.ones(3)
+    pe.double = lambda: torch.zeros(3, dtype=torch.float64)
+    assert "a tensor with its own .double" in raised(expect.close, "pe", pe, torch.zeros(3), 1e-6)
+    expect.equal("t", (1, "a", torch.Size([2])), (1, "a", (2,)))  # Python's and torch's own pass

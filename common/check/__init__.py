@@ -419,6 +419,8 @@ def _pythons(exc) -> bool:
     used as a context manager, a tuple called), not in torch's (TORCH_SAYS)."""
     if exc.errisinstance(PYTHONS):
         return True
+    if exc.errisinstance(IndexError):  # a list's or a tuple's, not a tensor's "in self"
+        return re.match(r"(list|tuple) index", str(exc.value)) is not None
     return exc.errisinstance(TypeError) and not TORCH_SAYS.search(str(exc.value))
 
 

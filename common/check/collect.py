@@ -175,6 +175,20 @@ def _named_call(code, ran: dict[int, int], error: str) -> int | None:
     return None
 
 
+def _no_op(code, ran: dict[int, int]) -> int | None:
+    """The line run last that does nothing, a name alone (`loss.backward` without its call):
+    never the right code, so the first suspect."""
+    function = _function(code)
+    idle = [
+        node.lineno
+        for node in (ast.walk(function) if function else ())
+        if isinstance(node, ast.Expr)
+        and isinstance(node.value, ast.Attribute | ast.Name)
+        and node.lineno in ran
+    ]
+    return max(idle, key=ran.__getitem__) if idle else None
+
+
 def made_lines(code, ran: dict[int, int], error: str) -> tuple[int, int | None, bool]:
     """made_line's line, or the lines that ran from the first to the return (first, return) when
     it is only the return run last (`return attn.proj(out)`): what made a wrong value is among
@@ -182,7 +196,7 @@ def made_lines(code, ran: dict[int, int], error: str) -> tuple[int, int | None, 
     that is no return (torch refused it, the test said so in its words), the lines that fed that
     line (fed_from), and True."""
     line, flowed = made_line(code, ran, error)
-    if _named_call(code, ran, error) is not None:
+    if _named_call(code, ran, error) is not None or _no_op(code, ran) is not None:
         return line, None, False
     statement = _statements(code).get(line)
     last = max(ran, key=ran.__getitem__)
@@ -212,7 +226,9 @@ def made_line(code, ran: dict[int, int], error: str) -> tuple[int, bool]:
     or wrote into place). `ran`: each student line -> when it last ran. When no such line is
     sure (a bare `return y` may lack a last step, the projection), the line run last. And
     whether the line is that nearest line of the data flow."""
-    if (named := _named_call(code, ran, error)) is not None:
+    if (named := _no_op(code, ran)) is not None or (
+        named := _named_call(code, ran, error)
+    ) is not None:
         return named, False
     last = max(ran, key=ran.__getitem__)
     statements = _statements(code)

@@ -263,10 +263,12 @@ def _bug_lines(status: StepStatus) -> list[str]:
             "says is worth fixing)"
         )
     first, rest = bugs[0], bugs[1:]
-    lines += [f"{first} ({_owner(status.owner[first])})", *results[first].error]
-    lines += _given_lines(results[first])
     failures = {n: "\n".join(results[n].error) for n in bugs}
-    lines += symptom_lines(status.step, failures)
+    symptoms = symptom_lines(status.step, failures)
+    error = _without_meaning(results[first].error) if symptoms else results[first].error
+    lines += [f"{first} ({_owner(status.owner[first])})", *error]
+    lines += _given_lines(results[first])
+    lines += symptoms
     for nodeid in rest[:3]:
         message = _summary(results[nodeid].error)
         todo = status.owner[nodeid]
@@ -291,6 +293,15 @@ def _summary(error: list[str]) -> str:
         return error_line(error)
     meaning = error[1].strip() if len(error) > 1 and not ERROR_LINE.match(error[1]) else ""
     return f"{Path(m['file']).name}:{m['line']}, {m['who']}: {meaning or error_line(error)}"
+
+
+def _without_meaning(error: list[str]) -> list[str]:
+    """A refusal's error without the course's general words for it: the symptom row under it
+    says what this bug is."""
+    said = error[0].strip() if error else ""
+    if REFUSED.match(said) and len(error) > 1 and not ERROR_LINE.match(error[1]):
+        return [error[0], *error[2:]]
+    return error
 
 
 # in_course_words' first line: "Your line steps/lab-02/starter/kvcache.py:143 ran with ...; torch

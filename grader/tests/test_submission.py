@@ -205,6 +205,12 @@ FORGERS_NEED = {  # a line of what only a forger needs -> the words its 'to read
     "def __torch_dispatch__(cls, func, types, args=(), kwargs=None): pass": "a method __torch_d",
     "made = x.as_subclass(Rows)": "reaches as_subclass",
     "x.register_forward_hook(print, always_call=True)": "reaches .register_forward_hook",
+    # red team 11: a class body's dunder by assignment, a test's module or tensor given a method
+    # of its own, a course module's torch swapped through a loop's name
+    "class Liar: __ne__ = lambda self, other: False": "reaches a method __ne__",
+    "attn.forward = lambda x: x": "reaches a method .forward set on an object",
+    "pe.double = lambda: pe": "reaches a method .double set on an object",
+    "for _m in [common.seeding]: _m.torch = None": "changes _m.torch",
 }
 
 
@@ -217,7 +223,8 @@ def test_what_only_a_forger_needs_is_shown_to_read_and_no_reference_line_is():
         }
         assert hidden(step, ref, set(ref)) == [], step
     reference = {p.name: p.read_text(encoding="utf-8") for p in LAB_02.glob("*.py")}
-    lines = "import os\nimport os as _os\nimport sys\n" + "\n".join(FORGERS_NEED) + "\n"
+    lines = "import os\nimport os as _os\nimport sys\nimport common.seeding\n"
+    lines += "\n".join(FORGERS_NEED) + "\n"
     lines = lines.replace("case object", "match sys:\n    case object")  # a match's own line
     lines = lines.replace(
         ".__class__.__mro__", "_ga = (\n    check_dropout(x, p, generator)\n    .__class__.__mro__"

@@ -79,9 +79,14 @@ def cleared(model) -> str:
     """'' unless every .grad is None or zero after train_step: then what that says."""
     grads = [p.grad for p in model.parameters()]
     if all(g is None or not g.any() for g in grads):
-        said = "None" if all(g is None for g in grads) else "zero"
+        if all(g is None for g in grads):  # zero_grad's default sets None: as if none ran
+            return (
+                "every .grad is None after train_step: no backward pass filled them "
+                "(loss.backward() never called: written without its ()?), or zero_grad ran "
+                "after it (zero_grad comes first in a step)"
+            )
         return (
-            f"every .grad is {said} after train_step: the gradients were cleared after the "
+            "every .grad is zero after train_step: the gradients were cleared after the "
             "backward pass (zero_grad comes first in a step, before backward)"
         )
     return ""

@@ -233,6 +233,12 @@ def attention_said(kv, got: torch.Tensor, expected: torch.Tensor, cache) -> str:
         return f"it is Step 5's attention with one mistake: {mistake}"
     if maps := maps_said(kv, cache):
         return maps
+    rows = got[0].isnan().any(-1).any(0)  # (t,) layer 0's queries that hold a NaN
+    if rows[-1] and not rows[:-1].any():
+        return (
+            "it holds NaN at the last query alone, which sees every key: its mask blocks them all, "
+            "so the mask keeps what it should block (its comparison the wrong way round)"
+        )
     if got.isnan().any():
         return (
             "it holds NaN: a softmax met only -inf, so it ran over an axis the mask blocks whole "
