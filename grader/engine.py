@@ -202,6 +202,7 @@ class Worker:
         """A new submission: a fresh time budget (the process starts with the first copy)."""
         self.deadline = time.monotonic() + self.limits.wall
         self.answer_by = self.deadline + self.grace
+        self.died = ""  # how the worker ended while this submission's copies ran ('' if it did not)
 
     def _ensure(self) -> None:
         """A running worker: started on first use, and again if a submission stopped it."""
@@ -261,7 +262,8 @@ class Worker:
         except TimeoutError:
             return Run(name, None, "", None, timed_out=True, wall=left)
         except (OSError, EOFError, ValueError):  # the worker ended (its log is the grader's)
-            return Run(name, None, "", None, wall=left, worker=self.ended())
+            self.died = self.ended()
+            return Run(name, None, "", None, wall=left, worker=self.died)
         report, screen, blob = answer["blobs"]
         try:
             data = json.loads(report.decode("utf-8")).get(self.step) if report else None

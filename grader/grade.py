@@ -220,21 +220,25 @@ def _grade(step: str, submission: Path | None, worker: Worker, screen: bool) -> 
         return not_graded(step, f"not graded: {exc}", started)
     notes += [f"to read: {line}" for line in hidden]  # what a reader would not see it do
     owners = Owners.cached(worker, todos)
+    # the whole submission's check first: a TODO's failure is said in its words, from a copy
+    # holding only the student's code (a TODO's own copy holds the reference of the others)
+    check = _check(worker, step, files, owners) if screen else None
+    shown_screen, forged = _said(check, step) if check else ("", "")
     lines, held = [], {}
     for todo in todos.values():
-        line, held[todo.id] = _line(worker, todo, todos, read[todo.id], owners)
+        line, held[todo.id] = _line(worker, todo, todos, read[todo.id], owners, check)
         lines.append(line)
     lines = _canary(worker, lines, todos, read, owners)
     held = {n.todo: held[n.todo] for n in lines if held[n.todo] and n.state != "flagged"}
-    shown_screen, forged = _check(worker, step, files, owners) if screen else ("", "")
     if forged:  # the whole submission's copy forged its record: no TODO's own word is taken
         notes.append(f"flagged: the check of the whole submission: {forged}")
         lines, held = [_zero(line.todo, "flagged", notes[-1]) for line in lines], {}
     if not m.contained:  # said on every line, so no score leaves without it
         for line in lines:
             line.reason = f"[uncontained] {line.reason}"
-    if worker.proc is not None and worker.proc.poll() is not None:
-        notes.append(f"the grade's worker {worker.ended()} while this submission was graded")
+    if worker.died or worker.proc is not None and worker.proc.poll() is not None:
+        died = worker.died or worker.ended()
+        notes.append(f"the grade's worker {died} while this submission was graded")
     missing = [rel for rel in found.missing if rel.endswith(".py")]  # predictions: optional
     if missing:
         notes.append(f"missing from the submission: {', '.join(missing)}")
@@ -254,10 +258,12 @@ def not_graded(step: str, why: str, started: float) -> Grade:
     return Grade(step, lines, [m.said, why], seconds, contained=m.contained)
 
 
-def _line(worker: Worker, todo, todos, read: Texts, owners):
+def _line(worker: Worker, todo, todos, read: Texts, owners, check: Run | None = None):
     """A TODO's line from its copy, where every other TODO is the reference's, run in its time
     (its held-out tests not yet counted); and what gives its whole line once its held-out tests
-    have run in a copy of their own, of which only their outcomes are read (None: it has none)."""
+    have run in a copy of their own, of which only their outcomes are read (None: it has none).
+    With the whole submission's `check`, a failure's message is the check's (that copy holds no
+    reference code a student's code could raise back), never its own copy's."""
     own = owners.tests.get(todo.id, [])
     if read.why:
         return _zero(todo.id, "not written", read.why), None
@@ -277,8 +283,12 @@ def _line(worker: Worker, todo, todos, read: Texts, owners):
                 state, why = ("failed", HELD_ENDED) if held_run else _ended(run, worker.step)
                 return _zero(todo.id, state, said(why))
         record = {n: t for run in runs for n, t in run.tests().items()}
+        words = said
+        if check is not None:  # the check's messages are at the student's own lines already
+            record = {n: {**t, "error": _checks_word(check, n, t)} for n, t in record.items()}
+            words = partial(said, moved=None)
         return _score(
-            todo.id, *own_outcome(replace(runs[0], record=record), tests, said, owners.core)
+            todo.id, *own_outcome(replace(runs[0], record=record), tests, words, owners.core)
         )
 
     runs = [worker.run(todo.id, read.copy, seen, AT_IMPORT)] if seen else []
@@ -323,11 +333,32 @@ def _canary(worker: Worker, lines: list[Line], todos, read: dict[str, Texts], ow
     ]
 
 
-def _check(worker: Worker, step: str, files: dict[str, str], owners) -> tuple[str, str]:
-    """The student's check of the whole submission, in a time of its own: the feedback's screen,
-    and why its copy's word cannot be taken ('' when it can: its report is its record's)."""
+NOT_SHOWN = (
+    "its message is not shown: it came from a copy holding the course's code for your other "
+    "TODOs, and the check of your whole submission did not fail this test"
+)
+
+
+def _checks_word(check: Run, nodeid: str, outcome: dict) -> str:
+    """What a failing test of a TODO's copy says: the whole submission's check's message for it
+    (a copy of the student's files only), else that it is not shown; a pass says nothing."""
+    if outcome.get("outcome") == "passed":
+        return outcome.get("error", "")
+    theirs = check.tests().get(nodeid, {})
+    if theirs.get("outcome", "passed") == "passed" or not theirs.get("error"):
+        return NOT_SHOWN
+    return theirs["error"]
+
+
+def _check(worker: Worker, step: str, files: dict[str, str], owners) -> Run:
+    """The student's check of the whole submission, in a time of its own."""
     deselect = [a for n in owners.broken if not is_held(n) for a in ("--deselect", n)]
-    check = worker.run("check", files, [f"steps/{step}/tests"], deselect, wall=worker.limits.check)
+    return worker.run("check", files, [f"steps/{step}/tests"], deselect, wall=worker.limits.check)
+
+
+def _said(check: Run, step: str) -> tuple[str, str]:
+    """The check's screen for the feedback, and why its copy's word cannot be taken ('' when it
+    can: its report is its record's)."""
     forged = "; ".join(check.flags)
     if check.full:
         return f"{check.screen}\nThe check of your whole submission: {check.full}.", forged

@@ -44,6 +44,7 @@ from grader.tests.test_grade import (
     caught_up_starter,
     run_tiny,
     shared_worker,
+    shipped_starter,
     tiny_class,
     with_change,
 )
@@ -719,6 +720,29 @@ def test_a_reason_never_shows_the_reference_a_per_todo_copy_holds(in_bwrap):
     withheld (grader.scrub), so a submission cannot raise it back into results.json."""
     results = json.dumps(gradescope(in_bwrap.grades[LEAK]))
     assert SECRET not in results, f"expected no line of task 1's reference, got: {results[:600]}"
+
+
+@SHARED
+def test_a_todos_reason_is_the_check_of_the_whole_submission_never_its_own_copys(tmp_path, request):
+    """Red team 11 raised another TODO's reference, reversed past the scrub, from a TODO's copy
+    (where every other TODO is the reference): a reason is the message of the check of the
+    student's own files, where task 1 is the student's own (here the starter's)."""
+    if why := _bwrap_problem():
+        pytest.skip(why)
+    raised = (
+        "    raise ValueError(' | '.join(inspect.getsource(stable_softmax).splitlines())[::-1])"
+    )
+    starter = shipped_starter(tmp_path)
+    todo = r'    raise NotImplementedError\(\n\s+"TODO\(lab-01 task 3:.*\n    \)'  # task 3's body
+    body = re.search(todo, (starter / "attention.py").read_text(encoding="utf-8"))[0]
+    sub = with_change(starter, tmp_path / "sub", body, raised)
+    path = sub / "attention.py"
+    path.write_text("import inspect\n" + path.read_text(encoding="utf-8"), encoding="utf-8")
+    g = grade(STEP, sub, worker=shared_worker(request))
+    said = json.dumps(gradescope(g)) + text(g)
+    assert SECRET[::-1] not in said, said[:3000]  # task 1's reference, reversed
+    reason = next(line.reason for line in g.lines if "task 3" in line.todo)
+    assert "ValueError" in reason and "NotImplementedError"[::-1] in reason, reason  # its own
 
 
 @SHARED
