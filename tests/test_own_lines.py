@@ -530,6 +530,35 @@ MISTAKES += [
         words="it holds more: an id went in twice",
         given=("check_state(model, idx, cache)", "raise ValueError("),
     ),
+    Mistake(  # walk 9: the pair swapped: Next at the return that swapped it, not the cat above
+        "append returns (values, keys)",
+        "lab-02",
+        "kvcache",
+        "return self.keys[layer], self.values[layer]  #",
+        "return self.values[layer], self.keys[layer]  #",
+        "task 3a",
+        "return self.values[layer], self.keys[layer]",
+    ),
+    Mistake(  # walk 9: every id fed again: the call that fed them, not the line that sliced new
+        "next_logits feeds all of idx",
+        "lab-02",
+        "kvcache",
+        "return forward_cached(model, new, cache)[:, -1, :], cache",
+        "return forward_cached(model, idx, cache)[:, -1, :], cache",
+        "task 3d",
+        "return forward_cached(model, idx, cache)",
+        given=("check_state(model, idx, cache)", "raise ValueError("),
+    ),
+    Mistake(  # walk 9: a method named, never called: that line, not the return
+        "loss.backward without its call",
+        "step-06",
+        "train",
+        "    loss.backward()",
+        "    loss.backward",
+        "task 4",
+        "loss.backward",
+        words="no backward pass filled them",
+    ),
 ]
 
 

@@ -93,10 +93,11 @@ def check_state(model, idx, cache):
     T = idx.shape[1]
     if cache.length not in (cache.T_max, T - 1):
         why = (  # which way it is off says who fed what
-            "more: an id went in twice, by a next_logits that fed more than the newest id or a "
-            "call with idx not one id longer"
+            "more: an id went in twice (next_logits's forward_cached call fed more than the "
+            "newest id, or idx is not one id longer than at the last call)"
             if cache.length >= T
-            else "fewer: an id never went in (a prefill fed fewer ids than idx's last T_max?)"
+            else "fewer: an id never went in (the prefill's forward_cached call fed fewer ids "
+            "than idx's last T_max?)"
         )
         raise ValueError(
             f"the cache holds {counted(cache.length, 'position')} and idx has T={T}: next_logits "
