@@ -16,6 +16,7 @@ it could write back as it was when the worker started, so no copy finds what ano
 import contextlib
 import gc
 import hashlib
+import importlib
 import json
 import os
 import shutil
@@ -170,6 +171,8 @@ def _record(copy: Path, step: str):
 
     dumps, write, fd = json.dumps, os.write, RECORD_FD
     judges, course, starter = Judges(), _course_files(copy), copy / "steps" / step / "starter"
+    for helper in HELPERS:  # the copy's own, imported before any of the copy's code runs
+        importlib.import_module(helper)
     held = _held()
     modules = dict(sys.modules)  # each module imported before any of the copy's code ran
     # a tensor subclass answers no comparison: its __torch_function__ and __torch_dispatch__ off
@@ -247,11 +250,13 @@ def _record(copy: Path, step: str):
 
 # Where the judges look up what they call (a tensor's methods, common.expect's globals, pytest's
 # Function.runtest): each of their attributes held as it was before the copy's code ran
+# the course's helpers the tests call to judge (a copy swapped common.seeding's torch for its own)
+HELPERS = ("common.seeding", "common.loader")
 HELD = (
     "builtins", "math", "torch", "torch.nn.functional", "torch.linalg", "torch.testing",
     "torch.Tensor", "torch.nn.Module", "common.expect", "_pytest.python.Function",
     "_pytest.runner", "_pytest.runner.CallInfo", "_pytest.reports.TestReport",
-    "_pytest._code.code.ExceptionInfo",
+    "_pytest._code.code.ExceptionInfo", *HELPERS,
 )  # fmt: skip
 # what torch itself replaces as it lazily imports a part of itself: building the first optimiser
 # imports torch._dynamo, which wraps torch.manual_seed (tests seed with generators of their own)

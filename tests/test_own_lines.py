@@ -559,6 +559,16 @@ MISTAKES += [
         "loss.backward",
         words="no backward pass filled them",
     ),
+    Mistake(  # walk 9: the forward under no_grad: torch's refusal of backward, in course words
+        "train_step's forward under no_grad",
+        "step-06",
+        "train",
+        "    _, loss = model(x, y)  #",
+        "    with torch.no_grad():\n        _, loss = model(x, y)  #",
+        "task 4",
+        "with torch.no_grad():",
+        words="the loss was computed without gradients",
+    ),
 ]
 
 

@@ -467,7 +467,18 @@ _c = _sys.modules["common.check.collect"]
 _T = _c.TestResult
 _c.TestResult = lambda **k: _T(**{**k, "outcome": "passed", "error": ()})
 """
+# red team 11: a course helper the tests judge with (common.seeding's torch), swapped through a
+# loop's name; here lab-01's common.loader.load, wrapped so that it behaves the same
+HELPER = """\
+import common.loader as _cl
+
+for _m in [_cl]:
+    _m.load = (lambda f: lambda *a, **k: f(*a, **k))(_m.load)
+"""
 FORGERS = {
+    "a course helper's function swapped through a loop": Case(
+        WRONG, False, FORGED, top=HELPER, others=FORGED
+    ),
     "the check's TestResult made to pass from the TODO's body": Case(
         _once(RECORD) + "\n" + WRONG, False, FORGED
     ),

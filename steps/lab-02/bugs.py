@@ -84,8 +84,8 @@ BUGS = [
     ),
     Bug(
         "RoPE casts to float32",
-        "right for a float32 or float64 x, but a bfloat16 or float16 x comes back float32: cos "
-        "and sin cast to float32, not to x's dtype, promote it",
+        "right for a float32 or float64 x, but a bfloat16 x comes back float32: cos and sin cast "
+        "to one dtype of their own (float32, float16), not to x's dtype, promote it",
         "the angles are float64 for their digits, then cos and sin are cast to x's dtype, whatever "
         "it is, so rope returns what it was given (task 1.2); look at the dtype cos and sin are "
         "cast to",

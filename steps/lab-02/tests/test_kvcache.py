@@ -418,6 +418,15 @@ def test_new_ids_are_embedded_at_the_positions_after_the_cached_ones(kv):
         "a new id's position is what the cache holds"
         + (": not 0 each call" if restarted else " before it (P to P + t - 1)"),
     )
+    # the positions pos_emb saw are the ones added: its output moved, the logits move too
+    handle = model.pos_emb.register_forward_hook(lambda module, args, out: out + 1.0)
+    with torch.no_grad():
+        moved = kv.forward_cached(model, idx[:, :4], kv.KVCache(model, B))  # (B, 4, V)
+    handle.remove()
+    with torch.no_grad():
+        plain = kv.forward_cached(model, idx[:, :4], kv.KVCache(model, B))  # (B, 4, V)
+    expect.differs("the logits once pos_emb's output is moved by 1", moved, plain,
+                   "what the embeddings add is pos_emb's output for the positions it was given")  # fmt: skip
 
 
 @pytest.mark.todo("task 3c")
