@@ -391,7 +391,8 @@ MISTAKES += [
         "stack expects each tensor to be equal size",
         words="Your line",
     ),
-    Mistake(  # the forward under no_grad: backward raises on the next line
+    Mistake(  # the forward under no_grad: backward raises on the next line (walk 9: in the
+        # course's words above torch's)
         "the loss made without gradients",
         "step-06",
         "train",
@@ -400,6 +401,7 @@ MISTAKES += [
         "task 4",
         "with torch.no_grad():",
         "does not require grad",
+        words="the loss was computed without gradients",
     ),
     Mistake(  # warm-up's test one step too long: a warm-up of 0 divides by it in its body
         "warm-up up to and with its last step",
@@ -558,16 +560,6 @@ MISTAKES += [
         "task 4",
         "loss.backward",
         words="no backward pass filled them",
-    ),
-    Mistake(  # walk 9: the forward under no_grad: torch's refusal of backward, in course words
-        "train_step's forward under no_grad",
-        "step-06",
-        "train",
-        "    _, loss = model(x, y)  #",
-        "    with torch.no_grad():\n        _, loss = model(x, y)  #",
-        "task 4",
-        "with torch.no_grad():",
-        words="the loss was computed without gradients",
     ),
 ]
 
