@@ -921,7 +921,8 @@ def _unfamiliar(tree, text: str, shipped: set[str], listed: set[int]) -> list[tu
         if isinstance(node, ast.Import | ast.ImportFrom):
             own |= {(a.asname or a.name).split(".")[0] for a in node.names}
         if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
-            fields.add(node.attr)  # self.heads = ...
+            if getattr(node.value, "id", "") == "self":  # self.heads = ...: not x.load = 0
+                fields.add(node.attr)
         if isinstance(node, ast.ClassDef):  # its methods
             fields |= {n.name for n in node.body if isinstance(n, ast.FunctionDef)}
     own -= set(dir(builtins)) - BUILTINS  # a parameter named open does not make open() the file's

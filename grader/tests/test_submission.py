@@ -211,6 +211,8 @@ FORGERS_NEED = {  # a line of what only a forger needs -> the words its 'to read
     "attn.forward = lambda x: x": "reaches a method .forward set on an object",
     "pe.double = lambda: pe": "reaches a method .double set on an object",
     "for _m in [common.seeding]: _m.torch = None": "changes _m.torch",
+    "_spare.load = None": "reaches .load",  # an attribute stored on an object makes no name its own
+    "torch.load(b'', weights_only=False)": "reaches .load, which no course code uses",
 }
 
 
