@@ -561,6 +561,16 @@ MISTAKES += [
         "loss.backward",
         words="no backward pass filled them",
     ),
+    Mistake(  # walk 9: the new keys alone: the scores' shape said, and no row of the t x t mask
+        "scores over the new keys only",
+        "lab-02",
+        "kvcache",
+        "scores = q @ K.transpose(-2, -1)",
+        "scores = q @ k.transpose(-2, -1)",
+        "task 3b",
+        "scores = q @ k.transpose(-2, -1)",
+        words="your scores cover the t new keys only",
+    ),
 ]
 
 

@@ -69,6 +69,33 @@ def refused(what: str, expected: str, exc: RuntimeError, then: str = "") -> Asse
     return AssertionError(f"{what}: expected {expected}, got torch refusing{where} ({said}){then}")
 
 
+def masking_said(exc: RuntimeError, file: str, t: int, T: int) -> str:
+    """What the student's refused mask line ran with (its tensors' shapes), and which side is
+    wrong: scores over the t new keys only, or a mask of t columns, the t x t one."""
+    tb, found = exc.__traceback__, None
+    while tb:  # the student's innermost frame: its line and its locals
+        found = tb if Path(tb.tb_frame.f_code.co_filename) == Path(file) else found
+        tb = tb.tb_next
+    if found is None:
+        return ""
+    line = traceback.extract_tb(found, limit=1)[0].line or ""
+    local = found.tb_frame.f_locals
+    shapes = {n: tuple(v.shape) for n in dict.fromkeys(re.findall(r"[A-Za-z_]\w*", line))
+              if isinstance(v := local.get(n), torch.Tensor)}  # fmt: skip
+    said = "; your line ran with " + ", ".join(f"{n} {s}" for n, s in shapes.items())
+    scores = next((s for s in shapes.values() if len(s) == 4), None)
+    sizes = re.search(r"tensor a \((\d+)\) must match the size of tensor b \((\d+)\)", str(exc))
+    columns = [int(n) for n in sizes.groups() if scores and int(n) != scores[-1]] if sizes else []
+    if scores and scores[-1] == t != T:
+        return (
+            said
+            + ": your scores cover the t new keys only; they need all P + t, the keys append returned"
+        )
+    if columns[:1] == [t] or (t, t) in shapes.values():
+        return said + ": your mask is t x t"
+    return said if shapes else ""
+
+
 AXES = ("B", "h", "t", "d_head")  # the axes of keys and values
 
 
@@ -209,7 +236,8 @@ def cached_attention_run(kv, pieces):
                         raise  # not the mask's line: the check shows the line and its shapes
                     mask = f"scores (B, h, t, P + t) = {(B, H, b - a, b)} masked by ({b - a}, {b})"
                     rows = "rows P to P + t - 1 of the causal mask, P what this layer held"
-                    raise refused(what, f"{mask}: {rows}", exc) from None
+                    then = masking_said(exc, kv.__file__, b - a, b)
+                    raise refused(what, f"{mask}: {rows}", exc, then) from None
                 expect.shape(what, out, (B, b - a, D), "(B, t, d): one row per new position")
                 got[i].append(out)
         expected = torch.stack([block.attn(x) for block in model.blocks])  # (n_layer, B, 7, d)
