@@ -363,6 +363,9 @@ TORCH_MEANS = [(re.compile(pattern), said) for pattern, said in (
     (r"element 0 of tensors does not require grad and does not have a grad_fn",
      ".backward() found no graph to go back through: the loss was computed without gradients "
      "(under torch.no_grad(), or from a detached tensor)"),
+    (r"derivative for (?:aten::)?(\w+) is not implemented",
+     "{0} passes no gradient back (// and rounding have none): a tensor a loss goes back "
+     "through must be made without it"),
     (r"grad can be implicitly created only for scalar outputs",
      ".backward() starts from one number, the loss; this tensor holds more than one entry"),
     (r"mat1 and mat2 shapes cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)",
