@@ -571,6 +571,16 @@ MISTAKES += [
         "scores = q @ k.transpose(-2, -1)",
         words="your scores cover the t new keys only",
     ),
+    Mistake(  # walk 9: a scale rounded (//), told as the scale forgotten: no row now
+        "dropout's scale by //",
+        "lab-02",
+        "layers",
+        "    return x * keep / (1 - p)  #",
+        "    return x * keep // (1 - p)  #",
+        "task 2",
+        "return x * keep // (1 - p)",
+        first="expected 1.667",
+    ),
 ]
 
 
