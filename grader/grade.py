@@ -280,7 +280,7 @@ def _line(worker: Worker, todo, todos, read: Texts, owners, check: Run | None = 
                 return _zero(todo.id, "failed", run.full)
             if run.record is None:
                 held_run = run.name.endswith(" held-out")
-                state, why = ("failed", HELD_ENDED) if held_run else _ended(run, worker.step)
+                state, why = ("failed", HELD_ENDED) if held_run else _ended(run, worker.step, check)
                 return _zero(todo.id, state, said(why))
         record = {n: t for run in runs for n, t in run.tests().items()}
         words = said
@@ -374,21 +374,22 @@ def _said(check: Run, step: str) -> tuple[str, str]:
 def hung_at(screen: str, step: str) -> str:
     """Where a copy stopped for its time was (the innermost line of the step's starter in the
     stacks faulthandler wrote on its screen), or ''."""
-    marker = f"steps/{step}/starter/"
     stacks = screen[screen.find("(most recent call first):") :]  # faulthandler's, not a failure's
+    # a path, a number and a name only: a copy may print lines that look like a stack's
+    frame = re.compile(rf'File "[^"]*?(steps/{re.escape(step)}/starter/[\w/.-]+\.py)", line '
+                       r"(\d+) in ([\w<>.]+)\s*$")  # fmt: skip
     for line in stacks.splitlines():
-        if 'File "' in line and marker in line and ", line " in line:
-            path = line.split('File "', 1)[1].split('"', 1)[0]
-            rel = marker + path.split(marker, 1)[1]
-            number, _, function = line.split(", line ", 1)[1].partition(" in ")
-            return f"{rel}:{number.strip()} ({function.strip()})"
+        if m := frame.search(line):
+            return f"{m[1]}:{m[2]} ({m[3]})"
     return ""
 
 
-def _ended(run, step: str) -> tuple[str, str]:
+def _ended(run, step: str, check: Run | None = None) -> tuple[str, str]:
     """(state, reason) of a copy that wrote no record to its end: it ran out of its time (a hang:
     the TODO fails, with the line it was in), its code does not import (the check's own one line,
-    a failure of the TODO), or how the copy, or the worker it ran in, ended (a signal by name)."""
+    a failure of the TODO), or how the copy, or the worker it ran in, ended (a signal by name).
+    With the whole submission's `check`, nothing of this copy's screen is quoted (it holds the
+    other TODOs' reference): the check's own does-not-import line, if any."""
     if run.timed_out and run.wall < 5:
         return "not run", "the grade's time ran out before this TODO's copy ran"
     if run.worker:
@@ -399,13 +400,14 @@ def _ended(run, step: str) -> tuple[str, str]:
             f"its copy was still running after {run.wall:.0f} s (a hang or a sleep?)"
             + (f", in {where}" if where else "")
         )
-    said = [
-        ln.removeprefix("ERROR: ") for ln in run.screen.splitlines() if " does not import" in ln
-    ]
+    screen = run.screen if check is None else check.screen
+    said = [ln.removeprefix("ERROR: ") for ln in screen.splitlines() if " does not import" in ln]
     if said:
         return "failed", said[0]  # cut, if ever, by scrub as any reason
     last = [ln for ln in run.screen.strip().splitlines() if ln.strip()][-1:] or ["no output"]
     how = ended_by(run.returncode)  # the worker's word: a signal is -N whatever contains it
+    if check is not None:
+        return "not run", f"its copy {how} before the check could report"
     return "not run", f"its copy {how} before the check could report: {last[0]}"
 
 

@@ -581,6 +581,47 @@ MISTAKES += [
         "return x * keep // (1 - p)",
         first="expected 1.667",
     ),
+    Mistake(  # walk 10: green; at p = 0 a mask was drawn, shifting every later one
+        "dropout draws a mask at p = 0",
+        "lab-02",
+        "layers",
+        "    if not training or p == 0:",
+        "    if not training:",
+        "task 2",
+        "if not training:",
+        first="the generator's next draw",
+    ),
+    Mistake(  # walk 10: a call left out: Next from the call the message names to the return
+        "optimizer.step() left out",
+        "step-06",
+        "train",
+        "    optimizer.step()\n",
+        "",
+        "task 4",
+        "return loss.item()",
+    ),
+    Mistake(  # walk 10: the if that chose the branch is among the lines Next names
+        "a full cache never restarted",
+        "lab-02",
+        "kvcache",
+        "if cache is None or cache.length == model.T_max:  # start",
+        "if cache is None:  # start",
+        "task 3d",
+        "if cache is None:  # start",
+        row="generation stops at T_max ids",  # the curated bug's own row
+        given=("check_cache(model, idx, cache)", "raise ValueError("),
+    ),
+    Mistake(  # walk 10: Python's refusal, in the course's words too
+        "the layers counted from 1",
+        "lab-02",
+        "kvcache",
+        "    for layer, block in enumerate(model.blocks):",
+        "    for layer, block in enumerate(model.blocks, 1):",
+        "task 3c",
+        "for layer, block in enumerate(model.blocks, 1):",
+        words="a list of n entries has indices 0 to n - 1",
+        given=("self.keys[layer] = k if", "K, V = cache.append("),  # tasks 3a, 3b: where it raised
+    ),
 ]
 
 

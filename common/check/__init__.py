@@ -363,6 +363,13 @@ TORCH_MEANS = [(re.compile(pattern), said) for pattern, said in (
     (r"element 0 of tensors does not require grad and does not have a grad_fn",
      ".backward() found no graph to go back through: the loss was computed without gradients "
      "(under torch.no_grad(), or from a detached tensor)"),
+    (r"division by zero",
+     "a division by 0: what divides is 0 for this input (a count, a length or a number of "
+     "steps that can be 0)"),
+    (r"list index out of range",
+     "an index past the end of a list: a list of n entries has indices 0 to n - 1"),
+    (r"Expected input batch_size \((\d+)\) to match target batch_size \((\d+)\)",
+     "cross-entropy needs a target for each row of logits: {0} rows of logits, {1} targets"),
     (r"derivative for (?:aten::)?(\w+) is not implemented",
      "{0} passes no gradient back (// and rounding have none): a tensor a loss goes back "
      "through must be made without it"),

@@ -189,6 +189,14 @@ def _no_op(code, ran: dict[int, int]) -> int | None:
     return max(idle, key=ran.__getitem__) if idle else None
 
 
+def _absent_call(code, error: str) -> bool:
+    """Does the message name a method call of one of the function's names (`optimizer.step()`)
+    that no line of it makes: where it belongs is after the line the message names."""
+    function = _function(code)
+    names = {n.id for n in ast.walk(function) if isinstance(n, ast.Name)} if function else set()
+    return any(d.split(".")[0] in names and d not in _calls(code) for d in DOTTED.findall(error))
+
+
 def made_lines(code, ran: dict[int, int], error: str) -> tuple[int, int | None, bool]:
     """made_line's line, or the lines that ran from the first to the return (first, return) when
     it is only the return run last (`return attn.proj(out)`): what made a wrong value is among
@@ -201,6 +209,8 @@ def made_lines(code, ran: dict[int, int], error: str) -> tuple[int, int | None, 
         return line, None, False
     if _named_call(code, ran, error) is not None:  # the call, and what it was handed
         start = fed_from(code, ran, line)
+        if _absent_call(code, error):  # a call the message names is in no line: from it on
+            return start or line, max(ran), False
         return (start, line, False) if start is not None else (line, None, False)
     statement = _statements(code).get(line)
     last = max(ran, key=ran.__getitem__)
@@ -315,11 +325,11 @@ def fed_from(code, ran: dict[int, int], line: int) -> int | None:
                 fed.add(origin)
                 todo.append((origin, tick(origin)))
     found = {node.lineno for node in fed}
-    for node in nodes:  # the with around a line that fed it; the if that sent it on
-        if isinstance(node, ast.With) and any(
+    for node in nodes:  # the with or if around a line that fed it; the if that sent it on
+        if isinstance(node, ast.With | ast.If) and any(
             node.lineno < f.lineno <= node.end_lineno for f in fed
         ):
-            found.add(node.lineno)
+            found.add(node.lineno)  # an if's test chose which of its lines fed the crash
         if not isinstance(node, ast.If) or ran.get(node.lineno, when) >= when:
             continue
         inside = node.lineno < line <= node.end_lineno  # its test sent the crash's line to run

@@ -36,8 +36,12 @@ def eval_said(got, x: torch.Tensor, p: float) -> str:
 
 @pytest.mark.todo("task 2")
 def test_dropout_at_p_0_is_the_identity_in_training(layers):
-    x = randn(4, 8, seed=0)
-    expect.equal("dropout(x, p=0, training=True)", layers.dropout(x, 0.0, True, generator(0)), x)
+    x, g = randn(4, 8, seed=0), generator(0)
+    expect.equal("dropout(x, p=0, training=True)", layers.dropout(x, 0.0, True, g), x)
+    # x itself: no mask drawn, so every later draw of the generator is what it would have been
+    expect.equal("the generator's next draw after dropout at p=0", torch.rand(3, generator=g),
+                 torch.rand(3, generator=generator(0)), "at p = 0 x comes back as it is, "
+                 "no mask drawn (a draw would shift every later mask of the run)")  # fmt: skip
 
 
 @pytest.mark.todo("task 2")
