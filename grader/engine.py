@@ -39,6 +39,7 @@ from grader.sandbox import Limits, ended_by, instructor_values, start, stop
 from grader.variants import read_tree, swap, variant
 from grader.worker import SCREEN_LIMIT
 from tools import pristine
+from tools.release import released_bugs
 
 REFUSED = "the graded copy holds no reference solution of this step: grade your own code"
 COURSE_FILES = ["common", "conftest.py", "pyproject.toml"]
@@ -75,6 +76,8 @@ def build_base(step: str, dest: Path) -> Path:
     here = course_step(step, STEPS_DIR)
     earlier = [s.name for s in course() if s.order < here.order and not s.checkpoint]
     pristine([*earlier, step], root)
+    if here.bugs():  # the rows the check shows, not the reference lines bugs.py commits
+        (root / "steps" / step / "bugs.py").write_text(released_bugs(here), encoding="utf-8")
     solution = root / "steps" / step / "solution"
     kept = (here.grade or {}).get("reference_kept", [])
     for path in py_files(solution):
@@ -818,7 +821,8 @@ class Reader:
 
 
 COOKIE = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")  # PEP 263's, in line 1 or 2
-MODULE_CALLS = ("__import__", "import_module")  # calls whose value is a module by its name
+# calls whose value is a module by its name (the course's loaders: an earlier step's reference)
+MODULE_CALLS = ("__import__", "import_module", "reference", "load", "load_file")
 REACHING = ("getattr", "vars")  # calls whose value is reached from their first argument
 FILLING = ("update", "setdefault", "__setitem__", "__delitem__", "pop", "clear")  # a dict's
 
@@ -970,6 +974,8 @@ INNARDS = {
     "get_plugins", "__self__", "__func__", "__wrapped__", "__traceback__", "__mro__", "__bases__",
     "__getattribute__", "fromhex", "listdir", "scandir", "FileIO", "as_subclass",
     "_make_subclass", "_make_wrapper_subclass",  # a tensor whose own ops answer any comparison
+    "from_file", "untyped_storage", "_typed_storage", "storage",  # a file's bytes as a tensor's
+    "TorchFunctionMode", "TorchDispatchMode", "_push_mode", "_pop_mode",  # torch's ops answered
     "os", "sys", "posix", "builtins", "gc", "ctypes", "importlib",  # torch.os: no import seen
 }  # fmt: skip
 # the operating system's descriptors and folders, reached from os (os.write(3, ...): the record)
@@ -1040,7 +1046,7 @@ def _machinery(tree, text: str, shipped: set[str]) -> list[tuple[int, str]]:
         elif (
             isinstance(node, ast.Attribute)
             and isinstance(node.ctx, ast.Store | ast.Del)
-            and (node.attr in METHODS)
+            and (node.attr in METHODS or re.fullmatch(r"__\w+__", node.attr))
         ):
             what = f"a method .{node.attr} set on an object, which its callers then run"
         elif isinstance(node, ast.ClassDef) and any(

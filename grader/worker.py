@@ -175,13 +175,16 @@ def _record(copy: Path, step: str):
         importlib.import_module(helper)
     held = _held()
     modules = dict(sys.modules)  # each module imported before any of the copy's code ran
-    # a tensor subclass answers no comparison: its __torch_function__ and __torch_dispatch__ off
-    plain, undispatched = torch._C.DisableTorchFunctionSubclass, torch._C._DisableTorchDispatch
+    # a tensor subclass or a mode answers no comparison: __torch_function__ (a subclass's and a
+    # TorchFunctionMode's) and __torch_dispatch__ off while a test runs
+    plain, undispatched = torch._C.DisableTorchFunction, torch._C._DisableTorchDispatch
 
     def forged(files: bool = False) -> str:
         """What the copy's code did to how it is judged (`files`: its course's files too), or ''."""
         if changed := judges.restore() or _moved(held):
             return f"replaced {changed}, which the tests judge with"
+        if torch._C._len_torch_function_stack() or torch._C._len_torch_dispatch_stack():
+            return "left a torch mode on, which answers torch's operations in its place"
         if mine := _hooks_from(configs, starter):
             return f"registered a pytest hook of its own ({mine}), which may rewrite outcomes"
         if files and (which := _changed(course, _course_files(copy))):

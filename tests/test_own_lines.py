@@ -532,15 +532,6 @@ MISTAKES += [
         words="it holds more: an id went in twice",
         given=("check_state(model, idx, cache)", "raise ValueError("),
     ),
-    Mistake(  # walk 9: the pair swapped: Next at the return that swapped it, not the cat above
-        "append returns (values, keys)",
-        "lab-02",
-        "kvcache",
-        "return self.keys[layer], self.values[layer]  #",
-        "return self.values[layer], self.keys[layer]  #",
-        "task 3a",
-        "return self.values[layer], self.keys[layer]",
-    ),
     Mistake(  # walk 9: every id fed again: the call that fed them, not the line that sliced new
         "next_logits feeds all of idx",
         "lab-02",
@@ -621,6 +612,16 @@ MISTAKES += [
         "for layer, block in enumerate(model.blocks, 1):",
         words="a list of n entries has indices 0 to n - 1",
         given=("self.keys[layer] = k if", "K, V = cache.append("),  # tasks 3a, 3b: where it raised
+    ),
+    Mistake(  # walk 10: the last start never drawn: said in numbers, not pytest's set diff
+        "the last start never drawn",
+        "step-06",
+        "train",
+        "ix = torch.randint(len(data) - T, (B,), generator=generator)",
+        "ix = torch.randint(len(data) - T - 1, (B,), generator=generator)",
+        "task 1",
+        "ix = torch.randint(len(data) - T - 1",
+        first="the largest start of 4000 windows",
     ),
 ]
 

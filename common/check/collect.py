@@ -202,8 +202,7 @@ def made_lines(code, ran: dict[int, int], error: str) -> tuple[int, int | None, 
     it is only the return run last (`return attn.proj(out)`): what made a wrong value is among
     them, and nothing in a failing assertion says which; or, when the function stopped on a line
     that is no return (torch refused it, the test said so in its words), the lines that fed that
-    line (fed_from), and True; a line above a returned tuple, to that return (`return v, k`
-    swaps what the line above made right)."""
+    line (fed_from), and True."""
     line, flowed = made_line(code, ran, error)
     if _no_op(code, ran) is not None:
         return line, None, False
@@ -219,9 +218,6 @@ def made_lines(code, ran: dict[int, int], error: str) -> tuple[int, int | None, 
     stopped = line == last and not isinstance(_innermost(code, last), ast.Return)
     if stopped and (start := fed_from(code, ran, last)) is not None:
         return start, last, True
-    returned = _innermost(code, last)
-    if line < last and isinstance(returned, ast.Return) and isinstance(returned.value, ast.Tuple):
-        return line, returned.end_lineno, False  # the pair's order is made at its return
     if line != last or not isinstance(statement, ast.Return) or min(ran) >= statement.lineno:
         return line, None, False
     handing = isinstance(statement.value, ast.Name | ast.Tuple)  # `return x, y`: made above

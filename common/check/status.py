@@ -242,12 +242,13 @@ def step_status(
     if interrupted:  # Ctrl-C inside it: no report came
         failing[interrupted] += 1
     tasks = {split_id(t)[1]: t for t in todos}
-    held = Counter(  # its own tests (its marker's) failing for another TODO
+    held = Counter(  # its own tests (its marker's) of its code failing for another TODO
         tasks[r.marked]
         for n, r in results.items()
         if r.outcome == "failed"
         and r.marked in tasks
         and blamed.get(n, (None,))[0] != tasks[r.marked]
+        and not (r.whole_run and n in held_back)  # a whole run's: its code's tests may all pass
     )
     counts = {"failing": failing, "waiting": Counter(r.stopped_at for r in results.values())}
     counts["held"] = held

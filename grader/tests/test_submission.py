@@ -213,6 +213,13 @@ FORGERS_NEED = {  # a line of what only a forger needs -> the words its 'to read
     "for _m in [common.seeding]: _m.torch = None": "changes _m.torch",
     "_spare.load = None": "reaches .load",  # an attribute stored on an object makes no name its own
     "torch.load(b'', weights_only=False)": "reaches .load, which no course code uses",
+    # red team 12: a torch mode answering torch's ops, a class swapped on the test's module, a
+    # file read as a tensor's bytes, an earlier step's class replaced in its module
+    "class Mode(torch.overrides.TorchFunctionMode): pass": "reaches TorchFunctionMode",
+    "Mode.__torch_function__ = print": "reaches a method .__torch_function__ set",
+    "block.attn.__class__ = Mode": "reaches a method .__class__ set",
+    "torch.from_file('steps/lab-02/bugs.py', size=1)": "reaches from_file",
+    "_gpt.GPT = Mode": "changes _gpt.GPT",
 }
 
 
@@ -226,6 +233,7 @@ def test_what_only_a_forger_needs_is_shown_to_read_and_no_reference_line_is():
         assert hidden(step, ref, set(ref)) == [], step
     reference = {p.name: p.read_text(encoding="utf-8") for p in LAB_02.glob("*.py")}
     lines = "import os\nimport os as _os\nimport sys\nimport common.seeding\n"
+    lines += "from common.loader import reference\n_gpt = reference('step-05', 'gpt')\n"
     lines += "\n".join(FORGERS_NEED) + "\n"
     lines = lines.replace("case object", "match sys:\n    case object")  # a match's own line
     lines = lines.replace(

@@ -13,7 +13,7 @@ import torch
 
 from common import counted, expect
 from common.course import course_step
-from common.loader import load, load_file
+from common.loader import load, load_file, reference
 from common.run.experiment import Context
 from common.seeding import generator, seed_all
 
@@ -35,13 +35,28 @@ def model_of(kv, seed=0, T_max=T_MAX, dtype=torch.float32):
     each layer norm with weights of its own, as training leaves them (fresh ones are all the same
     function: ln1 used for ln2 would pass)."""
     seed_all(seed)
-    model = kv.GPT(V, T_max, D, H, N_LAYER)
+    model = GPT5.GPT(V, T_max, D, H, N_LAYER)  # Step 5's own class, whatever kvcache.py calls GPT
     g = generator(seed + 100)
     with torch.no_grad():
         for norm in (m for m in model.modules() if isinstance(m, torch.nn.LayerNorm)):
             norm.weight.copy_(1 + 0.5 * torch.randn(norm.weight.shape, generator=g))  # (d,)
             norm.bias.copy_(0.5 * torch.randn(norm.bias.shape, generator=g))  # (d,)
-    return model.to(dtype).eval()
+    model = model.to(dtype).eval()
+    WEIGHTS[id(model)] = (model, [p.detach().clone() for p in model.parameters()])
+    return model
+
+
+GPT5 = reference("step-05", "gpt")
+WEIGHTS = {}  # id(model) -> (the model, its weights as model_of made them)
+
+
+def unchanged(model) -> None:
+    """The weights of a model model_of made, as it made them: an expected value computed after
+    the student's call is Step 5's only if the call changed none of them."""
+    made = WEIGHTS[id(model)][1]
+    for (name, p), q in zip(model.named_parameters(), made, strict=True):
+        expect.equal(f"the model's {name} after your calls", p.detach(), q,
+                     "the cache reads the model's weights and changes none of them")  # fmt: skip
 
 
 def ids(shape, seed=1):
@@ -51,6 +66,7 @@ def ids(shape, seed=1):
 
 def uncached_next(model, idx):
     """Step 5's next-token logits (B, V): the model on the last T_max ids, its last row."""
+    unchanged(model)
     return model(idx[:, -model.T_max :])[0][:, -1, :]
 
 
@@ -398,6 +414,7 @@ def test_the_prefill_gives_the_uncached_logits(kv):
     model, idx = model_of(kv), ids((B, 5))
     with torch.no_grad():
         got = kv.forward_cached(model, idx, kv.KVCache(model, B))  # (B, 5, V)
+        unchanged(model)
         expected = model(idx)[0]
     print(f"max |prefill - uncached| over {idx.shape[1]} positions: {worst(got, expected):.2e}")
     expect.close("the prefill's logits", got, expected, LOGITS_TOL, prefill_said(model, idx, got))
@@ -464,6 +481,7 @@ def test_one_new_id_gives_the_uncached_last_row(kv):
     with torch.no_grad():
         prefill = kv.forward_cached(model, idx[:, :5], cache)  # (B, 5, V): 5 positions
         got = kv.forward_cached(model, idx[:, 5:], cache)[:, -1]  # (B, V): the sixth
+        unchanged(model)
         expected = model(idx)[0]  # (B, 6, V)
     # the cause first: a sixth id can only be right after a right prefill
     expect.close("the prefill's logits (5 ids at once)", prefill, expected[:, :5], LOGITS_TOL,
@@ -549,6 +567,7 @@ def test_a_full_cache_is_rebuilt_from_the_window_not_slid(kv):
     with torch.no_grad():
         _, full = kv.next_logits(model, idx[:, :T_MAX])  # T_max ids: the cache is full
         _, cache = kv.next_logits(model, idx, full)  # one more: the window moved by one
+        unchanged(model)  # the window's prefill below is only a measure on the same weights
         fresh = kv.KVCache(model, B)
         kv.forward_cached(model, idx[:, -T_MAX:], fresh)  # the window's own prefill
     expect.equal("the cache's length after the window moved", cache.length, T_MAX)
@@ -591,6 +610,7 @@ def test_sampled_ids_equal_step_5_generate_in_float64(kv):
     # float64: logits equal to ~1e-15, so no draw falls between two probabilities' rounding
     expected = model.generate(idx, 2 * T_MAX, generator=generator(6))
     got = kv.generate(model, idx, 2 * T_MAX, generator=generator(6))
+    unchanged(model)
     expect.equal("the sampled ids", got, expected, "the same generator draws the same ids")
 
 
