@@ -976,6 +976,7 @@ INNARDS = {
     "_make_subclass", "_make_wrapper_subclass",  # a tensor whose own ops answer any comparison
     "from_file", "untyped_storage", "_typed_storage", "storage",  # a file's bytes as a tensor's
     "TorchFunctionMode", "TorchDispatchMode", "_push_mode", "_pop_mode",  # torch's ops answered
+    "library", "Library", "impl", "_C", "ops",  # a kernel of its own registered over torch's
     "os", "sys", "posix", "builtins", "gc", "ctypes", "importlib",  # torch.os: no import seen
 }  # fmt: skip
 # the operating system's descriptors and folders, reached from os (os.write(3, ...): the record)

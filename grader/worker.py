@@ -173,7 +173,7 @@ def _record(copy: Path, step: str):
     judges, course, starter = Judges(), _course_files(copy), copy / "steps" / step / "starter"
     for helper in HELPERS:  # the copy's own, imported before any of the copy's code runs
         importlib.import_module(helper)
-    held = _held()
+    held, kernels = _held(), _kernels(torch)
     modules = dict(sys.modules)  # each module imported before any of the copy's code ran
     # a tensor subclass or a mode answers no comparison: __torch_function__ (a subclass's and a
     # TorchFunctionMode's) and __torch_dispatch__ off while a test runs
@@ -185,6 +185,8 @@ def _record(copy: Path, step: str):
             return f"replaced {changed}, which the tests judge with"
         if torch._C._len_torch_function_stack() or torch._C._len_torch_dispatch_stack():
             return "left a torch mode on, which answers torch's operations in its place"
+        if op := next((o for o, d in _kernels(torch).items() if d != kernels[o]), None):
+            return f"registered a kernel of its own for {op}, which the tests judge with"
         if mine := _hooks_from(configs, starter):
             return f"registered a pytest hook of its own ({mine}), which may rewrite outcomes"
         if files and (which := _changed(course, _course_files(copy))):
@@ -264,6 +266,23 @@ HELD = (
 # what torch itself replaces as it lazily imports a part of itself: building the first optimiser
 # imports torch._dynamo, which wraps torch.manual_seed (tests seed with generators of their own)
 TORCHS_OWN = {"torch.manual_seed"}
+
+
+# the operators the judges compare with (common.expect's !=, any, equal, the distance's sub
+# and abs): a kernel registered over torch's (torch.library) answers in their place
+JUDGED_OPS = ("any", "any.dim", "all", "equal", "ne.Tensor", "ne.Scalar", "eq.Tensor",
+              "eq.Scalar", "sub.Tensor", "abs", "_to_copy", "_local_scalar_dense", "is_nonzero",
+              "nonzero", "isclose", "allclose", "max", "isfinite", "isnan", "nan_to_num",
+              "gt.Scalar", "ge.Scalar", "lt.Scalar", "le.Scalar")  # fmt: skip
+
+
+def _kernels(torch) -> dict[str, list[str]]:
+    """Each judged operator's dispatcher table, as torch registered it (Meta kernels, which torch
+    adds as it lazily imports its parts, left out)."""
+    return {
+        op: [ln for ln in torch._C._dispatch_dump(f"aten::{op}").splitlines() if "Meta" not in ln]
+        for op in JUDGED_OPS
+    }
 
 
 def _held(owners: dict[str, object] | None = None) -> list[tuple]:

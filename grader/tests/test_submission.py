@@ -220,6 +220,8 @@ FORGERS_NEED = {  # a line of what only a forger needs -> the words its 'to read
     "block.attn.__class__ = Mode": "reaches a method .__class__ set",
     "torch.from_file('steps/lab-02/bugs.py', size=1)": "reaches from_file",
     "_gpt.GPT = Mode": "changes _gpt.GPT",
+    # red team 13: torch's own kernel replaced, its names made "the file's own" by a class's
+    "torch.library.Library('aten', 'IMPL').impl('any', print, 'CPU')": "reaches impl",
 }
 
 
@@ -234,6 +236,7 @@ def test_what_only_a_forger_needs_is_shown_to_read_and_no_reference_line_is():
     reference = {p.name: p.read_text(encoding="utf-8") for p in LAB_02.glob("*.py")}
     lines = "import os\nimport os as _os\nimport sys\nimport common.seeding\n"
     lines += "from common.loader import reference\n_gpt = reference('step-05', 'gpt')\n"
+    lines += "class Kept:\n    def library(self): pass\n"  # no method makes .library the file's
     lines += "\n".join(FORGERS_NEED) + "\n"
     lines = lines.replace("case object", "match sys:\n    case object")  # a match's own line
     lines = lines.replace(
