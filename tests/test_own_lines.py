@@ -623,6 +623,26 @@ MISTAKES += [
         "ix = torch.randint(len(data) - T - 1",
         first="the largest start of 4000 windows",
     ),
+    Mistake(  # walk 11: green; eval mode gave a copy, the contract says x itself
+        "dropout copies x in eval mode",
+        "lab-02",
+        "layers",
+        "        return x  # the same tensor",
+        "        return x.clone()  # the same tensor",
+        "task 2",
+        "return x.clone()",
+        first="is x: expected True, got False",
+    ),
+    Mistake(  # walk 11: a None joined by torch.cat, in the course's words
+        "the values' None test reads the keys",
+        "lab-02",
+        "kvcache",
+        "            v if self.values[layer] is None else",
+        "            v if self.keys[layer] is None else",
+        "task 3a",
+        "v if self.keys[layer] is None else",
+        words="entry 0 of what it joins is None",
+    ),
 ]
 
 

@@ -370,6 +370,9 @@ TORCH_MEANS = [(re.compile(pattern), said) for pattern, said in (
      "an index past the end of a list: a list of n entries has indices 0 to n - 1"),
     (r"Expected input batch_size \((\d+)\) to match target batch_size \((\d+)\)",
      "cross-entropy needs a target for each row of logits: {0} rows of logits, {1} targets"),
+    (r"expected Tensor as element (\d+) in argument \d+, but got NoneType",
+     "torch.cat or torch.stack met None where a tensor goes: entry {0} of what it joins is None "
+     "(a slot that was never filled?)"),
     (r"derivative for (?:aten::)?(\w+) is not implemented",
      "{0} passes no gradient back (// and rounding have none): a tensor a loss goes back "
      "through must be made without it"),

@@ -23,6 +23,8 @@ def test_dropout_is_the_identity_in_eval_mode(layers, p):
     x = randn(4, 8, seed=0)
     got = layers.dropout(x, p, False, generator(0))
     expect.equal(f"dropout(x, p={p}, training=False)", got, x, eval_said(got, x, p))
+    expect.equal(f"dropout(x, p={p}, training=False) is x", got is x, True,
+                 "in eval mode x comes back itself, as nn.Dropout gives it: no copy")  # fmt: skip
 
 
 def eval_said(got, x: torch.Tensor, p: float) -> str:
