@@ -23,8 +23,13 @@ def test_dropout_is_the_identity_in_eval_mode(layers, p):
     x = randn(4, 8, seed=0)
     got = layers.dropout(x, p, False, generator(0))
     expect.equal(f"dropout(x, p={p}, training=False)", got, x, eval_said(got, x, p))
-    expect.equal(f"dropout(x, p={p}, training=False) is x", got is x, True,
-                 "in eval mode x comes back itself, as nn.Dropout gives it: no copy")  # fmt: skip
+
+
+@pytest.mark.todo("task 2")
+def test_dropout_in_eval_mode_gives_x_itself(layers):
+    x = randn(4, 8, seed=0)
+    expect.equal("dropout(x, p=0.3, training=False) is x", layers.dropout(x, 0.3, False, generator(0)) is x,
+                 True, "in eval mode x comes back itself, as nn.Dropout gives it: no copy")  # fmt: skip
 
 
 def eval_said(got, x: torch.Tensor, p: float) -> str:
