@@ -39,7 +39,7 @@ def fail(name: str, expected: str, got, why: str = "") -> None:
 
 def equal(name: str, got, expected, why: str = "") -> None:
     """got == expected (tensors: same shape and every entry equal, NaN never equal)."""
-    _plain(name, got)
+    _plain(name, got, expected)
     if isinstance(got, torch.Tensor) or isinstance(expected, torch.Tensor):
         _tensors_close(name, torch.as_tensor(got), torch.as_tensor(expected), None, why)
     elif got != expected:
@@ -48,7 +48,7 @@ def equal(name: str, got, expected, why: str = "") -> None:
 
 def close(name: str, got, expected, atol: float, why: str = "") -> None:
     """|got - expected| <= atol everywhere (numbers or tensors of the same shape)."""
-    _plain(name, got)
+    _plain(name, got, expected)
     if isinstance(got, torch.Tensor) or isinstance(expected, torch.Tensor):
         _tensors_close(name, torch.as_tensor(got), torch.as_tensor(expected), atol, why)
     elif not abs(got - expected) <= atol:  # `not`: a NaN fails too
@@ -100,6 +100,8 @@ def between(name: str, got: float, low: float, high: float, why: str = "") -> No
 def shape(name: str, got: torch.Tensor, expected: Sequence[int], why: str = "") -> None:
     """got.shape == expected."""
     _plain(name, got)
+    if not isinstance(got, torch.Tensor):
+        fail(f"{name}.shape", str(tuple(expected)), f"a {type(got).__name__}, not a tensor", why)
     if tuple(got.shape) != tuple(expected):
         fail(f"{name}.shape", str(tuple(expected)), str(tuple(got.shape)), why)
 
@@ -109,10 +111,28 @@ def members(name: str, got: Sequence, expected: Sequence, labels: Sequence[str],
     if len(got) != len(labels):
         fail(f"{name}'s length", f"{len(labels)} ({', '.join(labels)})", len(got))
     for label, g, e in zip(labels, got, expected, strict=True):
+        like = [
+            o
+            for o, want in zip(labels, expected, strict=True)
+            if o != label and _same(g, want, atol)
+        ]
+        why = f"it is the {like[0]}: {ORDER}, expected ({', '.join(labels)})" if like else ""
         if atol:
-            close(f"{name}'s {label}", g, e, atol)
+            close(f"{name}'s {label}", g, e, atol, why)
         else:
-            equal(f"{name}'s {label}", g, e)
+            equal(f"{name}'s {label}", g, e, why)
+
+
+ORDER = "the members in another order"  # the check's words for a tuple returned out of order
+
+
+def _same(got, expected, atol: float) -> bool:
+    """Would members' check of got against expected pass."""
+    try:
+        close("", got, expected, atol) if atol else equal("", got, expected)
+    except AssertionError:
+        return False
+    return True
 
 
 def _plain(name: str, *values) -> None:
@@ -142,8 +162,8 @@ COMPARING = ("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__sub_
 
 
 def _tensors_close(name: str, got, expected, atol: float | None, why: str) -> None:
-    """Compare two tensors entry by entry; a failure says where the worst entry is and what it is."""
-    _plain(name, got, expected)
+    """Compare two tensors entry by entry (each already _plain); a failure says where the worst
+    entry is and what it is."""
     if got.shape != expected.shape:
         fail(f"{name}.shape", str(tuple(expected.shape)), str(tuple(got.shape)), why)
     if got.dtype == torch.bool or expected.dtype == torch.bool or atol is None:

@@ -191,6 +191,7 @@ class Worker:
         self.heldout = held_out(heldout)
         self.tmp = Path(tempfile.mkdtemp(prefix="course-grade-"))
         self.base = build_base(step, self.tmp)
+        self.given = given_functions(step)
         self.fingerprint = fingerprint(self.base, self.heldout)
         self.log = self.tmp / "worker.log"
         self.withheld = withholding()
@@ -258,6 +259,7 @@ class Worker:
         header = {"name": name, "step": self.step, "args": args, "wall": left}
         header |= {"cpu": self.limits.cpu, "memory": self.limits.memory, "disk": self.limits.disk}
         header["files"] = [[rel, len(b)] for rel, b in blobs]
+        header["given"] = self.given
         header["tests"] = [[rel, len(b)] for rel, b in sent]
         try:
             self._send(header, [b for _, b in blobs + sent])
@@ -578,6 +580,30 @@ def _stub(todo: Todo, text: str) -> bool:
         code = [ln.split("#")[0].strip() for s in body for ln in lines[s.lineno - 1 : s.end_lineno]]
         found += [c for c in code if c and c not in given]
     return bool(found) and set(found) <= STUB
+
+
+def given_functions(step: str) -> list[str]:
+    """The qualified names of the functions the starter gives (not a TODO's): code of the course's
+    in the student's files, which may read them (a checkpoint's code identity)."""
+    todos = {f for todo in course_step(step).regions().values() for f in todo.functions}
+    files = starter_files(step)
+    found = set().union(*(_qualnames(ast.parse(t)) for r, t in files.items() if r.endswith(".py")))
+    return sorted(found - todos)
+
+
+def _qualnames(tree: ast.Module) -> set[str]:
+    """Each function's qualified name in a module (`KVCache.append`)."""
+    names, todo = set(), [(tree, "")]
+    while todo:
+        node, prefix = todo.pop()
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                name = f"{prefix}{child.name}"
+                if not isinstance(child, ast.ClassDef):
+                    names.add(name)
+                inner = "." if isinstance(child, ast.ClassDef) else ".<locals>."
+                todo.append((child, f"{name}{inner}"))
+    return names
 
 
 def starter_files(step: str) -> dict[str, str]:

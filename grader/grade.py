@@ -404,10 +404,10 @@ def _ended(run, step: str, check: Run | None = None) -> tuple[str, str]:
     said = [ln.removeprefix("ERROR: ") for ln in screen.splitlines() if " does not import" in ln]
     if said:
         return "failed", said[0]  # cut, if ever, by scrub as any reason
-    last = [ln for ln in run.screen.strip().splitlines() if ln.strip()][-1:] or ["no output"]
     how = ended_by(run.returncode)  # the worker's word: a signal is -N whatever contains it
     if check is not None:
         return "not run", f"its copy {how} before the check could report"
+    last = [ln for ln in run.screen.strip().splitlines() if ln.strip()][-1:] or ["no output"]
     return "not run", f"its copy {how} before the check could report: {last[0]}"
 
 

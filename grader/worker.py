@@ -142,7 +142,9 @@ def _child(copy: Path, header: dict, private: list[int], record: int) -> None:
 
         sys.dont_write_bytecode = True  # no file of the copy's course is written: each is kept
         sys.modules[QUIET_IMPORT] = _quiet_import()
-        code = int(pytest.main(header["args"], plugins=[_record(copy, header["step"])]))
+        given = set(header["given"]) if header["name"] != "check" else None
+        record = _record(copy, header["step"], given)
+        code = int(pytest.main(header["args"], plugins=[record]))
     except BaseException as exc:  # noqa: BLE001 - whatever happens, the worker must hear of it
         print(f"the copy could not run: {type(exc).__name__}: {exc}", file=sys.stderr)
     finally:
@@ -151,13 +153,15 @@ def _child(copy: Path, header: dict, private: list[int], record: int) -> None:
         _exit(code)
 
 
-def _record(copy: Path, step: str):
+def _record(copy: Path, step: str, given: set[str] | None):
     """The grade's record, the grader's pytest plugin in every copy: each test's outcome as the
     check collected it, down RECORD_FD as the test ends, so nothing the copy does afterwards
     rewrites it; then the end. Its writer and the check's own test_json are bound as pytest
     configures, before any of the copy's code is imported; so are the judges and the course's
     files, and after each test a judge replaced or emptied, a pytest hook of the student's code or
-    a course file changed is sent as forged (the grader flags the copy)."""
+    a course file changed is sent as forged (the grader flags the copy); so is, in a copy that
+    holds the reference of the TODOs it does not grade, a read of the step's code by the copy's
+    own (any function of its files but those the starter gives: `given`, None for no watch)."""
     import json
 
     import _pytest.reports  # noqa: F401 - the judges of pytest's reporting, kept below
@@ -173,7 +177,8 @@ def _record(copy: Path, step: str):
     judges, course, starter = Judges(), _course_files(copy), copy / "steps" / step / "starter"
     for helper in HELPERS:  # the copy's own, imported before any of the copy's code runs
         importlib.import_module(helper)
-    held, kernels = _held(), _kernels(torch)
+    held, kernels, traced = _held(), _kernels(torch), _watch_tracers()
+    read = _watch_reads(starter, given) if given is not None else []
     modules = dict(sys.modules)  # each module imported before any of the copy's code ran
     # a tensor subclass or a mode answers no comparison: __torch_function__ (a subclass's and a
     # TorchFunctionMode's) and __torch_dispatch__ off while a test runs
@@ -185,6 +190,12 @@ def _record(copy: Path, step: str):
             return f"replaced {changed}, which the tests judge with"
         if torch._C._len_torch_function_stack() or torch._C._len_torch_dispatch_stack():
             return "left a torch mode on, which answers torch's operations in its place"
+        if read:
+            return f"read the step's own code ({read[0]}), which holds other TODOs' reference here"
+        if how := traced or _tracing():
+            return (
+                f"set a trace or profile function ({how[0]}), which can change a judge's variables"
+            )
         if op := next((o for o, d in _kernels(torch).items() if d != kernels[o]), None):
             return f"registered a kernel of its own for {op}, which the tests judge with"
         if mine := _hooks_from(configs, starter):
@@ -274,6 +285,87 @@ JUDGED_OPS = ("any", "any.dim", "all", "equal", "ne.Tensor", "ne.Scalar", "eq.Te
               "eq.Scalar", "sub.Tensor", "abs", "_to_copy", "_local_scalar_dense", "is_nonzero",
               "nonzero", "isclose", "allclose", "max", "isfinite", "isnan", "nan_to_num",
               "gt.Scalar", "ge.Scalar", "lt.Scalar", "le.Scalar")  # fmt: skip
+
+
+# what sets a function that runs at every line or call of the judges (a trace function can write a
+# judge's locals); the check's own line events use sys.monitoring's tool CHECK_TOOL, no tracer
+TRACERS = (("sys", "settrace"), ("sys", "setprofile"), ("threading", "settrace"),
+           ("threading", "setprofile"), ("threading", "settrace_all_threads"),
+           ("threading", "setprofile_all_threads"))  # fmt: skip
+CHECK_TOOL = (4, "course-check")  # common.check.collect.Collector.TOOL
+
+
+def _watch_tracers() -> list[str]:
+    """Each of TRACERS replaced by one that notes its call (in the list returned) before it sets
+    anything: a trace set and removed within one test is seen too."""
+    import threading  # noqa: F401 - TRACERS' module
+
+    called = []
+
+    def watched(name: str, real):
+        def setter(*args, **kwargs):
+            called.append(name)
+            return real(*args, **kwargs)
+
+        return setter
+
+    for module, name in TRACERS:
+        owner = sys.modules[module]
+        if hasattr(owner, name):
+            setattr(owner, name, watched(f"{module}.{name}", getattr(owner, name)))
+    return called
+
+
+def _watch_reads(starter: Path, given: set[str]) -> list[str]:
+    """An audit hook (never removed) that notes each file of the step's code (.py under the step's
+    folder) opened by the copy's code (any function of its files but the `given` ones) but for an
+    import: in a TODO's copy its files hold the other TODOs' reference, and a student's code has
+    no need to read them."""
+    root, theirs = os.path.realpath(starter.parent), os.path.realpath(starter)
+    seen = []
+
+    def hook(event: str, args: tuple) -> None:
+        if event != "open" or seen or not isinstance(args[0], str | bytes | os.PathLike):
+            return
+        path = os.path.realpath(os.fsdecode(args[0]))
+        if not (path.startswith(root + os.sep) and path.endswith(".py")):
+            return
+        frame = sys._getframe(1)
+        if frame.f_code.co_filename == IMPORTS and path not in _loaded():
+            return  # an import reads the module it is about to run, once
+        while frame is not None:  # the innermost frame of a reporter's or of the copy's decides
+            code = frame.f_code
+            if code.co_filename.startswith(REPORTERS):  # a warning or an unraisable error shown
+                return  # reads its source line, whenever it comes (a file closed by the GC)
+            if code.co_filename.startswith(theirs + os.sep):  # the student's files: whose code?
+                if code.co_qualname not in given:
+                    seen.append(os.path.relpath(path, os.path.dirname(root)))
+                return
+            frame = frame.f_back
+
+    sys.addaudithook(hook)
+    return seen
+
+
+IMPORTS = "<frozen importlib._bootstrap_external>"  # where an import opens a module's source
+# what shows a warning or an unraisable error with its source line: warnings, pytest's hooks
+REPORTERS = (__import__("warnings").__file__, os.path.dirname(__import__("_pytest").__file__))
+
+
+def _loaded() -> set[str]:
+    """The real paths of the files of the modules imported so far."""
+    files = (getattr(m, "__file__", None) for m in list(sys.modules.values()))
+    return {os.path.realpath(f) for f in files if isinstance(f, str)}
+
+
+def _tracing() -> list[str]:
+    """A trace or profile function on, or a sys.monitoring tool the check did not take, by name."""
+    import threading
+
+    on = [f"sys.{n}" for n in ("gettrace", "getprofile") if getattr(sys, n)() is not None]
+    on += [f"threading.{n}" for n in ("gettrace", "getprofile") if getattr(threading, n)()]
+    tools = [(i, sys.monitoring.get_tool(i)) for i in range(6)]
+    return on + [f"sys.monitoring tool {i}" for i, t in tools if t and (i, t) != CHECK_TOOL]
 
 
 def _kernels(torch) -> dict[str, list[str]]:

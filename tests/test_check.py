@@ -2,11 +2,13 @@
 
 import functools
 import json
+import math
 import os
 import re
 import shutil
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -303,6 +305,11 @@ def test_pythons_own_error_is_said_so_with_the_none_it_met():
         with pytest.raises(TypeError) as info:
             torchs()
         assert in_course_words(info)[0].endswith("torch refused it:")
+    loss = torch.ones(2, requires_grad=True).sum()  # walk 11: a loss returned, not its .item()
+    with warnings.catch_warnings(), pytest.raises(UserWarning) as info:
+        warnings.simplefilter("error")  # as the check runs: a warning fails its test
+        math.isfinite(loss)
+    assert "where its number, .item(), was expected" in in_course_words(info)[1]
 
 
 def expect_length(length, T_max):  # a stand-in for the test's expect.equal

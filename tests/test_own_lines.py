@@ -643,6 +643,90 @@ MISTAKES += [
         "v if self.keys[layer] is None else",
         words="entry 0 of what it joins is None",
     ),
+    # walks 10 and 11: Next on the line a value came from, not the lines that put it in place
+    Mistake(  # the angle line was named; the writes into the columns' halves are the mistake
+        "sin and cos in the columns' halves",
+        "lab-02",
+        "layers",
+        "    pe[:, 0::2] = torch.sin(angle)  # (T, d/2) the even columns\n"
+        "    pe[:, 1::2] = torch.cos(angle)",
+        "    pe[:, : d // 2] = torch.sin(angle)  # (T, d/2) the even columns\n"
+        "    pe[:, d // 2 :] = torch.cos(angle)",
+        "task 1.1",
+        "pe[:, d // 2 :] = torch.cos(angle)",
+        row="every sine in the first d / 2 columns",
+    ),
+    Mistake(  # the return was named; no line casts cos and sin, so none is sure
+        "cos and sin left float64",
+        "lab-02",
+        "layers",
+        "cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)",
+        "cos, sin = angle.cos(), angle.sin()",
+        "task 1.2",
+        "cos, sin = angle.cos(), angle.sin()",
+        row="a float32 x comes back float64",
+    ),
+    Mistake(  # the return was named; the cast run last set the dtype
+        "cos and sin cast to float32",
+        "lab-02",
+        "layers",
+        "cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)",
+        "cos, sin = angle.cos().float(), angle.sin().float()",
+        "task 1.2",
+        "cos, sin = angle.cos().float(), angle.sin().float()",
+        row="cos and sin cast to one dtype of their own",
+    ),
+    Mistake(  # the issue's first bug: a float32 mask promotes a bfloat16 x
+        "dropout's mask made float32",
+        "lab-02",
+        "layers",
+        "keep = torch.rand(x.shape, generator=generator, dtype=x.dtype) >= p",
+        "keep = (torch.rand(x.shape, generator=generator) >= p).float()",
+        "task 2",
+        "keep = (torch.rand(x.shape, generator=generator) >= p).float()",
+        row="a bfloat16 or float16 x comes back float32",
+    ),
+    Mistake(  # walk 11: shown the row of the mask's rows, which were right
+        "cached attention over the new keys only",
+        "lab-02",
+        "kvcache",
+        "    K, V = cache.append(layer, k, v)",
+        "    cache.append(layer, k, v)\n    K, V = k, v",
+        "task 3b",
+        "K, V = k, v",
+        words="each new query attends only the new keys",
+    ),
+    Mistake(  # walk 11: told the logits' shape; the cache was never handed back
+        "next_logits returns no cache",
+        "lab-02",
+        "kvcache",
+        "forward_cached(model, new, cache)[:, -1, :], cache",
+        "forward_cached(model, new, cache)[:, -1, :]",
+        "task 3d",
+        "forward_cached(model, new, cache)[:, -1, :]",
+        first="the type next_logits returns: expected <class 'tuple'>",
+        given=("check_state(model, idx, cache)", "raise ValueError("),
+    ),
+    Mistake(  # walk 11: led by check_eval_mode, whose mean assertion is the mean test's now
+        "estimate_loss sums the losses",
+        "step-06",
+        "train",
+        "    return sum(losses) / len(losses)",
+        "    return sum(losses)",
+        "task 2",
+        "return sum(losses)",
+        first="the mean of the 3 losses",
+    ),
+    Mistake(  # walk 9: Next at the keys' line; the pair is returned in the other order
+        "append returns (values, keys)",
+        "lab-02",
+        "kvcache",
+        "return self.keys[layer], self.values[layer]  #",
+        "return self.values[layer], self.keys[layer]  #",
+        "task 3a",
+        "return self.values[layer], self.keys[layer]",
+        words="it is the values: the members in another order",
+    ),
 ]
 
 
@@ -703,5 +787,6 @@ def test_the_first_screen_names_the_mistakes_todo_and_its_own_line(mistake, tmp_
     assert mistake.words in said, f"expected {mistake.words!r} in the course's words:\n{screen}"
     others = re.findall(r"^\[!\] TODO\(\S+ ([^:)]+)", screen, re.M)
     assert others == [mistake.task], f"expected no other TODO blamed, got {others}:\n{screen}"
-    rows = [row.breaks for row in course_step(mistake.step).bugs() if row.breaks[:40] in screen]
+    flat = " ".join(line.strip() for line in screen.splitlines())  # the screen's wraps undone
+    rows = [row.breaks for row in course_step(mistake.step).bugs() if row.breaks in flat]
     assert all(mistake.row and mistake.row in row for row in rows), f"a foreign row:\n{screen}"

@@ -393,6 +393,9 @@ TORCH_MEANS = [(re.compile(pattern), said) for pattern, said in (
     (r"view size is not compatible with input tensor's size and stride",
      ".view reads a tensor's memory in order; after a transpose it is out of order: .reshape "
      "(or .contiguous() first) copies it"),
+    (r"Converting a tensor with requires_grad=True to a scalar",
+     "a tensor that carries gradients met a place that wants a Python number (float(), math, "
+     "an if): what it came from returns the tensor, where its number, .item(), was expected"),
     (r"shape '\[([-\d, ]*)\]' is invalid for input of size (\d+)",
      "a view or reshape to ({0}) must hold exactly the tensor's {1} entries"),
 )]  # fmt: skip

@@ -26,6 +26,7 @@ from common.check.status import (
 )
 from common.course import course_step, predictions
 from common.course.todos import Todo, first_student_line, order_key, shipped_line, student_line
+from common.expect import ORDER
 from common.loader import load, source
 
 STEPS_UNDER_TEST = pytest.StashKey[list[str]]()
@@ -74,6 +75,7 @@ def starter_facts(step: str, todos: dict[str, Todo]) -> StarterFacts:
 # a return's calls that change a value's dtype, or merge axes, but cannot put a number in a wrong
 # place of a right shape (a reshape or a view, that split an axis, can: they are the bug's line)
 HANDS_ON = {"to", "float", "double", "half", "bfloat16", "contiguous", "flatten"}
+CASTS = {"to", "float", "double", "half", "bfloat16", "type"}  # the calls that set a dtype
 PLACEHOLDERS = {"zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like"}
 SNAKE = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+_?(?![\w])")  # zero_grad, clip_grad_norm_
 CALLED = re.compile(r"(?<![\w.])([a-z]\w*)\(")  # model(x, y): a name the message writes as called
@@ -202,10 +204,14 @@ def made_lines(code, ran: dict[int, int], error: str) -> tuple[int, int | None, 
     it is only the return run last (`return attn.proj(out)`): what made a wrong value is among
     them, and nothing in a failing assertion says which; or, when the function stopped on a line
     that is no return (torch refused it, the test said so in its words), the lines that fed that
-    line (fed_from), and True."""
+    line (fed_from), and True. A value made on one line and written into place below it (`pe[:,
+    0::2] = ...`) is named with those writes; a wrong dtype where the return casts nothing, by the
+    cast run last above it, else by every line that ran (no cast is where one belongs)."""
+    if (idle := _no_op(code, ran)) is not None:  # a name alone: never right, the first suspect
+        return idle, None, False
+    if ORDER in error:  # the right values, returned in another order: the return, sure
+        return max(ran, key=ran.__getitem__), None, False
     line, flowed = made_line(code, ran, error)
-    if _no_op(code, ran) is not None:
-        return line, None, False
     if _named_call(code, ran, error) is not None:  # the call, and what it was handed
         start = fed_from(code, ran, line)
         if _absent_call(code, error):  # a call the message names is in no line: from it on
@@ -215,21 +221,49 @@ def made_lines(code, ran: dict[int, int], error: str) -> tuple[int, int | None, 
     last = max(ran, key=ran.__getitem__)
     if flowed and (start := fed_from(code, ran, line)) is not None:
         return start, line, False  # its inputs, made above it, may be what is wrong
+    if flowed and (end := _placed(code, ran, line)) is not None:
+        return line, end, False  # made here, then written into place: either may be wrong
     stopped = line == last and not isinstance(_innermost(code, last), ast.Return)
     if stopped and (start := fed_from(code, ran, last)) is not None:
         return start, last, True
     if line != last or not isinstance(statement, ast.Return) or min(ran) >= statement.lineno:
         return line, None, False
     handing = isinstance(statement.value, ast.Name | ast.Tuple)  # `return x, y`: made above
+    if "dtype" in error.split(": expected")[0] and not _casts(statement):
+        cast = [n for n in ran if (s := _statements(code).get(n)) and _casts(s)]
+        if cast:  # the dtype was set above the return: the cast run last set it
+            return max(cast, key=ran.__getitem__), None, False
+        return min(ran), statement.end_lineno, False  # no cast at all: where one belongs is open
     if ABOUT_LAYOUT.search(error.split(": expected")[0]) and not handing:
         return line, None, False  # a dtype's or a shape's: the return's cast or view, as a rule
     return min(ran), statement.end_lineno, False
 
 
+def _casts(statement: ast.stmt) -> bool:
+    """Does a statement call a cast (`.to(x.dtype)`, `.float()`): where a value's dtype is set."""
+    calls = (n for n in ast.walk(statement) if isinstance(n, ast.Call))
+    return any(isinstance(c.func, ast.Attribute) and c.func.attr in CASTS for c in calls)
+
+
+def _placed(code, ran: dict[int, int], made: int) -> int | None:
+    """The last line run after `made` that writes entries into a tensor (`pe[:, 0::2] = ...`):
+    a value made on one line and put in place on others is wrong on either."""
+    statements, after = _statements(code), ran.get(made, 0)
+    writes = [
+        line
+        for line, statement in statements.items()
+        if ran.get(line, 0) > after
+        and isinstance(statement, ast.Assign)
+        and any(isinstance(t, ast.Subscript) for t in statement.targets)
+    ]
+    return max(writes, default=None)
+
+
 def made_line(code, ran: dict[int, int], error: str) -> tuple[int, bool]:
     """The student line of a TODO function that made the value an assertion found wrong.
 
-    A line that calls the method the failure names, if one ran (a side effect's call); else, when
+    (A name alone, `loss.backward`, made_lines names first.) A line that calls the method the
+    failure names, if one ran (a side effect's call); else, when
     the line run last returns a name or a tuple (`return x, y`: values made above it), the line
     run last that spells a name the failure's subject names (`generator=`); else the line run
     last (a return, or the branch taken), unless it is a return that hands on one
@@ -239,9 +273,7 @@ def made_line(code, ran: dict[int, int], error: str) -> tuple[int, bool]:
     or wrote into place). `ran`: each student line -> when it last ran. When no such line is
     sure (a bare `return y` may lack a last step, the projection), the line run last. And
     whether the line is that nearest line of the data flow."""
-    if (named := _no_op(code, ran)) is not None or (
-        named := _named_call(code, ran, error)
-    ) is not None:
+    if (named := _named_call(code, ran, error)) is not None:
         return named, False
     last = max(ran, key=ran.__getitem__)
     statements = _statements(code)

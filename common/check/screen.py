@@ -33,9 +33,10 @@ def symptom_rows(step: str) -> list[Bug]:
         return []
 
 
-def symptom_tests(step: str) -> set[str]:
-    """The tests the symptom rows fail first (file::function, or function; no case)."""
-    return {bug.fails.split("[")[0] for bug in symptom_rows(step)}
+def symptom_tests(step: str) -> set[tuple[str, str]]:
+    """The tests the symptom rows fail first (file::function, or function; no case), each with
+    the words its failure says for that row."""
+    return {(bug.fails.split("[")[0], bug.says) for bug in symptom_rows(step)}
 
 
 def _fails(row_test: str, failures: dict[str, str]) -> list[str]:

@@ -178,14 +178,14 @@ def _state(todo: str, todos: dict, facts: StarterFacts, counts: dict, ran: list)
     return "done"  # written, its own tests pass
 
 
-def _show_order(status: StepStatus, nodeid: str, symptom_tests: set[str]) -> tuple:
+def _show_order(status: StepStatus, nodeid: str, symptom_tests: set[tuple[str, str]]) -> tuple:
     """The next TODO's failures first; then those that ran the student's functions (not a fresh
     copy); never a warning first (torch's words, often from code the course gives); the student's
     own before one raised in code the course gives; the tests about the TODO's contract (its
     `todo` marker) before another TODO's, and those that check its value or call the line that
     raised before one that crashes later in a longer path (an experiment, another TODO); its core
     tests (the trap its handout names) before the others; the fewest functions (the closest to the
-    cause), raised ones, those the symptom table names."""
+    cause), raised ones, those a symptom row recognises (its test, saying its words)."""
     r, owner = status.results[nodeid], status.owner[nodeid]
     return (
         owner != status.next,
@@ -198,7 +198,7 @@ def _show_order(status: StepStatus, nodeid: str, symptom_tests: set[str]) -> tup
         not r.core,
         len(r.ran),
         r.raised_at is None,
-        not any(names(test, nodeid) for test in symptom_tests),
+        not any(names(test, nodeid) and says in "\n".join(r.error) for test, says in symptom_tests),
         nodeid,
     )
 
@@ -229,7 +229,7 @@ def step_status(
     results: dict[str, TestResult],
     todos: dict[str, Todo],
     facts: StarterFacts,
-    symptom_tests: set[str] = frozenset(),
+    symptom_tests: set[tuple[str, str]] = frozenset(),
     interrupted: str | None = None,
 ) -> StepStatus:
     """Each TODO's status, what failed where, what to do next (`interrupted`: Ctrl-C's TODO)."""

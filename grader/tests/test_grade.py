@@ -100,7 +100,9 @@ FIRST_BUG["task 7"] = (
     "leaked = above  #",
 )
 TASKS = [f"task {n}" for n in range(1, 8)]
-OPEN_FILE = "\nimport torch\n\n_SOURCE = open(__file__).read()  # never closed: a ResourceWarning\n"
+OPEN_FILE = (
+    "\nimport torch\n\n_NULL = open(torch.__file__).read()  # never closed: a ResourceWarning\n"
+)
 
 
 def zipped(folder: Path, dest: Path, inside: str) -> Path:

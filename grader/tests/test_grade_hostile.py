@@ -475,7 +475,33 @@ import common.loader as _cl
 for _m in [_cl]:
     _m.load = (lambda f: lambda *a, **k: f(*a, **k))(_m.load)
 """
+# red team 14: a trace function that makes every judge's expected value the value it got (a trace
+# function's writes to a frame's locals stick), set at import, so in every copy
+TRACE = """\
+import sys as _sys
+
+
+def _judged(frame, event, arg):
+    if event == "call" and frame.f_code.co_filename.endswith("expect.py"):
+        if "got" in frame.f_locals:
+            frame.f_locals["expected"] = frame.f_locals["got"]
+
+
+_sys.settrace(_judged)
+"""
+TRACED = r"flagged: (the check of the whole submission: )?its code set a trace or profile function"
+# red team 14: a TODO's copy holds the other TODOs' reference in the student's files; reading
+# them sends it back one outcome at a time
+READ = "    open(__file__, encoding='utf-8').read()\n"
 FORGERS = {
+    "a trace function that rewrites the judges' values": Case(
+        WRONG, False, TRACED, top=TRACE, others=TRACED
+    ),
+    "its own file read, which holds the other TODOs' reference": Case(
+        READ + WRONG,
+        False,
+        r"flagged: its code read the step's own code \(lab-01/starter/attention",
+    ),
     "a course helper's function swapped through a loop": Case(
         WRONG, False, FORGED, top=HELPER, others=FORGED
     ),

@@ -38,6 +38,8 @@ def eval_said(got, x: torch.Tensor, p: float) -> str:
         return ""
     if p < 1 and torch.allclose(got, x * (1 - p)):
         return "scaled by 1 - p: inverted dropout scales the kept entries in training only"
+    if p == 1 and not got.any():  # a mask and a scale by 1 - p = 0 both give zeros here
+        return "all zeros: training's dropout ran in eval mode"
     return "a mask was drawn in eval mode" if (got == 0).any() else ""
 
 

@@ -42,8 +42,18 @@ def model_of(kv, seed=0, T_max=T_MAX, dtype=torch.float32):
             norm.weight.copy_(1 + 0.5 * torch.randn(norm.weight.shape, generator=g))  # (d,)
             norm.bias.copy_(0.5 * torch.randn(norm.bias.shape, generator=g))  # (d,)
     model = model.to(dtype).eval()
-    WEIGHTS[id(model)] = (model, [p.detach().clone() for p in model.parameters()])
+    WEIGHTS[id(model)] = (model, state_of(model))
     return model
+
+
+def state_of(model) -> dict:
+    """Each parameter and buffer (the causal masks) by name, copied, and each module's type and
+    own attributes: what an expected value computed on the model reads."""
+    tensors = {
+        n: t.detach().clone() for n, t in [*model.named_parameters(), *model.named_buffers()]
+    }
+    modules = {n: (type(m), sorted(vars(m))) for n, m in model.named_modules()}
+    return {"tensors": tensors, "modules": modules}
 
 
 GPT5 = reference("step-05", "gpt")
@@ -51,12 +61,17 @@ WEIGHTS = {}  # id(model) -> (the model, its weights as model_of made them)
 
 
 def unchanged(model) -> None:
-    """The weights of a model model_of made, as it made them: an expected value computed after
-    the student's call is Step 5's only if the call changed none of them."""
-    made = WEIGHTS[id(model)][1]
-    for (name, p), q in zip(model.named_parameters(), made, strict=True):
-        expect.equal(f"the model's {name} after your calls", p.detach(), q,
-                     "the cache reads the model's weights and changes none of them")  # fmt: skip
+    """A model model_of made, as it made it (weights, masks, modules): an expected value computed
+    after the student's call is Step 5's only if the call changed none of them."""
+    made, now = WEIGHTS[id(model)][1], state_of(model)
+    why = "the cache reads the model's weights and masks and changes none of them"
+    for name in {**made["modules"], **now["modules"]}:  # a module replaced, added or given a method
+        expect.equal(f"the model's module {name or 'model'} (its type, its attributes) after your "
+                     "calls", now["modules"].get(name), made["modules"].get(name), why)  # fmt: skip
+    expect.equal("the names of the model's weights and buffers after your calls",
+                 sorted(now["tensors"]), sorted(made["tensors"]), why)  # fmt: skip
+    for name, tensor in made["tensors"].items():
+        expect.equal(f"the model's {name} after your calls", now["tensors"][name], tensor, why)
 
 
 def ids(shape, seed=1):
@@ -256,6 +271,7 @@ def cached_attention_run(kv, pieces):
                     raise refused(what, f"{mask}: {rows}", exc, then) from None
                 expect.shape(what, out, (B, b - a, D), "(B, t, d): one row per new position")
                 got[i].append(out)
+        unchanged(model)  # Step 5's attention below reads the same weights and masks
         expected = torch.stack([block.attn(x) for block in model.blocks])  # (n_layer, B, 7, d)
         return torch.stack([torch.cat(g, dim=1) for g in got]), expected, cache
 
@@ -342,6 +358,22 @@ def attention_mistake(kv, got: torch.Tensor) -> str:
     return ""
 
 
+def alone_said(kv, got: torch.Tensor, pieces) -> str:
+    """'' unless `got` (n_layer, B, 7, d) is each piece's attention over its own positions alone:
+    then that the new queries never read the cached keys."""
+    model, x = attention_inputs(kv)  # x: (B, 7, d)
+    with torch.no_grad():
+        alone = torch.cat(
+            [torch.stack([block.attn(x[:, a:b]) for block in model.blocks]) for a, b in pieces], 2
+        )  # (n_layer, B, 7, d): each piece attended as if nothing were held
+    if worst(got, alone) >= LOGITS_TOL:
+        return ""
+    return (
+        "each new query attends only the new keys, as if the cache held nothing: the keys and "
+        "values to attend are what append returns, every position held, not the new k and v"
+    )
+
+
 def maps_said(kv, cache) -> str:
     """'' if each layer's cached keys and values are each head's own maps of the run's positions;
     else which heads' are not."""
@@ -370,7 +402,8 @@ def test_cached_attention_gives_step_5_attention_at_the_new_rows(kv):
     print(f"max |cached - Step 5| over 7 positions fed as 4, 2, 1: {worst(got, expected):.2e}")
     prefill_right = worst(got[:, :, :4], expected[:, :, :4]) < LOGITS_TOL  # positions 0 to 3
     why = (
-        "each new query at its own row: rows P to P + t - 1 of the causal mask"
+        alone_said(kv, got, [(0, 4), (4, 6), (6, 7)])
+        or "each new query at its own row: rows P to P + t - 1 of the causal mask"
         if prefill_right
         else "the 4 positions fed first, at once, already differ: "
         + attention_said(kv, got[:, :, :4], expected[:, :, :4], cache)
@@ -515,6 +548,14 @@ def test_the_cache_holds_2_n_layer_B_h_T_d_head_numbers(kv):
 # --- task 3d: next_logits and generate --------------------------------------------------------
 
 
+def pair_of(returned) -> tuple:
+    """next_logits' return, checked to be the pair (logits, cache) before it is unpacked."""
+    expect.equal("the type next_logits returns", type(returned), tuple,
+                 "the pair (logits, cache): the cache it fed is handed back")  # fmt: skip
+    expect.equal("the length of the tuple next_logits returns", len(returned), 2, "(logits, cache)")
+    return returned
+
+
 @pytest.mark.todo("task 3d")
 @pytest.mark.core  # its parity
 def test_logits_at_every_generated_position_equal_the_uncached_models(kv):
@@ -523,7 +564,7 @@ def test_logits_at_every_generated_position_equal_the_uncached_models(kv):
     with torch.no_grad():
         for _ in range(2 * T_MAX):  # past T_max: the window slides, the cache is rebuilt
             held = layer_0_keys(cache)  # (B, h, T_max, d_head) of a full cache, else None
-            logits, cache = kv.next_logits(model, idx, cache)  # (B, V)
+            logits, cache = pair_of(kv.next_logits(model, idx, cache))  # (B, V), the cache
             expect.shape(f"next_logits of {idx.shape[1]} ids: its logits", logits, (B, V),
                          "(B, V): the last position's logits, one row per sequence")  # fmt: skip
             distances.append(worst(logits, uncached_next(model, idx)))
@@ -565,20 +606,25 @@ def slid(held: torch.Tensor | None, now: torch.Tensor | None) -> bool:
 def test_a_full_cache_is_rebuilt_from_the_window_not_slid(kv):
     model, idx = model_of(kv), ids((B, T_MAX + 1))
     with torch.no_grad():
-        _, full = kv.next_logits(model, idx[:, :T_MAX])  # T_max ids: the cache is full
-        _, cache = kv.next_logits(model, idx, full)  # one more: the window moved by one
-        unchanged(model)  # the window's prefill below is only a measure on the same weights
-        fresh = kv.KVCache(model, B)
+        _, full = pair_of(kv.next_logits(model, idx[:, :T_MAX]))  # T_max ids: a full cache
+        held = layer_0_keys(full)  # (B, h, T_max, d_head): what a slide would move
+        _, cache = pair_of(kv.next_logits(model, idx, full))  # one more: the window moved by one
+        unchanged(model)  # the prefills below are only measures on the same weights
+        fresh, first = kv.KVCache(model, B), kv.KVCache(model, B)
         kv.forward_cached(model, idx[:, -T_MAX:], fresh)  # the window's own prefill
+        kv.forward_cached(model, idx[:, :T_MAX], first)  # the first T_max ids' prefill
     expect.equal("the cache's length after the window moved", cache.length, T_MAX)
+    why = "every key has its position baked in: the window's prefill, not a slide"
+    now, again = layer_0_keys(cache), layer_0_keys(first)  # each None unless full
+    if (
+        now is not None
+        and again is not None
+        and not slid(held, now)
+        and worst(now, again) < LOGITS_TOL
+    ):
+        why = "it holds the first T_max ids again: the window is the last T_max ids of idx"
     for layer in range(N_LAYER):
-        expect.close(
-            f"layer {layer}'s keys",
-            cache.keys[layer],
-            fresh.keys[layer],
-            LOGITS_TOL,
-            "every key has its position baked in: the window's prefill, not a slide",
-        )
+        expect.close(f"layer {layer}'s keys", cache.keys[layer], fresh.keys[layer], LOGITS_TOL, why)
 
 
 @pytest.mark.todo("task 3d")
