@@ -46,12 +46,11 @@ def model_of(kv, seed=0, T_max=T_MAX, dtype=torch.float32):
     return model
 
 
-def state_of(model) -> dict:
-    """Each parameter and buffer (the causal masks) by name, copied, and each module's type and
-    own attributes: what an expected value computed on the model reads."""
-    tensors = {
-        n: t.detach().clone() for n, t in [*model.named_parameters(), *model.named_buffers()]
-    }
+def state_of(model, copied: bool = True) -> dict:
+    """Each parameter and buffer (the causal masks) by name (`copied`, or as they are now), and
+    each module's type and own attributes: what an expected value computed on the model reads."""
+    tensors = {n: t.detach() for n, t in [*model.named_parameters(), *model.named_buffers()]}
+    tensors = {n: t.clone() for n, t in tensors.items()} if copied else tensors
     modules = {n: (type(m), sorted(vars(m))) for n, m in model.named_modules()}
     return {"tensors": tensors, "modules": modules}
 
@@ -63,7 +62,7 @@ WEIGHTS = {}  # id(model) -> (the model, its weights as model_of made them)
 def unchanged(model) -> None:
     """A model model_of made, as it made it (weights, masks, modules): an expected value computed
     after the student's call is Step 5's only if the call changed none of them."""
-    made, now = WEIGHTS[id(model)][1], state_of(model)
+    made, now = WEIGHTS[id(model)][1], state_of(model, copied=False)
     why = "the cache reads the model's weights and masks and changes none of them"
     for name in {**made["modules"], **now["modules"]}:  # a module replaced, added or given a method
         expect.equal(f"the model's module {name or 'model'} (its type, its attributes) after your "
