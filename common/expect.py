@@ -40,6 +40,7 @@ def fail(name: str, expected: str, got, why: str = "") -> None:
 def equal(name: str, got, expected, why: str = "") -> None:
     """got == expected (tensors: same shape and every entry equal, NaN never equal)."""
     _plain(name, got, expected)
+    _tensor_if(name, got, expected, why)
     if isinstance(got, torch.Tensor) or isinstance(expected, torch.Tensor):
         _tensors_close(name, torch.as_tensor(got), torch.as_tensor(expected), None, why)
     elif got != expected:
@@ -49,11 +50,21 @@ def equal(name: str, got, expected, why: str = "") -> None:
 def close(name: str, got, expected, atol: float, why: str = "") -> None:
     """|got - expected| <= atol everywhere (numbers or tensors of the same shape)."""
     _plain(name, got, expected)
+    _tensor_if(name, got, expected, why)
     if isinstance(got, torch.Tensor) or isinstance(expected, torch.Tensor):
         _tensors_close(name, torch.as_tensor(got), torch.as_tensor(expected), atol, why)
     elif not abs(got - expected) <= atol:  # `not`: a NaN fails too
         expected_shown, got_shown = shown(expected, got)
         fail(name, f"{expected_shown} (tolerance {atol:g})", got_shown, why)
+
+
+def _tensor_if(name: str, got, expected, why: str) -> None:
+    """Fail on a got that is no tensor, number or sequence (None, a string) where a tensor is
+    expected: torch would refuse it in its own words."""
+    if isinstance(expected, torch.Tensor) and not isinstance(
+        got, torch.Tensor | int | float | list | tuple
+    ):
+        fail(name, show(expected), f"{type(got).__name__} {show(got)}"[:80], why)
 
 
 def at_most(name: str, got, limit: float, why: str = "") -> None:
@@ -111,12 +122,11 @@ def members(name: str, got: Sequence, expected: Sequence, labels: Sequence[str],
     if len(got) != len(labels):
         fail(f"{name}'s length", f"{len(labels)} ({', '.join(labels)})", len(got))
     for label, g, e in zip(labels, got, expected, strict=True):
-        like = [
-            o
-            for o, want in zip(labels, expected, strict=True)
-            if o != label and _same(g, want, atol)
-        ]
-        why = f"it is the {like[0]}: {ORDER}, expected ({', '.join(labels)})" if like else ""
+        like = [j for j, want in enumerate(expected) if labels[j] != label and _same(g, want, atol)]
+        twice = like and _same(got[like[0]], expected[like[0]], atol)  # (keys, keys): no swap
+        order = f"{ORDER}, expected ({', '.join(labels)})"
+        why = f"it is the {labels[like[0]]} again: {ONCE}" if twice else ""
+        why = why or (f"it is the {labels[like[0]]}: {order}" if like else "")
         if atol:
             close(f"{name}'s {label}", g, e, atol, why)
         else:
@@ -124,6 +134,7 @@ def members(name: str, got: Sequence, expected: Sequence, labels: Sequence[str],
 
 
 ORDER = "the members in another order"  # the check's words for a tuple returned out of order
+ONCE = "each member once"  # and for a member returned twice: the return's own mistake, both
 
 
 def _same(got, expected, atol: float) -> bool:

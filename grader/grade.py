@@ -19,7 +19,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from functools import partial
+from functools import cache, partial
 from pathlib import Path
 
 from common import STEPS_DIR, shown, write_json
@@ -34,6 +34,7 @@ from grader.engine import (
     Worker,
     canary,
     canary_passed,
+    given_functions,
     is_held,
     own_outcome,
     scrub,
@@ -375,13 +376,25 @@ def hung_at(screen: str, step: str) -> str:
     """Where a copy stopped for its time was (the innermost line of the step's starter in the
     stacks faulthandler wrote on its screen), or ''."""
     stacks = screen[screen.find("(most recent call first):") :]  # faulthandler's, not a failure's
-    # a path, a number and a name only: a copy may print lines that look like a stack's
+    # a path, a number and a name only, each one the starter has: a copy may print lines that
+    # look like a stack's, with its own words (another TODO's reference) in their place
     frame = re.compile(rf'File "[^"]*?(steps/{re.escape(step)}/starter/[\w/.-]+\.py)", line '
-                       r"(\d+) in ([\w<>.]+)\s*$")  # fmt: skip
+                       r"(\d{1,5}) in ([\w<>.]+)\s*$", re.ASCII)  # fmt: skip
+    files, names = _starter_names(step)
     for line in stacks.splitlines():
-        if m := frame.search(line):
+        if (m := frame.search(line)) and m[1] in files and m[3] in names:
             return f"{m[1]}:{m[2]} ({m[3]})"
     return ""
+
+
+@cache
+def _starter_names(step: str) -> tuple[set[str], set[str]]:
+    """The starter's files (as a stack names them) and the names of its functions (given and
+    TODOs'), and <module>: all a hung copy's place may quote."""
+    files = {f"steps/{step}/starter/{rel}" for rel in starter_files(step) if rel.endswith(".py")}
+    todos = {f for todo in course_step(step).regions().values() for f in todo.functions}
+    names = {q.split(".")[-1] for q in [*given_functions(step), *todos]}
+    return files, names | {"<module>"}
 
 
 def _ended(run, step: str, check: Run | None = None) -> tuple[str, str]:

@@ -178,6 +178,7 @@ def _record(copy: Path, step: str, given: set[str] | None):
     for helper in HELPERS:  # the copy's own, imported before any of the copy's code runs
         importlib.import_module(helper)
     held, kernels, traced = _held(), _kernels(torch), _watch_tracers()
+    dispatch = _dispatch(torch)
     read = _watch_reads(starter, given) if given is not None else []
     modules = dict(sys.modules)  # each module imported before any of the copy's code ran
     # a tensor subclass or a mode answers no comparison: __torch_function__ (a subclass's and a
@@ -196,6 +197,9 @@ def _record(copy: Path, step: str, given: set[str] | None):
             return (
                 f"set a trace or profile function ({how[0]}), which can change a judge's variables"
             )
+        if (now := _dispatch(torch)) != dispatch:
+            key = sorted(set(now[0]) ^ set(dispatch[0]) or {"a key"})[0]
+            return f"changed torch's dispatch ({key}), which then answers operations in its place"
         if op := next((o for o, d in _kernels(torch).items() if d != kernels[o]), None):
             return f"registered a kernel of its own for {op}, which the tests judge with"
         if mine := _hooks_from(configs, starter):
@@ -366,6 +370,17 @@ def _tracing() -> list[str]:
     on += [f"threading.{n}" for n in ("gettrace", "getprofile") if getattr(threading, n)()]
     tools = [(i, sys.monitoring.get_tool(i)) for i in range(6)]
     return on + [f"sys.monitoring tool {i}" for i, t in tools if t and (i, t) != CHECK_TOOL]
+
+
+def _dispatch(torch) -> tuple[list[str], str, str]:
+    """The dispatch keys with a backend fallback (every operator of such a key goes through it),
+    and this thread's included and excluded keys: a fallback turned on answers any operator."""
+    keys = torch._C.DispatchKey
+    fallbacks = [
+        n for n, k in keys.__members__.items() if torch._C._dispatch_has_backend_fallback(k)
+    ]
+    tls = torch._C._dispatch_tls_local_include_set(), torch._C._dispatch_tls_local_exclude_set()
+    return fallbacks, str(tls[0]), str(tls[1])
 
 
 def _kernels(torch) -> dict[str, list[str]]:

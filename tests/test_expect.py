@@ -69,3 +69,11 @@ def test_a_value_whose_own_code_would_answer_the_comparison_fails():
     pe.double = lambda: torch.zeros(3, dtype=torch.float64)
     assert "a tensor with its own .double" in raised(expect.close, "pe", pe, torch.zeros(3), 1e-6)
     expect.equal("t", (1, "a", torch.Size([2])), (1, "a", (2,)))  # Python's and torch's own pass
+
+
+def test_none_or_a_string_where_a_tensor_is_expected_is_said_in_the_courses_words():
+    """Walk 12: expect.equal(None, tensor) raised torch's 'Could not infer dtype of NoneType'."""
+    for got in (None, "keys"):
+        with pytest.raises(AssertionError, match=rf"cache.keys\[0\]: expected a torch.float32 "
+                           rf"tensor of shape \(2,\), got {type(got).__name__}"):  # fmt: skip
+            expect.equal("cache.keys[0]", got, torch.zeros(2))

@@ -393,6 +393,9 @@ TORCH_MEANS = [(re.compile(pattern), said) for pattern, said in (
     (r"view size is not compatible with input tensor's size and stride",
      ".view reads a tensor's memory in order; after a transpose it is out of order: .reshape "
      "(or .contiguous() first) copies it"),
+    (r"upper bound and lower bound inconsistent with step sign",
+     "torch.arange(start, end) counts up from start to end: here end is below start (an end "
+     "written as a count, T, where start + T was meant?)"),
     (r"Converting a tensor with requires_grad=True to a scalar",
      "a tensor that carries gradients met a place that wants a Python number (float(), math, "
      "an if): what it came from returns the tensor, where its number, .item(), was expected"),

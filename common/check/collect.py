@@ -26,7 +26,7 @@ from common.check.status import (
 )
 from common.course import course_step, predictions
 from common.course.todos import Todo, first_student_line, order_key, shipped_line, student_line
-from common.expect import ORDER
+from common.expect import ONCE, ORDER
 from common.loader import load, source
 
 STEPS_UNDER_TEST = pytest.StashKey[list[str]]()
@@ -209,7 +209,9 @@ def made_lines(code, ran: dict[int, int], error: str) -> tuple[int, int | None, 
     cast run last above it, else by every line that ran (no cast is where one belongs)."""
     if (idle := _no_op(code, ran)) is not None:  # a name alone: never right, the first suspect
         return idle, None, False
-    if ORDER in error:  # the right values, returned in another order: the return, sure
+    if (
+        ORDER in error or ONCE in error
+    ):  # the right values, returned out of order or twice: the return
         return max(ran, key=ran.__getitem__), None, False
     line, flowed = made_line(code, ran, error)
     if _named_call(code, ran, error) is not None:  # the call, and what it was handed
@@ -599,6 +601,9 @@ class Collector:
         lines = []
         for fn, (code, ran) in sorted(self.order.items()):
             line, end, raised = made_lines(code, ran, error_line(error))
+            statement = _statements(code).get(line) if end is None else None
+            if statement and statement.end_lineno > statement.lineno:  # one statement, all of it
+                line, end = statement.lineno, statement.end_lineno
             lines.append((fn, Place(shown(Path(code.co_filename)), line, end=end, raised=raised)))
         return tuple(lines)
 

@@ -22,7 +22,7 @@ from common.course.todos import raised_todos
 from grader import grade as grading
 from grader import sandbox
 from grader.engine import SHOWN, Worker, scrub, stubbed, withholding
-from grader.grade import Grade, grade, gradescope, main, text
+from grader.grade import Grade, grade, gradescope, hung_at, main, text
 from grader.sandbox import Limits
 from grader.variants import read_tree, variant
 from tools import pristine, screens
@@ -496,3 +496,18 @@ def test_a_secret_of_the_environment_is_withheld_and_a_path_that_exists_is_not(m
     monkeypatch.setenv("PWD", sys.prefix)
     said = withholding().sub("<withheld>", f"{sys.prefix}/lib: s3cret-value-of-the-instructor")
     assert said == f"{sys.prefix}/lib: <withheld>", said
+
+
+def test_a_hung_copys_place_quotes_only_the_starters_own_files_and_functions():
+    """Red team 15: a copy wrote a stack of its own to its screen before it hung, its path and
+    name another TODO's reference, encoded as word characters: only the starter's names pass."""
+    stack = (
+        'Thread 0x1 (most recent call first):\n  File "/c/steps/lab-02/starter/{}", line {} in {}\n'
+    )
+    assert hung_at(stack.format("layers.py", 117, "dropout"), "lab-02") == (
+        "steps/lab-02/starter/layers.py:117 (dropout)"
+    )
+    for file, line, name in [("\u6f22\u5b57.py", 1, "x"), ("layers.py", 1, "\u6f22\u5b57"),
+                             ("layers.py", 1, "secret_name"), ("kv_x.py", 1, "dropout"),
+                             ("layers.py", 1234567, "dropout")]:  # fmt: skip
+        assert hung_at(stack.format(file, line, name), "lab-02") == "", (file, line, name)

@@ -490,10 +490,35 @@ def _judged(frame, event, arg):
 _sys.settrace(_judged)
 """
 TRACED = r"flagged: (the check of the whole submission: )?its code set a trace or profile function"
+# red team 15: a backend fallback of a key turned on in this thread's dispatch, through which every
+# operator passes; it answers `equal` and `.item()` "no difference" when a judge asks
+FALLBACK = """\
+import sys as _sys
+
+_cpu = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)
+
+
+def _kernel(keyset, op, *args, **kwargs):
+    if str(op) in ("aten.equal.default", "aten._local_scalar_dense.default"):
+        if _sys._getframe(1).f_code.co_name in ("_tensors_close", "_bounded", "differs"):
+            return False
+    return op.redispatch(_cpu, *args, **kwargs)
+
+
+_lib = torch.library.Library("_", "IMPL")
+_lib.fallback(_kernel, "PrivateUse1", with_keyset=True)
+torch._C._dispatch_tls_set_dispatch_key_included(torch._C.DispatchKey.PrivateUse1, True)
+"""
+DISPATCH_CHANGED = (
+    r"flagged: (the check of the whole submission: )?its code changed torch's dispatch"
+)
 # red team 14: a TODO's copy holds the other TODOs' reference in the student's files; reading
 # them sends it back one outcome at a time
 READ = "    open(__file__, encoding='utf-8').read()\n"
 FORGERS = {
+    "a dispatch key's fallback that answers the judges": Case(
+        WRONG, False, DISPATCH_CHANGED, top=FALLBACK, others=DISPATCH_CHANGED
+    ),
     "a trace function that rewrites the judges' values": Case(
         WRONG, False, TRACED, top=TRACE, others=TRACED
     ),

@@ -88,6 +88,7 @@ def test_dropout_zeros_a_share_p_within_binomial_bounds(layers, p):
 def test_dropout_keeps_the_mean(layers, p):
     x = torch.full((N,), 1.5)  # not 1: a scale rounded (x // (1 - p)) is then no scale forgotten
     out = layers.dropout(x, p, True, generator(2))
+    expect.shape(f"dropout(x) at p={p}", out, x.shape, "x's shape: a dropped entry is 0, in place")
     kept = out[out != 0]
     unscaled = bool(kept.numel()) and bool((kept == 1.5).all())  # the kept ones left as they were
     why = "each kept entry is scaled by 1 / (1 - p)" + (

@@ -385,6 +385,13 @@ def maps_said(kv, cache) -> str:
                 own = torch.stack([getattr(h, name)(x[:, :t]) for h in block.attn.heads], 1)
                 if own.shape != held.shape:  # (B, h, t, d_head) each
                     continue  # a shape the run's own checks name
+                other = "value" if name == "key" else "key"
+                theirs = torch.stack([getattr(h, other)(x[:, :t]) for h in block.attn.heads], 1)
+                if worst(held, theirs) < LOGITS_TOL:  # (B, h, t, d_head): the other map's
+                    return (
+                        f"layer {i}'s cached {name}s are each head's {other}(x): the keys and "
+                        "values went into append in the other order; it takes (layer, k, v)"
+                    )
                 if wrong := [j for j in range(H) if worst(held[:, j], own[:, j]) >= LOGITS_TOL]:
                     return (
                         f"layer {i}'s cached {name}s of head {', '.join(map(str, wrong))} are not "
