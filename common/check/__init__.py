@@ -393,6 +393,11 @@ TORCH_MEANS = [(re.compile(pattern), said) for pattern, said in (
     (r"view size is not compatible with input tensor's size and stride",
      ".view reads a tensor's memory in order; after a transpose it is out of order: .reshape "
      "(or .contiguous() first) copies it"),
+    (r"expected target dtype to be Long or Byte, but got (\w+)",
+     "cross-entropy's targets are token ids, int64 (torch.long); these are {0}"),
+    (r"For 1D input, 1D target must have size 1, but got target size: (\d+)",
+     "cross-entropy met one row of logits (1-D) and {0} targets: the logits lost their batch and "
+     "position axes (B, T, V), so a batch is not (B, T) ids"),
     (r"upper bound and lower bound inconsistent with step sign",
      "torch.arange(start, end) counts up from start to end: here end is below start (an end "
      "written as a count, T, where start + T was meant?)"),

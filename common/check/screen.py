@@ -289,13 +289,15 @@ def _bug_lines(status: StepStatus) -> list[str]:
 
 
 def _summary(error: list[str]) -> str:
-    """A failure in one line: its error line, or for a refusal of torch's (or Python's) the file
-    and line that raised and the course's words for it, else the refuser's (in_course_words')."""
+    """A failure in one line: its error line, or for a refusal of torch's (or Python's) the course's
+    words for it and the file and line that raised, else that place and the refuser's words
+    (in_course_words')."""
     said = error[0].strip() if error else ""
     if not (m := REFUSED.match(said)):
         return error_line(error)
     meaning = error[1].strip() if len(error) > 1 and not ERROR_LINE.match(error[1]) else ""
-    return f"{Path(m['file']).name}:{m['line']}, {m['who']}: {meaning or error_line(error)}"
+    place = f"{Path(m['file']).name}:{m['line']}, {m['who']}"
+    return f"{meaning} ({place})" if meaning else f"{place}: {error_line(error)}"  # words first
 
 
 def _without_meaning(error: list[str]) -> list[str]:
