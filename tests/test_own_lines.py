@@ -777,6 +777,36 @@ MISTAKES += [
         "positions = torch.arange(start, T, dtype=torch.float64)",
         words="here end is below start",
     ),
+    Mistake(  # the generic words named the positions, which were right
+        "the attention fed x without ln1",
+        "lab-02",
+        "kvcache",
+        "x = x + cached_attention(block.attn, block.ln1(x), cache, layer)",
+        "x = x + cached_attention(block.attn, x, cache, layer)",
+        "task 3c",
+        "x = x + cached_attention(block.attn, x, cache, layer)",
+        words="the attention is fed x itself",
+    ),
+    Mistake(
+        "the MLP replaces x",
+        "lab-02",
+        "kvcache",
+        "x = x + block.mlp(block.ln2(x))",
+        "x = block.mlp(block.ln2(x))",
+        "task 3c",
+        "x = block.mlp(block.ln2(x))",
+        words="each block's MLP output took the place of x",
+    ),
+    Mistake(  # "got []" and no word of pos_emb
+        "no position embedding",
+        "lab-02",
+        "kvcache",
+        "x = model.tok_emb(idx) + model.pos_emb(torch.arange(P, P + t))  # (B, t, d) + (t, d)",
+        "x = model.tok_emb(idx)  # (B, t, d): no positions",
+        "task 3c",
+        "x = model.tok_emb(idx)  # (B, t, d): no positions",
+        words="model.pos_emb was never called",
+    ),
 ]
 
 

@@ -462,18 +462,29 @@ def test_the_prefill_gives_the_uncached_logits(kv):
 def prefill_said(model, idx, got) -> str:
     """What a prefill that is not Step 5's left out, in words, found by computing it without."""
 
-    def forward(residual=True, ln_f=True):
+    def forward(residual=True, ln_f=True, ln1=True, mlp_residual=True):
         x = model.tok_emb(idx) + model.pos_emb(torch.arange(idx.shape[1]))  # (B, T, d)
-        for block in model.blocks:  # Step 5's Block.forward, its residual optional
-            h = (x if residual else 0) + block.attn(block.ln1(x))  # (B, T, d)
-            x = h + block.mlp(block.ln2(h))  # (B, T, d)
+        for block in model.blocks:  # Step 5's Block.forward, one of its parts optional
+            h = (x if residual else 0) + block.attn(block.ln1(x) if ln1 else x)  # (B, T, d)
+            x = (h if mlp_residual else 0) + block.mlp(block.ln2(h))  # (B, T, d)
         return model.lm_head(model.ln_f(x) if ln_f else x)  # (B, T, V)
 
+    left_out = {
+        "each block's attention replaced x instead of adding to it: x = x + attention": {
+            "residual": False
+        },
+        "the final layer norm ln_f is left out before lm_head": {"ln_f": False},
+        "the attention is fed x itself: each block normalises it first, block.ln1(x)": {
+            "ln1": False
+        },
+        "each block's MLP output took the place of x: x = x + block.mlp(...) adds to it": {
+            "mlp_residual": False
+        },
+    }
     with torch.no_grad():
-        if got.shape == (*idx.shape, model.V) and worst(got, forward(residual=False)) < 1e-4:
-            return "each block's attention replaced x instead of adding to it: x = x + attention"
-        if got.shape == (*idx.shape, model.V) and worst(got, forward(ln_f=False)) < 1e-4:
-            return "the final layer norm ln_f is left out before lm_head"
+        for said, how in left_out.items():
+            if got.shape == (*idx.shape, model.V) and worst(got, forward(**how)) < 1e-4:
+                return said
     return "Step 5's GPT.forward and Block.forward, the positions starting at what the cache held"
 
 
@@ -495,13 +506,12 @@ def test_new_ids_are_embedded_at_the_positions_after_the_cached_ones(kv):
             expect.equal(f"cache.length after a forward of positions {a} to {b - 1}",
                          cache.length, b, why)  # fmt: skip
     restarted = seen == [[0, 1, 2, 3], [0], [0, 1]]
-    expect.equal(
-        "the positions of three calls",
-        seen,
-        [[0, 1, 2, 3], [4], [5, 6]],
-        "a new id's position is what the cache holds"
-        + (": not 0 each call" if restarted else " before it (P to P + t - 1)"),
+    why = "a new id's position is what the cache holds" + (
+        ": not 0 each call" if restarted else " before it (P to P + t - 1)"
     )
+    if not seen:  # no call reached pos_emb
+        why = "model.pos_emb was never called: each id's embedding adds its position's"
+    expect.equal("the positions of three calls", seen, [[0, 1, 2, 3], [4], [5, 6]], why)
     # the positions pos_emb saw are the ones added: its output moved, the logits move too
     handle = model.pos_emb.register_forward_hook(lambda module, args, out: out + 1.0)
     with torch.no_grad():
@@ -619,7 +629,8 @@ def test_a_full_cache_is_rebuilt_from_the_window_not_slid(kv):
         fresh, first = kv.KVCache(model, B), kv.KVCache(model, B)
         kv.forward_cached(model, idx[:, -T_MAX:], fresh)  # the window's own prefill
         kv.forward_cached(model, idx[:, :T_MAX], first)  # the first T_max ids' prefill
-    expect.equal("the cache's length after the window moved", cache.length, T_MAX)
+    expect.equal("the cache's length after the window moved", cache.length, T_MAX,
+                 "a full cache is made again: a new one, prefilled with the last T_max ids")  # fmt: skip
     why = "every key has its position baked in: the window's prefill, not a slide"
     now, again = layer_0_keys(cache), layer_0_keys(first)  # each None unless full
     if (
