@@ -352,8 +352,13 @@ def _watch_reads(starter: Path, given: set[str]) -> list[str]:
 
 
 IMPORTS = "<frozen importlib._bootstrap_external>"  # where an import opens a module's source
-# what shows a warning or an unraisable error with its source line: warnings, pytest's hooks
-REPORTERS = (__import__("warnings").__file__, os.path.dirname(__import__("_pytest").__file__))
+# what shows a warning, an error or a stack with its source lines: warnings, traceback (a student's
+# traceback.print_exc() left in), pytest's hooks
+REPORTERS = (
+    __import__("warnings").__file__,
+    __import__("traceback").__file__,
+    os.path.dirname(__import__("_pytest").__file__),
+)
 
 
 def _loaded() -> set[str]:
