@@ -807,6 +807,27 @@ MISTAKES += [
         "x = model.tok_emb(idx)  # (B, t, d): no positions",
         words="model.pos_emb was never called",
     ),
+    # walk 13
+    Mistake(  # Next named the forward's line: the gradient came from a scaled loss's backward
+        "backward of the loss divided by B",
+        "step-06",
+        "train",
+        "    loss.backward()",
+        "    (loss / x.shape[0]).backward()",
+        "task 4",
+        "(loss / x.shape[0]).backward()",
+        words="loss.backward() ran on a loss scaled by that",
+    ),
+    Mistake(  # told the gradient was not clipped
+        "optimizer.step() twice",
+        "step-06",
+        "train",
+        "    optimizer.step()\n",
+        "    optimizer.step()\n    optimizer.step()\n",
+        "task 4",
+        "optimizer.step()",
+        words="optimizer.step() ran twice in one train_step",
+    ),
 ]
 
 

@@ -71,8 +71,16 @@ def check_zero_grad(train, make):
         )
         assert torch.allclose(p.grad, q.grad, atol=1e-6), (
             f"{name}.grad is not the gradient of this batch's loss, model(x, y)[1]: it differs "
-            f"by up to {(p.grad - q.grad).abs().max().item():.3g}"
+            f"by up to {(p.grad - q.grad).abs().max().item():.3g}" + scaled(p.grad, q.grad)
         )
+
+
+def scaled(got: torch.Tensor, want: torch.Tensor) -> str:
+    """'' unless `got` is `want` times one number: then that loss.backward() ran on a scaled loss."""
+    ratio = (got * want).sum() / (want * want).sum()  # the least-squares scale of want to got
+    if not torch.allclose(got, ratio * want, atol=1e-6) or abs(ratio - 1) < 1e-6:
+        return ""
+    return f"; it is {ratio.item():.3g} times it: loss.backward() ran on a loss scaled by that"
 
 
 def cleared(model) -> str:
@@ -125,6 +133,9 @@ def clipped_instead(moved: torch.Tensor, gradient: torch.Tensor, clip: float) ->
             "the step took the gradient with each entry cut to within grad_clip (clip_grad_value_): "
             "grad_clip bounds the gradient's norm, torch.nn.utils.clip_grad_norm_"
         )
+    clipped = gradient * (clip / gradient.norm())  # the step it should have taken
+    if torch.allclose(moved, 2 * clipped, atol=1e-6):
+        return "it is twice the clipped step: optimizer.step() ran twice in one train_step"
     return "expected the gradient scaled down to the norm grad_clip"
 
 

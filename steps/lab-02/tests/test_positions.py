@@ -27,6 +27,17 @@ def test_sinusoidal_is_T_by_d_and_bounded(layers):
     expect.at_most("|sinusoidal(50, 16)|", pe.abs(), 1.0, "sines and cosines lie in [-1, 1]")
 
 
+@pytest.mark.todo("task 1.1")
+def test_sinusoidal_of_each_call_is_its_own_T_and_d(layers):
+    first = layers.sinusoidal(40, 12)  # (40, 12)
+    expect.shape("sinusoidal(40, 16) after sinusoidal(40, 12)", layers.sinusoidal(40, 16), (40, 16),
+                 "each call's own T and d: a table kept from an earlier call is another d's")  # fmt: skip
+    first += 1.0  # a caller's own tensor: writing into it changes no later call
+    expect.at_most("|sinusoidal(40, 12)| after a caller wrote into the last one",
+                   layers.sinusoidal(40, 12).abs(), 1.0, "a new tensor each call, not one kept "
+                   "and handed out again")  # fmt: skip
+
+
 def paper_table(T: int, d: int, even=math.sin, odd=math.cos, halves=False) -> torch.Tensor:
     """[T, d] float64, one entry at a time: the paper's PE, or a layout a bug writes instead."""
 
