@@ -202,13 +202,16 @@ def _record(copy: Path, step: str, given: set[str] | None):
             return f"changed torch's dispatch ({key}), which then answers operations in its place"
         if op := next((o for o, d in _kernels(torch).items() if d != kernels[o]), None):
             return f"registered a kernel of its own for {op}, which the tests judge with"
-        if mine := _hooks_from(configs, starter):
+        if mine := _hooks_from(configs, starter, known):
             return f"registered a pytest hook of its own ({mine}), which may rewrite outcomes"
+        if which := next((n for i, n in items if _shadowed(i) != shadows[n]), None):
+            return f"gave the test {which} a method of its own, which may rewrite its outcome"
         if files and (which := _changed(course, _course_files(copy))):
             return f"changed the course's own files in its copy ({which})"
         return ""
 
     configs = []  # pytest's config, kept as it configures
+    known, items, shadows = set(), [], {}  # at collection: the hooks, each test and its methods
 
     def send(line: dict) -> None:
         data = (dumps(line) + "\n").encode("utf-8")
@@ -244,6 +247,9 @@ def _record(copy: Path, step: str, given: set[str] | None):
             # the test modules' own names (expect, load, a test's helpers), from now on
             tests = {getattr(i, "module", None) for i in session.items} - {None}
             held.extend(_held({m.__name__: m for m in tests}))
+            known.update(_impls(configs))  # every hook there is: one added later is the copy's
+            items.extend((i, i.nodeid) for i in session.items)
+            shadows.update({i.nodeid: _shadowed(i) for i in session.items})
 
         @pytest.hookimpl(trylast=True)  # after the check has kept the result
         def pytest_runtest_logreport(self, report):
@@ -321,10 +327,10 @@ def _watch_tracers() -> list[str]:
 
 
 def _watch_reads(starter: Path, given: set[str]) -> list[str]:
-    """An audit hook (never removed) that notes each file of the step's code (.py under the step's
-    folder) opened by the copy's code (any function of its files but the `given` ones) but for an
-    import: in a TODO's copy its files hold the other TODOs' reference, and a student's code has
-    no need to read them."""
+    """An audit hook (never removed) that notes each .py file of the starter (the student's files)
+    opened by the copy's code (any function of its files but the `given` ones) but for an import:
+    in a TODO's copy they hold the other TODOs' reference, and a student's code has no need to
+    read them."""
     root, theirs = os.path.realpath(starter.parent), os.path.realpath(starter)
     seen = []
 
@@ -332,7 +338,7 @@ def _watch_reads(starter: Path, given: set[str]) -> list[str]:
         if event != "open" or seen or not isinstance(args[0], str | bytes | os.PathLike):
             return
         path = os.path.realpath(os.fsdecode(args[0]))
-        if not (path.startswith(root + os.sep) and path.endswith(".py")):
+        if not (path.startswith(theirs + os.sep) and path.endswith(".py")):  # the starter's
             return
         frame = sys._getframe(1)
         if frame.f_code.co_filename == IMPORTS and path not in _loaded():
@@ -529,17 +535,30 @@ def _changed(was: dict[str, bytes], now: dict[str, bytes]) -> str:
     return min((p for p in was.keys() | now.keys() if was.get(p) != now.get(p)), default="")
 
 
-def _hooks_from(configs: list, starter: Path) -> str:
-    """The first pytest hook implemented by code under `starter` (the student's), or ''."""
+def _hooks_from(configs: list, starter: Path, known: set[int]) -> str:
+    """The first pytest hook implemented by code under `starter` (the student's), or, once the
+    tests are collected (`known`: each hook's function then), registered since, or ''."""
     if not configs:
         return ""
     mine = tuple(dict.fromkeys([f"{starter}{os.sep}", f"{starter.resolve()}{os.sep}"]))
     for name, caller in vars(configs[0].pluginmanager.hook).items():
         for impl in getattr(caller, "get_hookimpls", list)():
-            code = getattr(getattr(impl, "function", None), "__code__", None)
-            if code and code.co_filename.startswith(mine):
+            function = getattr(impl, "function", None)
+            code = getattr(function, "__code__", None)
+            if code and code.co_filename.startswith(mine) or known and id(function) not in known:
                 return name
     return ""
+
+
+def _impls(configs: list) -> set[int]:
+    """The ids of the functions of every pytest hook registered now."""
+    callers = vars(configs[0].pluginmanager.hook).values() if configs else ()
+    return {id(i.function) for c in callers for i in getattr(c, "get_hookimpls", list)()}
+
+
+def _shadowed(item) -> set[str]:
+    """The names of a test item's methods (runtest) that the item itself holds in their place."""
+    return {k for k in vars(item) if callable(getattr(type(item), k, None))}
 
 
 def _read_only(copy: Path) -> None:

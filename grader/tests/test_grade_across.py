@@ -277,7 +277,10 @@ def test_the_stash_attack_is_real_where_nothing_wipes_between_copies(tmp_path, r
     steals every TODO, so the zeros above come from the wipe, not from an attack that fails."""
     graded = grade_cases("none", tmp_path, request, ("first stasher", "second stasher"))
     g = graded.grades["second stasher"]  # stubs earn nothing by themselves: a point is stolen
-    assert g.score > 0, f"expected the stash to steal where nothing wipes:\n{text(g)}"
+    read = "flagged: its code read the step's own code"  # the stash reads the copy's reference
+    assert g.score > 0 or read in text(g), (
+        f"expected the stash to steal where nothing wipes:\n{text(g)}"
+    )
 
 
 def test_a_venv_under_tmp_or_behind_a_symlink_grades_in_bubblewrap(tmp_path):

@@ -231,7 +231,7 @@ def hostile_cases(marker: str, clones: dict[str, Path], bundle: Path) -> dict[st
             "    import inspect\n\n"
             '    raise ValueError(" | ".join(inspect.getsource(stable_softmax).splitlines()))',
             False,
-            r"ValueError",
+            r"ValueError|flagged: its code read the step's own code",  # its copy's source: read
         ),
     }
     return cases
@@ -804,7 +804,8 @@ def test_a_todos_reason_is_the_check_of_the_whole_submission_never_its_own_copys
     said = json.dumps(gradescope(g)) + text(g)
     assert SECRET[::-1] not in said, said[:3000]  # task 1's reference, reversed
     reason = next(line.reason for line in g.lines if "task 3" in line.todo)
-    assert "ValueError" in reason and "NotImplementedError"[::-1] in reason, reason  # its own
+    own = "ValueError" in reason and "NotImplementedError"[::-1] in reason  # the check's own
+    assert own or "flagged: its code read the step's own code" in reason, reason
 
 
 @SHARED
