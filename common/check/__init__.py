@@ -376,6 +376,8 @@ TORCH_MEANS = [(re.compile(pattern), said) for pattern, said in (
     (r"derivative for (?:aten::)?(\w+) is not implemented",
      "{0} passes no gradient back (// and rounding have none): a tensor a loss goes back "
      "through must be made without it"),
+    (r"Trying to backward through the graph a second time",
+     ".backward() ran twice on one forward's graph: the first frees it; one loss, one backward"),
     (r"grad can be implicitly created only for scalar outputs",
      ".backward() starts from one number, the loss; this tensor holds more than one entry"),
     (r"mat1 and mat2 shapes cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)",

@@ -69,18 +69,23 @@ def check_zero_grad(train, make):
             f"{name}.grad is this batch's gradient plus the stale one: old gradients accumulated "
             "(zero_grad?)"
         )
+        assert not (why := scaled(f"{name}.grad", p.grad, q.grad)), why
         assert torch.allclose(p.grad, q.grad, atol=1e-6), (
             f"{name}.grad is not the gradient of this batch's loss, model(x, y)[1]: it differs "
-            f"by up to {(p.grad - q.grad).abs().max().item():.3g}" + scaled(p.grad, q.grad)
+            f"by up to {(p.grad - q.grad).abs().max().item():.3g}"
         )
 
 
-def scaled(got: torch.Tensor, want: torch.Tensor) -> str:
-    """'' unless `got` is `want` times one number: then that loss.backward() ran on a scaled loss."""
-    ratio = (got * want).sum() / (want * want).sum()  # the least-squares scale of want to got
+def scaled(what: str, got: torch.Tensor, want: torch.Tensor) -> str:
+    """'' unless `got` is `want` times one number other than 1: then what that says (the
+    loss.backward() line, which made it, named)."""
+    ratio = ((got * want).sum() / (want * want).sum()).item()  # the least-squares scale
     if not torch.allclose(got, ratio * want, atol=1e-6) or abs(ratio - 1) < 1e-6:
         return ""
-    return f"; it is {ratio.item():.3g} times it: loss.backward() ran on a loss scaled by that"
+    said = f"{what} is {ratio:.3g} times this batch's gradient: loss.backward() ran on a loss"
+    if abs(ratio - round(ratio)) < 1e-6:  # k backward passes of one loss add up to k times it
+        return f"{said} {round(ratio)} times too big, or ran {round(ratio)} times"
+    return f"{said} scaled by {ratio:.3g}"
 
 
 def cleared(model) -> str:

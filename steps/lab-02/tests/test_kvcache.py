@@ -55,6 +55,19 @@ def state_of(model, copied: bool = True) -> dict:
     return {"tensors": tensors, "modules": modules}
 
 
+def same_state(now: dict, made: dict) -> bool:
+    """Whether two state_of's hold the same modules and the same tensors (dtype, shape, values)."""
+    a, b = now["tensors"], made["tensors"]
+    return (
+        now["modules"] == made["modules"]
+        and a.keys() == b.keys()
+        and all(
+            a[n].dtype == t.dtype and a[n].shape == t.shape and torch.equal(a[n], t)
+            for n, t in b.items()
+        )
+    )
+
+
 GPT5 = reference("step-05", "gpt")
 WEIGHTS = {}  # id(model) -> (the model, its weights as model_of made them)
 
@@ -63,6 +76,8 @@ def unchanged(model) -> None:
     """A model model_of made, as it made it (weights, masks, modules): an expected value computed
     after the student's call is Step 5's only if the call changed none of them."""
     made, now = WEIGHTS[id(model)][1], state_of(model, copied=False)
+    if same_state(now, made):  # the common case, in one pass: each judge below only when not
+        return
     why = "the cache reads the model's weights and masks and changes none of them"
     for name in {**made["modules"], **now["modules"]}:  # a module replaced, added or given a method
         expect.equal(f"the model's module {name or 'model'} (its type, its attributes) after your "
@@ -121,8 +136,13 @@ def masking_said(exc: RuntimeError, file: str, t: int, T: int) -> str:
             said
             + ": your scores cover the t new keys only; they need all P + t, the keys append returned"
         )
-    if columns[:1] == [t] or (t, t) in shapes.values():
+    masks = [s for s in shapes.values() if len(s) == 2]  # (rows, columns) of the line's masks
+    if (T, t) in masks and T != t:
+        return said + ": your mask is (P + t) x t, the transpose of the t x (P + t) rows it needs"
+    if (t, t) in masks:
         return said + ": your mask is t x t"
+    if columns[:1] == [t]:  # a t x t mask or a transposed one: both have t columns
+        return said + ": your mask has t columns, where the scores have P + t (one per key)"
     return said if shapes else ""
 
 

@@ -51,6 +51,7 @@ def test_batches_are_windows_of_the_data_at_seeded_starts(train):
     for name, got in (("x", x), ("y", y)):  # B = 64 windows of 44 starts: starts repeat
         expect.shape(f"get_batch(data, B=64, T=6)'s {name}", got, (64, 6),
                      "B rows, each drawn on its own (a start may come twice), of T ids")  # fmt: skip
+    assert not torch.equal(x, y + 1), "x is y one id later: x and y swapped (the pair is x, y)"
     expect.equal("the batch of a second generator seeded alike", train.get_batch(data, 64, 6, g2)[0],
                  x, "the same batch: the starts come from the generator passed in (generator=), "
                  "not from torch's global one")  # fmt: skip
@@ -198,7 +199,16 @@ def test_lr_at_is_nanogpts_schedule_at_every_step(train, schedule):
     steps, warmup, lr, min_lr = schedule
     cfg = train.TrainConfig(steps=steps, warmup=warmup, lr=lr, min_lr=min_lr)
     for step, rate in LR_AT[schedule].items():
-        expect.close(f"lr_at({step}) of {cfg}", train.lr_at(step, cfg), rate, 1e-12)
+        try:
+            got = train.lr_at(step, cfg)
+        except ZeroDivisionError:
+            if warmup:
+                raise
+            raise AssertionError(  # a branch taken at warmup = 0, not a missing guard
+                f"lr_at({step}) of {cfg}: expected {rate}, got a division by warmup = 0: with no "
+                "warm-up, no step is in it (step < warmup is never true)"
+            ) from None
+        expect.close(f"lr_at({step}) of {cfg}", got, rate, 1e-12)
 
 
 @pytest.mark.todo("task 3")
@@ -217,6 +227,17 @@ def test_lr_at_reads_the_sizes_from_its_config_not_the_defaults(train):
     got = [train.lr_at(s, cfg) for s in (0, 1, 2, 10)]
     expect.close("lr_at at steps 0, 1, 2 and 10", torch.tensor(got),
                  torch.tensor([0.25, 0.5, 0.5, 0.05]), 1e-12, "lr / 2, lr, lr, then min_lr")  # fmt: skip
+
+
+@pytest.mark.todo("task 4")
+def test_train_step_trains_in_the_mode_it_is_given(train, tiny):
+    model, (x, y) = tiny(0, p=0.5).train(), checks.batch(0)
+    modes = []  # model.training at each forward train_step runs
+    model.register_forward_pre_hook(lambda module, args: modes.append(module.training))
+    train.train_step(model, torch.optim.SGD(model.parameters(), lr=1e-2), x, y, grad_clip=1.0)
+    expect.equal("the model's mode at train_step's forward passes", modes, [True],
+                 "train mode, dropout on: model.eval() is estimate_loss's alone")  # fmt: skip
+    expect.equal("model.training after train_step", model.training, True, "as it was given")
 
 
 @pytest.mark.todo("task 4")
