@@ -204,14 +204,14 @@ def _record(copy: Path, step: str, given: set[str] | None):
             return f"registered a kernel of its own for {op}, which the tests judge with"
         if mine := _hooks_from(configs, starter, known):
             return f"registered a pytest hook of its own ({mine}), which may rewrite outcomes"
-        if which := next((n for i, n in items if _shadowed(i) != shadows[n]), None):
+        if which := next((n for n, (i, own) in items.items() if _shadowed(i) != own), None):
             return f"gave the test {which} a method of its own, which may rewrite its outcome"
         if files and (which := _changed(course, _course_files(copy))):
             return f"changed the course's own files in its copy ({which})"
         return ""
 
     configs = []  # pytest's config, kept as it configures
-    known, items, shadows = set(), [], {}  # at collection: the hooks, each test and its methods
+    known, items = set(), {}  # at collection: the hooks; each test's item and its own methods
 
     def send(line: dict) -> None:
         data = (dumps(line) + "\n").encode("utf-8")
@@ -248,8 +248,7 @@ def _record(copy: Path, step: str, given: set[str] | None):
             tests = {getattr(i, "module", None) for i in session.items} - {None}
             held.extend(_held({m.__name__: m for m in tests}))
             known.update(_impls(configs))  # every hook there is: one added later is the copy's
-            items.extend((i, i.nodeid) for i in session.items)
-            shadows.update({i.nodeid: _shadowed(i) for i in session.items})
+            items.update({i.nodeid: (i, _shadowed(i)) for i in session.items})
 
         @pytest.hookimpl(trylast=True)  # after the check has kept the result
         def pytest_runtest_logreport(self, report):
@@ -935,6 +934,9 @@ def main() -> int:
         rewritten = _rewritten(base, copy, header["step"])
     places = Places(work) if os.environ.get("COURSE_GRADE_WIPE") == "1" else None
     course = _course_files(base)  # what every copy's course must stay
+    # what every child inherits, out of the collector's sight: a child's collections then never
+    # walk (and so never copy) the worker's million objects of torch, pytest and matplotlib
+    gc.freeze()
     while not header.get("end"):
         added = _write_copy(raw, header, base, copy, rewritten)
         full = _cap(header["disk"], [work] if places is None else [], places)
@@ -962,7 +964,6 @@ def main() -> int:
         for h in held:  # what the next copy's child could find in memory: zeros
             h.clear()
         header = _header(raw)
-    gc.freeze()  # Python's last collection at exit skips torch's objects: a second less
     return 0
 
 

@@ -468,6 +468,10 @@ def test_a_reason_never_quotes_another_todos_reference():
     assert "not shown" in scrub(f"AssertionError: see {line}", todos, task3)
     assert scrub(f"AssertionError: {line}", todos, task1) != ""  # its own code: shown
     assert len(scrub("x" * 1000, todos, task3)) == SHOWN
+    # red team 16: a runaway line's places, read whole, took minutes (the pattern backtracks over
+    # every start); it is cut before they are read, so this returns at once, cut
+    runaway = "AssertionError: " + "a" * 500_000 + " attention.py:3"
+    assert len(scrub(runaway, todos, task3, {"attention.py": {3: 4}})) == SHOWN
 
 
 @pytest.mark.process

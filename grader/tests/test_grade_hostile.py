@@ -515,7 +515,40 @@ DISPATCH_CHANGED = (
 # red team 14: a TODO's copy holds the other TODOs' reference in the student's files; reading
 # them sends it back one outcome at a time
 READ = "    open(__file__, encoding='utf-8').read()\n"
+# red team 16: what a test runs with, changed once the tests are collected (from a frame's
+# `session`): each task 3 test given a runtest of its own; a hook registered, its code pytest's
+SESSION = """\
+import sys as _sys
+
+_fr = _sys._getframe()
+while _fr is not None and "session" not in _fr.f_locals:
+    _fr = _fr.f_back
+_session = _fr.f_locals["session"]
+"""
+OWN_METHOD = (
+    SESSION
+    + """\
+for _i in _session.items:
+    if "task 3" in [m.args[0] for m in _i.iter_markers("todo")]:
+        _i.runtest = lambda: None
+"""
+)
+LATE_HOOK = (
+    SESSION
+    + PASSING.split("\n\n\nfor _o")[0].replace("import gc as _gc\n\n", "")
+    + """
+_f = _Passing.pytest_runtest_makereport
+_f.__code__ = _f.__code__.replace(co_filename=_pytest.__file__)
+_session.config.pluginmanager.register(_Passing())
+"""
+)
 FORGERS = {
+    "a test given a runtest of its own once collected": Case(
+        _once(OWN_METHOD) + "\n" + WRONG, False, r"flagged: its code gave the test \S+ a method"
+    ),
+    "a hook registered once the tests are collected, its code pytest's": Case(
+        _once(LATE_HOOK) + "\n" + WRONG, False, r"flagged: its code registered a pytest hook"
+    ),
     "a dispatch key's fallback that answers the judges": Case(
         WRONG, False, DISPATCH_CHANGED, top=FALLBACK, others=DISPATCH_CHANGED
     ),

@@ -329,8 +329,9 @@ def attention_said(kv, got: torch.Tensor, expected: torch.Tensor, cache) -> str:
             "(the causal mask)"
         )
     return (
-        "even the last query, which sees every key, differs: the scores (q·k and their "
-        "1 / sqrt(d_head) scale), the softmax's axis, what the mask keeps, or the heads' outputs "
+        "even the last query, which sees every key, differs: q, k and v (each head's own "
+        "query, key and value maps), the scores (q·k and their 1 / sqrt(d_head) scale), the "
+        "softmax's axis, what the mask keeps, or the heads' outputs "
         "merged back, (B, h, t, d_head) -> (B, t, h, d_head) -> (B, t, d), before the projection"
     )
 

@@ -249,7 +249,14 @@ def test_train_step_returns_the_loss_before_the_step(train, tiny):
     opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
     loss = train.train_step(model, opt, x, y, grad_clip=1.0)
     expect.equal("the type train_step returns", type(loss), float)
-    expect.close("train_step's loss", loss, before, 1e-6, "the loss before the step")
+    ratio = loss / before  # a loss divided (by B) or multiplied on its way back: a whole k
+    k = max(ratio, 1 / ratio) if ratio > 0 else 0  # (a step's change is no such number)
+    scaled = (
+        f": it is {ratio:.3g} times it, a scaled loss"
+        if k > 1.5 and abs(k - round(k)) < 1e-3
+        else ""
+    )
+    expect.close("train_step's loss", loss, before, 1e-6, "the loss before the step" + scaled)
     with torch.no_grad():
         assert model(x, y)[1].item() < before, "one step on a batch lowers that batch's loss"
 
