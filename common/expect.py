@@ -5,6 +5,16 @@ from collections.abc import Sequence
 
 import torch
 
+# What a judgement rests on, bound as this module is imported, before any of a student's code runs:
+# torch's functions and the tensor type's own C methods (an immutable type). A method or a torch
+# function replaced later, even for a single call and put back (red team 17), judges nothing here.
+_T = torch._C.TensorBase
+_as_tensor, _equal, _ne, _eq, _gt = torch.as_tensor, torch.equal, torch.ne, torch.eq, torch.gt
+_le, _ge, _isfinite, _logical_not = torch.le, torch.ge, torch.isfinite, torch.logical_not
+_any, _abs, _sub, _max, _nonzero = torch.any, torch.abs, torch.sub, torch.max, torch.nonzero
+_nan_to_num, _double, _item, _tolist = torch.nan_to_num, _T.double, _T.item, _T.tolist
+_size, _dtype = _T.size, _T.__dict__["dtype"].__get__
+
 # The checks: a test that calls one asserts something (tests/contracts.py counts them)
 __all__ = [
     "at_least", "at_most", "between", "close", "differs", "equal", "fail", "finite", "members", "shape",
@@ -42,7 +52,7 @@ def equal(name: str, got, expected, why: str = "") -> None:
     _plain(name, got, expected)
     _tensor_if(name, got, expected, why)
     if isinstance(got, torch.Tensor) or isinstance(expected, torch.Tensor):
-        _tensors_close(name, torch.as_tensor(got), torch.as_tensor(expected), None, why)
+        _tensors_close(name, _as_tensor(got), _as_tensor(expected), None, why)
     elif got != expected:
         fail(name, *shown(expected, got), why)
 
@@ -52,7 +62,7 @@ def close(name: str, got, expected, atol: float, why: str = "") -> None:
     _plain(name, got, expected)
     _tensor_if(name, got, expected, why)
     if isinstance(got, torch.Tensor) or isinstance(expected, torch.Tensor):
-        _tensors_close(name, torch.as_tensor(got), torch.as_tensor(expected), atol, why)
+        _tensors_close(name, _as_tensor(got), _as_tensor(expected), atol, why)
     elif not abs(got - expected) <= atol:  # `not`: a NaN fails too
         expected_shown, got_shown = shown(expected, got)
         fail(name, f"{expected_shown} (tolerance {atol:g})", got_shown, why)
@@ -69,17 +79,19 @@ def _tensor_if(name: str, got, expected, why: str) -> None:
 
 def at_most(name: str, got, limit: float, why: str = "") -> None:
     """got <= limit (a tensor: every entry): a distance or an error within its tolerance."""
-    _bounded(name, got, lambda x: x <= limit, f"<= {limit:g}", why)
+    _bounded(name, got, lambda x: _le(x, limit) if isinstance(x, torch.Tensor) else x <= limit,
+             f"<= {limit:g}", why)  # fmt: skip
 
 
 def at_least(name: str, got, limit: float, why: str = "") -> None:
     """got >= limit (a tensor: every entry)."""
-    _bounded(name, got, lambda x: x >= limit, f">= {limit:g}", why)
+    _bounded(name, got, lambda x: _ge(x, limit) if isinstance(x, torch.Tensor) else x >= limit,
+             f">= {limit:g}", why)  # fmt: skip
 
 
 def finite(name: str, got: torch.Tensor, why: str = "") -> None:
     """No inf and no NaN in got."""
-    _bounded(name, got, torch.isfinite, "finite entries only", why)
+    _bounded(name, got, _isfinite, "finite entries only", why)
 
 
 def _bounded(name: str, got, ok, expected: str, why: str) -> None:
@@ -89,9 +101,9 @@ def _bounded(name: str, got, ok, expected: str, why: str) -> None:
         if not ok(got):  # a NaN compares false, so it fails too
             fail(name, expected, got, why)
         return
-    wrong = ~ok(got)
-    if wrong.any():
-        where = tuple(torch.nonzero(wrong)[0].tolist())
+    wrong = _logical_not(ok(got))
+    if _item(_any(wrong)):
+        where = tuple(_tolist(_nonzero(wrong)[0]))
         at = f"[{', '.join(map(str, where))}]" if where else ""
         fail(
             f"{name}{at}",
@@ -175,25 +187,22 @@ COMPARING = ("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__sub_
 def _tensors_close(name: str, got, expected, atol: float | None, why: str) -> None:
     """Compare two tensors entry by entry (each already _plain); a failure says where the worst
     entry is and what it is."""
-    if got.shape != expected.shape:
-        fail(f"{name}.shape", str(tuple(expected.shape)), str(tuple(got.shape)), why)
-    if got.dtype == torch.bool or expected.dtype == torch.bool or atol is None:
-        wrong = got != expected
-        if not wrong.any():
+    if _size(got) != _size(expected):
+        fail(f"{name}.shape", str(tuple(_size(expected))), str(tuple(_size(got))), why)
+    if _dtype(got) == torch.bool or _dtype(expected) == torch.bool or atol is None:
+        wrong = _ne(got, expected)
+        if not _item(_any(wrong)):
             return
-        where = tuple(torch.nonzero(wrong)[0].tolist())
+        where = tuple(_tolist(_nonzero(wrong)[0]))
         tolerance = ""
     else:
-        distance = (
-            (torch.Tensor.double(got) - torch.Tensor.double(expected))
-            .abs()
-            .nan_to_num(float("inf"))
-        )
-        if not (distance > atol).any():
+        distance = _nan_to_num(_abs(_sub(_double(got), _double(expected))), float("inf"))
+        wrong = _gt(distance, atol)
+        if not _item(_any(wrong)):
             return
         # the worst entry's index (torch.unravel_index imports torch.fx's sympy: half a second)
-        where = tuple(torch.nonzero(distance == distance.max())[0].tolist())
-        wrong, tolerance = distance > atol, f" (tolerance {atol:g})"
+        where = tuple(_tolist(_nonzero(_eq(distance, _max(distance)))[0]))
+        tolerance = f" (tolerance {atol:g})"
     at = f"[{', '.join(map(str, where))}]" if where else ""
     expected_shown, got_shown = shown(expected[where], got[where])
     fail(
@@ -207,5 +216,5 @@ def _tensors_close(name: str, got, expected, atol: float | None, why: str) -> No
 def differs(name: str, got: torch.Tensor, before: torch.Tensor, why: str = "") -> None:
     """got is not bit-identical to before: a change that must show did show."""
     _plain(name, got, before)
-    if torch.equal(got, before):
+    if _equal(got, before):
         fail(name, "a change", "the same values as before", why)

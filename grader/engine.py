@@ -36,8 +36,8 @@ from common.course.bugs import committed
 from common.course.todos import Todo, module_name, parse, raised_todos, split_id, without_code
 from common.loader import py_files
 from grader.sandbox import Limits, ended_by, instructor_values, start, stop
-from grader.variants import read_tree, swap, variant
-from grader.worker import SCREEN_LIMIT
+from grader.variants import read_tree, variant
+from grader.worker import RECORD_TAKEN, SCREEN_LIMIT
 from tools import pristine
 from tools.release import released_bugs
 
@@ -290,6 +290,10 @@ class Worker:
         if record is not None and not answer["timed_out"] and (why := disagreement(data, record)):
             flags.append(why)
         code = answer["returncode"]
+        if (
+            code == RECORD_TAKEN
+        ):  # the grader's plugin ended it: its pipe was no longer the worker's
+            flags.append("its code took the grade's record from it (its descriptor moved)")
         if record is not None and code is not None and code < 0:  # pytest never ends so
             flags.append(f"its check was killed (signal {-code}) after its record said it ended")
         return Run(
@@ -420,6 +424,10 @@ class Owners:
     broken: list[str] = field(default_factory=list)  # fail on the reference: counted for none
     given: int = 0  # tests of code the starter gives: counted for none
     core: list[str] = field(default_factory=list)  # owned tests marked `core`: failing one halves
+    # TODO id -> the other TODOs its copy runs: those the tests of its tests' files ran on the
+    # reference (a fixture shared in a file included), and those the run's first test ran (a
+    # session's); the others are the starter's stubs in its copy: it holds no reference of theirs
+    needs: dict[str, list[str]] = field(default_factory=dict)
 
     @classmethod
     def cached(cls, worker: "Worker", todos: dict[str, Todo]) -> "Owners":
@@ -448,7 +456,7 @@ class Owners:
             if set(data) != {f.name for f in fields(cls)}:
                 return None
             owners = cls(**data)
-            lists = [owners.broken, owners.core, *owners.tests.values()]
+            lists = [owners.broken, owners.core, *owners.tests.values(), *owners.needs.values()]
             owned = {n for v in owners.tests.values() for n in v}
         except (OSError, ValueError, TypeError, AttributeError):  # not JSON, not a dict of four
             return None
@@ -493,7 +501,9 @@ class Owners:
                 f"the reference did not run in the graded copy:\n{run.screen[-1500:]}"
             )
         owners = cls({todo: [] for todo in todos})
+        ran = {}  # each test file -> the TODOs its tests ran
         for nodeid, t in run.tests().items():
+            ran.setdefault(nodeid.split("::")[0], set()).update(t.get("ran") or [])
             if t["outcome"] != "passed":
                 owners.broken.append(nodeid)
             elif t.get("given") and not t.get("marked"):
@@ -504,6 +514,11 @@ class Owners:
                     owners.core.append(nodeid)
             else:
                 owners.given += 1
+        first = set(next(iter(run.tests().values()), {}).get("ran") or [])
+        for todo, tests in owners.tests.items():
+            files = {n.split("::")[0] for n in tests}
+            needed = first.union(*(ran[f] for f in files)) - {todo}
+            owners.needs[todo] = [t for t in todos if t in needed]
         return owners
 
 
@@ -715,16 +730,12 @@ class Canary:
 
 
 def canary(step: str, copy: dict[str, str], todos: list[Todo], owners: Owners) -> Canary | None:
-    """The canary of the TODOs that earned something (`todos`), from the `copy` of the first: None
-    when no curated bug fits."""
+    """The canary of the TODOs that earned something (`todos`), from the `copy` of one of them:
+    None when no curated bug fits."""
     layout, reference, tests = course_step(step), reference_files(step), f"steps/{step}/tests"
     target = (layout.mutation or {}).get("target", "")
-    files, bugs, chosen = dict(copy), {}, {}
-    first = todos[0]
-    try:
-        files[first.rel] = swap(files[first.rel], reference[first.rel], first.functions)
-    except SyntaxError:
-        return None
+    # every TODO the reference's: the first's, and those its copy holds as the starter's stubs
+    files, bugs, chosen = variant(copy, reference, layout.regions(), ""), {}, {}
     for todo in todos:
         own = owners.tests.get(todo.id, [])
         for bug in sorted(layout.bugs(), key=lambda b: f"{tests}/{b.fails}" not in own):
@@ -789,15 +800,16 @@ class Reader:
     def __init__(self, step: str, log: Path):
         self.step, self.log, self.proc = step, log, None
 
-    def __call__(self, files: dict[str, str], submitted: set[str]):
-        """Each TODO's Texts, and what a reader would not see the files do (hidden)."""
+    def __call__(self, files: dict[str, str], submitted: set[str], needs: dict[str, list[str]]):
+        """Each TODO's Texts (its copy: the `needs` of it the reference's), and what a reader
+        would not see the files do (hidden)."""
         if self.proc is None or self.proc.poll() is not None:
             with self.log.open("ab") as said:  # the child's own copy stays open
                 self.proc = subprocess.Popen(
                     [sys.executable, "-m", "grader.engine"], stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE, stderr=said, cwd=REPO_ROOT,
                 )  # fmt: skip
-        ask = {"step": self.step, "files": files, "submitted": sorted(submitted)}
+        ask = {"step": self.step, "files": files, "submitted": sorted(submitted), "needs": needs}
         try:
             answer = self._ask(json.dumps(ask).encode("utf-8") + b"\n")
         except TimeoutError:
@@ -1245,14 +1257,20 @@ def _root_module(node: ast.AST, imported: set[str]) -> bool:
     return isinstance(node, ast.Name) and node.id in imported
 
 
-def _read_texts(step: str, files: dict[str, str], submitted: set[str]) -> dict[str, Texts]:
+def _read_texts(
+    step: str, files: dict[str, str], submitted: set[str], needs: dict[str, list[str]]
+) -> dict[str, Texts]:
     """Each TODO's Texts, in this process (texts' child)."""
     todos, reference, made = course_step(step).regions(), reference_files(step), {}
     for todo in todos.values():
         if why := not_written(todo, files, submitted, todo.rel):
             made[todo.id] = Texts(why)
         else:
-            copy = variant(files, reference, todos, todo.id)
+            needed = set(needs.get(todo.id, todos))
+            copy = variant(files, reference, todos, todo.id, needed)
+            # the TODOs its tests never run: the starter's stubs (no one's code, the same in every
+            # student's copy, so a class's identical TODOs still run once)
+            copy = variant(copy, starter_files(step), todos, todo.id, set(todos) - needed)
             made[todo.id] = Texts(None, copy, moved_lines(files, copy))
     return made
 
@@ -1269,7 +1287,7 @@ def _texts_child() -> None:
     for line in sys.stdin:
         ask = json.loads(line)
         try:
-            made = _read_texts(ask["step"], ask["files"], set(ask["submitted"]))
+            made = _read_texts(ask["step"], ask["files"], set(ask["submitted"]), ask["needs"])
             answer = {
                 "todos": {todo: asdict(t) for todo, t in made.items()},
                 "hidden": hidden(ask["step"], ask["files"], set(ask["submitted"])),

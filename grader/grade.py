@@ -215,12 +215,12 @@ def _grade(step: str, submission: Path | None, worker: Worker, screen: bool) -> 
             return not_graded(step, str(exc), started)
         for rel, path in found.files.items():
             files[rel] = path.read_bytes().decode("utf-8", errors="replace")
-    try:
-        read, hidden = worker.read(files, set(found.files))  # each TODO's copy, read once
+    owners = Owners.cached(worker, todos)
+    try:  # each TODO's copy, read once
+        read, hidden = worker.read(files, set(found.files), owners.needs)
     except TextLimit as exc:
         return not_graded(step, f"not graded: {exc}", started)
     notes += [f"to read: {line}" for line in hidden]  # what a reader would not see it do
-    owners = Owners.cached(worker, todos)
     # the whole submission's check first: a TODO's failure is said in its words, from a copy
     # holding only the student's code (a TODO's own copy holds the reference of the others)
     check = _check(worker, step, files, owners) if screen else None

@@ -71,14 +71,16 @@ def swap(student: str, reference: str, functions: list[str]) -> str:
 
 
 def variant(
-    starter: dict[str, str], solution: dict[str, str], todos: dict[str, Todo], mine: str
-) -> dict[str, str]:
-    """The starter files (relative path -> text) with every TODO but `mine` the reference's; a file
-    that does not parse even so stays the student's if it holds `mine` (its fault), else becomes
-    the reference's (the other TODOs are not charged for it)."""
+    starter: dict[str, str], solution: dict[str, str], todos: dict[str, Todo], mine: str,
+    needs: set[str] | None = None,
+) -> dict[str, str]:  # fmt: skip
+    """The starter files (relative path -> text) with every TODO but `mine` (of `needs`, if given:
+    those its tests run) the reference's; a file that does not parse even so stays the student's
+    if it holds `mine` (its fault), else becomes the reference's (the other TODOs are not charged
+    for it)."""
     by_file: dict[str, list[str]] = {}
     for todo in todos.values():
-        if todo.id != mine:
+        if todo.id != mine and (needs is None or todo.id in needs):
             by_file.setdefault(todo.rel, []).extend(todo.functions)
     holds_mine = {todos[mine].rel} if mine in todos else set()
     out = dict(starter)

@@ -29,6 +29,7 @@ from pathlib import Path
 _exit = os._exit  # the check replaces os._exit while it runs; the child leaves through this one
 OUT = ".grade"  # inside a copy: check.json and the screen
 RECORD_FD = 3  # where a copy's record plugin (_record) writes each test's outcome
+RECORD_TAKEN = 75  # the copy's exit code when that descriptor is no longer the worker's pipe
 QUIET_IMPORT = "grade_quiet_import"  # a plugin a copy's arguments may name (-p): _quiet_import
 
 
@@ -173,7 +174,8 @@ def _record(copy: Path, step: str, given: set[str] | None):
     # configures would keep pytest from rewriting its asserts
     Judges = _module(copy / "common" / "check" / "guard.py", "grade_judges").Judges
 
-    dumps, write, fd = json.dumps, os.write, RECORD_FD
+    dumps, write, fd, fstat, leave = json.dumps, os.write, RECORD_FD, os.fstat, os._exit
+    pipe = (fstat(fd).st_dev, fstat(fd).st_ino)  # the worker's pipe, before any of the copy's code
     judges, course, starter = Judges(), _course_files(copy), copy / "steps" / step / "starter"
     for helper in HELPERS:  # the copy's own, imported before any of the copy's code runs
         importlib.import_module(helper)
@@ -213,7 +215,19 @@ def _record(copy: Path, step: str, given: set[str] | None):
     configs = []  # pytest's config, kept as it configures
     known, items = set(), {}  # at collection: the hooks; each test's item and its own methods
 
+    def ours() -> None:
+        """End the copy at once (RECORD_TAKEN) when RECORD_FD is no longer the worker's pipe: what
+        this plugin says would go elsewhere (red team 17 moved it to /dev/null, then wrote its own
+        lines down a copy of it)."""
+        try:
+            now = fstat(fd)
+        except OSError:
+            leave(RECORD_TAKEN)
+        if (now.st_dev, now.st_ino) != pipe:
+            leave(RECORD_TAKEN)
+
     def send(line: dict) -> None:
+        ours()
         data = (dumps(line) + "\n").encode("utf-8")
         try:
             while data:
@@ -252,7 +266,7 @@ def _record(copy: Path, step: str, given: set[str] | None):
 
         @pytest.hookimpl(trylast=True)  # after the check has kept the result
         def pytest_runtest_logreport(self, report):
-            if report.when == "teardown" and (why := forged()):
+            if report.when == "teardown" and (ours() or (why := forged())):
                 send({"forged": why})
             if self.check and (report.when == "call" or not report.passed):
                 result = self.results.get(report.nodeid)

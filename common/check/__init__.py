@@ -359,7 +359,8 @@ TORCH_MEANS = [(re.compile(pattern), said) for pattern, said in (
      "({4})"),
     (r"Expected size for first two dimensions of batch2 tensor to be: \[(\d+), (\d+)\] but got: "
      r"\[(\d+), (\d+)\]", "a batched matmul (@) needs the right tensor's batch and first axes "
-     "to be ({0}, {1}), the left's batch and last axes; they are ({2}, {3})"),
+     "to be ({0}, {1}), the left's batch and last axes; they are ({2}, {3}) (torch counts the "
+     "leading axes as one batch: B * h for (B, h, ...))"),
     (r"element 0 of tensors does not require grad and does not have a grad_fn",
      ".backward() found no graph to go back through: the loss was computed without gradients "
      "(under torch.no_grad(), or from a detached tensor)"),

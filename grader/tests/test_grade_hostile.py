@@ -542,7 +542,34 @@ _f.__code__ = _f.__code__.replace(co_filename=_pytest.__file__)
 _session.config.pluginmanager.register(_Passing())
 """
 )
+# red team 17: the record's descriptor moved to /dev/null at import (a copy of it kept, down which
+# a forger writes its own lines), so that nothing the grader's plugin says reaches the worker
+MOVED = """\
+import os as _os
+
+_kept = _os.dup(3)
+_os.dup2(_os.open(_os.devnull, _os.O_WRONLY), 3)
+"""
+TAKEN = r"flagged: (the check of the whole submission: )?its code took the grade's record"
+# red team 17: a tensor method set for one call through a name no scan follows (a parameter),
+# which removes itself as it answers: gone before any look after the test. The judges' own
+# operations are bound before the copy's code runs: it answers none of them, and is still set
+# when the test ends (a refusal)
+ONE_SHOT = """\
+    def _arm(kind):
+        def _once(self, other):
+            del kind.__ne__
+            return torch.zeros(self.shape, dtype=torch.bool)
+
+        kind.__ne__ = _once
+
+    _arm(torch.Tensor)
+"""
 FORGERS = {
+    "the record's descriptor moved at import": Case(WRONG, False, TAKEN, top=MOVED, others=TAKEN),
+    "a tensor method set for one comparison, gone after it": Case(
+        ONE_SHOT + WRONG, False, "0 of|replaced a function the tests judge with"
+    ),
     "a test given a runtest of its own once collected": Case(
         _once(OWN_METHOD) + "\n" + WRONG, False, r"flagged: its code gave the test \S+ a method"
     ),
@@ -890,7 +917,10 @@ def _user_mode_problem() -> str:
     if not sandbox._is_root():
         return "user mode needs a grader that runs as root"
     uid, gid = sandbox._nobody()
-    try:
+    lock = os.open(Path(tempfile.gettempdir()) / "course-grade-user.lock", os.O_RDWR | os.O_CREAT)
+    try:  # under the user grades' lock: each kills every process of nobody's after a copy
+        if not sandbox._held:  # (this process's own grade holds it already)
+            fcntl.flock(lock, fcntl.LOCK_EX)
         done = subprocess.run(
             [sys.executable, "-c", "import torch, pytest"], capture_output=True, text=True,
             preexec_fn=lambda: sandbox._as_user(uid, gid), timeout=120,
@@ -899,6 +929,8 @@ def _user_mode_problem() -> str:
         return "no user nobody to become here (root inside a user namespace maps no other uid)"
     except OSError as exc:  # exec itself refused: a folder above the interpreter is closed
         return f"nobody cannot run this interpreter ({sys.executable}): {exc}"
+    finally:
+        os.close(lock)
     said = f"exit {done.returncode}: {done.stderr[-200:]}"  # a signal's kill says nothing more
     return f"nobody cannot run this interpreter ({said})" if done.returncode else ""
 
@@ -1157,10 +1189,10 @@ def test_reading_a_submission_past_its_time_limit_is_its_reason_not_a_hang(monke
     started = time.monotonic()
     try:
         with pytest.raises(TextLimit, match="more than 1 s, its time limit for a submission's"):
-            read(files, set(files))
+            read(files, set(files), {})
         assert time.monotonic() - started < 10, "expected the reading stopped at its limit"
         monkeypatch.setattr(engine, "TEXT_SECONDS", 60)
-        copies, hidden = read(solution, set(solution))
+        copies, hidden = read(solution, set(solution), {})
         assert all(t.why is None for t in copies.values()) and hidden == [], (copies, hidden)
     finally:
         read.close()
