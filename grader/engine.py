@@ -1,5 +1,5 @@
-"""The grade's engine: each TODO scored on its own tests, in a copy where every other TODO is the
-reference's, all inside the sandbox (grader/sandbox.py) through one worker (grader/worker.py).
+"""The grade's engine: each TODO scored on its own tests, in a copy where every other TODO its tests
+run is the reference's, all inside the sandbox (grader/sandbox.py) through one worker (grader/worker.py).
 
 Which tests are a TODO's own is read off the reference's run (CONTRIBUTING, "How a grade is made").
 """
