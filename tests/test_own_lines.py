@@ -849,6 +849,17 @@ MISTAKES += [
         "if step <= cfg.warmup:",
         first="the peak learning rate is",
     ),
+    # walk 15
+    Mistake(  # torch's words alone, about line 139
+        "the mode kept as the method",
+        "step-06",
+        "train",
+        "    was_training = model.training",
+        "    was_training = model.train",
+        "task 2",
+        "was_training = model.train",
+        words="model.train(mode) takes True or False",
+    ),
     Mistake(  # green: train_step put the model in eval mode
         "model.eval() in train_step",
         "step-06",
@@ -942,3 +953,14 @@ def test_the_first_screen_names_the_mistakes_todo_and_its_own_line(mistake, tmp_
     flat = " ".join(line.strip() for line in screen.splitlines())  # the screen's wraps undone
     rows = [row.breaks for row in course_step(mistake.step).bugs() if row.breaks in flat]
     assert all(mistake.row and mistake.row in row for row in rows), f"a foreign row:\n{screen}"
+
+
+@pytest.mark.process
+@pytest.mark.slow  # the check of a step in a child
+def test_positions_read_from_pos_emb_weight_pass(tmp_path):
+    """Walk 15: rows of pos_emb.weight are the same positions as a call of pos_emb (a test once
+    watched the call alone, and failed this correct code)."""
+    same = Mistake("pos_emb's rows", "lab-02", "kvcache", "model.pos_emb(torch.arange(P, P + t))",
+                   "model.pos_emb.weight[P : P + t]", "task 3c", "")  # fmt: skip
+    screen, _ = screen_of(same, tmp_path)
+    assert "7 of 7 required TODOs done" in screen and "Next:" not in screen, screen

@@ -377,6 +377,9 @@ TORCH_MEANS = [(re.compile(pattern), said) for pattern, said in (
     (r"derivative for (?:aten::)?(\w+) is not implemented",
      "{0} passes no gradient back (// and rounding have none): a tensor a loss goes back "
      "through must be made without it"),
+    (r"training mode is expected to be boolean",
+     "model.train(mode) takes True or False: the mode it was given is something else (the mode "
+     "a model is in is model.training; model.train, without its (), is a method)"),
     (r"Trying to backward through the graph a second time",
      ".backward() ran twice on one forward's graph: the first frees it; one loss, one backward"),
     (r"grad can be implicitly created only for scalar outputs",

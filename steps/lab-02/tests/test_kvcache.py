@@ -515,10 +515,10 @@ def test_new_ids_are_embedded_at_the_positions_after_the_cached_ones(kv):
     model, idx = model_of(kv), ids((B, 7))
     seen = []  # the positions of each call, as pos_emb receives them
     model.pos_emb.register_forward_hook(lambda module, args, out: seen.append(args[0].tolist()))
-    cache = kv.KVCache(model, B)
+    cache, logits = kv.KVCache(model, B), []
     with torch.no_grad():
         for a, b in ((0, 4), (4, 5), (5, 7)):
-            kv.forward_cached(model, idx[:, a:b], cache)
+            logits.append(kv.forward_cached(model, idx[:, a:b], cache))  # (B, b - a, V)
             held = [0 if k is None else k.shape[2] for k in cache.keys]  # positions, per layer
             why = "each block's attention runs through cached_attention, which fills the cache"
             if held[-1] != b and any(held):  # filled, but not layer by layer
@@ -530,8 +530,14 @@ def test_new_ids_are_embedded_at_the_positions_after_the_cached_ones(kv):
     why = "a new id's position is what the cache holds" + (
         ": not 0 each call" if restarted else " before it (P to P + t - 1)"
     )
-    if not seen:  # no call reached pos_emb
-        why = "model.pos_emb was never called: each id's embedding adds its position's"
+    if not seen:  # its rows read another way (pos_emb.weight[P : P + t]): judged by the logits
+        unchanged(model)
+        with torch.no_grad():
+            expected = model(idx)[0]  # (B, 7, V) Step 5's, every position at once
+        expect.close("the logits of positions 0 to 6, fed in three calls", torch.cat(logits, 1),
+                     expected, LOGITS_TOL, "model.pos_emb was never called: each id's embedding "
+                     "adds its position's row, P to P + t - 1")  # fmt: skip
+        return
     expect.equal("the positions of three calls", seen, [[0, 1, 2, 3], [4], [5, 6]], why)
     # the positions pos_emb saw are the ones added: its output moved, the logits move too
     handle = model.pos_emb.register_forward_hook(lambda module, args, out: out + 1.0)
