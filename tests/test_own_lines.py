@@ -850,6 +850,16 @@ MISTAKES += [
         first="the peak learning rate is",
     ),
     # walk 15
+    Mistake(  # the mask's slice named, never T
+        "T read as the cache's length",
+        "lab-02",
+        "kvcache",
+        "    T = K.shape[2]",
+        "    T = cache.length",
+        "task 3b",
+        "T = cache.length",
+        words="the keys held before this call; T counts every key append returned",
+    ),
     Mistake(  # torch's words alone, about line 139
         "the mode kept as the method",
         "step-06",

@@ -141,6 +141,11 @@ def masking_said(exc: RuntimeError, file: str, t: int, T: int) -> str:
         return said + ": your mask is (P + t) x t, the transpose of the t x (P + t) rows it needs"
     if (t, t) in masks:
         return said + ": your mask is t x t"
+    if any(m[1] == T - t for m in masks):  # as many columns as keys were held: a stale T
+        return said + (
+            f": your mask has P = {T - t} columns, the keys held before this call; T counts every "
+            "key append returned, P + t"
+        )
     if columns[:1] == [t]:  # a t x t mask or a transposed one: both have t columns
         return said + ": your mask has t columns, where the scores have P + t (one per key)"
     return said if shapes else ""
