@@ -1019,6 +1019,10 @@ INNARDS = {
     "TorchFunctionMode", "TorchDispatchMode", "_push_mode", "_pop_mode",  # torch's ops answered
     "library", "Library", "impl", "_C", "ops",  # a kernel of its own registered over torch's
     "os", "sys", "posix", "builtins", "gc", "ctypes", "importlib",  # torch.os: no import seen
+    # a frame reached without _getframe (a coroutine's, an async generator's, a signal handler's)
+    # and what it holds; a function's source or names read back (red team 18)
+    "f_builtins", "f_code", "cr_frame", "ag_frame", "cr_code", "ag_code", "gi_code", "co_consts",
+    "co_names", "getsource", "getsourcelines", "getlines",
 }  # fmt: skip
 # the operating system's descriptors and folders, reached from os (os.write(3, ...): the record)
 OS_LOW = {"write", "open", "read", "dup", "dup2", "fdopen", "listdir", "scandir", "_exit", "kill",
@@ -1053,6 +1057,8 @@ def _machinery(tree, text: str, shipped: set[str]) -> list[tuple[int, str]]:
             what = next((n for n in names if n.split(".")[0] in MACHINERY), "")
             if isinstance(node, ast.ImportFrom) and node.module in ("os", "posix"):
                 what = what or next((f"os.{a.name}" for a in node.names if a.name in OS_LOW), "")
+            if isinstance(node, ast.ImportFrom):  # `from common.watch import signal`
+                what = what or next((a.name for a in node.names if a.name in MACHINERY), "")
         elif isinstance(node, ast.Call) and getattr(node.func, "id", "") in DYNAMIC:
             what = f"{node.func.id}()"
         elif isinstance(node, ast.Call) and getattr(node.func, "id", "") == "open" and node.args:
@@ -1073,6 +1079,8 @@ def _machinery(tree, text: str, shipped: set[str]) -> list[tuple[int, str]]:
             )
         ):
             what = f"the name {node.value!r}, as a string"
+        elif isinstance(node, ast.BinOp) and (name := _pieced(node)) in LOOKED_UP | INNARDS:
+            what = f"the name {name!r}, put together from pieces"
         elif isinstance(node, ast.Attribute) and node.attr in INNARDS:
             what = node.attr  # sys.modules, a class's __setattr__, a namespace's __dict__ too
         elif isinstance(node, ast.Name) and node.id in ALIASED and id(node) not in called:
@@ -1109,6 +1117,16 @@ def _machinery(tree, text: str, shipped: set[str]) -> list[tuple[int, str]]:
         if line and line not in found:
             found[line] = f"reaches {what}: {lines[line - 1].strip()[:120]}"
     return sorted(found.items())
+
+
+def _pieced(node: ast.AST) -> str:
+    """The string a sum of string constants makes (`"ex" + "ec"`), or ''."""
+    if isinstance(node, ast.Constant):
+        return node.value if isinstance(node.value, str) else ""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _pieced(node.left), _pieced(node.right)
+        return left + right if left and right else ""
+    return ""
 
 
 def _class_dunder(node: ast.ClassDef) -> str:

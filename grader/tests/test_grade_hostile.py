@@ -329,6 +329,14 @@ HIDING = {
                  r"attention\.py:\d+ changes _expect\.__dict__: _expect\.__dict__\.update",
                  r'attention\.py:\d+ changes _T: setattr\(_T, "double"'],
     ),
+    "a coroutine's frame, its builtins, a name put together": Case(  # red team 18
+        "    async def _co():\n        pass\n\n"
+        "    _c = _co()\n    _b = _c.cr_frame.f_builtins\n    _c.close()\n"
+        '    _b["ev" + "al"]',
+        True,
+        to_read=[r"attention\.py:\d+ reaches f_builtins: _b = _c\.cr_frame\.f_builtins",
+                 r"attention\.py:\d+ reaches the name 'eval', put together from pieces"],
+    ),
     "changing the attributes of pytest and the course": Case(
         "    import pytest\n    import common.expect\n\n"
         '    setattr(pytest, "approx", pytest.approx)\n'
