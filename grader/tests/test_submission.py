@@ -187,7 +187,7 @@ FORGERS_NEED = {  # a line of what only a forger needs -> the words its 'to read
     # red team 7: what no listed word spells; a TODO's lines use the references' words and torch's
     "import pkgutil": "reaches pkgutil, which no course code uses",
     "write = pkgutil.resolve_name('os:write')": "reaches .resolve_name, which no course code uses",
-    "get = _operator.attrgetter('tb' + '_frame')": "reaches .attrgetter, which no course code uses",
+    "get = _operator.attrgetter('tb' + '_frame')": "reaches the name 'tb_frame', put together",
     "os.execl('/bin/true', 'true')": "reaches .execl, which no course code uses",
     "open(len('abc'), 'wb')": "reaches open, which no course code uses",
     "case object(f_back=back): pass": "reaches .f_back, which no course code uses",
