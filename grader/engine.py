@@ -290,9 +290,7 @@ class Worker:
         if record is not None and not answer["timed_out"] and (why := disagreement(data, record)):
             flags.append(why)
         code = answer["returncode"]
-        if (
-            code == RECORD_TAKEN
-        ):  # the grader's plugin ended it: its pipe was no longer the worker's
+        if code == RECORD_TAKEN:  # the grader's plugin ended it: its pipe was not the worker's
             flags.append("its code took the grade's record from it (its descriptor moved)")
         if record is not None and code is not None and code < 0:  # pytest never ends so
             flags.append(f"its check was killed (signal {-code}) after its record said it ended")
@@ -1280,6 +1278,7 @@ def _read_texts(
 ) -> dict[str, Texts]:
     """Each TODO's Texts, in this process (texts' child)."""
     todos, reference, made = course_step(step).regions(), reference_files(step), {}
+    stubs = starter_files(step)
     for todo in todos.values():
         if why := not_written(todo, files, submitted, todo.rel):
             made[todo.id] = Texts(why)
@@ -1288,7 +1287,7 @@ def _read_texts(
             copy = variant(files, reference, todos, todo.id, needed)
             # the TODOs its tests never run: the starter's stubs (no one's code, the same in every
             # student's copy, so a class's identical TODOs still run once)
-            copy = variant(copy, starter_files(step), todos, todo.id, set(todos) - needed)
+            copy = variant(copy, stubs, todos, todo.id, set(todos) - needed)
             made[todo.id] = Texts(None, copy, moved_lines(files, copy))
     return made
 
