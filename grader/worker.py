@@ -266,8 +266,10 @@ def _record(copy: Path, step: str, given: set[str] | None):
 
         @pytest.hookimpl(trylast=True)  # after the check has kept the result
         def pytest_runtest_logreport(self, report):
-            if report.when == "teardown" and (ours() or (why := forged())):
-                send({"forged": why})
+            if report.when == "teardown":
+                ours()  # at every test's end, whether or not a line follows
+                if why := forged():
+                    send({"forged": why})
             if self.check and (report.when == "call" or not report.passed):
                 result = self.results.get(report.nodeid)
                 if result is not None and result.outcome == "passed" and report.failed:
