@@ -343,7 +343,16 @@ def in_course_words(exc) -> list[str]:
         for t, words in TORCH_MEANS
         if (m := t.search(str(exc.value)))
     ]
+    none = NONE_HAS.search(str(exc.value))
+    held = part.removesuffix(f".{none[1]}") if none else ""  # `model(x)[1]` of `model(x)[1].item`
+    if held and held != part and not held.isidentifier():  # a name's None is in `values` above
+        meaning[:0] = [f"  {held} is None here, so it has no "
+                       f".{none[1]}: what made it gave nothing (a function with no return, a "
+                       "model called without targets, whose loss is None)"]  # fmt: skip
     return [f"  {said};{at} {refuser} refused it:", *meaning[:1]]  # the screen wraps each line
+
+
+NONE_HAS = re.compile(r"'NoneType' object has no attribute '(\w+)'")
 
 
 # torch's errors a student's shapes meet most, in the course's words (its message follows them)

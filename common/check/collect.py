@@ -212,7 +212,7 @@ def made_lines(code, ran: dict[int, int], error: str) -> tuple[int, int | None, 
     if (
         ORDER in error or ONCE in error
     ):  # the right values, returned out of order or twice: the return
-        return max(ran, key=ran.__getitem__), None, False
+        return _last(code, ran), None, False
     line, flowed = made_line(code, ran, error)
     if _named_call(code, ran, error) is not None:  # the call, and what it was handed
         start = fed_from(code, ran, line)
@@ -220,7 +220,7 @@ def made_lines(code, ran: dict[int, int], error: str) -> tuple[int, int | None, 
             return start or line, max(ran), False
         return (start, line, False) if start is not None else (line, None, False)
     statement = _statements(code).get(line)
-    last = max(ran, key=ran.__getitem__)
+    last = _last(code, ran)
     if flowed and (start := fed_from(code, ran, line)) is not None:
         return start, line, False  # its inputs, made above it, may be what is wrong
     if flowed and (end := _placed(code, ran, line)) is not None:
@@ -277,7 +277,7 @@ def made_line(code, ran: dict[int, int], error: str) -> tuple[int, bool]:
     whether the line is that nearest line of the data flow."""
     if (named := _named_call(code, ran, error)) is not None:
         return named, False
-    last = max(ran, key=ran.__getitem__)
+    last = _last(code, ran)
     statements = _statements(code)
     returned = statements.get(last)
     handing = isinstance(returned, ast.Return) and isinstance(returned.value, ast.Name | ast.Tuple)
@@ -318,6 +318,32 @@ def _reads(statement: ast.stmt) -> set[str]:
     nodes = getattr(statement, field) if field else statement
     walked = [n for part in (nodes if isinstance(nodes, list) else [nodes]) for n in ast.walk(part)]
     return {n.id for n in walked if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+@functools.cache
+def _exits(code) -> dict[int, range]:
+    """The lines that run again as a block is left (a `with` line, its exit; a `finally:` block),
+    each -> the lines of the block it leaves: after a return or a raise there, they run last."""
+    function = _function(code)
+    exits = {}
+    for n in ast.walk(function) if function else ():
+        if isinstance(n, ast.With):
+            ends = range(n.lineno, n.body[0].lineno)
+        elif isinstance(n, ast.Try) and n.finalbody:
+            ends = range(n.finalbody[0].lineno, n.finalbody[-1].end_lineno + 1)
+        else:
+            continue
+        exits.update(dict.fromkeys(ends, range(n.body[0].lineno, n.body[-1].end_lineno + 1)))
+    return exits
+
+
+def _last(code, ran: dict[int, int]) -> int:
+    """The line run last, but for the lines a block runs as it is left (_exits) after a return in
+    it: then that return (a raise leaves by the block's exit, which is where it went wrong)."""
+    exits, last = _exits(code), max(ran, key=ran.__getitem__)
+    left = {n: t for n, t in ran.items() if n not in exits or not any(b in ran for b in exits[n])}
+    inside = max(left, key=left.__getitem__) if left else last
+    return inside if isinstance(_statements(code).get(inside), ast.Return) else last
 
 
 def _innermost(code, line: int) -> ast.stmt | None:

@@ -33,10 +33,10 @@ def symptom_rows(step: str) -> list[Bug]:
         return []
 
 
-def symptom_tests(step: str) -> set[tuple[str, str]]:
+def symptom_tests(step: str) -> set[tuple[str, str, tuple[str, ...]]]:
     """The tests the symptom rows fail first (file::function, or function; no case), each with
-    the words its failure says for that row."""
-    return {(bug.fails.split("[")[0], bug.says) for bug in symptom_rows(step)}
+    the words its failure says for that row and the tests that row's bug passes."""
+    return {(bug.fails.split("[")[0], bug.says, bug.passes) for bug in symptom_rows(step)}
 
 
 def _fails(row_test: str, failures: dict[str, str]) -> list[str]:
@@ -352,8 +352,8 @@ def _next_lines(status: StepStatus) -> list[str]:
     lines = ["", f"Next: TODO({nxt}) at {where.at}"]
     lines += textwrap.wrap(where.contract or "", 96, initial_indent="  ", subsequent_indent="  ")
     if where.end and not where.raised:
-        lines.append(f"  lines {where.line}-{where.end} made the value it returned: a test of a value"
-                     " cannot tell which of them is wrong")  # fmt: skip
+        lines.append(f"  lines {where.line}-{where.end} ran before the failure: a test of what they did"
+                     " cannot tell which line is wrong")  # fmt: skip
     if where.contract is None:  # written but failing: its first failure is the place to start
         failing = status.todos[nxt].failing
         said = (

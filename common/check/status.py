@@ -178,7 +178,7 @@ def _state(todo: str, todos: dict, facts: StarterFacts, counts: dict, ran: list)
     return "done"  # written, its own tests pass
 
 
-def _show_order(status: StepStatus, nodeid: str, symptom_tests: set[tuple[str, str]]) -> tuple:
+def _show_order(status: StepStatus, nodeid: str, symptom_tests: set[tuple]) -> tuple:
     """The next TODO's failures first; then those that ran the student's functions (not a fresh
     copy); never a warning first (torch's words, often from code the course gives); the student's
     own before one raised in code the course gives; the tests about the TODO's contract (its
@@ -187,6 +187,7 @@ def _show_order(status: StepStatus, nodeid: str, symptom_tests: set[tuple[str, s
     tests (the trap its handout names) before the others; the fewest functions (the closest to the
     cause), raised ones, those a symptom row recognises (its test, saying its words)."""
     r, owner = status.results[nodeid], status.owner[nodeid]
+    failed = [n for n, x in status.results.items() if x.outcome == "failed"]
     return (
         owner != status.next,
         r.whole_run,
@@ -198,7 +199,12 @@ def _show_order(status: StepStatus, nodeid: str, symptom_tests: set[tuple[str, s
         not r.core,
         len(r.ran),
         r.raised_at is None,
-        not any(names(test, nodeid) and says in "\n".join(r.error) for test, says in symptom_tests),
+        not any(
+            names(test, nodeid)
+            and says in "\n".join(r.error)
+            and not any(names(p, f) for p in passes for f in failed)  # as recognised() reads it
+            for test, says, passes in symptom_tests
+        ),
         nodeid,
     )
 
@@ -229,7 +235,7 @@ def step_status(
     results: dict[str, TestResult],
     todos: dict[str, Todo],
     facts: StarterFacts,
-    symptom_tests: set[tuple[str, str]] = frozenset(),
+    symptom_tests: set[tuple[str, str, tuple[str, ...]]] = frozenset(),
     interrupted: str | None = None,
 ) -> StepStatus:
     """Each TODO's status, what failed where, what to do next (`interrupted`: Ctrl-C's TODO)."""

@@ -230,6 +230,7 @@ def test_gradescope_results_and_the_class_csv_say_why_a_submission_could_not_be_
     assert gradescope(grade(STEP, tmp_path / "class" / "empty"))["tests"][0]["max_score"] == 1
 
 
+@pytest.mark.process  # the class probes the sandbox's mode (bwrap), where no test did before
 def test_a_class_writes_each_student_a_feedback_file_whatever_their_names(tmp_path, capsys):
     """A name too long for a file once its control characters are escaped, and a folder and a zip
     of one name: every student gets a row and a file of their own (the class once ended here)."""

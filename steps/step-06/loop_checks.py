@@ -64,6 +64,19 @@ def check_zero_grad(train, make):
     train.train_step(model, opt, x, y, grad_clip=1e9)
     fresh(x, y)[1].backward()
     assert not cleared(model), cleared(model)  # not the accumulating bug's words
+    got, want = (torch.cat([p.grad.flatten() for p in m.parameters()]) for m in (model, fresh))
+    shrunk = (got.norm() / want.norm()).item()  # a loss over k: 1 / k; a clip: a round norm
+    round_norm = abs(float(f"{got.norm():.1g}") - got.norm()) < 1e-4 * got.norm()
+    over_k = abs(1 / shrunk - round(1 / shrunk)) < 1e-3 if shrunk else True
+    assert not (
+        shrunk < 1 - 1e-4
+        and round_norm
+        and not over_k
+        and torch.allclose(got, shrunk * want, atol=1e-6)
+    ), (
+        f"the gradient after train_step has norm {got.norm():.3g}, this batch's {want.norm():.3g}: "
+        "clipped though grad_clip = 1e9 (clip_grad_norm_'s max_norm is grad_clip)"
+    )
     for (name, p), q in zip(model.named_parameters(), fresh.parameters(), strict=True):
         assert not torch.allclose(p.grad, q.grad + 100.0, atol=1e-4), (
             f"{name}.grad is this batch's gradient plus the stale one: old gradients accumulated "
@@ -141,6 +154,18 @@ def clipped_instead(moved: torch.Tensor, gradient: torch.Tensor, clip: float) ->
     clipped = gradient * (clip / gradient.norm())  # the step it should have taken
     if torch.allclose(moved, 2 * clipped, atol=1e-6):
         return "it is twice the clipped step: optimizer.step() ran twice in one train_step"
+    norm = moved.norm().item()
+    if torch.allclose(moved, gradient * (clip / gradient.norm(p=1)), atol=1e-6):
+        return (
+            "the step took the gradient cut to an L1 norm of grad_clip (clip_grad_norm_'s "
+            "norm_type is 2, the default)"
+        )
+    cut = norm < 0.999 * gradient.norm().item()  # scaled down, to some norm of its own
+    if cut and torch.allclose(moved, gradient * (norm / gradient.norm()), atol=1e-6):
+        return (
+            f"the step took the gradient cut to the norm {norm:.3g} (clip_grad_norm_'s max_norm "
+            "is grad_clip)"
+        )
     return "expected the gradient scaled down to the norm grad_clip"
 
 

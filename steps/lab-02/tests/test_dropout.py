@@ -56,11 +56,15 @@ def test_dropout_at_p_0_is_the_identity_in_training(layers):
 @pytest.mark.todo("task 2")
 def test_dropout_at_p_1_gives_zeros_not_nan(layers):
     x = randn(4, 8, seed=0, dtype=torch.float64)  # float64: zeros in x's dtype, not the default's
-    out = layers.dropout(x, 1.0, True, generator(0))
-    expect.finite("dropout(x, p=1)", out, "1 / (1 - p) is 1 / 0 at p = 1")
+    x[0, :2] = torch.tensor([float("inf"), float("nan")])  # dropped too: x * 0 keeps their NaN
+    out = layers.dropout(x, 1.0, True, generator(0))  # (4, 8)
+    only = torch.isfinite(out[:, 2:]).all() if out.shape == x.shape else False  # x's own inf, NaN
+    scale = "1 / (1 - p) is 1 / 0 at p = 1"
+    why = "x's inf and NaN are dropped too: zeros made anew, not x times 0" if only else scale
+    expect.finite("dropout(x, p=1)", out, why)
     expect.equal("dropout(float64 x, p=1).dtype", out.dtype, x.dtype, "zeros of x's dtype")
     expect.equal("dropout(x, p=1)", out, torch.zeros_like(x), "every entry dropped")
-    x.requires_grad_(True)
+    x = randn(4, 8, seed=0, dtype=torch.float64).requires_grad_(True)
     out = layers.dropout(x, 1.0, True, generator(0))  # (4, 8)
     if out.requires_grad:  # zeros made anew hold no graph: no gradient to go wrong
         out.sum().backward()
@@ -73,9 +77,12 @@ def test_dropout_at_p_1_gives_zeros_not_nan(layers):
 @pytest.mark.parametrize("p", [0.1, 0.5, 0.8])
 def test_dropout_zeros_a_share_p_within_binomial_bounds(layers, p):
     out = layers.dropout(torch.ones(N // 1000, 1000), p, True, generator(1))  # (200, 1000)
-    if (out == 0).any():  # none at all is the share's failure, below
-        expect.differs("the zeros of rows 0 and 1", out[1] == 0, out[0] == 0,
-                       "each entry draws its own keep: a mask of x's whole shape")  # fmt: skip
+    zeros = out == 0  # (200, 1000)
+    if zeros.any():  # none at all is the share's failure, below
+        for axis, name in ((1, "row"), (0, "column")):  # a mask of (200, 1) or (1, 1000)
+            whole = bool((zeros.all(axis) | ~zeros.any(axis)).all())
+            expect.equal(f"each {name} dropped or kept whole", whole, False,
+                         "each entry draws its own keep: a mask of x's whole shape")  # fmt: skip
     share = (out == 0).float().mean().item()
     kept_p = abs(share - (1 - p)) <= binomial_bound(p)  # the share of zeros is 1 - p's
     why = "p is the share dropped, not the share kept" if kept_p else "a dropped entry is 0"
@@ -101,6 +108,9 @@ def test_dropout_keeps_the_mean(layers, p):
     why = (
         "the 1 / (1 - p) scale keeps it"
         if abs(share - p) <= binomial_bound(p)
+        else "every entry kept or dropped together: each entry draws its own keep, a mask of "
+        "x's whole shape"
+        if share in (0.0, 1.0)
         else (
             f"a share p of the entries is dropped, yours dropped {share:.3f}: each is kept with "
             "probability 1 - p"

@@ -139,7 +139,12 @@ def masking_said(exc: RuntimeError, file: str, t: int, T: int) -> str:
     masks = [s for s in shapes.values() if len(s) == 2]  # (rows, columns) of the line's masks
     if (T, t) in masks and T != t:
         return said + ": your mask is (P + t) x t, the transpose of the t x (P + t) rows it needs"
-    if (t, t) in masks:
+    if "boolean masks" in str(exc):  # the shapes may be right: the mask's dtype is not
+        return said + (
+            ": masked_fill takes a bool mask, True where it fills; tril holds 1.0 and 0.0: "
+            "compare it (== 0) for the keys to block"
+        )
+    if (t, t) in masks and t != T:
         return said + ": your mask is t x t"
     if any(m[1] == T - t for m in masks):  # as many columns as keys were held: a stale T
         return said + (
@@ -354,6 +359,8 @@ MISTAKES = {
     "the output projection proj left out: the merged heads are returned as they are": {
         "proj": False
     },
+    "the mask applied to the weights after the softmax: their rows no longer sum to 1 (-inf in "
+    "the scores, before it, leaves each row's softmax over its past alone)": {"after": True},
 }
 
 
@@ -364,14 +371,19 @@ def attention_mistake(kv, got: torch.Tensor) -> str:
     t = got.shape[2]
     x = x[:, :t]  # (B, t, d): the run's first positions
 
-    def attention(attn, scale=None, dim=-1, merged=True, fill=float("-inf"), proj=True):
+    def attention(attn, scale=None, dim=-1, merged=True, fill=float("-inf"), proj=True,
+                  after=False):  # fmt: skip
         """Step 5's attention, with one `how` of MISTAKES changed."""
         q, k, v = (torch.stack([getattr(h, n)(x) for h in attn.heads], dim=1)
                    for n in ("query", "key", "value"))  # (B, h, t, d_head) each  # fmt: skip
         scale = {"T": t**0.5, "d": D**0.5}.get(scale, scale or k.shape[-1] ** 0.5)
         scores = q @ k.transpose(-2, -1) / scale  # (B, h, t, t)
-        scores = scores.masked_fill(attn.heads[0].tril[:t, :t] == 0, fill)  # (B, h, t, t)
-        out = torch.softmax(scores, dim=dim) @ v  # (B, h, t, d_head)
+        blocked = attn.heads[0].tril[:t, :t] == 0  # (t, t)
+        if after:
+            weights = torch.softmax(scores, dim=dim).masked_fill(blocked, 0.0)  # (B, h, t, t)
+        else:
+            weights = torch.softmax(scores.masked_fill(blocked, fill), dim=dim)  # (B, h, t, t)
+        out = weights @ v  # (B, h, t, d_head)
         out = out.transpose(1, 2).flatten(2) if merged else out.reshape(B, t, D)  # (B, t, d)
         return attn.proj(out) if proj else out
 
