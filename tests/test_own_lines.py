@@ -901,14 +901,14 @@ MISTAKES += [
         words="optimizer.step() ran twice in one train_step",
     ),
     # walk 16
-    Mistake(  # green: the test gave train mode only
+    Mistake(  # green: the test gave train mode only (its line is also given code, in train())
         "model.train() in train_step",
         "step-06",
         "train",
         "    optimizer.zero_grad(set_to_none=True)",
-        "    model.train(True)\n    optimizer.zero_grad(set_to_none=True)",
+        "    model.train()\n    optimizer.zero_grad(set_to_none=True)",
         "task 4",
-        "model.train(True)",
+        "model.train()",
         first="the model's mode at train_step's forward passes",
     ),
     Mistake(  # Next said the finally's line raised; nothing raised
@@ -1026,6 +1026,149 @@ MISTAKES += [
         "frequencies(d_head // 2, d_head // 2)",
         first="rope(x, start=0)",
     ),
+    # walk 17
+    Mistake(  # green: no test asked for B = 1 or T = 1
+        "get_batch squeezed",
+        "step-06",
+        "train",
+        "    return x, y\n    # END SOLUTION",
+        "    return x.squeeze(), y.squeeze()\n    # END SOLUTION",
+        "task 1",
+        "return x.squeeze(), y.squeeze()",
+        first="get_batch(data, B=1, T=6)'s x.shape: expected (1, 6), got (6,)",
+    ),
+    Mistake(  # Next on zero_grad, blamed on the order of the calls
+        "the loss clamped, not the gradient clipped",
+        "step-06",
+        "train",
+        "    loss.backward()\n    torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)",
+        "    loss.clamp(max=grad_clip).backward()",
+        "task 4",
+        "loss.clamp(max=grad_clip).backward()",
+        words="every gradient the backward pass made was zero",
+    ),
+    Mistake(  # a generic message
+        "each parameter clipped on its own",
+        "step-06",
+        "train",
+        "    torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)",
+        "    for p in model.parameters():\n        torch.nn.utils.clip_grad_norm_(p, grad_clip)",
+        "task 4",
+        "clip_grad_norm_(p, grad_clip)",
+        words="each parameter's gradient cut to grad_clip on its own",
+    ),
+    Mistake(  # Python's words alone
+        "torch.no_grad without its ()",
+        "step-06",
+        "train",
+        "with torch.no_grad():",
+        "with torch.no_grad:",
+        "task 2",
+        "with torch.no_grad:",
+        words="a with statement takes an object, not its class",
+    ),
+    Mistake(  # Python's words alone: UnboundLocalError
+        "the return inside the finally",
+        "step-06",
+        "train",
+        "        model.train(was_training)  # the next training step needs train mode again\n"
+        "    return sum(losses) / len(losses)\n",
+        "        model.train(was_training)  # the next training step needs train mode again\n"
+        "        return sum(losses) / len(losses)\n",
+        "task 2",
+        "return sum(losses) / len(losses)",
+        words="losses is read before any line set it on this path",
+    ),
+    Mistake(  # a foreign "looks like": a model called without targets
+        "each .grad zeroed by hand",
+        "step-06",
+        "train",
+        "    optimizer.zero_grad(set_to_none=True)",
+        "    for p in model.parameters():\n        p.grad.zero_()",
+        "task 4",
+        "p.grad.zero_()",
+        words="a parameter's .grad is None until a backward pass fills it",
+    ),
+    Mistake(  # Python's words in the course's test line
+        "the windows left as a list",
+        "step-06",
+        "train",
+        "    x = torch.stack([data[i : i + T] for i in ix])",
+        "    x = [data[i : i + T] for i in ix]",
+        "task 1",
+        "x = [data[i : i + T] for i in ix]",
+        first="the types of x and y",
+    ),
+    Mistake(  # green: bfloat16 counts exactly only to 256
+        "rope's positions in x's dtype",
+        "lab-02",
+        "layers",
+        "positions = torch.arange(start, start + T, dtype=torch.float64)",
+        "positions = torch.arange(start, start + T, dtype=x.dtype)",
+        "task 1.2",
+        "dtype=x.dtype)",
+        first="rope(bfloat16 x, start=3000)",
+    ),
+    Mistake(  # told it drew from something other than the generator
+        "dropout reseeds its generator",
+        "lab-02",
+        "layers",
+        "    keep = torch.rand(x.shape, generator=generator",
+        "    generator.manual_seed(0)\n    keep = torch.rand(x.shape, generator=generator",
+        "task 2",
+        "generator.manual_seed(0)",
+        words="dropout seeds the generator it is given",
+    ),
+    Mistake(  # told the softmax ran over the heads
+        "the blocked scores filled with +inf",
+        "lab-02",
+        "kvcache",
+        'masked_fill(mask == 0, float("-inf"))',
+        'masked_fill(mask == 0, float("inf"))',
+        "task 3b",
+        'float("inf")',
+        words="filled with +inf, not -inf",
+    ),
+    Mistake(  # the shape of K shown, not K.T's
+        "K.T for the keys' transpose",
+        "lab-02",
+        "kvcache",
+        "scores = q @ K.transpose(-2, -1)",
+        "scores = q @ K.T",
+        "task 3b",
+        "scores = q @ K.T",
+        words="K.T (8, 4, 4, 2)",
+    ),
+    Mistake(  # torch's words alone: index out of range in self
+        "the ids as positions",
+        "lab-02",
+        "kvcache",
+        "model.pos_emb(torch.arange(P, P + t))",
+        "model.pos_emb(idx)",
+        "task 3c",
+        "model.pos_emb(idx)",
+        words="an nn.Embedding met an id past its rows",
+    ),
+    Mistake(  # torch's words alone: normalized_shape
+        "the head before the last norm",
+        "lab-02",
+        "kvcache",
+        "return model.lm_head(model.ln_f(x))",
+        "return model.ln_f(model.lm_head(x))",
+        "task 3c",
+        "model.ln_f(model.lm_head(x))",
+        words="a LayerNorm over 32 features",
+    ),
+    Mistake(  # torch's words about a tensor's truth
+        "the cache tested by its truth",
+        "lab-02",
+        "kvcache",
+        "k if self.keys[layer] is None else torch.cat((self.keys[layer], k), 2)",
+        "torch.cat((self.keys[layer], k), 2) if self.keys[layer] else k",
+        "task 3a",
+        "if self.keys[layer] else k",
+        words="an if (or and, or, not) met a tensor of several entries",
+    ),
 ]
 
 
@@ -1074,7 +1217,7 @@ def test_the_first_screen_names_the_mistakes_todo_and_its_own_line(mistake, tmp_
             f"expected Next in the mistake:\n{screen}"
         )
     first = first_failure(screen)
-    head = " ".join(x.strip() for x in first[:2])  # its test's line, wrapped under a long id
+    head = " ".join(x.strip() for x in first[:3])  # its test's line, wrapped under a long id
     assert re.search(rf"\({todo}", head), f"expected the first failure its own:\n{screen}"
     named = re.findall(rf"/{mistake.module}\.py:(\d+)", "\n".join(first))
     given = {n for n, code in enumerate(lines, 1) if any(g in code for g in mistake.given)}

@@ -17,6 +17,7 @@ import os
 import re
 import sys
 import tokenize
+import warnings
 from pathlib import Path
 
 import pytest
@@ -345,10 +346,11 @@ def in_course_words(exc) -> list[str]:
     ]
     none = NONE_HAS.search(str(exc.value))
     held = part.removesuffix(f".{none[1]}") if none else ""  # `model(x)[1]` of `model(x)[1].item`
-    if held and held != part and not held.isidentifier():  # a name's None is in `values` above
-        meaning[:0] = [f"  {held} is None here, so it has no "
-                       f".{none[1]}: what made it gave nothing (a function with no return, a "
-                       "model called without targets, whose loss is None)"]  # fmt: skip
+    if held.endswith(".grad"):  # a parameter's, before any backward
+        meaning[:0] = [f"  {held} is None here: a parameter's .grad is None until a backward pass "
+                       "fills it (and again after zero_grad(set_to_none=True))"]  # fmt: skip
+    elif held and held != part and not held.isidentifier():  # a name's None is in `values` above
+        meaning[:0] = [f"  {held} is None here, so it has no .{none[1]}"]
     return [f"  {said};{at} {refuser} refused it:", *meaning[:1]]  # the screen wraps each line
 
 
@@ -419,6 +421,20 @@ TORCH_MEANS = [(re.compile(pattern), said) for pattern, said in (
     (r"Converting a tensor with requires_grad=True to a scalar",
      "a tensor that carries gradients met a place that wants a Python number (float(), math, "
      "an if): what it came from returns the tensor, where its number, .item(), was expected"),
+    (r"'type' object does not support the context manager protocol",
+     "a with statement takes an object, not its class: torch.no_grad() with its ()"),
+    (r"cannot access local variable '(\w+)' where it is not associated with a value",
+     "{0} is read before any line set it on this path: the line that sets it did not run (it "
+     "raised, and a finally or an except went on; or a branch skipped it)"),
+    (r"index out of range in self",
+     "an nn.Embedding met an id past its rows: n rows take the ids 0 to n - 1 (tok_emb's are the "
+     "vocabulary's, pos_emb's the positions up to T_max)"),
+    (r"Given normalized_shape=\[(\d+)\], expected input with shape \[\*, \d+\], but got input of "
+     r"size\[([-\d, ]*)\]", "a LayerNorm over {0} features met a tensor whose last axis is not "
+     "{0}: ({1})"),
+    (r"Boolean value of Tensor with more than one value is ambiguous",
+     "an if (or and, or, not) met a tensor of several entries: it asks for one True or False "
+     "(test `is None`, a length, or .any()/.all())"),
     (r"shape '\[([-\d, ]*)\]' is invalid for input of size (\d+)",
      "a view or reshape to ({0}) must hold exactly the tensor's {1} entries"),
 )]  # fmt: skip
@@ -495,8 +511,16 @@ def _value(name: str, local: dict):
     root, *attributes = name.split(".")
     value = local.get(root, MISSING)  # a global, a keyword or a builtin: the frame holds none
     for attribute in attributes:
+        if attribute in TURNED and type(value).__name__ in ("Tensor", "Parameter"):
+            with warnings.catch_warnings():  # .T of more than 2 axes warns: it reverses them all
+                warnings.simplefilter("ignore")
+                value = getattr(value, attribute)  # a view: its shape is what the line met
+            continue
         value = value if value is MISSING else inspect.getattr_static(value, attribute, MISSING)
     return value
+
+
+TURNED = ("T", "mT")  # a tensor's transposes, read as values: `K.T` is a shape of its own
 
 
 MISSING = object()  # a name a frame does not hold

@@ -494,6 +494,7 @@ class Collector:
         self.uncollected: list[str] = []  # test files that could not be collected, and why
         self.regions: dict[str, dict[str, Todo]] = {}  # step -> its TODOs, parsed once per run
         self.given: dict[Path, frozenset[str]] = {}  # a TODO's starter file -> the code it gives
+        self.inside: dict = {}  # (TODO id, function) -> the code the starter gives in it
         self.renamed: dict[str, str] = {}  # TODO id -> a function of it the starter no longer has
         self.stopped = ""  # why the run stopped early (a test out of time, -x), if it did
         self.interrupted: tuple | None = None  # (step, TODO) that Ctrl-C stopped
@@ -528,6 +529,7 @@ class Collector:
         """Find the code of each TODO function in the student's starter (or note it is gone)."""
         for todo in self.regions[step].values():
             self.given[_starter_of(step, todo.file)] = todo.given
+            self.inside.update({(todo.id, f): given for f, given in todo.inside.items()})
             module = load(step, todo.module, "starter")
             for name in todo.functions:
                 obj = module
@@ -542,8 +544,8 @@ class Collector:
 
     def _own_lines(self, code) -> frozenset[int]:
         """The lines of a TODO function's code that the student wrote (not a line the starter gives)."""
-        path = Path(code.co_filename)
-        return frozenset(n for _, _, n in code.co_lines() if n and self._theirs(path, n))
+        path, fn = Path(code.co_filename), self.codes[code][1:]
+        return frozenset(n for _, _, n in code.co_lines() if n and self._theirs(path, n, fn))
 
     def _on_start(self, code, offset):
         if code in self.codes:
@@ -588,16 +590,17 @@ class Collector:
         """No progress dots: the summary says it all (setup and teardown count for nothing)."""
         return (report.outcome if report.when == "call" or not report.passed else ""), "", ""
 
-    def _theirs(self, path: Path, line: int) -> bool:
-        """Is this line of a TODO's starter file one the student wrote, not code the starter gives?"""
-        given = self.given.get(path)
+    def _theirs(self, path: Path, line: int, fn: tuple[str, str] | None = None) -> bool:
+        """Is this line of a TODO's starter file one the student wrote, not code the starter gives
+        (in TODO function `fn`, if given: the code it gives there)?"""
+        given = self.inside.get(fn, self.given.get(path))
         return given is not None and student_line(_lines(path), line, given)
 
     def _raised(self, report) -> tuple[tuple[str, str], Place] | tuple[None, None]:
         """(TODO function, line) of the innermost line of a failure that the student wrote."""
         frames = zip(getattr(report, "frames", []), getattr(report, "lines", []), strict=True)
         for frame, (path, line) in reversed(list(frames)):
-            if frame in self.todo_at and self._theirs(Path(path), line):
+            if frame in self.todo_at and self._theirs(Path(path), line, self.todo_at[frame]):
                 fn = self.todo_at[frame]
                 code, ran = self.order.get(fn, (None, {}))
                 start = fed_from(code, ran, line) if code else None

@@ -96,6 +96,18 @@ def _parse_header(region: Region, body: list[str]) -> None:
             region.code.append(line)
 
 
+def _outside_regions(text: str) -> set[int]:
+    """The numbers of a marked file's lines outside its regions and their markers."""
+    outside, inside = set(), False
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if stripped.startswith(BEGIN) or stripped == END:
+            inside = stripped.startswith(BEGIN)
+        elif not inside:
+            outside.add(number)
+    return outside
+
+
 def parse(text: str, where: str = "solution") -> tuple[list[str], list[Region]]:
     """(the file's lines with each region replaced by a None placeholder, its regions)."""
     kept, regions, region, body = [], [], None, []
@@ -186,6 +198,9 @@ class Todo:
     functions: list[str] = field(default_factory=list)  # "" for a region outside any function
     regions: list[Region] = field(default_factory=list)
     given: frozenset[str] = frozenset()  # its file's code outside every region: the starter's
+    # each of its functions -> the code the starter gives inside it (a line the student writes
+    # there that is also given elsewhere in the file, `model.train()`, is still theirs)
+    inside: dict[str, frozenset[str]] = field(default_factory=dict)
     optional: bool = field(init=False)  # read from its id once, here, not at every look-up
 
     def __post_init__(self):
@@ -215,15 +230,20 @@ def step_regions(folder: Path) -> dict[str, Todo]:
             if isinstance(fn, ast.FunctionDef)
         ]
         kept, regions = parse(text, str(path))  # the file's one parse: regions and given code
-        given = frozenset(
-            k.strip() for k in kept if k and k.strip() and not k.strip().startswith("#")
-        )
+        code = lambda line: line.strip() and not line.strip().startswith("#")  # noqa: E731
+        given = frozenset(k.strip() for k in kept if k and code(k))
+        lines, outside = text.splitlines(), _outside_regions(text)
         for region in regions:
             inside = (q for q, fn in functions if fn.lineno <= region.line <= fn.end_lineno)
             module = module_name(folder, path)
             todo = todos.setdefault(region.id, Todo(region.id, module, path, given=given))
-            todo.functions.append(next(inside, ""))
+            todo.functions.append(name := next(inside, ""))
             todo.regions.append(region)
+            fn = next((fn for q, fn in functions if q == name), None)
+            span = range(fn.lineno, fn.end_lineno + 1) if fn else range(0)
+            todo.inside[name] = frozenset(
+                lines[n - 1].strip() for n in span if n in outside and code(lines[n - 1])
+            )
     return dict(sorted(todos.items(), key=lambda kv: order_key(kv[0])))
 
 

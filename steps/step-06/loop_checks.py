@@ -101,9 +101,25 @@ def scaled(what: str, got: torch.Tensor, want: torch.Tensor) -> str:
     return f"{said} scaled by {ratio:.3g}"
 
 
-def cleared(model) -> str:
-    """'' unless every .grad is None or zero after train_step: then what that says."""
+def filled(model) -> list[bool]:
+    """Filled in as train_step runs: for each gradient a backward pass puts in .grad, whether it
+    holds anything but zeros (a loss clamped or detached from the weights gives only zeros)."""
+    seen = []
+    for p in model.parameters():
+        p.register_post_accumulate_grad_hook(lambda q: seen.append(bool(q.grad.any())))
+    return seen
+
+
+def cleared(model, seen: list[bool] | None = None) -> str:
+    """'' unless every .grad is None or zero after train_step: then what that says (`seen`:
+    filled()'s, which tells a backward that made zeros from gradients cleared after it)."""
     grads = [p.grad for p in model.parameters()]
+    if seen and not any(seen) and all(g is not None and not g.any() for g in grads):
+        return (
+            "every gradient the backward pass made was zero: the loss it went back through does "
+            "not depend on the weights (clamped, or otherwise cut off from them); grad_clip "
+            "bounds the gradient's norm, torch.nn.utils.clip_grad_norm_, not the loss"
+        )
     if all(g is None or not g.any() for g in grads):
         if all(g is None for g in grads):  # zero_grad's default sets None: as if none ran
             return (
@@ -124,12 +140,13 @@ def check_clipping(train, make):
     x, y = batch(1)
     before = [p.detach().clone() for p in model.parameters()]
     opt = torch.optim.SGD(model.parameters(), lr=1.0)  # the step is minus the clipped gradient
+    seen = filled(model)
     train.train_step(model, opt, x, y, grad_clip=1e-3)
     moved = torch.cat(
         [(b - p.detach()).flatten() for b, p in zip(before, model.parameters(), strict=True)]
     )
     assert moved.any(), "an SGD step of lr 1 did not move the weights: " + (
-        cleared(model)
+        cleared(model, seen)
         or ".grad holds a gradient after train_step, so optimizer.step() ran "
         "before loss.backward() made it, or not at all"
     )
@@ -137,11 +154,11 @@ def check_clipping(train, make):
     gradient = torch.cat([p.grad.flatten() for p in fresh.parameters()])  # this batch's, unclipped
     assert abs(moved.norm().item() - 1e-3) < 1e-6, (
         f"an SGD step of lr 1 moved the weights by {off(moved.norm().item(), 1e-3)} grad_clip = 1e-3: "
-        + clipped_instead(moved, gradient, 1e-3)
+        + clipped_instead(moved, gradient, 1e-3, [p.numel() for p in fresh.parameters()])
     )
 
 
-def clipped_instead(moved: torch.Tensor, gradient: torch.Tensor, clip: float) -> str:
+def clipped_instead(moved: torch.Tensor, gradient: torch.Tensor, clip: float, sizes=()) -> str:
     """What the step took instead of `gradient` scaled to norm `clip`: the bug's own words, so a
     symptom row (the order of the calls) follows only the failure that is its bug."""
     if torch.allclose(moved, gradient, atol=1e-6):  # SGD's lr 1: the step is the gradient taken
@@ -155,6 +172,12 @@ def clipped_instead(moved: torch.Tensor, gradient: torch.Tensor, clip: float) ->
     if torch.allclose(moved, 2 * clipped, atol=1e-6):
         return "it is twice the clipped step: optimizer.step() ran twice in one train_step"
     norm = moved.norm().item()
+    alone = [g * min(1.0, clip / g.norm().item()) for g in gradient.split(list(sizes))]
+    if sizes and torch.allclose(moved, torch.cat(alone), atol=1e-6):
+        return (
+            "the step took each parameter's gradient cut to grad_clip on its own: one total norm, "
+            "of all of them as one vector (clip_grad_norm_ of model.parameters() at once)"
+        )
     if torch.allclose(moved, gradient * (clip / gradient.norm(p=1)), atol=1e-6):
         return (
             "the step took the gradient cut to an L1 norm of grad_clip (clip_grad_norm_'s "

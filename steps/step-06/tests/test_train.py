@@ -47,6 +47,8 @@ def test_batches_are_windows_of_the_data_at_seeded_starts(train):
     data = torch.arange(50)  # (50,) id == position
     g1, g2 = torch.Generator().manual_seed(3), torch.Generator().manual_seed(3)
     x, y = train.get_batch(data, 64, 6, g1)
+    expect.equal("the types of x and y", (type(x), type(y)), (torch.Tensor, torch.Tensor),
+                 "one (B, T) tensor each: torch.stack joins the windows")  # fmt: skip
     expect.equal("the dtypes of x and y", (x.dtype, y.dtype), (torch.long, torch.long))
     for name, got in (("x", x), ("y", y)):  # B = 64 windows of 44 starts: starts repeat
         expect.shape(f"get_batch(data, B=64, T=6)'s {name}", got, (64, 6),
@@ -67,6 +69,15 @@ def test_batches_are_windows_of_the_data_at_seeded_starts(train):
     expect.equal("the largest start of 4000 windows of T = 6 ids in 50", drawn.max().item(), 50 - 7,
                  "every valid start can be drawn, the last too: len(data) - T - 1 = 43 (its "
                  "targets end on the last id)")  # fmt: skip
+
+
+@pytest.mark.todo("task 1")
+@pytest.mark.parametrize("B, T", [(1, 6), (4, 1)])
+def test_get_batch_keeps_an_axis_of_one(train, B, T):
+    x, y = train.get_batch(torch.arange(50), B, T, torch.Generator().manual_seed(0))
+    for name, got in (("x", x), ("y", y)):
+        expect.shape(f"get_batch(data, B={B}, T={T})'s {name}", got, (B, T),
+                     "(B, T) whatever their sizes: an axis of 1 is kept")  # fmt: skip
 
 
 @pytest.mark.todo("task 1")
