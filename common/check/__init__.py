@@ -432,6 +432,9 @@ TORCH_MEANS = [(re.compile(pattern), said) for pattern, said in (
     (r"Given normalized_shape=\[(\d+)\], expected input with shape \[\*, \d+\], but got input of "
      r"size\[([-\d, ]*)\]", "a LayerNorm over {0} features met a tensor whose last axis is not "
      "{0}: ({1})"),
+    (r"The \.grad attribute of a Tensor that is not a leaf Tensor is being accessed",
+     "a tensor computed from the weights (a loss, an activation) holds no .grad: what reads "
+     "gradients (clip_grad_norm_, an optimizer) takes the parameters, model.parameters()"),
     (r"Boolean value of Tensor with more than one value is ambiguous",
      "an if (or and, or, not) met a tensor of several entries: it asks for one True or False "
      "(test `is None`, a length, or .any()/.all())"),

@@ -136,7 +136,7 @@ BUGS = [
         "mask, made float32, promotes it",
         "the mask is made in x's dtype (or kept bool), so dropout returns what it was given "
         "(task 2); look at the dtype of the mask",
-        old="keep = torch.rand(x.shape, generator=generator, dtype=x.dtype) >= p",
+        old="keep = torch.rand(x.shape, generator=generator) >= p",
         new="keep = (torch.rand(x.shape, generator=generator) >= p).float()",
         says="make the mask in x's dtype",
         passes=("test_dropout_keeps_the_shape_and_dtype[torch.float32]",),
@@ -147,8 +147,8 @@ BUGS = [
         "at p = 0.1 nine entries in ten are zero: p read as the share kept",
         "p is the probability of dropping an entry: each one is kept with probability 1 - p "
         "(task 2); look at the comparison that makes the mask",
-        old="keep = torch.rand(x.shape, generator=generator, dtype=x.dtype) >= p",
-        new="keep = torch.rand(x.shape, generator=generator, dtype=x.dtype) < p",
+        old="keep = torch.rand(x.shape, generator=generator) >= p",
+        new="keep = torch.rand(x.shape, generator=generator) < p",
         says="p is the share dropped",
         fails="test_dropout.py::test_dropout_zeros_a_share_p_within_binomial_bounds[0.1]",
     ),
@@ -177,8 +177,8 @@ BUGS = [
         "two runs from one seed differ: the mask comes from the global random state",
         "every draw takes the generator it is given, so the same seed gives the same mask "
         "(task 2); look at what draws the mask",
-        old="keep = torch.rand(x.shape, generator=generator, dtype=x.dtype) >= p",
-        new="keep = torch.rand(x.shape, dtype=x.dtype) >= p",
+        old="keep = torch.rand(x.shape, generator=generator) >= p",
+        new="keep = torch.rand(x.shape) >= p",
         says="drawn from the generator passed in",
         fails="test_dropout.py::test_dropout_same_seed_same_mask_other_seed_other_mask",
     ),
@@ -192,7 +192,7 @@ BUGS = [
         module="kvcache",
         old="x = model.tok_emb(idx) + model.pos_emb(torch.arange(P, P + t))",
         new="x = model.tok_emb(idx) + model.pos_emb(torch.arange(t))",
-        says="the positions of three calls",
+        says="not 0 each call",
         passes=(
             "test_the_prefill_gives_the_uncached_logits",
             "test_the_cache_holds_2_n_layer_B_h_T_d_head_numbers",
@@ -331,8 +331,8 @@ EQUIVALENT: dict[str, str] = {
         "at p = 0 the mask keeps every entry (rand >= 0) and the scale is 1 / 1: the same values, "
         "in a new tensor, and the contract does not ask for the same object"
     ),
-    "layers dropout: keep = torch.rand(x.shape, generator=generator, dtype=x.dtype) >= p => "
-    "keep = torch.rand(x.shape, generator=generator, dtype=x.dtype) > p": (
+    "layers dropout: keep = torch.rand(x.shape, generator=generator) >= p => "
+    "keep = torch.rand(x.shape, generator=generator) > p": (
         "the two differ only where a draw equals p exactly, one draw in 2**24 at most: no share or "
         "mean test can see it"
     ),

@@ -1,5 +1,6 @@
 """Grade proofs: run each `prove_*` against the reference Head and every broken Head, and say which bugs it caught."""
 
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -154,7 +155,12 @@ class Scorecard:
         caught = sum(self.caught(b) for b in self.bugs if violates_4_2(b))
         total = sum(violates_4_2(b) for b in self.bugs)
         lines.append(f"score: {caught}/{total} broken heads caught that violate a 4.2 property")
-        return "\n".join(lines)
+        # the check's screen is 100 columns: a long reason wraps at its words, 2 deeper
+        long = {i for i, line in enumerate(lines) if len(line) > 100}
+        return "\n".join(
+            "\n".join(textwrap.wrap(line, 100, subsequent_indent="  ")) if i in long else line
+            for i, line in enumerate(lines)
+        )
 
 
 def _outcome(proof, head_cls) -> str:

@@ -64,6 +64,11 @@ def check_zero_grad(train, make):
     train.train_step(model, opt, x, y, grad_clip=1e9)
     fresh(x, y)[1].backward()
     assert not cleared(model), cleared(model)  # not the accumulating bug's words
+    norm = torch.cat([p.grad.flatten() for p in model.parameters()]).norm().item()
+    assert abs(norm / 1e9 - 1) > 1e-3, (
+        "the gradient after train_step has norm 1e9, grad_clip's: it was scaled up to it; a clip "
+        "only scales a norm above grad_clip down (torch.nn.utils.clip_grad_norm_)"
+    )
     got, want = (torch.cat([p.grad.flatten() for p in m.parameters()]) for m in (model, fresh))
     shrunk = (got.norm() / want.norm()).item()  # a loss over k: 1 / k; a clip: a round norm
     round_norm = abs(float(f"{got.norm():.1g}") - got.norm()) < 1e-4 * got.norm()
@@ -80,7 +85,7 @@ def check_zero_grad(train, make):
     for (name, p), q in zip(model.named_parameters(), fresh.parameters(), strict=True):
         assert not torch.allclose(p.grad, q.grad + 100.0, atol=1e-4), (
             f"{name}.grad is this batch's gradient plus the stale one: old gradients accumulated "
-            "(zero_grad?)"
+            "(optimizer.zero_grad(), called, before the backward pass)"
         )
         assert not (why := scaled(f"{name}.grad", p.grad, q.grad)), why
         assert torch.allclose(p.grad, q.grad, atol=1e-6), (
@@ -200,13 +205,23 @@ def check_eval_mode(train, make):
     model.seen.clear()
     first = train.estimate_loss(model, batches)
     assert model.seen, "estimate_loss never ran the model: the loss of each batch is model(x, y)[1]"
+    frozen = [name for name, p in model.named_parameters() if not p.requires_grad]
+    assert not frozen, (
+        f"after estimate_loss {frozen[0]} (and {len(frozen) - 1} more) no longer requires grad: "
+        "the weights are frozen (requires_grad_(False)) for every later step; `with torch.no_grad():` "
+        "switches gradients off for its block alone"
+    )
     assert all(not seen[0] for seen in model.seen), (
         "estimate_loss ran the model in train mode: call model.eval() first (dropout stays on)"
     )
-    assert all(not seen[1] for seen in model.seen), "estimate_loss built a graph: torch.no_grad()"
+    assert all(not seen[1] for seen in model.seen), (
+        "estimate_loss built a graph: the forwards go inside a `with torch.no_grad():` block (the "
+        "call alone, as a statement, switches nothing off)"
+    )
     assert model.training, (
         "the model's mode after estimate_loss: expected train mode (it was in train mode "
-        "before), got eval mode: put it back in the mode it was in"
+        "before), got eval mode: put it back in the mode it was in, in a finally (it runs on "
+        "every way out; an except only on an error)"
     )
     assert isinstance(first, float), (
         f"the type estimate_loss returns: expected float, got {type(first).__name__}: "

@@ -105,14 +105,16 @@ def dropout(x: torch.Tensor, p: float, training: bool, generator: torch.Generato
     #   scale forgotten.
     # HINT 1: a mask of the shape of x that is True with probability 1 - p; the output is x
     #   where the mask holds, 0 elsewhere, scaled up so the expected value stays x.
-    # HINT 2: torch.rand(x.shape, generator=generator, dtype=x.dtype) >= p is the kept mask;
+    # HINT 2: torch.rand(x.shape, generator=generator) >= p is the kept mask;
     #   handle p = 1 first, where 1 / (1 - p) would divide by zero (0 · inf is NaN).
     # HINT 3: if not training or p == 0: return ___; if p == 1: return torch.zeros_like(___);
-    #   keep = torch.rand(___, generator=___, dtype=x.dtype) >= p; return x * keep / (___)
+    #   keep = torch.rand(___, generator=___) >= p; return x * keep / (___)
     if not training or p == 0:
         return x  # the same tensor: eval mode costs nothing
     if p == 1:
         return torch.zeros_like(x)  # every entry dropped; x / 0 would give NaN and inf
-    keep = torch.rand(x.shape, generator=generator, dtype=x.dtype) >= p  # (x.shape) bool, P = 1 - p
+    # drawn in float32 whatever x's dtype: bfloat16 holds about 2,000 values in [0, 1), too few
+    # for a share of exactly p
+    keep = torch.rand(x.shape, generator=generator) >= p  # (x.shape) bool, P = 1 - p
     return x * keep / (1 - p)  # (x.shape) kept entries scaled: E[out] = x
     # END SOLUTION

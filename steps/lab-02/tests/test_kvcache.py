@@ -131,6 +131,11 @@ def masking_said(exc: RuntimeError, file: str, t: int, T: int) -> str:
     scores = next((s for s in shapes.values() if len(s) == 4), None)
     sizes = re.search(r"tensor a \((\d+)\) must match the size of tensor b \((\d+)\)", str(exc))
     columns = [int(n) for n in sizes.groups() if scores and int(n) != scores[-1]] if sizes else []
+    if scores and scores[-2:] == (T, t) != (t, T):
+        return said + (
+            ": your scores are (P + t) x t, keys by queries (K times q's transpose); q times K's "
+            "transpose gives a row per new query, t x (P + t)"
+        )
     if scores and scores[-1] == t != T:
         return (
             said
@@ -433,9 +438,19 @@ def maps_said(kv, cache) -> str:
                 other = "value" if name == "key" else "key"
                 theirs = torch.stack([getattr(h, other)(x[:, :t]) for h in block.attn.heads], 1)
                 if worst(held, theirs) < LOGITS_TOL:  # (B, h, t, d_head): the other map's
+                    mate = cache.values[i] if name == "key" else cache.keys[i]  # the other held
+                    if (
+                        mate is not None
+                        and mate.shape == own.shape
+                        and worst(mate, own) < LOGITS_TOL
+                    ):
+                        return (
+                            f"layer {i}'s cached {name}s are each head's {other}(x): the keys "
+                            "and values went into append in the other order; it takes (layer, k, v)"
+                        )
                     return (
-                        f"layer {i}'s cached {name}s are each head's {other}(x): the keys and "
-                        "values went into append in the other order; it takes (layer, k, v)"
+                        f"layer {i}'s cached {name}s are each head's {other}(x), as its {other}s "
+                        f"are: {name[0]} is made with head.{other}; make it with head.{name}"
                     )
                 if wrong := [j for j in range(H) if worst(held[:, j], own[:, j]) >= LOGITS_TOL]:
                     return (
@@ -551,8 +566,14 @@ def test_new_ids_are_embedded_at_the_positions_after_the_cached_ones(kv):
             expect.equal(f"cache.length after a forward of positions {a} to {b - 1}",
                          cache.length, b, why)  # fmt: skip
     restarted = seen == [[0, 1, 2, 3], [0], [0, 1]]
+    fixed = len(seen) == 3 and seen[1][:1] == seen[2][:1] != [0]  # later calls start alike
     why = "a new id's position is what the cache holds" + (
-        ": not 0 each call" if restarted else " before it (P to P + t - 1)"
+        ": not 0 each call"
+        if restarted
+        else f": the later calls both start at {seen[1][0]}, whatever the cache holds (P is "
+        "cache.length)"
+        if fixed
+        else " before it (P to P + t - 1)"
     )
     if not seen:  # its rows read another way (pos_emb.weight[P : P + t]): judged by the logits
         unchanged(model)
