@@ -38,7 +38,9 @@ MISTAKES = [
         "lab-02",
         "layers",
         "    if p == 1:\n        return torch.zeros_like(x)  # every entry dropped; x / 0 would give "
-        "NaN and inf\n    keep = torch.rand(x.shape, generator=generator) >= p  # "
+        "NaN and inf\n    # drawn in float32 whatever x's dtype: bfloat16 holds about 2,000 values in "
+        "[0, 1), too few\n    # for a share of exactly p\n"
+        "    keep = torch.rand(x.shape, generator=generator) >= p  # "
         "(x.shape) bool, P = 1 - p\n    return x * keep / (1 - p)  #",
         "    keep = torch.rand(x.shape, generator=generator) >= p\n"
         "    return torch.where(keep, x / (1 - p), torch.zeros_like(x))  #",
@@ -933,7 +935,7 @@ MISTAKES += [
         "(1 + torch.cos(torch.tensor(math.pi * p))) / 2",
         "task 3",
         "torch.cos",
-        words="a Tensor, not a float: math.cos",
+        words="torch.Tensor, not a float: math's cos",
     ),
     Mistake(  # first an expected value rounded to float32 by the test
         "lr_at by numpy's cos",
@@ -1228,7 +1230,7 @@ MISTAKES += [
         "v = torch.stack([head.value(x) for head in attn.heads], dim=1)",
         "v = torch.stack([head.key(x) for head in attn.heads], dim=1)",
         "task 3b",
-        "head.key(x) for head in attn.heads], dim=1)",
+        "v = torch.stack([head.key(x)",
         words="v is made with head.key",
     ),
     Mistake(  # green, and the reference's own draw: bfloat16 has too few values
@@ -1240,6 +1242,47 @@ MISTAKES += [
         "task 2",
         "dtype=x.dtype) >= p",
         first="share of zeros at p=0.99, x in bfloat16",
+    ),
+    # walk 19
+    Mistake(  # green: the flag set, the submodules left in eval mode
+        "the mode given back as a flag",
+        "step-06",
+        "train",
+        "        model.train(was_training)  # the next training step needs train mode again",
+        "        model.training = was_training  # the next training step needs train mode again",
+        "task 2",
+        "model.training = was_training",
+        words="model.training = ... the top's flag alone",
+    ),
+    Mistake(  # told the smallest start was not 0
+        "one start for the whole batch",
+        "step-06",
+        "train",
+        "torch.randint(len(data) - T, (B,), generator=generator)",
+        "torch.randint(len(data) - T, (1,), generator=generator).repeat(B)",
+        "task 1",
+        ".repeat(B)",
+        words="each of the B rows draws its own start",
+    ),
+    Mistake(  # a warm-up over steps read as the warm-up to min_lr
+        "the warm-up divided by steps",
+        "step-06",
+        "train",
+        "cfg.lr * (step + 1) / cfg.warmup",
+        "cfg.lr * (step + 1) / cfg.steps",
+        "task 3",
+        "cfg.lr * (step + 1) / cfg.steps",
+    ),
+    Mistake(  # 3a done, next_logits blamed
+        "append's keys in float32",
+        "lab-02",
+        "kvcache",
+        "self.keys[layer] = k if self.keys[layer] is None else torch.cat((self.keys[layer], k), 2)",
+        "self.keys[layer] = k.float() if self.keys[layer] is None else "
+        "torch.cat((self.keys[layer], k.float()), 2)",
+        "task 3a",
+        "k.float()",
+        first="the dtype of the keys after 2 positions",
     ),
 ]
 

@@ -218,6 +218,11 @@ def check_eval_mode(train, make):
         "estimate_loss built a graph: the forwards go inside a `with torch.no_grad():` block (the "
         "call alone, as a statement, switches nothing off)"
     )
+    still = [name for name, m in model.named_modules() if not m.training]
+    assert model.training <= (not still), (
+        f"after estimate_loss {still[0]} is still in eval mode, though model.training is True: "
+        "model.train(mode) sets the mode of every submodule; model.training = ... the top's flag alone"
+    )
     assert model.training, (
         "the model's mode after estimate_loss: expected train mode (it was in train mode "
         "before), got eval mode: put it back in the mode it was in, in a finally (it runs on "
@@ -258,8 +263,14 @@ FLOOR = (
 
 def check_lr(train, make=None):
     """Task 3: the schedule peaks at cfg.lr and reaches cfg.min_lr at step = steps (a learning rate off by 10x)."""
-    cfg = train.TrainConfig(steps=1000, warmup=100, lr=3e-3, min_lr=3e-4)
+    # min_lr / lr is not warmup / steps: a warm-up over steps, not warmup, does not end at min_lr
+    cfg = train.TrainConfig(steps=1000, warmup=100, lr=3e-3, min_lr=2e-4)
     lrs = [train.lr_at(s, cfg) for s in range(cfg.steps + 1)]
+    kind = next((type(r) for r in lrs if type(r) is not float), float)  # torch's, numpy's cos
+    assert kind is float, (
+        f"lr_at returned a {kind.__module__}.{kind.__name__}, not a float: math's cos, not torch's "
+        "or numpy's (they compute in their own precision)"
+    )
     assert abs(max(lrs) - cfg.lr) < 1e-12, (
         f"the peak learning rate is {off(max(lrs), cfg.lr)} lr = {cfg.lr}"
     )

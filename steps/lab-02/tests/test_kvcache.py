@@ -235,6 +235,18 @@ def test_append_joins_the_new_positions_after_the_held_ones(kv):
 
 
 @pytest.mark.todo("task 3a")
+def test_append_keeps_the_dtype_of_its_keys_and_values(kv):
+    cache = kv.KVCache(model_of(kv, dtype=torch.float64), B)  # (B, h, t, d_head) float64 below
+    k, v = (
+        torch.randn(B, H, 2, D // H, generator=generator(s), dtype=torch.float64) for s in (5, 6)
+    )
+    for held in (0, 2):  # the first append, then one after it
+        for name, got in zip(("keys", "values"), appended(cache, 0, k, v, held=held), strict=True):
+            expect.equal(f"the dtype of the {name} after {held + 2} positions", got.dtype,
+                         torch.float64, "as k and v came: no cast in append")  # fmt: skip
+
+
+@pytest.mark.todo("task 3a")
 @pytest.mark.core  # its property: the handout's count of numbers
 def test_appends_of_T_positions_hold_2_n_layer_B_h_T_d_head_numbers(kv):
     cache = kv.KVCache(model_of(kv), B)

@@ -54,6 +54,8 @@ def test_batches_are_windows_of_the_data_at_seeded_starts(train):
         expect.shape(f"get_batch(data, B=64, T=6)'s {name}", got, (64, 6),
                      "B rows, each drawn on its own (a start may come twice), of T ids")  # fmt: skip
     assert not torch.equal(x, y + 1), "x is y one id later: x and y swapped (the pair is x, y)"
+    expect.differs("the starts of the batch's rows", x[1:, 0], x[:1, 0].expand(63),
+                   "each of the B rows draws its own start: randint's size is (B,)")  # fmt: skip
     expect.equal("the batch of a second generator seeded alike", train.get_batch(data, 64, 6, g2)[0],
                  x, "the same batch: the starts come from the generator passed in (generator=), "
                  "not from torch's global one")  # fmt: skip
