@@ -178,7 +178,7 @@ def _state(todo: str, todos: dict, facts: StarterFacts, counts: dict, ran: list)
     return "done"  # written, its own tests pass
 
 
-def _show_order(status: StepStatus, nodeid: str, symptom_tests: set[tuple]) -> tuple:
+def _show_order(status: StepStatus, nodeid: str, symptom_tests: set[tuple[str, str]]) -> tuple:
     """The next TODO's failures first; then those that ran the student's functions (not a fresh
     copy); never a warning first (torch's words, often from code the course gives); the student's
     own before one raised in code the course gives; the tests about the TODO's contract (its
@@ -187,7 +187,6 @@ def _show_order(status: StepStatus, nodeid: str, symptom_tests: set[tuple]) -> t
     tests (the trap its handout names) before the others; the fewest functions (the closest to the
     cause), raised ones, those a symptom row recognises (its test, saying its words)."""
     r, owner = status.results[nodeid], status.owner[nodeid]
-    failed = [n for n, x in status.results.items() if x.outcome == "failed"]
     return (
         owner != status.next,
         r.whole_run,
@@ -199,12 +198,7 @@ def _show_order(status: StepStatus, nodeid: str, symptom_tests: set[tuple]) -> t
         not r.core,
         len(r.ran),
         r.raised_at is None,
-        not any(
-            names(test, nodeid)
-            and says in "\n".join(r.error)
-            and not any(names(p, f) for p in passes for f in failed)  # as recognised() reads it
-            for test, says, passes in symptom_tests
-        ),
+        not any(names(test, nodeid) and says in "\n".join(r.error) for test, says in symptom_tests),
         nodeid,
     )
 
@@ -277,9 +271,15 @@ def step_status(
         )
     states = {t: s.state for t, s in status.todos.items()}
     status.next = next((t for t, s in states.items() if s in ("todo", "bug", "exercise")), None)
+    failed = [n for n, r in results.items() if r.outcome == "failed"]
+    live = {  # the rows whose bug passes the tests it passes, as recognised() reads them
+        (test, says)
+        for test, says, passes in symptom_tests
+        if not any(names(p, f) for p in passes for f in failed)
+    }
     status.shown = sorted(
         (n for n, r in results.items() if r.error and n not in held_back),
-        key=lambda n: _show_order(status, n, symptom_tests),
+        key=lambda n: _show_order(status, n, live),
     )
     status.next_place = _next_place(status, todos, facts)
     status.first_test = _first_test(status)
