@@ -28,6 +28,15 @@ UNDESCRIBED = {
         "torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)",
         "torch.nn.utils.clip_grad_value_(model.parameters(), grad_clip)",
     ),
+    "clip_grad_norm_ of the gradients": (  # showed 'look at the order of the calls'
+        "step-06", "train", "check_clipping",
+        "torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)",
+        "torch.nn.utils.clip_grad_norm_([p.grad for p in model.parameters()], grad_clip)",
+    ),
+    "no clipping": (  # the step unclipped, .grad too: the order of the calls is not the bug
+        "step-06", "train", "check_clipping",
+        "torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)", "pass",
+    ),
     "new keys joined along the heads": (  # showed 'new keys are joined along d_head'
         "lab-02", "kvcache", "test_append_joins_the_new_positions_after_the_held_ones",
         "torch.cat((self.keys[layer], k), 2)", "torch.cat((self.keys[layer], k), 1)",

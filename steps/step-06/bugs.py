@@ -36,8 +36,9 @@ BUGS = [
     ),
     line_bug(
         "clipped after the step",
-        "torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)",
-        "pass",
+        "torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)  # one bad batch cannot blow "
+        "up\n    optimizer.step()",
+        "optimizer.step()\n    torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)",
         "a rare bad batch throws the loss up by a nat or more; the curve has spikes",
         "check_clipping",
         "clipping must change the gradient the step uses: after the backward pass, before the step "

@@ -150,6 +150,8 @@ def check_clipping(train, make):
     moved = torch.cat(
         [(b - p.detach()).flatten() for b, p in zip(before, model.parameters(), strict=True)]
     )
+    grads = [p.grad.flatten() for p in model.parameters() if p.grad is not None]
+    left = torch.cat(grads).norm().item() if grads else 0.0  # the norm .grad holds after the step
     assert moved.any(), "an SGD step of lr 1 did not move the weights: " + (
         cleared(model, seen)
         or ".grad holds a gradient after train_step, so optimizer.step() ran "
@@ -159,15 +161,27 @@ def check_clipping(train, make):
     gradient = torch.cat([p.grad.flatten() for p in fresh.parameters()])  # this batch's, unclipped
     assert abs(moved.norm().item() - 1e-3) < 1e-6, (
         f"an SGD step of lr 1 moved the weights by {off(moved.norm().item(), 1e-3)} grad_clip = 1e-3: "
-        + clipped_instead(moved, gradient, 1e-3, [p.numel() for p in fresh.parameters()])
+        + clipped_instead(moved, gradient, 1e-3, [p.numel() for p in fresh.parameters()], left)
     )
 
 
-def clipped_instead(moved: torch.Tensor, gradient: torch.Tensor, clip: float, sizes=()) -> str:
-    """What the step took instead of `gradient` scaled to norm `clip`: the bug's own words, so a
-    symptom row (the order of the calls) follows only the failure that is its bug."""
+def clipped_instead(
+    moved: torch.Tensor, gradient: torch.Tensor, clip: float, sizes=(), left: float = 0.0
+) -> str:
+    """What the step took instead of `gradient` scaled to norm `clip` (`left`: the norm .grad holds
+    after the step): the bug's own words, so a symptom row (the order of the calls) follows only
+    the failure that is its bug."""
     if torch.allclose(moved, gradient, atol=1e-6):  # SGD's lr 1: the step is the gradient taken
-        return "the step took the unclipped gradient: clip_grad_norm_ between backward() and step()"
+        if abs(left - clip) < 1e-6:  # .grad was clipped, but after the step took it
+            return (
+                "the step took the unclipped gradient, and .grad holds it clipped after the step: "
+                "clip_grad_norm_ between backward() and step()"
+            )
+        return (
+            "the step took the unclipped gradient, and .grad is unclipped after train_step too: "
+            "nothing rescaled the parameters' .grad (clip_grad_norm_ takes model.parameters() and "
+            "rescales their .grad in place)"
+        )
     if torch.allclose(moved, gradient.clamp(-clip, clip), atol=1e-6):
         return (
             "the step took the gradient with each entry cut to within grad_clip (clip_grad_value_): "

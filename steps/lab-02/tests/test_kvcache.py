@@ -339,6 +339,12 @@ def attention_said(kv, got: torch.Tensor, expected: torch.Tensor, cache) -> str:
     its mask when the last query, which sees every key, is right, else what every query shares."""
     if mistake := attention_mistake(kv, got):
         return f"it is Step 5's attention with one mistake: {mistake}"
+    x = attention_inputs(kv)[1]  # (B, 7, d): what each layer was fed
+    if worst(got - x[:, : got.shape[2]], expected) < LOGITS_TOL:
+        return (
+            "it is Step 5's attention plus its input x: cached_attention returns proj's output "
+            "alone; the block adds the residual x around it"
+        )
     if maps := maps_said(kv, cache):
         return maps
     rows = got[0].isnan().any(-1).any(0)  # (t,) layer 0's queries that hold a NaN
@@ -366,7 +372,8 @@ def attention_said(kv, got: torch.Tensor, expected: torch.Tensor, cache) -> str:
         "even the last query, which sees every key, differs: q, k and v (each head's own "
         "query, key and value maps), the scores (q·k and their 1 / sqrt(d_head) scale), the "
         "softmax's axis, what the mask keeps, or the heads' outputs "
-        "merged back, (B, h, t, d_head) -> (B, t, h, d_head) -> (B, t, d), before the projection"
+        "merged back, (B, h, t, d_head) -> (B, t, h, d_head) -> (B, t, d), then the projection, "
+        "with nothing added after it"
     )
 
 

@@ -191,6 +191,10 @@ def rope_said(got: torch.Tensor, x: torch.Tensor, start: int) -> str:
         )
     if start and near(complex_rope(x, 0)):
         return "row t turned as if the rows started at position 0: row t sits at start + t"
+    if near(complex_rope(x, start + 1)):
+        return "row t turned by (start + t + 1)·ω_i, one position on: the first row sits at start"
+    if near(x.double() + complex_rope(x, start)):
+        return "x plus its turned pairs: rope returns the turned pairs alone, in x's place"
     return "each adjacent pair (2i, 2i + 1) of row t turned by the angle (start + t)·ω_i"
 
 
