@@ -309,7 +309,13 @@ def test_pythons_own_error_is_said_so_with_the_none_it_met():
     with warnings.catch_warnings(), pytest.raises(UserWarning) as info:
         warnings.simplefilter("error")  # as the check runs: a warning fails its test
         math.isfinite(loss)
-    assert "where its number, .item(), was expected" in in_course_words(info)[1]
+    said, meaning = in_course_words(info)
+    assert said.endswith("torch warned:") and ".item() gives the same number" in meaning, said
+    pair = (torch.zeros(4, 8), torch.zeros(4, 8))  # walk 20: a pair looped over, not a batch
+    with pytest.raises(ValueError) as info:
+        [x + y for x, y in pair]  # noqa: B018 (it raises)
+    said, meaning = in_course_words(info)
+    assert said.endswith("Python refused it:") and "a tensor's rows" in meaning, said
 
 
 def expect_length(length, T_max):  # a stand-in for the test's expect.equal

@@ -339,6 +339,7 @@ def in_course_words(exc) -> list[str]:
     part = _raising_part(entry)
     at = f" at {part}," if part and part != _whole_value(_one_line(statement)) else ""
     refuser = "Python" if _pythons(exc) else "torch"  # None.length is not torch's
+    refused = "warned" if exc.errisinstance(Warning) else "refused it"  # a warning stops nothing
     meaning = [
         f"  {words.format(*m.groups())}"
         for t, words in TORCH_MEANS
@@ -351,7 +352,7 @@ def in_course_words(exc) -> list[str]:
                        "fills it (and again after zero_grad(set_to_none=True))"]  # fmt: skip
     elif held and held != part and not held.isidentifier():  # a name's None is in `values` above
         meaning[:0] = [f"  {held} is None here, so it has no .{none[1]}"]
-    return [f"  {said};{at} {refuser} refused it:", *meaning[:1]]  # the screen wraps each line
+    return [f"  {said};{at} {refuser} {refused}:", *meaning[:1]]  # the screen wraps each line
 
 
 NONE_HAS = re.compile(r"'NoneType' object has no attribute '(\w+)'")
@@ -419,8 +420,15 @@ TORCH_MEANS = [(re.compile(pattern), said) for pattern, said in (
      "torch.arange(start, end) counts up from start to end: here end is below start (an end "
      "written as a count, T, where start + T was meant?)"),
     (r"Converting a tensor with requires_grad=True to a scalar",
-     "a tensor that carries gradients met a place that wants a Python number (float(), math, "
-     "an if): what it came from returns the tensor, where its number, .item(), was expected"),
+     "a tensor that carries gradients was made a Python number (float(), math, an if): torch "
+     "warns, and .item() gives the same number without it (or a function returned the tensor "
+     "where its number was expected)"),
+    (r"Using backward\(\) with create_graph=True",
+     "backward(create_graph=True) builds a graph of the gradients themselves, for second "
+     "derivatives: a training step's backward is loss.backward()"),
+    (r"(too many|not enough) values to unpack \(expected (\d+)",
+     "unpacking into {1} names takes a value's items, a tensor's rows along its first axis: "
+     "{0} of them here; a pair (x, y) unpacks into x, y, a batch of pairs is looped over"),
     (r"'type' object does not support the context manager protocol",
      "a with statement takes an object, not its class: torch.no_grad() with its ()"),
     (r"cannot access local variable '(\w+)' where it is not associated with a value",
@@ -480,6 +488,8 @@ def _pythons(exc) -> bool:
     used as a context manager, a tuple called), not in torch's (TORCH_SAYS)."""
     if exc.errisinstance(PYTHONS):
         return True
+    if exc.errisinstance(ValueError):  # unpacking's, not a tensor's
+        return re.search(r"values to unpack", str(exc.value)) is not None
     if exc.errisinstance(IndexError):  # a list's or a tuple's, not a tensor's "in self"
         return re.match(r"(list|tuple) index", str(exc.value)) is not None
     return exc.errisinstance(TypeError) and not TORCH_SAYS.search(str(exc.value))

@@ -313,7 +313,7 @@ def _without_meaning(error: list[str]) -> list[str]:
 # refused it:"
 REFUSED = re.compile(
     r"(?:Your line|The course's line) (?P<file>\S+):(?P<line>\d+) ran.*[;,] "
-    r"(?P<who>torch|Python) refused it:$"
+    r"(?P<who>torch|Python) (?:refused it|warned):$"
 )
 
 

@@ -61,9 +61,10 @@ def check_zero_grad(train, make):
     for p in model.parameters():
         p.grad = torch.full_like(p, 100.0)  # stale gradients from some earlier step
     opt = torch.optim.SGD(model.parameters(), lr=0.0)  # lr 0: only the gradient is compared
+    seen = filled(model)
     train.train_step(model, opt, x, y, grad_clip=1e9)
     fresh(x, y)[1].backward()
-    assert not cleared(model), cleared(model)  # not the accumulating bug's words
+    assert not cleared(model, seen), cleared(model, seen)  # not the accumulating bug's words
     norm = torch.cat([p.grad.flatten() for p in model.parameters()]).norm().item()
     assert abs(norm / 1e9 - 1) > 1e-3, (
         "the gradient after train_step has norm 1e9, grad_clip's: it was scaled up to it; a clip "
@@ -126,6 +127,13 @@ def cleared(model, seen: list[bool] | None = None) -> str:
             "bounds the gradient's norm, torch.nn.utils.clip_grad_norm_, not the loss"
         )
     if all(g is None or not g.any() for g in grads):
+        if seen == [] and all(g is None for g in grads):  # no hook fired: backward reached none
+            return (
+                "every .grad is None after train_step: no backward pass filled them, none reached "
+                "a weight: loss.backward() never called (written without its ()?), or the loss "
+                "that went back is not model(x, y)[1] itself (cut from the graph by .detach(), "
+                ".item() or a new tensor)"
+            )
         if all(g is None for g in grads):  # zero_grad's default sets None: as if none ran
             return (
                 "every .grad is None after train_step: no backward pass filled them "
@@ -217,7 +225,10 @@ def check_eval_mode(train, make):
     model.train()
     batches = [batch(1), batch(2)]
     model.seen.clear()
+    modes, train_ = [], model.train  # the modes handed model.train(...) after a forward
+    model.train = lambda mode=True: (model.seen and modes.append(mode), train_(mode))[1]
     first = train.estimate_loss(model, batches)
+    del model.train  # the class's method again
     assert model.seen, "estimate_loss never ran the model: the loss of each batch is model(x, y)[1]"
     frozen = [name for name, p in model.named_parameters() if not p.requires_grad]
     assert not frozen, (
@@ -236,6 +247,11 @@ def check_eval_mode(train, make):
     assert model.training <= (not still), (
         f"after estimate_loss {still[0]} is still in eval mode, though model.training is True: "
         "model.train(mode) sets the mode of every submodule; model.training = ... the top's flag alone"
+    )
+    assert model.training or modes[-1:] != [False], (
+        "the model's mode after estimate_loss: expected train mode (it was in train mode "
+        "before), got eval mode: model.train(False) ran after the forwards, handed the mode the "
+        "model had then (eval), not the one saved before model.eval()"
     )
     assert model.training, (
         "the model's mode after estimate_loss: expected train mode (it was in train mode "
@@ -293,6 +309,11 @@ def check_lr(train, make=None):
         f"lr_at(warmup - 1), the last warm-up step, is {off(last, cfg.lr)} lr = {cfg.lr}: "
         "warm-up ends at exactly lr"
         + (f": {FLOOR}, not to lr" if abs(last - cfg.min_lr) < 1e-12 else "")
+        + (  # a hair under the peak: the cosine's top, one step early
+            ": step warmup - 1 took the cosine's branch (step < warmup is the warm-up's test)"
+            if 0 < cfg.lr - last < 1e-6
+            else ""
+        )
     )
     start = train.lr_at(cfg.warmup, cfg)
     assert abs(start - cfg.lr) < 1e-12, (
@@ -301,9 +322,12 @@ def check_lr(train, make=None):
     assert abs(lrs[-1] - cfg.min_lr) < 1e-12, (
         f"lr_at(steps) is {off(lrs[-1], cfg.min_lr)} min_lr = {cfg.min_lr}: the cosine ends there"
     )
-    assert 0 < lrs[0] < cfg.lr / 10 + 1e-12, (
-        f"lr_at(0) is {lrs[0]:.6g}; expected above 0 and at most lr / 10 = {cfg.lr / 10:g}: "
-        "warm-up starts small, lr * 1 / warmup"
+    first = cfg.lr / cfg.warmup  # step 0 gets one warmup-th of the peak
+    from_floor = cfg.min_lr + (cfg.lr - cfg.min_lr) / cfg.warmup
+    assert abs(lrs[0] - first) < 1e-12, (
+        f"lr_at(0) is {off(lrs[0], first)} lr / warmup = {first:g}: warm-up climbs from 0, "
+        "lr * (step + 1) / warmup"
+        + (", not from min_lr" if abs(lrs[0] - from_floor) < 1e-12 else "")
     )
     mid = train.lr_at(cfg.warmup + (cfg.steps - cfg.warmup) // 2, cfg)
     half = (cfg.lr + cfg.min_lr) / 2

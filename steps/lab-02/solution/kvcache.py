@@ -71,6 +71,11 @@ def check_cache(model, idx, cache):
             "make the cache after model.to(dtype): KVCache(model, B)"
         )
     B, t = idx.shape
+    if B == 1 and t == cache.B != 1:  # one id per sequence laid along the positions' axis
+        raise ValueError(
+            f"ids {tuple(idx.shape)} for a cache of batch size B={cache.B}: one new id per "
+            f"sequence is ({cache.B}, 1), B rows of one position; idx[:, -1:] keeps that axis"
+        )
     if B != cache.B:
         raise ValueError(
             f"the cache was made for batch size B={cache.B}, got ids of batch size B={B}; "

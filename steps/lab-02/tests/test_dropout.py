@@ -107,8 +107,15 @@ def test_dropout_keeps_the_mean(layers, p):
     expect.shape(f"dropout(x) at p={p}", out, x.shape, "x's shape: a dropped entry is 0, in place")
     kept = out[out != 0]
     unscaled = bool(kept.numel()) and bool((kept == 1.5).all())  # the kept ones left as they were
+    alone = bool(kept.numel()) and bool(torch.allclose(kept, torch.tensor(1 / (1 - p))))
     why = "each kept entry is scaled by 1 / (1 - p)" + (
-        ", yours kept its value" if unscaled else ""
+        ": nothing was dropped, out is x itself, as in eval mode (did the training branch run?)"
+        if unscaled and kept.numel() == N
+        else ", yours kept its value"
+        if unscaled
+        else ": yours is 1 / (1 - p) whatever x, the mask scaled without x"
+        if alone
+        else ""
     )
     expect.close(f"kept entries of 1.5 at p={p}", kept, torch.full_like(kept, 1.5 / (1 - p)),
                  atol=1e-6, why=why)  # fmt: skip
@@ -177,6 +184,23 @@ def test_dropout_same_seed_same_mask_other_seed_other_mask(layers):
         else "it is drawn from something other than the generator passed in"
     )
     expect.differs("masks from generator(7) and generator(8)", other, first, why)
+
+
+@pytest.mark.todo("task 2")
+def test_dropout_draws_a_new_mask_each_call_and_leaves_torchs_own_generator(layers):
+    """The generator moves on with each mask drawn (a layer called twice in one step drops other
+    entries), and torch's global generator is neither read nor reseeded."""
+    g, state = generator(7), torch.get_rng_state()  # (5056,) uint8: the global generator's
+    first = layers.dropout(torch.ones(1000), 0.5, True, g).clone()  # (1000,)
+    assert torch.equal(torch.get_rng_state(), state), (
+        "torch's global generator changed in dropout: draw from the generator passed in alone "
+        "(generator=); torch.manual_seed or a torch.rand(...) without it changes every other "
+        "draw of the program"
+    )
+    second = layers.dropout(torch.ones(1000), 0.5, True, g)  # (1000,)
+    expect.differs("the masks of two calls with one generator", second, first,
+                   "the second call draws on from where the first left the generator: "
+                   "reseeding it (or a copy of it) drops the same entries every call")  # fmt: skip
 
 
 @pytest.mark.given

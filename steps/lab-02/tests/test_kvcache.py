@@ -177,7 +177,7 @@ def appended(cache, layer: int, k, v, held: int):
     """cache.append(layer, k, v), its result checked: the pair (keys, values), each (B, h, P + t, d_head)."""
     b, h, t, d_head = k.shape
     want = (b, h, held + t, d_head)
-    what = f"append of {counted(t, 'new position')} to the {held} layer {layer} holds"
+    what = f"append of {counted(t, 'new position')} to layer {layer}, which holds {held}"
     try:
         pair = cache.append(layer, k, v)
     except NotImplementedError:  # a TODO not written yet: the check names it
@@ -207,6 +207,11 @@ def positions_said(got, held: int, t: int, kept: int | None = None) -> str:
     came = positions([got], 0)
     if held and came == t and kept == held + t:  # the cache is right; what it returns is not
         return f": the held positions, then the new; yours returns the {t} new, the cache holds all"
+    if came is None and kept == held + t:
+        return (
+            ": the cache holds them, but yours returns another layer's or no tensor: the pair "
+            "of the layer appended to"
+        )
     if held and came == t:
         return f": the held positions, then the new; yours kept only the {t} new"
     if came is not None and came > held + t:
@@ -360,8 +365,9 @@ def attention_said(kv, got: torch.Tensor, expected: torch.Tensor, cache) -> str:
         )
     if got.isnan().any():
         return (
-            "it holds NaN: a softmax met only -inf, so it ran over an axis the mask blocks whole "
-            "(the heads', dim=1), not over the keys (dim=-1)"
+            "it holds NaN: weights of -inf met V, from a softmax over an axis the mask blocks "
+            "whole (the heads', dim=1, not the keys', dim=-1) or a log_softmax (its blocked "
+            "weights stay -inf; the softmax's are 0)"
         )
     if worst(got[:, :, -1], expected[:, :, -1]) < LOGITS_TOL:
         return (
@@ -564,7 +570,9 @@ def prefill_said(model, idx, got) -> str:
         for said, how in left_out.items():
             if got.shape == (*idx.shape, model.V) and worst(got, forward(**how)) < 1e-4:
                 return said
-    return "Step 5's GPT.forward and Block.forward, the positions starting at what the cache held"
+        if got.shape == (*idx.shape, model.V) and worst(got, forward().softmax(-1)) < 1e-4:
+            return "probabilities, not logits: forward_cached returns lm_head's output, no softmax"
+    return "Step 5's GPT.forward and Block.forward (nothing was held yet: the positions start at 0)"
 
 
 @pytest.mark.todo("task 3c")
@@ -818,6 +826,11 @@ def test_gpt2_small_cache_per_sequence_in_mb(kv):
             "made for batch size B=3, got ids of batch size B=2",
         ),
         (
+            lambda kv, m: kv.KVCache(m, 3),
+            (1, 3),
+            r"ids \(1, 3\) for a cache of batch size B=3: one new id per sequence is \(3, 1\)",
+        ),
+        (
             lambda kv, m: kv.KVCache(m, B, torch.float64),
             (B, 2),
             "holds torch.float64 .* are torch.float32",
@@ -829,7 +842,7 @@ def test_gpt2_small_cache_per_sequence_in_mb(kv):
         ),
         (lambda kv, m: "cache", (B, 2), "cache must be a KVCache, got str"),
     ],
-    ids=["batch size", "dtype", "too long", "not a cache"],
+    ids=["batch size", "ids across", "dtype", "too long", "not a cache"],
 )
 def test_a_cache_that_cannot_take_the_ids_is_refused(kv, cache_of, idx_shape, message):
     model = model_of(kv)

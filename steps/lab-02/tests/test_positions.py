@@ -116,6 +116,10 @@ def test_sinusoidal_pos_plus_k_is_pos_rotated_by_an_angle_of_k_only(layers):
 @pytest.mark.todo("task 1.1")
 def test_sinusoidal_of_one_position_and_one_pair_is_sin_0_cos_0(layers):
     expect.equal("sinusoidal(1, 2)", layers.sinusoidal(1, 2), torch.tensor([[0.0, 1.0]]))
+    pe = layers.sinusoidal(3, 2)  # (T, 2): one pair, ω_0 = 1, at positions 0, 1, 2
+    want = torch.tensor([[math.sin(t), math.cos(t)] for t in range(3)])  # (3, 2)
+    expect.close("sinusoidal(3, 2)", pe, want, atol=FLOAT32,
+                 why="one pair per row at every T: its (T, 1) angles keep both axes")  # fmt: skip
 
 
 @pytest.mark.given  # the argument checks come before your code
@@ -230,8 +234,8 @@ def test_rope_returns_the_dtype_of_x(layers, dtype):
     x = randn(2, 4, 8, seed=7, dtype=dtype)  # (B, T, d_head)
     got = layers.rope(x, 3)
     expect.equal(f"rope({str(dtype).removeprefix('torch.')} x).dtype", got.dtype, dtype,
-                 "cast cos and sin to x's dtype: a result in another dtype than the model's "
-                 "weights makes its next matmul refuse")  # fmt: skip
+                 "cast cos and sin to x's dtype, and turn x's own columns, uncast: a result in "
+                 "another dtype than the model's weights makes its next matmul refuse")  # fmt: skip
 
 
 @pytest.mark.todo("task 1.2")
@@ -257,6 +261,9 @@ def test_rope_at_position_0_is_the_identity(layers):
     x = randn(3, 1, 8, seed=3)  # (B, T = 1, d_head): one row, at position 0
     expect.equal("rope(x) at position 0", layers.rope(x, 0), x, "a turn by angle 0")
     expect.equal("rope(x) with start left out", layers.rope(x), x, "start defaults to 0")
+    x = randn(3, 1, 8, seed=3, dtype=torch.float64)  # float64 digits: a turn by 0 keeps them all
+    expect.equal("rope(float64 x) at position 0", layers.rope(x, 0), x,
+                 "x's own digits: its columns turned in x's dtype, never cast (x.float())")  # fmt: skip
 
 
 @pytest.mark.todo("task 1.2")
