@@ -88,7 +88,7 @@ def pytest_unconfigure(config):
 def pytest_report_header(config):
     if config.getoption("--impl") == "starter":
         return "implementation under test: starter, your code in steps/<step>/starter/"
-    return (
-        "implementation under test: solution, the reference in steps/<step>/solution/, not your "
-        "starter (add --impl starter to test your code)"
-    )
+    return [  # two lines: a screen is 100 columns
+        "implementation under test: solution, the reference in steps/<step>/solution/,",
+        "  not your starter (add --impl starter to test your code)",
+    ]

@@ -132,7 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     if todo is None:
         written = (
             f"{args.step}: every TODO is written and your last whole check named none to fix.\n"
-            f"Check again ({check_command(args.step)}): it names the TODO a failing test is in.\n"
+            "Check again (it names the TODO a failing test is in):\n"
+            f"  {check_command(args.step)}\n"
             f"Help with one TODO: {again} --todo N"
         )
         numbers = ", ".join(_number(t) for t in regions)

@@ -174,8 +174,9 @@ def test_a_fresh_clone_of_the_edition_runs_the_student_loop(step, tmp_path):
     open_up = student(clone, "common.catchup", step)
     assert open_up.returncode == 1 and "comes when the step is closed" in open_up.stderr
     assert len(open_up.stderr.strip().splitlines()) == 1, open_up.stderr
-    run = student(clone, "common.run", step, "--impl", "starter", "--quick")
+    run = student(clone, "common.run", step, "--quick")  # the handout's `pixi run <step>`
     assert "Traceback" not in run.stdout + run.stderr, run.stdout + run.stderr
+    assert f"{step} with your starter" in run.stdout, run.stdout  # no reference here: theirs
     progress = student(clone, "pytest", "steps", "--impl", "starter", "--progress")
     assert progress.returncode == 0 and f"next: TODO({step}" in progress.stdout, progress.stdout
     report = student(clone, "common.envreport").stdout  # this venv's course is this repository:
@@ -189,7 +190,7 @@ def test_a_fresh_clone_of_the_edition_runs_the_student_loop(step, tmp_path):
     )
     green = student(clone, *check)
     assert green.returncode == 0 and "Every required TODO is done" in green.stdout, green.stdout
-    run = student(clone, "common.run", step, "--impl", "starter", "--quick")
+    run = student(clone, "common.run", step, "--quick")
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     closed = release.plan(step).closed
     if closed:  # a closed step's checkpoint: restored, the student's version backed up

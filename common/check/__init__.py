@@ -333,10 +333,11 @@ def in_course_words(exc) -> list[str]:
         for n in _names(statement)
         if (value := _value(n, local)) is not MISSING and (v := _described(value, "." in n))
     ] + [f"{n} {v}" for n, value in _indexed(statement, local) if (v := _described(value))]
+    part = _raising_part(entry)
+    values += _arguments(part, entry.frame.f_globals, local)  # torch.arange(T)[:, None] (40, 1)
     where = f"{shown(Path(entry.path))}:{entry.lineno + 1}"
     whose = "Your line" if "starter" in Path(entry.path).parts else "The course's line"
     said = f"{whose} {where} ran" + (f" with {', '.join(values)}" if values else "")
-    part = _raising_part(entry)
     at = f" at {part}," if part and part != _whole_value(_one_line(statement)) else ""
     refuser = "Python" if _pythons(exc) else "torch"  # None.length is not torch's
     refused = "warned" if exc.errisinstance(Warning) else "refused it"  # a warning stops nothing
@@ -377,8 +378,7 @@ TORCH_MEANS = [(re.compile(pattern), said) for pattern, said in (
      ".backward() found no graph to go back through: the loss was computed without gradients "
      "(under torch.no_grad(), or from a detached tensor)"),
     (r"division by zero",
-     "a division by 0: what divides is 0 for this input (a count, a length or a number of "
-     "steps that can be 0)"),
+     "a division by 0: what divides is 0 for this input"),
     (r"list index out of range",
      "an index past the end of a list: a list of n entries has indices 0 to n - 1"),
     (r"Expected input batch_size \((\d+)\) to match target batch_size \((\d+)\)",
@@ -446,9 +446,88 @@ TORCH_MEANS = [(re.compile(pattern), said) for pattern, said in (
     (r"Boolean value of Tensor with more than one value is ambiguous",
      "an if (or and, or, not) met a tensor of several entries: it asks for one True or False "
      "(test `is None`, a length, or .any()/.all())"),
+    (r"random_ expects 'from' to be less than 'to', but got from=(-?\d+) >= to=(-?\d+)",
+     "torch.randint(high, size) draws from 0 to high - 1, so high must be above 0: here it is "
+     "{1}"),
+    (r"outer: Expected 1-D argument \w+, but got (\d+)-D",
+     "torch.outer takes two 1-D tensors, (n,) and (m,), and makes their (n, m) table: one of "
+     "these is {0}-D"),
+    (r"'indices' to have one of the following scalar types: Long, Int; but got torch\.(\w+)",
+     "an nn.Embedding takes integer ids (int64): these are a {0}"),
+    (r"`parameters` is an empty generator",
+     "clip_grad_norm_ met no parameters: model.parameters() is a generator, used up by the "
+     "first loop over it (call it again, or keep list(model.parameters()))"),
     (r"shape '\[([-\d, ]*)\]' is invalid for input of size (\d+)",
      "a view or reshape to ({0}) must hold exactly the tensor's {1} entries"),
 )]  # fmt: skip
+
+
+# what an argument written as an expression may be made of to be computed again for the screen:
+# no method, property or function of the student's runs, only these, which draw nothing
+PURE_CALLS = {"len", "int", "float", "abs", "min", "max", "arange", "zeros", "ones", "tensor"}
+PURE_NODES = (ast.Name, ast.Constant, ast.BinOp, ast.UnaryOp, ast.operator, ast.unaryop,
+              ast.Subscript, ast.Slice, ast.Tuple, ast.Load, ast.keyword, ast.Call, ast.Attribute)  # fmt: skip
+READABLE = {"shape", "dtype", "T", "mT", "ndim"}  # a tensor's attributes that run no code of theirs
+
+
+def _plain(value) -> bool:
+    """A value whose operators and indexing are Python's or torch's own, never a class of theirs."""
+    if type(value) in (int, float, bool, tuple, list, slice) or inspect.ismodule(value):
+        return True
+    return type(value).__name__ in ("Tensor", "Parameter", "dtype") and type(
+        value
+    ).__module__.startswith("torch")
+
+
+def _pure(node, scope: dict) -> bool:
+    """Can `node` be computed again without running anything of the student's (see PURE_CALLS)?"""
+    called = {id(n.func) for n in ast.walk(node) if isinstance(n, ast.Call)}
+    for n in ast.walk(node):
+        if not isinstance(n, PURE_NODES):
+            return False
+        if isinstance(n, ast.Name) and id(n) not in called and not _plain(scope.get(n.id)):
+            return False  # a name of some other kind: its operators may be the student's
+        if isinstance(n, ast.Name) and id(n) in called and n.id in scope:
+            return False  # len shadowed by a function of theirs
+        if isinstance(n, ast.Call):
+            name = n.func.id if isinstance(n.func, ast.Name) else getattr(n.func, "attr", "")
+            base = getattr(n.func, "value", None)
+            module = base is None or inspect.ismodule(scope.get(getattr(base, "id", ""), None))
+            if name not in PURE_CALLS or not module:
+                return False
+        elif isinstance(n, ast.Attribute) and n.attr not in READABLE:  # torch.float64 is a module's
+            if not inspect.ismodule(scope.get(getattr(n.value, "id", ""), None)):
+                return False
+    return True
+
+
+def _arguments(part: str, globals_: dict, local: dict) -> list[str]:
+    """The arguments of the call that raised that are expressions, not names (`len(data) - B`,
+    `torch.arange(T)[:, None]`), computed again from the frame: each one's value or shape."""
+    try:
+        call = ast.parse(part.strip(), mode="eval").body
+    except SyntaxError:
+        return []
+    if not isinstance(call, ast.Call):
+        return []
+    scope = {**globals_, **local}
+    said = []
+    for node in [*call.args, *(k.value for k in call.keywords)]:
+        plain = (ast.Name, ast.Constant)
+        if (
+            isinstance(node, plain)
+            or isinstance(node, ast.Tuple | ast.List)
+            and all(isinstance(e, plain) for e in node.elts)
+        ):
+            continue  # a name is described above; a constant says itself
+        if not _pure(node, scope):
+            continue
+        with warnings.catch_warnings(), contextlib.suppress(Exception):
+            warnings.simplefilter("ignore")
+            value = eval(compile(ast.Expression(node), "<argument>", "eval"), globals_, local)
+            if described := _described(value):
+                said.append(f"{ast.unparse(node)} {described}")
+    return said[:3]
 
 
 def _whole_value(statement: str) -> str:

@@ -94,6 +94,13 @@ def _function(code) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
     return next((n for n in defs if code.co_firstlineno in starts(n)), None)
 
 
+def _falls_off(code, line: int) -> bool:
+    """Is `line` in the function's last statement, after which it returns None (no return)?"""
+    function = _function(code)
+    last = function.body[-1] if function else None
+    return last is not None and last.lineno <= line <= last.end_lineno
+
+
 @functools.cache
 def _statements(code) -> dict[int, ast.stmt]:
     """Each line of a function's simple statements (assignments, returns) -> its statement."""
@@ -226,8 +233,12 @@ def made_lines(code, ran: dict[int, int], error: str) -> tuple[int, int | None, 
     if flowed and (end := _placed(code, ran, line)) is not None:
         return line, end, False  # made here, then written into place: either may be wrong
     stopped = line == last and not isinstance(_innermost(code, last), ast.Return)
+    if stopped and "got None" in error and _falls_off(code, last):  # it ended: no return
+        return last, None, False
     if stopped and (start := fed_from(code, ran, last)) is not None:
         return start, last, True
+    if (reseed := _reseeded(code, ran, line)) is not None:
+        return reseed, line, False
     if line != last or not isinstance(statement, ast.Return) or min(ran) >= statement.lineno:
         return line, None, False
     handing = isinstance(statement.value, ast.Name | ast.Tuple)  # `return x, y`: made above
@@ -237,7 +248,8 @@ def made_lines(code, ran: dict[int, int], error: str) -> tuple[int, int | None, 
             return max(cast, key=ran.__getitem__), None, False
         return min(ran), statement.end_lineno, False  # no cast at all: where one belongs is open
     if ABOUT_LAYOUT.search(error.split(": expected")[0]) and not handing:
-        return line, None, False  # a dtype's or a shape's: the return's cast or view, as a rule
+        if _handed_on(statement.value) is None:  # `return y.flatten(-2)`: an axis from above?
+            return line, None, False  # a dtype's or a shape's: the return's cast or view, as a rule
     return min(ran), statement.end_lineno, False
 
 
@@ -352,6 +364,29 @@ def _innermost(code, line: int) -> ast.stmt | None:
     nodes = [n for n in ast.walk(function) if isinstance(n, ast.stmt)] if function else []
     here = [n for n in nodes if n is not function and n.lineno <= line <= n.end_lineno]
     return min(here, key=lambda n: n.end_lineno - n.lineno) if here else None
+
+
+RESEEDS = {"seed", "manual_seed", "set_state"}  # a generator's state set anew: its draws restart
+
+
+def _reseeded(code, ran: dict[int, int], line: int) -> int | None:
+    """The line run before `line` that reseeds a generator `line` draws from (`generator.seed()`
+    above `torch.randint(..., generator=generator)`): the draws are right, their source is not."""
+    statement, function = _innermost(code, line), _function(code)
+    if statement is None or function is None:
+        return None
+    read = _reads(statement)
+    for node in ast.walk(function):
+        func = node.func if isinstance(node, ast.Call) else None
+        owner = getattr(func, "value", None)
+        if (
+            isinstance(owner, ast.Name)
+            and owner.id in read
+            and func.attr in RESEEDS
+            and 0 < ran.get(node.lineno, 0) < ran.get(line, 0)
+        ):
+            return node.lineno
+    return None
 
 
 def fed_from(code, ran: dict[int, int], line: int) -> int | None:

@@ -400,10 +400,13 @@ def _done_lines(status: StepStatus) -> list[str]:
         return _still_failing(status)
     todos = status.todos
     done = sum(s.state == "done" for s in todos.values())
+    step = status.step
+    run = command(f"pixi run {step} --impl starter", f"python -m common.run {step} --impl starter")
     return [
         "Every required TODO is done."
         + (" The optional ones are yours to try." if status.next or len(todos) > done else ""),
-        *([f"Next step: {after}"] if (after := next_step(status.step)) else []),
+        f"Run the step on your code: {run}",
+        *([f"Next step: {after}"] if (after := next_step(step)) else []),
     ]
 
 

@@ -38,8 +38,13 @@ def parser(step: str, folder: Path) -> argparse.ArgumentParser:
     about = describe(folder)
     prog = command(f"pixi run {step}", f"python -m common.run {step}")
     parser = argparse.ArgumentParser(prog=prog, description=f"{about.title}: {about.topic}")
+    # a student edition ships no reference of the open step: there the default is their own code
+    reference = not course_step(step).unreleased
     code = "the code to run: the reference solution (default) or your starter"
-    parser.add_argument("--impl", choices=IMPLS, default="solution", help=code)
+    if not reference:
+        code = "the code to run: your starter (default: this step's reference comes when it closes)"
+    default = "solution" if reference else "starter"
+    parser.add_argument("--impl", choices=IMPLS, default=default, help=code)
     parser.add_argument("--quick", action="store_true", help="a short run (what the tests use)")
     docs = "rewrite the handout's generated blocks (reference solution only)"
     parser.add_argument("--write-docs", action="store_true", help=docs)
@@ -104,7 +109,7 @@ def whose(step: str, impl: str) -> str:
     if impl == "starter":
         return f"{step} with your starter ({shown(layout.starter)}/)"
     mine = command(f"pixi run {step} --impl starter", f"python -m common.run {step} --impl starter")
-    return f"{step} with the reference solution ({shown(layout.solution)}/); your code: {mine}"
+    return f"{step} with the reference solution ({shown(layout.solution)}/)\n  your code: {mine}"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -153,7 +153,8 @@ def check_clipping(train, make):
     x, y = batch(1)
     before = [p.detach().clone() for p in model.parameters()]
     opt = torch.optim.SGD(model.parameters(), lr=1.0)  # the step is minus the clipped gradient
-    seen = filled(model)
+    seen, stepped = filled(model), []
+    opt.register_step_post_hook(lambda *_: stepped.append(1))
     train.train_step(model, opt, x, y, grad_clip=1e-3)
     moved = torch.cat(
         [(b - p.detach()).flatten() for b, p in zip(before, model.parameters(), strict=True)]
@@ -164,6 +165,11 @@ def check_clipping(train, make):
         cleared(model, seen)
         or ".grad holds a gradient after train_step, so optimizer.step() ran "
         "before loss.backward() made it, or not at all"
+    )
+    assert stepped, (
+        "the weights moved, but the optimizer never stepped: train_step takes its step with "
+        "optimizer.step() of the optimizer it is given (a step written by hand, or an optimizer "
+        "made inside train_step, leaves that one unstepped)"
     )
     fresh(x, y)[1].backward()
     gradient = torch.cat([p.grad.flatten() for p in fresh.parameters()])  # this batch's, unclipped
@@ -187,8 +193,9 @@ def clipped_instead(
             )
         return (
             "the step took the unclipped gradient, and .grad is unclipped after train_step too: "
-            "nothing rescaled the parameters' .grad (clip_grad_norm_ takes model.parameters() and "
-            "rescales their .grad in place)"
+            "nothing rescaled the parameters' .grad between backward() and step() "
+            "(clip_grad_norm_ takes model.parameters(), after loss.backward() filled their "
+            ".grad, and rescales it in place)"
         )
     if torch.allclose(moved, gradient.clamp(-clip, clip), atol=1e-6):
         return (
@@ -250,8 +257,8 @@ def check_eval_mode(train, make):
     )
     assert model.training or modes[-1:] != [False], (
         "the model's mode after estimate_loss: expected train mode (it was in train mode "
-        "before), got eval mode: model.train(False) ran after the forwards, handed the mode the "
-        "model had then (eval), not the one saved before model.eval()"
+        "before), got eval mode: model.train(False) ran after the forwards, where the mode "
+        "saved before model.eval() was train mode (model.train(True))"
     )
     assert model.training, (
         "the model's mode after estimate_loss: expected train mode (it was in train mode "

@@ -188,7 +188,8 @@ def appended(cache, layer: int, k, v, held: int):
         expected = f"keys and values of shape {want}, the positions on axis 2"
         raise refused(what, expected, exc, joined_along(exc)) from None
     if not (isinstance(pair, tuple | list) and len(pair) == 2):
-        expect.fail(what, "the pair (keys, values)", pair)
+        none = "a function that ends without a return gives None" if pair is None else ""
+        expect.fail(what, "the pair (keys, values)", pair, none)
     for name, got in zip(("keys", "values"), pair, strict=True):
         kept = positions(getattr(cache, name, None), layer)  # what the cache holds after it
         expect.shape(f"{what}: its {name}", got, want,
@@ -200,6 +201,17 @@ def positions(held, layer: int) -> int | None:
     """The positions a cache's list of tensors holds at a layer (axis 2), or None if it has none."""
     got = held[layer] if isinstance(held, list) and layer < len(held) else None
     return got.shape[2] if isinstance(got, torch.Tensor) and got.dim() == 4 else None
+
+
+def twice_said(held: list, fed: int) -> str:
+    """'' unless every layer listed holds more positions than were fed: then that append ran
+    more than once for one forward."""
+    if not held or not all(isinstance(n, int) and n > fed for n in held):
+        return ""
+    return (
+        f"the layers' caches hold {held} positions where {fed} were fed: the new keys joined the "
+        "cache more than once (append called twice in one cached_attention?)"
+    )
 
 
 def positions_said(got, held: int, t: int, kept: int | None = None) -> str:
@@ -315,6 +327,9 @@ def cached_attention_run(kv, pieces):
                     if any(f.name == "append" for f in frames):
                         held = f"keys and values {(B, H, b, D // H)}, the positions on axis 2"
                         raise refused(f"{what}: its append", held, exc) from None
+                    if twice := twice_said([positions(cache.keys, i)], b):
+                        raise refused(what, f"layer {i}'s cache to hold {b} positions", exc,
+                                      f": {twice}") from None  # fmt: skip
                     theirs = [f for f in frames if Path(f.filename) == Path(kv.__file__)]
                     if not theirs or not re.search(r"mask|tril", theirs[-1].line or ""):
                         raise  # not the mask's line: the check shows the line and its shapes
@@ -336,6 +351,20 @@ def test_cached_attention_of_a_prefill_is_step_5_causal_attention(kv):
     why = attention_said(kv, got, expected, cache)
     expect.close("the prefill's attention", got, expected, LOGITS_TOL, why)
     expect.shape(f"layer {LAST}'s cached keys", cache.keys[LAST], (B, H, 7, D // H))
+
+
+@pytest.mark.todo("task 3b")
+def test_cached_attention_of_float64_x_stays_float64(kv):
+    model = model_of(kv, dtype=torch.float64)  # (weights float64)
+    x = torch.randn(B, 4, D, generator=generator(5), dtype=torch.float64)  # (B, 4, d)
+    with torch.no_grad():
+        got = kv.cached_attention(model.blocks[0].attn, x, kv.KVCache(model, B), 0)  # (B, 4, d)
+        expected = model.blocks[0].attn(x)  # (B, 4, d): Step 5's, in float64
+    expect.equal("cached_attention(float64 x).dtype", got.dtype, torch.float64,
+                 "x's dtype at every step: nothing cast to float32 (a softmax's dtype= included)")  # fmt: skip
+    expect.close(
+        "cached attention in float64", got, expected, 1e-12, "Step 5's, to float64's digits"
+    )
 
 
 def attention_said(kv, got: torch.Tensor, expected: torch.Tensor, cache) -> str:
@@ -385,7 +414,8 @@ def attention_said(kv, got: torch.Tensor, expected: torch.Tensor, cache) -> str:
 
 # the mistakes of attention a prefill's output can be matched to, each as how it computes
 MISTAKES = {
-    "scaled by sqrt(T), the keys' count, not sqrt(d_head)": {"scale": "T"},
+    "scaled by the square root of a count of positions (T, the keys', or t, the new queries'), "
+    "not sqrt(d_head)": {"scale": "T"},
     "not scaled by 1 / sqrt(d_head)": {"scale": 1.0},
     "the softmax over the queries (dim=-2), not over the keys": {"dim": -2},
     "the heads' outputs (B, h, t, d_head) read as (B, t, d) without the transpose": {
@@ -588,8 +618,10 @@ def test_new_ids_are_embedded_at_the_positions_after_the_cached_ones(kv):
             held = [0 if k is None else k.shape[2] for k in cache.keys]  # positions, per layer
             why = "each block's attention runs through cached_attention, which fills the cache"
             if held[-1] != b and any(held):  # filled, but not layer by layer
-                why = (f"the layers' caches hold {held} positions: each block appends to its own "
-                       "layer, the index handed to cached_attention")  # fmt: skip
+                why = twice_said(held, b) or (
+                    f"the layers' caches hold {held} positions: each block appends to its own "
+                    "layer, the index handed to cached_attention"
+                )
             expect.equal(f"cache.length after a forward of positions {a} to {b - 1}",
                          cache.length, b, why)  # fmt: skip
     restarted = seen == [[0, 1, 2, 3], [0], [0, 1]]
@@ -751,6 +783,17 @@ def test_generate_prefills_once_then_feeds_one_id_at_a_time(kv):
     kv.generate(model, idx, max_new_tokens=6, greedy=True)
     # 5 ids, then 1 each, until T_max = 8 are held; then the full cache is rebuilt from the window
     expect.equal("ids per forward", fed, [5, 1, 1, 1, 8, 8], "prefill, then one id, then rebuilds")
+
+
+@pytest.mark.todo("task 3d")
+def test_one_prompt_keeps_its_batch_axis(kv):
+    """B = 1, the usual generation from one prompt: (1, V) logits, (1, T) ids, no axis dropped."""
+    model, idx = model_of(kv), ids((1, 3), seed=7)  # (1, 3)
+    logits, _ = pair_of(kv.next_logits(model, idx))  # (1, V)
+    expect.shape("next_logits of one prompt's 3 ids: its logits", logits, (1, V),
+                 "(B, V) at B = 1 too: a squeeze() drops the batch axis with it")  # fmt: skip
+    got = kv.generate(model, idx, max_new_tokens=2, greedy=True)
+    expect.shape("generate of one prompt, 2 new ids", got, (1, 5), "(B, T + 2) at B = 1")
 
 
 @pytest.mark.todo("task 3d")

@@ -151,6 +151,9 @@ def test_rope_turns_each_pair_by_plus_m_omega_counterclockwise(layers):
     x = torch.tensor([[1.0, 0.0]]).repeat(5, 1)  # (T, 2): the unit vector (1, 0) at every position
     m = torch.arange(5, dtype=torch.float32)  # ω_0 = 1: the angle is the position m itself
     got = layers.rope(x)  # (5, 2)
+    expect.shape("rope(x)", got, (5, 2),
+                 "x's shape kept, a 2-D x (T, d_head) = (5, 2) too: its cos and sin are (T, "
+                 "d_head / 2), with no axis of their own in front (they broadcast over x's)")  # fmt: skip
     why = "(1, 0) turned by +m·ω is (cos m, sin m)"
     for wrong, shown, said in (  # the two mistakes a wrong turn of (1, 0) shows
         ((torch.cos(m), -torch.sin(m)), "(cos m, -sin m)", "the angle's sign flipped: each pair "

@@ -43,11 +43,13 @@ class Tiny(nn.Module):
         self.drop = nn.Dropout(p)
         self.out = nn.Linear(d, V)
         self.seen = []  # (training, grad enabled, min id, max id) per forward: what the checks read
+        self.shapes = []  # idx's shape per forward: a batch's axes swapped give the same loss here
 
     def forward(self, idx, targets=None):
         self.seen.append(
             (self.training, torch.is_grad_enabled(), idx.min().item(), idx.max().item())
         )
+        self.shapes.append(tuple(idx.shape))
         logits = self.out(self.drop(self.emb(idx)))  # (B, T, V)
         loss = None if targets is None else F.cross_entropy(logits.flatten(0, 1), targets.flatten())
         return logits, loss
