@@ -339,7 +339,8 @@ def in_course_words(exc) -> list[str]:
     whose = "Your line" if "starter" in Path(entry.path).parts else "The course's line"
     said = f"{whose} {where} ran" + (f" with {', '.join(values)}" if values else "")
     at = f" at {part}," if part and part != _whole_value(_one_line(statement)) else ""
-    refuser = "Python" if _pythons(exc) else "torch"  # None.length is not torch's
+    inside = _library(Path(exc.traceback[-1].path))  # raised in torch's own Python code
+    refuser = "Python" if _pythons(exc) and not inside else "torch"  # None.length is not torch's
     refused = "warned" if exc.errisinstance(Warning) else "refused it"  # a warning stops nothing
     meaning = [
         f"  {words.format(*m.groups())}"
@@ -365,7 +366,8 @@ TORCH_MEANS = [(re.compile(pattern), said) for pattern, said in (
      ".item() is the number a one-element tensor holds; this tensor holds {0} entries"),
     (r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\) at non-singleton "
      r"dimension (\d+)", "two tensors met whose axis {2} is {0} in one and {1} in the other: "
-     "neither is 1, so they cannot broadcast (an elementwise op's two, or a matmul's batch axes)"),
+     "neither is 1, so they cannot broadcast (an elementwise op's two, or a matmul's batch axes; "
+     "a tensor of fewer axes is lined up with the other's last ones)"),
     (r"expanded size of the tensor \((\d+)\) must match the existing size \((\d+)\) at "
      r"non-singleton dimension (\d+)\.\s+Target sizes: \[([-\d, ]*)\]\.\s+Tensor sizes: "
      r"\[([-\d, ]*)\]", "a value written into a slice must fit it: the slice is ({3}), the value "
@@ -454,6 +456,12 @@ TORCH_MEANS = [(re.compile(pattern), said) for pattern, said in (
      "these is {0}-D"),
     (r"'indices' to have one of the following scalar types: Long, Int; but got torch\.(\w+)",
      "an nn.Embedding takes integer ids (int64): these are a {0}"),
+    (r"'tuple' object has no attribute 'grad'",
+     "a (name, parameter) pair met where a parameter goes: model.named_parameters() gives "
+     "pairs; what reads .grad (clip_grad_norm_, an optimizer) takes model.parameters()"),
+    (r"^index (-?\d+) is out of range$",
+     "a ModuleList (the blocks, a layer's heads) of n modules takes the indices 0 to n - 1: "
+     "{0} is past its end (a layer's number used for a head's?)"),
     (r"`parameters` is an empty generator",
      "clip_grad_norm_ met no parameters: model.parameters() is a generator, used up by the "
      "first loop over it (call it again, or keep list(model.parameters()))"),

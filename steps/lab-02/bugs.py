@@ -105,7 +105,7 @@ BUGS = [
         "row t of x sits at position start + t (task 1.2); look at the positions rope turns by",
         old="positions = torch.arange(start, start + T, dtype=torch.float64)",
         new="positions = torch.arange(0, T, dtype=torch.float64)",
-        says="start=7",
+        says="as if the rows started at position 0",
         passes=("test_rope_matches_the_complex_number_computation[0]",),
         fails="test_positions.py::test_rope_matches_the_complex_number_computation[7]",
     ),

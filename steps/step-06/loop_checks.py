@@ -40,12 +40,19 @@ def off(got: float, want: float) -> str:
     return f"{got:.6g}, {got - want:+.2g} from"
 
 
+ALIASED = (
+    "x and y are one tensor's memory from its first entry on (y = x, or a view of it): writing "
+    "into y wrote into x too; y is cut one id later, as a tensor of its own"
+)
+
+
 def check_targets_shifted(train, make=None):
     """Task 1: y is x one position later, both windows of the data (targets not shifted)."""
     data = torch.arange(100) * 3  # (100,) every id tells where it sits
     x, y = train.get_batch(data, 5, 10, torch.Generator().manual_seed(0))
     for name, got in (("x", x), ("y", y)):  # one at a time: the message names the wrong one
         assert got.shape == (5, 10), f"{name} must be (B, T) = (5, 10), got {tuple(got.shape)}"
+    assert x.data_ptr() != y.data_ptr(), ALIASED  # views of one (B, T + 1) tensor start apart
     assert not torch.equal(y, x), "y equals x: targets not shifted (y[:, t] must be x[:, t + 1])"
     assert not torch.equal(x[:, :-1], y[:, 1:]), "x is y one id later: x and y swapped"
     assert torch.equal(y[:, :-1], x[:, 1:]), (
@@ -298,6 +305,13 @@ FLOOR = (
 )
 
 
+# what a small miss of an exact end is not: float64 rounds numbers of this size by about 1e-19
+NOT_ROUNDING = (
+    ", more than float64's rounding (about 1e-19 here): cos(math.pi * 1) is -1 to the last digit "
+    "(a π of fewer digits, or a fraction that ends short of 1?)"
+)
+
+
 def check_lr(train, make=None):
     """Task 3: the schedule peaks at cfg.lr and reaches cfg.min_lr at step = steps (a learning rate off by 10x)."""
     # min_lr / lr is not warmup / steps: a warm-up over steps, not warmup, does not end at min_lr
@@ -328,6 +342,7 @@ def check_lr(train, make=None):
     )
     assert abs(lrs[-1] - cfg.min_lr) < 1e-12, (
         f"lr_at(steps) is {off(lrs[-1], cfg.min_lr)} min_lr = {cfg.min_lr}: the cosine ends there"
+        + NOT_ROUNDING * (abs(lrs[-1] - cfg.min_lr) < 1e-6)
     )
     first = cfg.lr / cfg.warmup  # step 0 gets one warmup-th of the peak
     from_floor = cfg.min_lr + (cfg.lr - cfg.min_lr) / cfg.warmup

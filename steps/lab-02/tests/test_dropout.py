@@ -27,9 +27,12 @@ def test_dropout_is_the_identity_in_eval_mode(layers, p):
 
 @pytest.mark.todo("task 2")
 def test_dropout_in_eval_mode_gives_x_itself(layers):
-    x = randn(4, 8, seed=0)
-    expect.equal("dropout(x, p=0.3, training=False) is x", layers.dropout(x, 0.3, False, generator(0)) is x,
+    x, g = randn(4, 8, seed=0), generator(0)
+    expect.equal("dropout(x, p=0.3, training=False) is x", layers.dropout(x, 0.3, False, g) is x,
                  True, "in eval mode x comes back itself, as nn.Dropout gives it: no copy")  # fmt: skip
+    expect.equal("the generator's next draw after dropout in eval mode", torch.rand(3, generator=g),
+                 torch.rand(3, generator=generator(0)), "in eval mode no mask is drawn (a draw "
+                 "would shift every later mask of the run, at each evaluation)")  # fmt: skip
 
 
 def eval_said(got, x: torch.Tensor, p: float) -> str:
@@ -168,12 +171,19 @@ def test_dropout_passes_the_gradient_to_the_kept_entries(layers):
                  atol=1e-6, why="a kept entry's gradient is 1 / (1 - p), a dropped one's 0")  # fmt: skip
 
 
+RESEEDED = (
+    "the same mask: dropout reseeded the generator it was given (its seed is no longer 7: "
+    "generator.seed() sets a new random one); the mask is drawn from its state as it comes"
+)
+
+
 @pytest.mark.todo("task 2")
 def test_dropout_same_seed_same_mask_other_seed_other_mask(layers):
-    first = layers.dropout(torch.ones(1000), 0.5, True, generator(7)).clone()  # (1000,)
+    g = generator(7)
+    first = layers.dropout(torch.ones(1000), 0.5, True, g).clone()  # (1000,)
     again = layers.dropout(torch.ones(1000), 0.5, True, generator(7))  # (1000,)
-    expect.equal("masks from generator(7), twice", again, first,
-                 "the mask is drawn from the generator passed in")  # fmt: skip
+    why = RESEEDED if g.initial_seed() != 7 else "the mask is drawn from the generator passed in"
+    expect.equal("masks from generator(7), twice", again, first, why)
     g7, g8 = generator(7), generator(8)
     layers.dropout(torch.ones(1000), 0.5, True, g7)
     other = layers.dropout(torch.ones(1000), 0.5, True, g8)  # (1000,)

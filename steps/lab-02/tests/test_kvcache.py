@@ -367,6 +367,20 @@ def test_cached_attention_of_float64_x_stays_float64(kv):
     )
 
 
+@pytest.mark.todo("task 3b")
+def test_cached_attention_of_a_model_with_more_layers_than_heads(kv):
+    seed_all(0)
+    model = GPT5.GPT(V, T_MAX, D, 2, 3).eval()  # h = 2 heads, n_layer = 3: layer 2 has no head 2
+    x = torch.randn(B, 5, D, generator=generator(5))  # (B, 5, d)
+    cache = kv.KVCache(model, B)
+    with torch.no_grad():
+        for i, block in enumerate(model.blocks):
+            got = kv.cached_attention(block.attn, x, cache, i)  # (B, 5, d)
+            expect.close(f"layer {i}'s cached attention in a GPT of h = 2, n_layer = 3", got,
+                         block.attn(x), LOGITS_TOL, "the layer's number picks its cache, "
+                         "never a head")  # fmt: skip
+
+
 def attention_said(kv, got: torch.Tensor, expected: torch.Tensor, cache) -> str:
     """Why a prefill's attention (n_layer, B, t, d) of cached_attention_run's first t positions is
     wrong: the named mistake it equals, else keys or values not each head's own, else a NaN, else
@@ -617,7 +631,11 @@ def test_new_ids_are_embedded_at_the_positions_after_the_cached_ones(kv):
             logits.append(kv.forward_cached(model, idx[:, a:b], cache))  # (B, b - a, V)
             held = [0 if k is None else k.shape[2] for k in cache.keys]  # positions, per layer
             why = "each block's attention runs through cached_attention, which fills the cache"
-            if held[-1] != b and any(held):  # filled, but not layer by layer
+            if held[-1] != b and len(set(held)) == 1 and held[0] > 0:  # alike, too few
+                why = (f"every layer holds {held[0]} positions where {b} ids went in: this "
+                       f"forward appended {held[0] - a} for the {b - a} ids it was given (are all "
+                       "of idx's t ids embedded?)")  # fmt: skip
+            elif held[-1] != b and any(held):  # filled, but not layer by layer
                 why = twice_said(held, b) or (
                     f"the layers' caches hold {held} positions: each block appends to its own "
                     "layer, the index handed to cached_attention"

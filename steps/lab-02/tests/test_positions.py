@@ -65,6 +65,12 @@ def layout_said(pe: torch.Tensor, T: int, d: int) -> str:
             "sin and cos swapped inside each pair (the cosine in the even column 2i); "
             "the paper's PE(pos, 2i) is the sine, PE(pos, 2i + 1) the cosine"
         )
+    origin = torch.tensor([0.0, 1.0] * (d // 2), dtype=torch.float64)  # (d,) sin 0, cos 0
+    if not torch.allclose(pe[0].double(), origin, atol=1e-4):  # any ω gives angle 0 at pos 0
+        return (
+            "row 0 is not position 0 (whose pairs are all sin 0 = 0, cos 0 = 1, whatever ω_i): "
+            "row pos holds position pos, counted up from 0"
+        )
     return "PE(pos, 2i) = sin(pos·ω_i) and PE(pos, 2i + 1) = cos(pos·ω_i), ω_i = 10000^(-2i/d)"
 
 
@@ -198,6 +204,8 @@ def rope_said(got: torch.Tensor, x: torch.Tensor, start: int) -> str:
         )
     if start and near(complex_rope(x, 0)):
         return "row t turned as if the rows started at position 0: row t sits at start + t"
+    if start and near(complex_rope(x, 2 * start)):
+        return "row t turned by (2·start + t)·ω_i: start counted twice; row t sits at start + t"
     if near(complex_rope(x, start + 1)):
         return "row t turned by (start + t + 1)·ω_i, one position on: the first row sits at start"
     if near(x.double() + complex_rope(x, start)):
@@ -205,7 +213,10 @@ def rope_said(got: torch.Tensor, x: torch.Tensor, start: int) -> str:
     return "each adjacent pair (2i, 2i + 1) of row t turned by the angle (start + t)·ω_i"
 
 
-FAR = "; compute the angles and their cos and sin in float64, then cast to x's dtype"  # at 10^4
+FAR = (  # at 10^4
+    "; compute the positions, the frequencies ω_i, the angles and their cos and sin in float64, "
+    "then cast to x's dtype"
+)
 
 
 def near_start(layers, x: torch.Tensor) -> bool:

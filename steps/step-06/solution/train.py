@@ -123,8 +123,9 @@ def estimate_loss(model: torch.nn.Module, batches: list) -> float:
     # CONTRACT: return a Python float, the mean over `batches` of model(x, y)[1]. While measuring,
     #   the model is in eval mode (dropout off) and no autograd graph is built; afterwards the
     #   model is back in the mode it was in (train mode while training), even when a forward
-    #   raises (try/finally; the error goes on to the caller), gradient tracking on again, its
-    #   weights untouched. Handout: task 2. Trap: measuring in train mode, or with gradients.
+    #   raises (try/finally; the error goes on to the caller), gradient tracking as it was, its
+    #   weights and torch's random state untouched. Handout: task 2. Trap: measuring in train
+    #   mode, or with gradients.
     # HINT 1: Remember model.training, switch to eval, measure, switch back, even if a forward
     #   raises.
     # HINT 2: model.eval(), model.train(mode), torch.no_grad(), loss.item(); try/finally.

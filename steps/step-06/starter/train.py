@@ -106,7 +106,7 @@ def fixed_batches(data: torch.Tensor, cfg: TrainConfig, seed: int) -> list:
 def estimate_loss(model: torch.nn.Module, batches: list) -> float:
     """The mean loss of `model` over fixed (x, y) batches, in eval mode and without gradients."""
     raise NotImplementedError(
-        "TODO(step-06 task 2: estimate_loss): return a Python float, the mean over `batches` of model(x, y)[1]. While measuring, the model is in eval mode (dropout off) and no autograd graph is built; afterwards the model is back in the mode it was in (train mode while training), even when a forward raises (try/finally; the error goes on to the caller), gradient tracking on again, its weights untouched. Handout: task 2. Trap: measuring in train mode, or with gradients."
+        "TODO(step-06 task 2: estimate_loss): return a Python float, the mean over `batches` of model(x, y)[1]. While measuring, the model is in eval mode (dropout off) and no autograd graph is built; afterwards the model is back in the mode it was in (train mode while training), even when a forward raises (try/finally; the error goes on to the caller), gradient tracking as it was, its weights and torch's random state untouched. Handout: task 2. Trap: measuring in train mode, or with gradients."
     )
 
 

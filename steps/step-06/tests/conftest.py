@@ -37,7 +37,7 @@ def run():
 class Tiny(nn.Module):
     """A stand-in language model: embedding, one linear layer and dropout, (logits, loss) like a GPT."""
 
-    def __init__(self, V: int = 8, d: int = 16, p: float = 0.0):
+    def __init__(self, V: int = 11, d: int = 16, p: float = 0.0):
         super().__init__()
         self.emb = nn.Embedding(V, d)
         self.drop = nn.Dropout(p)

@@ -55,6 +55,7 @@ def test_batches_are_windows_of_the_data_at_seeded_starts(train):
         expect.shape(f"get_batch(data, B=64, T=6)'s {name}", got, (64, 6),
                      "B rows, each drawn on its own (a start may come twice), of T ids")  # fmt: skip
     assert not torch.equal(x, y + 1), "x is y one id later: x and y swapped (the pair is x, y)"
+    assert x.data_ptr() != y.data_ptr(), checks.ALIASED
     expect.differs("the starts of the batch's rows", x[1:, 0], x[:1, 0].expand(63),
                    "each of the B rows draws its own start: randint's size is (B,)")  # fmt: skip
     again = train.get_batch(data, 64, 6, g2)[0]  # (64, 6)
@@ -73,6 +74,10 @@ def test_batches_are_windows_of_the_data_at_seeded_starts(train):
     expect.at_most("the largest start of 64 windows of T = 6 ids in 50", x[:, 0].max().item(),
                    50 - 7, "a window must fit, its targets (one id later) included")  # fmt: skip
     drawn = train.get_batch(data, 4000, 6, g1)[0][:, 0]  # (4000,): the starts of 4000 windows
+    if len(starts := drawn.unique()) < 40:  # whole stretches never drawn, not one end missed
+        expect.equal("the distinct starts of 4000 windows of T = 6 ids in 50", len(starts), 44,
+                     f"every valid start, 0 to len(data) - T - 1 = 43, can be drawn; these were: "
+                     f"{starts.tolist()}")  # fmt: skip
     expect.equal("the smallest start of 4000 windows", drawn.min().item(), 0,
                  "every valid start can be drawn, the first too")  # fmt: skip
     expect.equal("the largest start of 4000 windows of T = 6 ids in 50", drawn.max().item(), 50 - 7,
@@ -123,7 +128,11 @@ def test_estimate_loss_is_the_mean_loss_over_the_batches(train, tiny):
 def test_estimate_loss_of_a_model_with_dropout_is_its_eval_mode_loss(train, tiny):
     model = tiny(0, p=0.5).train()
     batches = [checks.batch(1), checks.batch(2)]
+    state = torch.get_rng_state()
     got = train.estimate_loss(model, batches)
+    expect.equal("torch's global random state after estimate_loss", torch.get_rng_state(), state,
+                 "untouched: eval mode draws no dropout mask, and a seed set inside it would give "
+                 "every later step the same masks again")  # fmt: skip
     model.eval()
     with torch.no_grad():
         want = sum(model(x, y)[1].item() for x, y in batches) / 2
@@ -172,6 +181,11 @@ def test_estimate_loss_builds_no_graph_and_leaves_the_weights_alone(train, tiny)
     for name, p in model.named_parameters():
         expect.equal(f"{name} after estimate_loss", p.detach(), before[name], "untouched")
         expect.equal(f"{name}.grad after estimate_loss", p.grad, None, "no backward pass")
+    with torch.no_grad():  # a caller that measures without gradients keeps them off
+        train.estimate_loss(model, [checks.batch(1)])
+        after = torch.is_grad_enabled()
+    expect.equal("gradient tracking after estimate_loss inside a caller's torch.no_grad()", after,
+                 False, "as it was before the call: a with block gives back what it found")  # fmt: skip
 
 
 # nanoGPT's get_lr (warm-up to lr, then a cosine to min_lr) as the reference gives it, recorded
@@ -347,7 +361,13 @@ def test_train_step_moves_the_weights_by_the_optimizers_own_step(train, tiny):
                  "one optimizer.step() of that optimizer: the optimizer never stepped if the "
                  "weights moved by a step written by hand, or by an optimizer made inside "
                  "train_step (its moments start again at every call)")  # fmt: skip
-    why = "one optimizer.step() on the clipped gradient: it applies AdamW's update"
+    decay = 1 - 1e-2 * ref.param_groups[0]["weight_decay"]  # what AdamW shrinks weights by
+    why = (
+        f"every weight came out {decay} = 1 - lr * weight_decay times AdamW's: the weights "
+        "decayed once more by hand (AdamW decays them itself)"
+        if torch.allclose(got, want * decay, atol=1e-7)
+        else "one optimizer.step() on the clipped gradient: it applies AdamW's update"
+    )
     expect.close("the weights after train_step with AdamW", got, want, 1e-6, why)
 
 
