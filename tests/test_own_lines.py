@@ -828,7 +828,7 @@ MISTAKES += [
         "    return sum(losses)",
         "task 2",
         "return sum(losses)",
-        first="the mean of the 3 losses",
+        first="the mean of the 3",
     ),
     Mistake(  # walk 9: Next at the keys' line; the pair is returned in the other order
         "append returns (values, keys)",
@@ -1803,6 +1803,86 @@ MISTAKES += [
         "task 1.1",
         ".flip(0)",
         words="row 0 is not position 0",
+    ),
+    Mistake(  # Next at the correct `cache = KVCache(...)`
+        "a full cache fed one id",
+        "lab-02",
+        "kvcache",
+        "    if cache is None or cache.length == model.T_max:  # start, or restart from the window\n"
+        "        cache = KVCache(model, idx.shape[0])\n"
+        "        new = idx[:, -model.T_max :]  # (B, min(T, T_max)): the prefill\n    else:\n",
+        "    if cache is None:\n        cache = KVCache(model, idx.shape[0])\n"
+        "        new = idx[:, -model.T_max :]\n    elif cache.length == model.T_max:\n"
+        "        cache = KVCache(model, idx.shape[0])\n        new = idx[:, -1:]\n    else:\n",
+        "task 3d",
+        "new = idx[:, -1:]",
+        words="prefilled with the last T_max ids",
+    ),
+    Mistake(  # the "attends only to itself" row, though generation is right
+        "append's first call told by the cache's length",
+        "lab-02",
+        "kvcache",
+        "        self.keys[layer] = k if self.keys[layer] is None else torch.cat((self.keys[layer], k), 2)\n"
+        "        self.values[layer] = (\n"
+        "            v if self.values[layer] is None else torch.cat((self.values[layer], v), 2)\n"
+        "        )\n",
+        "        if self.length == 0:\n            self.keys[layer], self.values[layer] = k, v\n"
+        "        else:\n            self.keys[layer] = torch.cat((self.keys[layer], k), 2)\n"
+        "            self.values[layer] = torch.cat((self.values[layer], v), 2)\n",
+        "task 3a",
+        "if self.length == 0",
+        words="so cache.length (the last layer's count) is 0 here",
+    ),
+    Mistake(  # "axis 1 is 2 in one and 4 in the other": q's axis 1 is 16
+        "the queries joined by cat",
+        "lab-02",
+        "kvcache",
+        "    q = torch.stack(\n        [head.query(x) for head in attn.heads], dim=1\n    )",
+        "    q = torch.cat(\n        [head.query(x) for head in attn.heads], dim=1\n    )",
+        "task 3b",
+        "torch.cat(",
+        words="q has 3 axes, K 4, so q's line up with K's last 3",
+    ),
+    Mistake(  # torch's IndexError alone under the sliding test
+        "the last row by idx's length",
+        "lab-02",
+        "kvcache",
+        "forward_cached(model, new, cache)[:, -1, :], cache",
+        "forward_cached(model, new, cache)[:, idx.shape[1] - 1, :], cache",
+        "task 3d",
+        "idx.shape[1] - 1",
+        words="-1 is the last, whatever the size",
+    ),
+    # walk 23
+    Mistake(  # blamed on the layer index
+        "the last block left out of the cached forward",
+        "lab-02",
+        "kvcache",
+        "for layer, block in enumerate(model.blocks):",
+        "for layer, block in enumerate(model.blocks[:-1]):",
+        "task 3c",
+        "model.blocks[:-1]",
+        words="the forward ran 1 of the 2 blocks",
+    ),
+    Mistake(  # green: train_step reset torch's generator
+        "a seed set in train_step",
+        "step-06",
+        "train",
+        "    optimizer.zero_grad(set_to_none=True)  #",
+        "    torch.manual_seed(0)\n    optimizer.zero_grad(set_to_none=True)  #",
+        "task 4",
+        "torch.manual_seed(0)",
+        words="train_step sets no seed",
+    ),
+    Mistake(  # read as a wrong mean
+        "estimate_loss's pairs unpacked as (y, x)",
+        "step-06",
+        "train",
+        "losses = [model(x, y)[1].item() for x, y in batches]",
+        "losses = [model(x, y)[1].item() for y, x in batches]",
+        "task 2",
+        "for y, x in batches",
+        words="yours took them as (y, x)",
     ),
 ]
 

@@ -339,8 +339,9 @@ def in_course_words(exc) -> list[str]:
     whose = "Your line" if "starter" in Path(entry.path).parts else "The course's line"
     said = f"{whose} {where} ran" + (f" with {', '.join(values)}" if values else "")
     at = f" at {part}," if part and part != _whole_value(_one_line(statement)) else ""
-    inside = _library(Path(exc.traceback[-1].path))  # raised in torch's own Python code
-    refuser = "Python" if _pythons(exc) and not inside else "torch"  # None.length is not torch's
+    inside = "torch" in Path(exc.traceback[-1].path).parts  # raised in torch's own Python code
+    refuser = "Python" if _pythons(exc) else "torch"  # None.length is not torch's
+    refuser += ", in torch's own code," if inside and refuser == "Python" else ""
     refused = "warned" if exc.errisinstance(Warning) else "refused it"  # a warning stops nothing
     meaning = [
         f"  {words.format(*m.groups())}"
@@ -349,6 +350,12 @@ def in_course_words(exc) -> list[str]:
     ]
     none = NONE_HAS.search(str(exc.value))
     held = part.removesuffix(f".{none[1]}") if none else ""  # `model(x)[1]` of `model(x)[1].item`
+    axes = {n: v.dim() for n in _names(statement) if hasattr(v := _value(n, local), "dim")
+            and type(v).__module__.startswith("torch")}  # fmt: skip
+    if "cannot broadcast" in " ".join(meaning) and len(set(axes.values())) > 1:
+        few, many = min(axes, key=axes.get), max(axes, key=axes.get)
+        meaning[0] += (f": {few} has {axes[few]} axes, {many} {axes[many]}, so {few}'s line up "
+                       f"with {many}'s last {axes[few]}")  # fmt: skip
     if held.endswith(".grad"):  # a parameter's, before any backward
         meaning[:0] = [f"  {held} is None here: a parameter's .grad is None until a backward pass "
                        "fills it (and again after zero_grad(set_to_none=True))"]  # fmt: skip
@@ -459,6 +466,12 @@ TORCH_MEANS = [(re.compile(pattern), said) for pattern, said in (
     (r"'tuple' object has no attribute 'grad'",
      "a (name, parameter) pair met where a parameter goes: model.named_parameters() gives "
      "pairs; what reads .grad (clip_grad_norm_, an optimizer) takes model.parameters()"),
+    (r"index (-?\d+) is out of bounds for dimension (\d+) with size (\d+)",
+     "an index past the end of a tensor's axis: axis {1} holds {2} entries, 0 to {2} - 1 (-1 is "
+     "the last, whatever the size); {0} is not among them"),
+    (r"'bool' object is not callable",
+     "a True or False was called: a name that held a method holds a bool now (model.train = ... "
+     "replaces the method for good; model.train(mode) calls it)"),
     (r"^index (-?\d+) is out of range$",
      "a ModuleList (the blocks, a layer's heads) of n modules takes the indices 0 to n - 1: "
      "{0} is past its end (a layer's number used for a head's?)"),

@@ -248,8 +248,9 @@ def test_rope_returns_the_dtype_of_x(layers, dtype):
     x = randn(2, 4, 8, seed=7, dtype=dtype)  # (B, T, d_head)
     got = layers.rope(x, 3)
     expect.equal(f"rope({str(dtype).removeprefix('torch.')} x).dtype", got.dtype, dtype,
-                 "cast cos and sin to x's dtype, and turn x's own columns, uncast: a result in "
-                 "another dtype than the model's weights makes its next matmul refuse")  # fmt: skip
+                 "cast cos and sin to x's dtype, turn x's own columns, uncast, and cast nothing "
+                 "after: a result in another dtype than the model's weights makes its next "
+                 "matmul refuse")  # fmt: skip
 
 
 @pytest.mark.todo("task 1.2")

@@ -120,7 +120,11 @@ def test_estimate_loss_is_the_mean_loss_over_the_batches(train, tiny):
     expect.equal("the type estimate_loss returns", type(got), float, "a Python float (.item())")
     expect.equal("the shapes of the ids the model was given", model.shapes,
                  [tuple(x.shape) for x, _ in batches], AS_GIVEN)  # fmt: skip
-    expect.close("estimate_loss", got, sum(each) / 3, 1e-6, f"the mean of the 3 losses {each}")
+    with torch.no_grad():
+        swapped = sum(model(y, x)[1].item() for x, y in batches) / 3  # each batch read as (y, x)
+    swap = abs(got - swapped) < 1e-6  # the mean of the batches' losses with x and y swapped
+    mean = "the batches are (x, y) pairs: yours took them as (y, x)" if swap else "the mean"
+    expect.close("estimate_loss", got, sum(each) / 3, 1e-6, f"{mean} of the 3 losses {each}")
 
 
 @pytest.mark.todo("task 2")
@@ -325,7 +329,11 @@ def test_train_step_returns_the_loss_before_the_step(train, tiny):
         before = model(x, y)[1].item()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
     model.shapes.clear()
+    state = torch.get_rng_state()
     loss = train.train_step(model, opt, x, y, grad_clip=1.0)
+    expect.equal("torch's global random state after train_step", torch.get_rng_state(), state,
+                 "untouched by a model without dropout: train_step sets no seed (one set there "
+                 "gives every step the same dropout masks)")  # fmt: skip
     expect.equal("the shapes of the ids the model was given", sorted(set(model.shapes)),
                  [tuple(x.shape)], AS_GIVEN)  # fmt: skip
     called = "a method, not the number it gives: .item without its ()" if callable(loss) else ""
