@@ -320,3 +320,27 @@ def test_pythons_own_error_is_said_so_with_the_none_it_met():
 
 def expect_length(length, T_max):  # a stand-in for the test's expect.equal
     return length == T_max
+
+
+def test_arguments_are_computed_again_only_from_torchs_and_pythons_own_code():
+    """The course's words compute an argument written as an expression again (randint's bound),
+    but never by running a function or a method of the student's."""
+    import types
+
+    import torch
+
+    from common.check import _arguments
+
+    data, B, calls = torch.arange(50), 64, []
+    theirs = types.ModuleType("theirs")  # a student's module with a function named like torch's
+    theirs.arange = lambda *a: calls.append(a) or torch.arange(*a)
+    scope = {"torch": torch, "theirs": theirs}
+    said = _arguments("torch.randint(len(data) - B, (B,))", scope, {"data": data, "B": B})
+    assert said == ["len(data) - B = -14"], said
+    assert _arguments("f(theirs.arange(3)[:, None])", scope, {}) == []
+    assert _arguments("f(torch.arange(3)[:, None])", scope, {}) == [
+        "torch.arange(3)[:, None] (3, 1) int64"
+    ]
+    len_ = {"len": lambda x: calls.append(x) or 0, "data": data}  # len shadowed by theirs
+    assert _arguments("f(len(data) - 1)", scope, len_) == []
+    assert calls == [], calls

@@ -491,9 +491,14 @@ PURE_NODES = (ast.Name, ast.Constant, ast.BinOp, ast.UnaryOp, ast.operator, ast.
 READABLE = {"shape", "dtype", "T", "mT", "ndim"}  # a tensor's attributes that run no code of theirs
 
 
+def _library_module(value) -> bool:
+    """torch or math themselves: modules whose functions and names are no student's."""
+    return inspect.ismodule(value) and value.__name__ in ("torch", "math")
+
+
 def _plain(value) -> bool:
     """A value whose operators and indexing are Python's or torch's own, never a class of theirs."""
-    if type(value) in (int, float, bool, tuple, list, slice) or inspect.ismodule(value):
+    if type(value) in (int, float, bool, tuple, list, slice) or _library_module(value):
         return True
     return type(value).__name__ in ("Tensor", "Parameter", "dtype") and type(
         value
@@ -513,11 +518,11 @@ def _pure(node, scope: dict) -> bool:
         if isinstance(n, ast.Call):
             name = n.func.id if isinstance(n.func, ast.Name) else getattr(n.func, "attr", "")
             base = getattr(n.func, "value", None)
-            module = base is None or inspect.ismodule(scope.get(getattr(base, "id", ""), None))
+            module = base is None or _library_module(scope.get(getattr(base, "id", ""), None))
             if name not in PURE_CALLS or not module:
                 return False
         elif isinstance(n, ast.Attribute) and n.attr not in READABLE:  # torch.float64 is a module's
-            if not inspect.ismodule(scope.get(getattr(n.value, "id", ""), None)):
+            if not _library_module(scope.get(getattr(n.value, "id", ""), None)):
                 return False
     return True
 
