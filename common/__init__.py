@@ -37,6 +37,11 @@ def check_command(step: str) -> str:
     )
 
 
+def run_command(step: str) -> str:
+    """The command that runs `step` on the student's own code, as command() shows it."""
+    return command(f"pixi run {step} --impl starter", f"python -m common.run {step} --impl starter")
+
+
 def interpreter() -> str:
     """This Python as the student types it: `python` when PATH finds it, else its path (a venv's
     .venv/bin/python, not activated); a `python` that is another Python would mislead."""

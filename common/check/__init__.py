@@ -328,11 +328,9 @@ def in_course_words(exc) -> list[str]:
     entry = course[-1]  # the course's line torch raised under
     statement = _statement(entry)
     local = entry.frame.f_locals
-    values = [
-        f"{n} {v}"
-        for n in _names(statement)
-        if (value := _value(n, local)) is not MISSING and (v := _described(value, "." in n))
-    ] + [f"{n} {v}" for n, value in _indexed(statement, local) if (v := _described(value))]
+    read = {n: value for n in _names(statement) if (value := _value(n, local)) is not MISSING}
+    values = [f"{n} {v}" for n, value in read.items() if (v := _described(value, "." in n))]
+    values += [f"{n} {v}" for n, value in _indexed(statement, local) if (v := _described(value))]
     part = _raising_part(entry)
     values += _arguments(part, entry.frame.f_globals, local)  # torch.arange(T)[:, None] (40, 1)
     where = f"{shown(Path(entry.path))}:{entry.lineno + 1}"
@@ -350,8 +348,7 @@ def in_course_words(exc) -> list[str]:
     ]
     none = NONE_HAS.search(str(exc.value))
     held = part.removesuffix(f".{none[1]}") if none else ""  # `model(x)[1]` of `model(x)[1].item`
-    axes = {n: v.dim() for n in _names(statement) if hasattr(v := _value(n, local), "dim")
-            and type(v).__module__.startswith("torch")}  # fmt: skip
+    axes = {n: v.dim() for n, v in read.items() if _plain(v) and hasattr(v, "dim")}  # tensors
     if "cannot broadcast" in " ".join(meaning) and len(set(axes.values())) > 1:
         few, many = min(axes, key=axes.get), max(axes, key=axes.get)
         meaning[0] += (f": {few} has {axes[few]} axes, {many} {axes[many]}, so {few}'s line up "

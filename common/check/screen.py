@@ -7,7 +7,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from common import check_command, command, counted, shown
+from common import check_command, command, counted, run_command, shown
 from common.check.status import ERROR_LINE, StepStatus, error_line, names
 from common.course import course, course_step, predictions
 from common.course.bugs import Bug
@@ -400,13 +400,11 @@ def _done_lines(status: StepStatus) -> list[str]:
         return _still_failing(status)
     todos = status.todos
     done = sum(s.state == "done" for s in todos.values())
-    step = status.step
-    run = command(f"pixi run {step} --impl starter", f"python -m common.run {step} --impl starter")
     return [
         "Every required TODO is done."
         + (" The optional ones are yours to try." if status.next or len(todos) > done else ""),
-        f"Run the step on your code: {run}",
-        *([f"Next step: {after}"] if (after := next_step(step)) else []),
+        f"Run the step on your code: {run_command(status.step)}",
+        *([f"Next step: {after}"] if (after := next_step(status.step)) else []),
     ]
 
 

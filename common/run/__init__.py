@@ -17,6 +17,7 @@ from common import (
     check_command,
     command,
     interpreter,
+    run_command,
     shown,
     typed,
 )
@@ -39,11 +40,14 @@ def parser(step: str, folder: Path) -> argparse.ArgumentParser:
     prog = command(f"pixi run {step}", f"python -m common.run {step}")
     parser = argparse.ArgumentParser(prog=prog, description=f"{about.title}: {about.topic}")
     # a student edition ships no reference of the open step: there the default is their own code
-    reference = not course_step(step).unreleased
-    code = "the code to run: the reference solution (default) or your starter"
-    if not reference:
-        code = "the code to run: your starter (default: this step's reference comes when it closes)"
-    default = "solution" if reference else "starter"
+    default, code = (
+        (
+            "starter",
+            "the code to run: your starter (default: this step's reference comes when it closes)",
+        )
+        if course_step(step).unreleased
+        else ("solution", "the code to run: the reference solution (default) or your starter")
+    )
     parser.add_argument("--impl", choices=IMPLS, default=default, help=code)
     parser.add_argument("--quick", action="store_true", help="a short run (what the tests use)")
     docs = "rewrite the handout's generated blocks (reference solution only)"
@@ -108,8 +112,8 @@ def whose(step: str, impl: str) -> str:
     layout = course_step(step)  # a checkpoint's reference is its own folder, solutions/<step>/
     if impl == "starter":
         return f"{step} with your starter ({shown(layout.starter)}/)"
-    mine = command(f"pixi run {step} --impl starter", f"python -m common.run {step} --impl starter")
-    return f"{step} with the reference solution ({shown(layout.solution)}/)\n  your code: {mine}"
+    reference = f"{step} with the reference solution ({shown(layout.solution)}/)"
+    return f"{reference}\n  your code: {run_command(step)}"
 
 
 def main(argv: list[str] | None = None) -> int:

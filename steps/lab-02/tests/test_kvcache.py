@@ -179,7 +179,7 @@ def appended(cache, layer: int, k, v, held: int):
     b, h, t, d_head = k.shape
     want = (b, h, held + t, d_head)
     what = f"append of {counted(t, 'new position')} to layer {layer}, which holds {held}"
-    before = copy.deepcopy(cache)  # as append found it: a probe's starting point
+    before = (list(cache.keys), list(cache.values))  # as append found them: a probe's start
     try:
         pair = cache.append(layer, k, v)
     except NotImplementedError:  # a TODO not written yet: the check names it
@@ -195,7 +195,7 @@ def appended(cache, layer: int, k, v, held: int):
     for name, got in zip(("keys", "values"), pair, strict=True):
         kept = positions(getattr(cache, name, None), layer)  # what the cache holds after it
         why = positions_said(got, held, t, kept)
-        if held and positions([got], 0) == t and by_length(before, layer, k, v, held + t):
+        if held and positions([got], 0) == t and by_length(cache, before, layer, k, v, held + t):
             why = (f": this layer held {held}, but the last layer holds none yet, so cache.length "
                    "(the last layer's count) is 0 here: whether a layer holds anything is its own "
                    "entry (None or not), not cache.length")  # fmt: skip
@@ -203,14 +203,17 @@ def appended(cache, layer: int, k, v, held: int):
     return tuple(pair)
 
 
-def by_length(earlier, layer: int, k, v, want: int) -> bool:
+def by_length(cache, earlier: tuple[list, list], layer: int, k, v, want: int) -> bool:
     """Whether append kept only the new positions because the last layer held none (it decided
-    by cache.length): given that layer the same positions, the same append keeps all `want`."""
-    last = len(earlier.keys) - 1
-    if positions(earlier.keys, last) is not None or layer == last:
+    by cache.length): given that layer the same positions, the same append keeps all `want`.
+    `earlier`: the cache's lists of keys and values as that append found them."""
+    keys, values = earlier
+    last = len(keys) - 1
+    if positions(keys, last) is not None or layer == last:
         return False
-    probe = copy.deepcopy(earlier)
-    probe.keys[last], probe.values[last] = probe.keys[layer], probe.values[layer]
+    probe = copy.copy(cache)  # its own lists, the last layer holding what `layer` held
+    probe.keys, probe.values = list(keys), list(values)
+    probe.keys[last], probe.values[last] = keys[layer], values[layer]
     try:
         return positions([probe.append(layer, k, v)[0]], 0) == want
     except Exception:  # noqa: BLE001 - a probe: any failure means "not this bug"
