@@ -5,6 +5,7 @@ import importlib
 import itertools
 import sys
 import traceback
+import warnings
 from pathlib import Path
 from types import ModuleType
 from unittest import mock
@@ -46,7 +47,7 @@ def _import(package: str, folder: Path, module: str) -> ModuleType:
                 where, line = Path(frame.filename), frame.lineno
         msg = str(exc).partition("\n")[0]
         if isinstance(exc, SyntaxError):  # the place is said once, up front, not in the message
-            where, line, msg = Path(exc.filename or where), exc.lineno, exc.msg
+            where, line, msg = Path(exc.filename or where), exc.lineno, _syntax_said(exc)
         if isinstance(exc, SystemExit):
             msg = f"it calls sys.exit({exc.code!r}) as it is imported; delete that call"
         if isinstance(exc, ModuleNotFoundError) and exc.name and "." not in exc.name:
@@ -70,7 +71,19 @@ def check_syntax(path: Path) -> None:
     try:  # bytes: a BOM or coding cookie, as Python reads
         compile(path.read_bytes(), str(path), "exec")
     except SyntaxError as exc:
-        raise _one_line(path, exc.lineno, "SyntaxError", exc.msg) from exc
+        raise _one_line(path, exc.lineno, "SyntaxError", _syntax_said(exc)) from exc
+
+
+def _syntax_said(exc: SyntaxError) -> str:
+    """A SyntaxError's message, saying so when it is a warning the check's filter made an error
+    (`if p is 1:` compiles, with a SyntaxWarning, outside the check)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(Path(exc.filename).read_bytes(), exc.filename, "exec")
+    except (SyntaxError, OSError, TypeError, ValueError):
+        return exc.msg  # an error in any case (or its file is gone)
+    return f"{exc.msg} (Python only warns of it; the check refuses what Python warns of)"
 
 
 def load(step: str, module: str, impl: str = "solution") -> ModuleType:

@@ -64,8 +64,13 @@ def test_two_steps_can_share_a_module_name(tmp_path):
         ),
         ("from attention import X\n", "import it relatively: from .attention import ..."),
         ("def f(:\n", "bad.py:1 does not import: SyntaxError: "),
+        (
+            "p = 1.0\nif p is 1:\n    pass\n",
+            'bad.py:2 does not import: SyntaxError: "is" with '
+            "'int' literal. Did you mean \"==\"? (Python only warns of it; the check refuses",
+        ),
     ],
-    ids=["name error", "sibling imported absolutely", "syntax error"],
+    ids=["name error", "sibling imported absolutely", "syntax error", "a warning made an error"],
 )
 def test_an_import_error_is_one_line_naming_file_line_and_reason_once(tmp_path, source, said):
     (tmp_path / "attention.py").write_text("X = 1\n", encoding="utf-8")

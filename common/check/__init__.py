@@ -25,7 +25,7 @@ import pytest
 from common import REPO_ROOT, STEPS_DIR, command, shown
 from common.check.collect import BROKEN, JUDGES, STEPS_UNDER_TEST, Collector, code_place
 from common.check.guard import Judges, TookTooLong, Watchdog, allow_exit, refuse_exit
-from common.check.screen import WIDTH, fit
+from common.check.screen import WIDTH, cut, fit
 from common.course import course, course_step, step_names
 from common.course.todos import module_name, optional, todo_in
 from common.loader import ImplImportError, check_syntax, load, load_from, package_name, py_files
@@ -306,7 +306,7 @@ def short_traceback(exc) -> list[str]:
     return (
         in_course_words(exc)
         + [f"  {exc.typename}: {message[0]}"]
-        + [f"    {line.strip()}"[:120] for line in detail[:DETAIL]]
+        + [cut(f"    {line.strip()}", 120) for line in detail[:DETAIL]]
         + lines
     )
 
@@ -415,8 +415,8 @@ TORCH_MEANS = [(re.compile(pattern), said) for pattern, said in (
      r"\[([\d, ]*)\] at entry (\d+)", "torch.stack needs tensors of one shape: entry 0 is "
      "({0}), entry {2} is ({1})"),
     (r"view size is not compatible with input tensor's size and stride",
-     ".view reads a tensor's memory in order; after a transpose it is out of order: .reshape "
-     "(or .contiguous() first) copies it"),
+     ".view reads a tensor's memory in order, and this one's is out of order (a transpose, or a "
+     "slice that skips entries, made it so): .reshape (or .contiguous() first) copies it"),
     (r"expected target dtype to be Long or Byte, but got (\w+)",
      "cross-entropy's targets are token ids, int64 (torch.long); these are {0}"),
     (r"For 1D input, 1D target must have size 1, but got target size: (\d+)",
@@ -455,6 +455,9 @@ TORCH_MEANS = [(re.compile(pattern), said) for pattern, said in (
     (r"random_ expects 'from' to be less than 'to', but got from=(-?\d+) >= to=(-?\d+)",
      "torch.randint(high, size) draws from 0 to high - 1, so high must be above 0: here it is "
      "{1}"),
+    (r"to - 1 is out of bounds for ([\w ]+)",
+     "torch.randint's high is more than its dtype ({0}) holds: a dtype= narrower than int64 "
+     "(the default) caps the numbers it can draw"),
     (r"outer: Expected 1-D argument \w+, but got (\d+)-D",
      "torch.outer takes two 1-D tensors, (n,) and (m,), and makes their (n, m) table: one of "
      "these is {0}-D"),
@@ -536,13 +539,9 @@ def _arguments(part: str, globals_: dict, local: dict) -> list[str]:
     scope = {**globals_, **local}
     said = []
     for node in [*call.args, *(k.value for k in call.keywords)]:
-        plain = (ast.Name, ast.Constant)
-        if (
-            isinstance(node, plain)
-            or isinstance(node, ast.Tuple | ast.List)
-            and all(isinstance(e, plain) for e in node.elts)
-        ):
-            continue  # a name is described above; a constant says itself
+        plain = lambda n: isinstance(n, ast.Name) or _literal(n)  # noqa: E731
+        if plain(node) or isinstance(node, ast.Tuple | ast.List) and all(map(plain, node.elts)):
+            continue  # a name is described above; a constant (-1, (B, 3)) says itself
         if not _pure(node, scope):
             continue
         with warnings.catch_warnings(), contextlib.suppress(Exception):
@@ -551,6 +550,15 @@ def _arguments(part: str, globals_: dict, local: dict) -> list[str]:
             if described := _described(value):
                 said.append(f"{ast.unparse(node)} {described}")
     return said[:3]
+
+
+def _literal(node: ast.expr) -> bool:
+    """Is an argument a constant as written (`-1`, `(2, 3)`, `[0, 1]`)?"""
+    try:
+        ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, RecursionError):
+        return False
+    return True
 
 
 def _whole_value(statement: str) -> str:

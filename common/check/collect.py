@@ -206,6 +206,17 @@ def _absent_call(code, error: str) -> bool:
     return any(d.split(".")[0] in names and d not in _calls(code) for d in DOTTED.findall(error))
 
 
+def _loop_return(code, ran: dict[int, int]) -> int | None:
+    """A return that ran as a statement of a loop's own body (no if around it): the loop can
+    never pass twice, so whatever the failure says, that return is the first suspect."""
+    function = _function(code)
+    loops = (
+        [n for n in ast.walk(function) if isinstance(n, ast.For | ast.While)] if function else []
+    )
+    returns = [s.lineno for n in loops for s in n.body if isinstance(s, ast.Return)]
+    return next((line for line in returns if line in ran), None)
+
+
 def made_lines(code, ran: dict[int, int], error: str) -> tuple[int, int | None, bool]:
     """made_line's line, or the lines that ran from the first to the return (first, return) when
     it is only the return run last (`return attn.proj(out)`): what made a wrong value is among
@@ -216,6 +227,8 @@ def made_lines(code, ran: dict[int, int], error: str) -> tuple[int, int | None, 
     cast run last above it, else by every line that ran (no cast is where one belongs)."""
     if (idle := _no_op(code, ran)) is not None:  # a name alone: never right, the first suspect
         return idle, None, False
+    if (early := _loop_return(code, ran)) is not None:  # a loop left on its first pass
+        return early, None, False
     if (
         ORDER in error or ONCE in error
     ):  # the right values, returned out of order or twice: the return

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from common import check_command, command, counted, run_command, shown
-from common.check.status import ERROR_LINE, StepStatus, error_line, names
+from common.check.status import ERROR_LINE, StepStatus, error_line, message_of, names
 from common.course import course, course_step, predictions
 from common.course.bugs import Bug
 from common.course.todos import order_key, split_id
@@ -266,7 +266,7 @@ def _bug_lines(status: StepStatus) -> list[str]:
             "says is worth fixing)"
         )
     first, rest = bugs[0], bugs[1:]
-    failures = {n: "\n".join(results[n].error) for n in bugs}
+    failures = {n: message_of(results[n].error) for n in bugs}
     symptoms = symptom_lines(status.step, failures)
     error = _without_meaning(results[first].error) if symptoms else results[first].error
     lines += [f"{first} ({_owner(status.owner[first])})", *error]

@@ -11,6 +11,15 @@ from common.course.todos import Todo, split_id
 ERROR_LINE = re.compile(r"^  [A-Za-z_][\w.]*:( |$)")  # "  TypeError: ...", no frame, no detail
 
 
+FRAME = re.compile(r"^  \S+\.py:\d+ in ")  # a traceback's frame: a failure's words end above it
+
+
+def message_of(error: tuple[str, ...] | list[str]) -> str:
+    """A failure's words, without its traceback (whose source may spell another failure's words)."""
+    end = next((i for i, e in enumerate(error) if FRAME.match(e)), len(error))
+    return "\n".join(error[:end])
+
+
 def error_line(error: tuple[str, ...] | list[str]) -> str:
     """A failure's error line (its type and message's first line), not a detail under it nor the
     course's words above it nor a frame after it."""
@@ -198,7 +207,9 @@ def _show_order(status: StepStatus, nodeid: str, symptom_tests: set[tuple[str, s
         not r.core,
         len(r.ran),
         r.raised_at is None,
-        not any(names(test, nodeid) and says in "\n".join(r.error) for test, says in symptom_tests),
+        not any(
+            names(test, nodeid) and says in message_of(r.error) for test, says in symptom_tests
+        ),
         nodeid,
     )
 

@@ -1,6 +1,7 @@
 """Step 6's checks of the training loop, each a function of (train module, model factory) that raises AssertionError naming a classic bug."""
 
 import copy
+import math
 import tempfile
 from dataclasses import replace
 from pathlib import Path
@@ -23,7 +24,7 @@ def batch(seed: int, B: int = 4, T: int = 8):
     """x, y (B, T) cut from corpus() by hand, so a check of one task needs no other task."""
     starts = torch.randint(len(corpus()) - T, (B,), generator=torch.Generator().manual_seed(seed))
     windows = torch.stack([corpus()[i : i + T + 1] for i in starts])  # (B, T + 1)
-    return windows[:, :-1], windows[:, 1:]
+    return windows[:, :-1].contiguous(), windows[:, 1:].contiguous()  # as get_batch's stacks are
 
 
 def tiny_config(train, **changes):
@@ -109,9 +110,9 @@ def scaled(what: str, got: torch.Tensor, want: torch.Tensor) -> str:
     if not torch.allclose(got, ratio * want, atol=1e-6) or abs(ratio - 1) < 1e-6:
         return ""
     said = f"{what} is {ratio:.3g} times this batch's gradient: loss.backward() ran on a loss"
-    if abs(ratio - round(ratio)) < 1e-6:  # k backward passes of one loss add up to k times it
+    if abs(ratio - round(ratio)) < 1e-6 and round(ratio) > 1:  # k backward passes add up to k
         return f"{said} {round(ratio)} times too big, or ran {round(ratio)} times"
-    return f"{said} scaled by {ratio:.3g}"
+    return f"{said} scaled by {ratio:.3g}" + (", or .grad was scaled after it" if ratio < 1 else "")
 
 
 def filled(model) -> list[bool]:
@@ -170,8 +171,13 @@ def check_clipping(train, make):
     left = torch.cat(grads).norm().item() if grads else 0.0  # the norm .grad holds after the step
     assert moved.any(), "an SGD step of lr 1 did not move the weights: " + (
         cleared(model, seen)
-        or ".grad holds a gradient after train_step, so optimizer.step() ran "
-        "before loss.backward() made it, or not at all"
+        or (
+            ".grad holds a gradient after train_step, so optimizer.step() ran before "
+            "loss.backward() made it"
+            if stepped
+            else "optimizer.step() never ran (a branch that skipped it, or no call): every "
+            "batch takes its step, on the gradient clipped first"
+        )
     )
     assert stepped, (
         "the weights moved, but the optimizer never stepped: train_step takes its step with "
@@ -182,16 +188,19 @@ def check_clipping(train, make):
     gradient = torch.cat([p.grad.flatten() for p in fresh.parameters()])  # this batch's, unclipped
     assert abs(moved.norm().item() - 1e-3) < 1e-6, (
         f"an SGD step of lr 1 moved the weights by {off(moved.norm().item(), 1e-3)} grad_clip = 1e-3: "
-        + clipped_instead(moved, gradient, 1e-3, [p.numel() for p in fresh.parameters()], left)
+        + clipped_instead(
+            moved, gradient, 1e-3, {n: p.numel() for n, p in fresh.named_parameters()}, left
+        )
     )
 
 
 def clipped_instead(
-    moved: torch.Tensor, gradient: torch.Tensor, clip: float, sizes=(), left: float = 0.0
+    moved: torch.Tensor, gradient: torch.Tensor, clip: float, sizes=None, left: float = 0.0
 ) -> str:
-    """What the step took instead of `gradient` scaled to norm `clip` (`left`: the norm .grad holds
-    after the step): the bug's own words, so a symptom row (the order of the calls) follows only
-    the failure that is its bug."""
+    """What the step took instead of `gradient` scaled to norm `clip` (`sizes`: each parameter's
+    name -> its number of entries; `left`: the norm .grad holds after the step): the bug's own
+    words, so a symptom row (the order of the calls) follows only the failure that is its bug."""
+    sizes = sizes or {}
     if torch.allclose(moved, gradient, atol=1e-6):  # SGD's lr 1: the step is the gradient taken
         if abs(left - clip) < 1e-6:  # .grad was clipped, but after the step took it
             return (
@@ -209,15 +218,28 @@ def clipped_instead(
             "the step took the gradient with each entry cut to within grad_clip (clip_grad_value_): "
             "grad_clip bounds the gradient's norm, torch.nn.utils.clip_grad_norm_"
         )
+    if torch.allclose(moved, gradient / clip, rtol=1e-4, atol=1e-6):
+        return (
+            "the step took the gradient divided by grad_clip: clip_grad_norm_ rescales it to the "
+            "norm grad_clip (and leaves a smaller one alone)"
+        )
     clipped = gradient * (clip / gradient.norm())  # the step it should have taken
     if torch.allclose(moved, 2 * clipped, atol=1e-6):
         return "it is twice the clipped step: optimizer.step() ran twice in one train_step"
     norm = moved.norm().item()
-    alone = [g * min(1.0, clip / g.norm().item()) for g in gradient.split(list(sizes))]
+    parts = gradient.split(list(sizes.values()))  # each parameter's own gradient
+    alone = [g * min(1.0, clip / g.norm().item()) for g in parts]
     if sizes and torch.allclose(moved, torch.cat(alone), atol=1e-6):
         return (
             "the step took each parameter's gradient cut to grad_clip on its own: one total norm, "
             "of all of them as one vector (clip_grad_norm_ of model.parameters() at once)"
+        )
+    whole = [name for name, m, g in zip(sizes, moved.split(list(sizes.values())), parts, strict=True)
+             if g.any() and torch.allclose(m, g, atol=1e-6)]  # fmt: skip
+    if sizes and 0 < len(whole) < len(sizes):
+        return (
+            f"{whole[0]} moved by its whole gradient, unclipped, and the others by less: it was "
+            "left out of the clip (clip_grad_norm_ takes model.parameters(), every one of them)"
         )
     if torch.allclose(moved, gradient * (clip / gradient.norm(p=1)), atol=1e-6):
         return (
@@ -250,8 +272,12 @@ def check_eval_mode(train, make):
         "the weights are frozen (requires_grad_(False)) for every later step; `with torch.no_grad():` "
         "switches gradients off for its block alone"
     )
+    off = not any(getattr(model, "dropping", [True]))  # its dropout was in eval mode throughout
     assert all(not seen[0] for seen in model.seen), (
-        "estimate_loss ran the model in train mode: call model.eval() first (dropout stays on)"
+        "estimate_loss ran the model with model.training True, its dropout off: the submodules "
+        "alone were switched; model.eval() switches the model and every submodule"
+        if off
+        else "estimate_loss ran the model in train mode: call model.eval() first (dropout stays on)"
     )
     assert all(not seen[1] for seen in model.seen), (
         "estimate_loss built a graph: the forwards go inside a `with torch.no_grad():` block (the "
@@ -337,8 +363,16 @@ def check_lr(train, make=None):
         )
     )
     start = train.lr_at(cfg.warmup, cfg)
+    one_on = (
+        cfg.min_lr + (cfg.lr - cfg.min_lr) * (1 + math.cos(math.pi / (cfg.steps - cfg.warmup))) / 2
+    )
     assert abs(start - cfg.lr) < 1e-12, (
         f"lr_at(warmup) is {off(start, cfg.lr)} lr = {cfg.lr}: the cosine starts at lr"
+        + (  # the rate of step warmup + 1: more than rounding, one step along the cosine
+            ", and this is step warmup + 1's rate: the step counted one on (step + 1?)"
+            if abs(start - one_on) < 1e-12
+            else ""
+        )
     )
     assert abs(lrs[-1] - cfg.min_lr) < 1e-12, (
         f"lr_at(steps) is {off(lrs[-1], cfg.min_lr)} min_lr = {cfg.min_lr}: the cosine ends there"

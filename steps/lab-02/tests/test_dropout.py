@@ -77,7 +77,7 @@ def test_dropout_at_p_1_gives_zeros_not_nan(layers):
 
 
 @pytest.mark.todo("task 2")
-@pytest.mark.parametrize("p", [0.1, 0.5, 0.8])
+@pytest.mark.parametrize("p", [0.1, 0.123, 0.5, 0.8])  # 0.123: no draw of whole percents
 def test_dropout_zeros_a_share_p_within_binomial_bounds(layers, p):
     out = layers.dropout(torch.ones(N // 1000, 1000), p, True, generator(1))  # (200, 1000)
     zeros = out == 0  # (200, 1000)
@@ -88,7 +88,14 @@ def test_dropout_zeros_a_share_p_within_binomial_bounds(layers, p):
                          "each entry draws its own keep: a mask of x's whole shape")  # fmt: skip
     share = (out == 0).float().mean().item()
     kept_p = abs(share - (1 - p)) <= binomial_bound(p)  # the share of zeros is 1 - p's
-    why = "p is the share dropped, not the share kept" if kept_p else "a dropped entry is 0"
+    why = (
+        "p is the share dropped, not the share kept"
+        if kept_p
+        else f"each entry is dropped with probability p, and {share:.4f} were: a draw from fewer "
+        "values than torch.rand's rounds p"
+        if abs(share - p) < 0.01  # near p, past chance: p rounded
+        else "a dropped entry is 0"
+    )
     expect.close(f"share of zeros at p={p}", share, p, atol=binomial_bound(p), why=why)
 
 
@@ -110,7 +117,9 @@ def test_dropout_keeps_the_mean(layers, p):
     expect.shape(f"dropout(x) at p={p}", out, x.shape, "x's shape: a dropped entry is 0, in place")
     kept = out[out != 0]
     unscaled = bool(kept.numel()) and bool((kept == 1.5).all())  # the kept ones left as they were
-    alone = bool(kept.numel()) and bool(torch.allclose(kept, torch.tensor(1 / (1 - p))))
+    alone = bool(kept.numel()) and bool(
+        torch.allclose(kept, torch.tensor(1 / (1 - p), dtype=kept.dtype))
+    )
     why = "each kept entry is scaled by 1 / (1 - p)" + (
         ": nothing was dropped, out is x itself, as in eval mode (did the training branch run?)"
         if unscaled and kept.numel() == N

@@ -71,6 +71,11 @@ def layout_said(pe: torch.Tensor, T: int, d: int) -> str:
             "row 0 is not position 0 (whose pairs are all sin 0 = 0, cos 0 = 1, whatever ω_i): "
             "row pos holds position pos, counted up from 0"
         )
+    if (pe.double() - paper_table(T, d)).abs().max() < 2e-3:
+        return (
+            "right to about 3 decimals, as float16 or bfloat16 round: the table is computed "
+            "and held in float32 or wider (the dtype of its torch.zeros, its arange)"
+        )
     return "PE(pos, 2i) = sin(pos·ω_i) and PE(pos, 2i + 1) = cos(pos·ω_i), ω_i = 10000^(-2i/d)"
 
 
@@ -210,7 +215,17 @@ def rope_said(got: torch.Tensor, x: torch.Tensor, start: int) -> str:
         return "row t turned by (start + t + 1)·ω_i, one position on: the first row sits at start"
     if near(x.double() + complex_rope(x, start)):
         return "x plus its turned pairs: rope returns the turned pairs alone, in x's place"
+    if got.shape == x.shape and not near_norms(got, x):
+        return (
+            "a row's length changed, which no turn does: both new coordinates of a pair are "
+            "computed from the pair as it was (does b's line read the a already turned?)"
+        )
     return "each adjacent pair (2i, 2i + 1) of row t turned by the angle (start + t)·ω_i"
+
+
+def near_norms(got: torch.Tensor, x: torch.Tensor) -> bool:
+    """Has every row of `got` the length of x's row (as a turn of its pairs keeps it)?"""
+    return torch.allclose(got.double().norm(dim=-1), x.double().norm(dim=-1), atol=1e-4)
 
 
 FAR = (  # at 10^4

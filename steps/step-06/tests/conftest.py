@@ -44,12 +44,23 @@ class Tiny(nn.Module):
         self.out = nn.Linear(d, V)
         self.seen = []  # (training, grad enabled, min id, max id) per forward: what the checks read
         self.shapes = []  # idx's shape per forward: a batch's axes swapped give the same loss here
+        self.dropping = []  # the dropout's own mode per forward: a mode set on submodules alone
+
+    def __setattr__(self, name, value):
+        # a GPT takes model.train = False silently and fails at the next model.eval(), far away
+        if name in ("train", "eval") and not callable(value):
+            raise TypeError(
+                f"model.{name} = {value!r} replaces the method that sets the mode; "
+                f"model.{name}({value!r}) calls it"
+            )
+        super().__setattr__(name, value)
 
     def forward(self, idx, targets=None):
         self.seen.append(
             (self.training, torch.is_grad_enabled(), idx.min().item(), idx.max().item())
         )
         self.shapes.append(tuple(idx.shape))
+        self.dropping.append(self.drop.training)
         logits = self.out(self.drop(self.emb(idx)))  # (B, T, V)
         loss = None if targets is None else F.cross_entropy(logits.flatten(0, 1), targets.flatten())
         return logits, loss

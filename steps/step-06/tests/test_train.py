@@ -90,6 +90,15 @@ def test_batches_are_windows_of_the_data_at_seeded_starts(train):
 
 
 @pytest.mark.todo("task 1")
+def test_get_batch_draws_starts_far_into_a_long_corpus(train):
+    data = torch.arange(100_000)  # (100000,) id == position: the run's corpus is ten times longer
+    x, y = train.get_batch(data, 8, 6, torch.Generator().manual_seed(0))
+    expect.at_least("the largest start of 8 windows in 100,000 ids", x[:, 0].max().item(), 32_768,
+                    "starts up to len(data) - T - 1, past what an int16 holds")  # fmt: skip
+    expect.equal("y after 8 windows in 100,000 ids", y, x + 1, "each window's next ids")
+
+
+@pytest.mark.todo("task 1")
 @pytest.mark.parametrize("B, T", [(1, 6), (4, 1)])
 def test_get_batch_keeps_an_axis_of_one(train, B, T):
     x, y = train.get_batch(torch.arange(50), B, T, torch.Generator().manual_seed(0))
@@ -271,6 +280,8 @@ def test_lr_at_is_nanogpts_schedule_at_every_step(train, schedule):
             and abs(got - lr * (step + 1) / default) < 1e-12
         ):
             off = f"the warm-up divided by TrainConfig's default warmup, {default}, not cfg.warmup"
+        elif abs(got - rate) > 1e-12 and got and got in {round(rate, k) for k in range(1, 12)}:
+            off = off or "the rate rounded to a few digits: lr_at returns it as computed"
         elif abs(got - rate) > 1e-12:
             off = off or ignored(train, cfg, list(LR_AT[schedule]))
         expect.close(f"lr_at({step}) with {sizes}", got, rate, 1e-12, off)
@@ -377,6 +388,24 @@ def test_train_step_moves_the_weights_by_the_optimizers_own_step(train, tiny):
         else "one optimizer.step() on the clipped gradient: it applies AdamW's update"
     )
     expect.close("the weights after train_step with AdamW", got, want, 1e-6, why)
+
+
+@pytest.mark.todo("task 4")
+def test_train_step_clips_a_large_gradient_of_a_small_loss(train, tiny):
+    model = tiny(0)
+    with torch.no_grad():  # large features that no logit reads yet: loss log V, a huge gradient
+        model.emb.weight.mul_(1000)
+        model.out.weight.zero_()
+    x, y = checks.batch(1)
+    before = [p.detach().clone() for p in model.parameters()]
+    loss = train.train_step(model, torch.optim.SGD(model.parameters(), lr=1.0), x, y, 10.0)
+    moved = torch.cat(
+        [(b - p.detach()).flatten() for b, p in zip(before, model.parameters(), strict=True)]
+    )
+    expect.close(f"the norm of an SGD step of lr 1 after a loss of {loss:.3g}, grad_clip = 10",
+                 moved.norm().item(), 10.0, 1e-3,
+                 "the gradient's norm (far above 10) cut to 10: clipping looks at the gradient, "
+                 "on every step, whatever the loss")  # fmt: skip
 
 
 @pytest.mark.todo("task 4")
