@@ -1594,6 +1594,15 @@ MISTAKES += [
         "pe = torch.zeros(T, d, dtype=torch.float16)",
         words="right to about 3 decimals",
     ),
+    Mistake(  # walk 24: Next at the cosine's line, which read the angle the sine changed
+        "the angle's sine taken in place",
+        "lab-02",
+        "layers",
+        "pe[:, 0::2] = torch.sin(angle)",
+        "pe[:, 0::2] = angle.sin_()",
+        "task 1.1",
+        "pe[:, 0::2] = angle.sin_()",
+    ),
     Mistake(  # told the smallest start was not 0
         "one start for the whole batch",
         "step-06",

@@ -206,6 +206,46 @@ def _absent_call(code, error: str) -> bool:
     return any(d.split(".")[0] in names and d not in _calls(code) for d in DOTTED.findall(error))
 
 
+def _in_place(code, ran: dict[int, int]) -> int | None:
+    """The line run first whose value is a local changed in place (`pe[:, 0::2] = angle.sin_()`,
+    `q @ K.transpose_(-2, -1)`), a local a line run after it reads again: that later line
+    computes from a changed value. (A statement of the call alone, `scores.masked_fill_(...)`,
+    changes its local on purpose.)"""
+    function = _function(code)
+    alone = (
+        {id(n.value) for n in ast.walk(function) if isinstance(n, ast.Expr)} if function else set()
+    )
+    changed = {}  # line -> the local its call changes in place
+    for node in ast.walk(function) if function else ():
+        if (
+            isinstance(node, ast.Call)
+            and id(node) not in alone
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+            and node.func.attr.endswith("_")
+            and not node.func.attr.startswith("_")
+            and node.func.attr != "requires_grad_"
+            and node.lineno in ran
+        ):
+            changed[node.lineno] = node.func.value.id
+    reads = {
+        n.lineno
+        for n in (ast.walk(function) if function else ())
+        if isinstance(n, ast.Name) and n.id in changed.values() and n.lineno in ran
+    }
+    later = [
+        line
+        for line, name in changed.items()
+        if any(ran[r] > ran[line] and r != line and name in _names_on(function, r) for r in reads)
+    ]
+    return min(later, key=ran.__getitem__) if later else None
+
+
+def _names_on(function, line: int) -> set[str]:
+    """The names read on one line of a function."""
+    return {n.id for n in ast.walk(function) if isinstance(n, ast.Name) and n.lineno == line}
+
+
 def _loop_return(code, ran: dict[int, int]) -> int | None:
     """A return that ran as a statement of a loop's own body (no if around it): the loop can
     never pass twice, so whatever the failure says, that return is the first suspect."""
@@ -229,6 +269,8 @@ def made_lines(code, ran: dict[int, int], error: str) -> tuple[int, int | None, 
         return idle, None, False
     if (early := _loop_return(code, ran)) is not None:  # a loop left on its first pass
         return early, None, False
+    if (changed := _in_place(code, ran)) is not None:  # a later line read what it changed
+        return changed, None, False
     if (
         ORDER in error or ONCE in error
     ):  # the right values, returned out of order or twice: the return

@@ -451,8 +451,8 @@ def attention_said(kv, got: torch.Tensor, expected: torch.Tensor, cache) -> str:
 
 # the mistakes of attention a prefill's output can be matched to, each as how it computes
 MISTAKES = {
-    "scaled by the square root of a count of positions (T, the keys', or t, the new queries'), "
-    "not sqrt(d_head)": {"scale": "T"},
+    "scaled by the square root of a count of positions (T, the keys', or t, the new queries'; "
+    "or h, the heads', where h = t), not sqrt(d_head)": {"scale": "T"},
     "not scaled by 1 / sqrt(d_head)": {"scale": 1.0},
     "the softmax over the queries (dim=-2), not over the keys": {"dim": -2},
     "the heads' outputs (B, h, t, d_head) read as (B, t, d) without the transpose": {
