@@ -267,6 +267,8 @@ def made_lines(code, ran: dict[int, int], error: str) -> tuple[int, int | None, 
     cast run last above it, else by every line that ran (no cast is where one belongs)."""
     if (idle := _no_op(code, ran)) is not None:  # a name alone: never right, the first suspect
         return idle, None, False
+    if "def line" in error:  # a default the failure names: the def line, above the body
+        return code.co_firstlineno, None, False
     if (early := _loop_return(code, ran)) is not None:  # a loop left on its first pass
         return early, None, False
     if (changed := _in_place(code, ran)) is not None:  # a later line read what it changed

@@ -105,6 +105,20 @@ def worst(got, expected):
     return (got.double() - expected.double()).abs().max().item()
 
 
+def moved(cache, layer: int, a: int) -> str:
+    """'' unless the keys a layer's cache held had another shape than its last call left: then
+    that (the K its append handed back, changed in place after it)."""
+    keys = cache.keys[layer] if layer < len(cache.keys) else None
+    left = (B, H, a, D // H)  # what the calls before held: positions 0 to a - 1
+    if not isinstance(keys, torch.Tensor) or tuple(keys.shape) == left:
+        return ""
+    return (
+        f": the cache held layer {layer}'s keys as {tuple(keys.shape)}, not {left} as its last "
+        "call should have left them: stored in another layout, or the K its append returned was "
+        "changed in place after it (transpose_: the cache holds that same tensor)"
+    )
+
+
 def refused(what: str, expected: str, exc: RuntimeError, then: str = "") -> AssertionError:
     """What was expected where torch refused, with the student's line that called it (and `then`,
     what the refusal tells of the code)."""
@@ -349,7 +363,9 @@ def cached_attention_run(kv, pieces):
                     frames = traceback.extract_tb(exc.__traceback__)
                     if any(f.name == "append" for f in frames):
                         held = f"keys and values {(B, H, b, D // H)}, the positions on axis 2"
-                        raise refused(f"{what}: its append", held, exc) from None
+                        raise refused(
+                            f"{what}: its append", held, exc, moved(cache, i, a)
+                        ) from None
                     if twice := twice_said([positions(cache.keys, i)], b):
                         raise refused(what, f"layer {i}'s cache to hold {b} positions", exc,
                                       f": {twice}") from None  # fmt: skip

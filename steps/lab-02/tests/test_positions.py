@@ -1,5 +1,6 @@
 """Sinusoidal and rotary positions: their properties as proofs, and parity with an independent computation."""
 
+import inspect
 import math
 
 import pytest
@@ -176,7 +177,16 @@ def test_rope_turns_each_pair_by_plus_m_omega_counterclockwise(layers):
         if got.shape == (5, 2) and torch.allclose(got.double(), turned, atol=FLOAT32):
             why = f"{why}, not {shown}: {said}"
     expect.close("rope of (1, 0) at positions 0 to 4", got,
-                 torch.stack((torch.cos(m), torch.sin(m)), dim=-1), atol=FLOAT32, why=why)  # fmt: skip
+                 torch.stack((torch.cos(m), torch.sin(m)), dim=-1), atol=FLOAT32,
+                 why=default_said(layers) or why)  # fmt: skip
+
+
+def default_said(layers) -> str:
+    """'' unless rope's start defaults to another position than 0: then that, in words."""
+    start = inspect.signature(layers.rope).parameters["start"].default  # what rope(x) starts at
+    if start == 0:
+        return ""
+    return f"start defaults to {start} in rope's def line: rope(x) begins its rows at position 0"
 
 
 def halves_rope(x: torch.Tensor, start: int) -> torch.Tensor:
@@ -290,7 +300,8 @@ def test_rope_keeps_every_rows_norm(layers):
 def test_rope_at_position_0_is_the_identity(layers):
     x = randn(3, 1, 8, seed=3)  # (B, T = 1, d_head): one row, at position 0
     expect.equal("rope(x) at position 0", layers.rope(x, 0), x, "a turn by angle 0")
-    expect.equal("rope(x) with start left out", layers.rope(x), x, "start defaults to 0")
+    expect.equal("rope(x) with start left out", layers.rope(x), x,
+                 default_said(layers) or "start defaults to 0")  # fmt: skip
     x = randn(3, 1, 8, seed=3, dtype=torch.float64)  # float64 digits: a turn by 0 keeps them all
     expect.equal("rope(float64 x) at position 0", layers.rope(x, 0), x,
                  "x's own digits: its columns turned in x's dtype, never cast (x.float())")  # fmt: skip
