@@ -630,11 +630,12 @@ def test_the_prefill_gives_the_uncached_logits(kv):
 def prefill_said(model, idx, got) -> str:
     """What a prefill that is not Step 5's left out, in words, found by computing it without."""
 
-    def forward(residual=True, ln_f=True, ln1=True, mlp_residual=True):
+    def forward(residual=True, ln_f=True, ln1=True, mlp_residual=True, order=1, post_ln2=False):
         x = model.tok_emb(idx) + model.pos_emb(torch.arange(idx.shape[1]))  # (B, T, d)
-        for block in model.blocks:  # Step 5's Block.forward, one of its parts optional
+        for block in list(model.blocks)[::order]:  # Step 5's Block.forward, a part changed
             h = (x if residual else 0) + block.attn(block.ln1(x) if ln1 else x)  # (B, T, d)
-            x = (h if mlp_residual else 0) + block.mlp(block.ln2(h))  # (B, T, d)
+            mlp = block.ln2(block.mlp(h)) if post_ln2 else block.mlp(block.ln2(h))  # (B, T, d)
+            x = (h if mlp_residual else 0) + mlp  # (B, T, d)
         return model.lm_head(model.ln_f(x) if ln_f else x)  # (B, T, V)
 
     left_out = {
@@ -648,6 +649,9 @@ def prefill_said(model, idx, got) -> str:
         "each block's MLP output took the place of x: x = x + block.mlp(...) adds to it": {
             "mlp_residual": False
         },
+        "the blocks ran last to first: layer 0, model.blocks[0], runs first": {"order": -1},
+        "ln2 normalises the MLP's output: each block normalises the MLP's input, "
+        "x + block.mlp(block.ln2(x))": {"post_ln2": True},
     }
     with torch.no_grad():
         for said, how in left_out.items():
@@ -655,7 +659,9 @@ def prefill_said(model, idx, got) -> str:
                 return said
         if got.shape == (*idx.shape, model.V) and worst(got, forward().softmax(-1)) < 1e-4:
             return "probabilities, not logits: forward_cached returns lm_head's output, no softmax"
-    return "Step 5's GPT.forward and Block.forward (nothing was held yet: the positions start at 0)"
+    return (
+        "Step 5's GPT.forward and Block.forward, line for line: a prefill is the uncached forward"
+    )
 
 
 @pytest.mark.todo("task 3c")
@@ -767,10 +773,11 @@ def pair_of(returned) -> tuple:
 @pytest.mark.core  # its parity
 def test_logits_at_every_generated_position_equal_the_uncached_models(kv):
     model, idx = model_of(kv), ids((B, 3))
-    cache, distances, moved = None, [], []
+    cache, distances, moved, fulls = None, [], [], []
     with torch.no_grad():
         for _ in range(2 * T_MAX):  # past T_max: the window slides, the cache is rebuilt
             held = layer_0_keys(cache)  # (B, h, T_max, d_head) of a full cache, else None
+            fulls.append(held is not None)  # a full cache: this call prefills the window again
             logits, cache = pair_of(kv.next_logits(model, idx, cache))  # (B, V), the cache
             expect.shape(f"next_logits of {idx.shape[1]} ids: its logits", logits, (B, V),
                          "(B, V): the last position's logits, one row per sequence")  # fmt: skip
@@ -781,15 +788,22 @@ def test_logits_at_every_generated_position_equal_the_uncached_models(kv):
         f"max |cached - uncached| at each of {len(distances)} positions: "
         + " ".join(f"{d:.1e}" for d in distances)
     )
+    many = [i == 0 or full for i, full in enumerate(fulls)]  # the calls that fed several ids
+    prefill_only = all((d > LOGITS_TOL) == m for d, m in zip(distances, many, strict=True))
     for T, d, was_slid in zip(range(3, 3 + len(distances)), distances, moved, strict=True):
         where = "past" if T > T_MAX else "within"
         why = "the cache changes the speed, not the logits" + (SLID if was_slid else "")
+        why += PREFILL_ONLY if prefill_only else ""
         expect.at_most(
             f"max |cached - uncached| with T={T} ids ({where} T_max)", d, LOGITS_TOL, why
         )
 
 
 SLID = "; the full cache slid: its oldest key dropped, the others kept"  # its symptom row's words
+PREFILL_ONLY = (
+    "; only the calls that fed several ids (the prefill, a rebuilt cache) differ, those of one id "
+    "match: the logits are the last position's row of what the forward returns"
+)
 
 
 def layer_0_keys(cache) -> torch.Tensor | None:
@@ -843,6 +857,17 @@ def test_generate_prefills_once_then_feeds_one_id_at_a_time(kv):
     kv.generate(model, idx, max_new_tokens=6, greedy=True)
     # 5 ids, then 1 each, until T_max = 8 are held; then the full cache is rebuilt from the window
     expect.equal("ids per forward", fed, [5, 1, 1, 1, 8, 8], "prefill, then one id, then rebuilds")
+
+
+@pytest.mark.todo("task 3d")
+def test_a_one_id_prompt_is_its_own_prefill(kv):
+    """The usual start of a sample, one id (the encoded newline): the prefill is that id alone."""
+    model, idx = model_of(kv), ids((B, 1), seed=3)  # (B, 1)
+    with torch.no_grad():
+        logits, cache = pair_of(kv.next_logits(model, idx))  # (B, V), the cache
+        expect.close("next_logits of a one-id prompt", logits, uncached_next(model, idx),
+                     LOGITS_TOL, "model(idx)[0][:, -1] of that one id")  # fmt: skip
+    expect.equal("the positions held after a one-id prompt", cache.length, 1, "that one id")
 
 
 @pytest.mark.todo("task 3d")
