@@ -29,6 +29,9 @@ def show(value) -> str:
         return f"a {value.dtype} tensor of shape {tuple(value.shape)}"
     if isinstance(value, float):
         return f"{value:.4g}"
+    if isinstance(value, type):  # float, torch.Tensor, numpy.float32: never "<class ...>"
+        module = value.__module__
+        return value.__qualname__ if module == "builtins" else f"{module}.{value.__qualname__}"
     return repr(value)
 
 
@@ -75,6 +78,11 @@ def _tensor_if(name: str, got, expected, why: str) -> None:
         got, torch.Tensor | int | float | list | tuple
     ):
         fail(name, show(expected), f"{type(got).__name__} {show(got)}"[:80], why)
+    held = [e for e in got if isinstance(e, torch.Tensor)] if isinstance(got, list | tuple) else []
+    if isinstance(expected, torch.Tensor) and held:  # tensors in a list: never one tensor
+        kind = type(got).__name__
+        fail(name, show(expected), f"a {kind} of {len(got)}, not one tensor: torch.cat joins "
+             f"tensors into one", why)  # fmt: skip
 
 
 def at_most(name: str, got, limit: float, why: str = "") -> None:

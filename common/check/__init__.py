@@ -455,6 +455,9 @@ TORCH_MEANS = [(re.compile(pattern), said) for pattern, said in (
     (r"random_ expects 'from' to be less than 'to', but got from=(-?\d+) >= to=(-?\d+)",
      "torch.randint(high, size) draws from 0 to high - 1, so high must be above 0: here it is "
      "{1}"),
+    (r"(\w+)\(\) received an invalid combination of arguments - got \((?:[^()]*, )?"
+     r"torch\._C\.Generator",
+     "torch.{0} takes a generator only by its keyword: generator=..."),
     (r"to - 1 is out of bounds for ([\w ]+)",
      "torch.randint's high is more than its dtype ({0}) holds: a dtype= narrower than int64 "
      "(the default) caps the numbers it can draw"),

@@ -246,15 +246,27 @@ def _names_on(function, line: int) -> set[str]:
     return {n.id for n in ast.walk(function) if isinstance(n, ast.Name) and n.lineno == line}
 
 
-def _loop_return(code, ran: dict[int, int]) -> int | None:
-    """A return that ran as a statement of a loop's own body (no if around it): the loop can
-    never pass twice, so whatever the failure says, that return is the first suspect."""
+def _early_return(code, ran: dict[int, int]) -> tuple[int, int | None] | None:
+    """A return that ran with code after it that never can: a statement of a loop's own body (no
+    if around it: the loop never passes twice), or one with statements below it in its block
+    (`return loss.item()` above `optimizer.step()`): whatever the failure says, the first
+    suspect, with the last line it cut off."""
     function = _function(code)
-    loops = (
-        [n for n in ast.walk(function) if isinstance(n, ast.For | ast.While)] if function else []
-    )
-    returns = [s.lineno for n in loops for s in n.body if isinstance(s, ast.Return)]
-    return next((line for line in returns if line in ran), None)
+    blocks = [
+        (node, body)
+        for node in (ast.walk(function) if function else ())
+        for body in (getattr(node, "body", None), getattr(node, "orelse", None))
+        if isinstance(body, list)
+    ]
+    for node, body in blocks:
+        for i, statement in enumerate(body):
+            if not isinstance(statement, ast.Return) or statement.lineno not in ran:
+                continue
+            if i + 1 < len(body):  # statements below it: never run
+                return statement.lineno, body[-1].end_lineno
+            if isinstance(node, ast.For | ast.While) and body is node.body:
+                return statement.lineno, None
+    return None
 
 
 def made_lines(code, ran: dict[int, int], error: str) -> tuple[int, int | None, bool]:
@@ -269,8 +281,8 @@ def made_lines(code, ran: dict[int, int], error: str) -> tuple[int, int | None, 
         return idle, None, False
     if "def line" in error:  # a default the failure names: the def line, above the body
         return code.co_firstlineno, None, False
-    if (early := _loop_return(code, ran)) is not None:  # a loop left on its first pass
-        return early, None, False
+    if (early := _early_return(code, ran)) is not None:  # code after it that never runs
+        return *early, False
     if (changed := _in_place(code, ran)) is not None:  # a later line read what it changed
         return changed, None, False
     if (

@@ -152,7 +152,8 @@ BUGS = [
         "p kept, not dropped",
         "at p = 0.1 nine entries in ten are zero: p read as the share kept",
         "p is the probability of dropping an entry: each one is kept with probability 1 - p "
-        "(task 2); look at the comparison that makes the mask",
+        "(task 2); look at the comparison that makes the mask, and at which entries the "
+        "output zeros",
         old="keep = torch.rand(x.shape, generator=generator) >= p",
         new="keep = torch.rand(x.shape, generator=generator) < p",
         says="p is the share dropped",

@@ -1,6 +1,7 @@
 """Step 6's checks of the training loop, each a function of (train module, model factory) that raises AssertionError naming a classic bug."""
 
 import copy
+import inspect
 import math
 import tempfile
 from dataclasses import replace
@@ -11,6 +12,7 @@ import torch
 
 from common.course import at
 from common.course.bugs import Bug, broken_copy
+from common.expect import show
 
 
 def corpus(n: int = 600, V: int = 8, seed: int = 0) -> torch.Tensor:
@@ -98,8 +100,9 @@ def check_zero_grad(train, make):
         )
         assert not (why := scaled(f"{name}.grad", p.grad, q.grad)), why
         assert torch.allclose(p.grad, q.grad, atol=1e-6), (
-            f"{name}.grad is not the gradient of this batch's loss, model(x, y)[1]: it differs "
-            f"by up to {(p.grad - q.grad).abs().max().item():.3g}"
+            f"{name}.grad is not the gradient of this batch's loss (the loss the model returns "
+            f"for x and y): it differs by up to {(p.grad - q.grad).abs().max().item():.3g}: "
+            "the loss backward() ran on is another"
         )
 
 
@@ -175,8 +178,8 @@ def check_clipping(train, make):
             ".grad holds a gradient after train_step, so optimizer.step() ran before "
             "loss.backward() made it"
             if stepped
-            else "optimizer.step() never ran (a branch that skipped it, or no call): every "
-            "batch takes its step, on the gradient clipped first"
+            else "optimizer.step() never ran (a branch that skipped it, a return before it, or "
+            "no call): every batch takes its step, on the gradient clipped first"
         )
     )
     assert stepped, (
@@ -246,6 +249,11 @@ def clipped_instead(
             "the step took the gradient cut to an L1 norm of grad_clip (clip_grad_norm_'s "
             "norm_type is 2, the default)"
         )
+    if abs(moved.abs().max().item() / clip - 1) < 1e-4 and moved.abs().max() < 0.999 * norm:
+        return (
+            "its largest entry is grad_clip: the gradient cut by its largest entry "
+            "(norm_type=inf); the norm clip_grad_norm_ cuts is the L2 one, its default"
+        )
     cut = norm < 0.999 * gradient.norm().item()  # scaled down, to some norm of its own
     if cut and torch.allclose(moved, gradient * (norm / gradient.norm()), atol=1e-6):
         return (
@@ -293,13 +301,20 @@ def check_eval_mode(train, make):
         "before), got eval mode: model.train(False) ran after the forwards, where the mode "
         "saved before model.eval() was train mode (model.train(True))"
     )
+    finally_ = "finally" in inspect.getsource(train.estimate_loss)  # its restore is there, wrong
     assert model.training, (
         "the model's mode after estimate_loss: expected train mode (it was in train mode "
-        "before), got eval mode: put it back in the mode it was in, in a finally (it runs on "
-        "every way out; an except only on an error)"
+        "before), got eval mode: "
+        + (
+            "its finally gives back another mode than the one it found; "
+            "model.train(was_training) gives back either"
+            if finally_
+            else "put it back in the mode it was in, in a finally (it runs on every way out; an "
+            "except only on an error)"
+        )
     )
     assert isinstance(first, float), (
-        f"the type estimate_loss returns: expected float, got {type(first).__name__}: "
+        f"the type estimate_loss returns: expected float, got {show(type(first))}: "
         "a Python float (.item() of each loss)"
     )
     assert first == train.estimate_loss(model, batches), (
@@ -338,6 +353,16 @@ NOT_ROUNDING = (
 )
 
 
+def in_float32(got: float, want: float) -> str:
+    """'' unless `got` misses `want` by about float32's rounding (7 digits): then that, in words."""
+    if not 1e-9 < abs(got - want) / abs(want) < 1e-6:
+        return ""
+    return (
+        ": about float32's rounding (7 digits), far more than float64's: did the rate pass "
+        "through a float32 tensor (torch.tensor's default dtype)?"
+    )
+
+
 def check_lr(train, make=None):
     """Task 3: the schedule peaks at cfg.lr and reaches cfg.min_lr at step = steps (a learning rate off by 10x)."""
     # min_lr / lr is not warmup / steps: a warm-up over steps, not warmup, does not end at min_lr
@@ -350,6 +375,7 @@ def check_lr(train, make=None):
     )
     assert abs(max(lrs) - cfg.lr) < 1e-12, (
         f"the peak learning rate is {off(max(lrs), cfg.lr)} lr = {cfg.lr}"
+        + in_float32(max(lrs), cfg.lr)
     )
     last = train.lr_at(cfg.warmup - 1, cfg)
     assert abs(last - cfg.lr) < 1e-12, (
@@ -368,6 +394,7 @@ def check_lr(train, make=None):
     )
     assert abs(start - cfg.lr) < 1e-12, (
         f"lr_at(warmup) is {off(start, cfg.lr)} lr = {cfg.lr}: the cosine starts at lr"
+        + in_float32(start, cfg.lr)
         + (  # the rate of step warmup + 1: more than rounding, one step along the cosine
             ", and this is step warmup + 1's rate: the step counted one on (step + 1?)"
             if abs(start - one_on) < 1e-12

@@ -470,6 +470,7 @@ MISTAKES = {
     "scaled by the square root of a count of positions (T, the keys', or t, the new queries'; "
     "or h, the heads', where h = t), not sqrt(d_head)": {"scale": "T"},
     "not scaled by 1 / sqrt(d_head)": {"scale": 1.0},
+    "scaled by d_head, not by its square root": {"scale": "d_head"},
     "the softmax over the queries (dim=-2), not over the keys": {"dim": -2},
     "the heads' outputs (B, h, t, d_head) read as (B, t, d) without the transpose": {
         "merged": False
@@ -496,7 +497,9 @@ def attention_mistake(kv, got: torch.Tensor) -> str:
         """Step 5's attention, with one `how` of MISTAKES changed."""
         q, k, v = (torch.stack([getattr(h, n)(x) for h in attn.heads], dim=1)
                    for n in ("query", "key", "value"))  # (B, h, t, d_head) each  # fmt: skip
-        scale = {"T": t**0.5, "d": D**0.5}.get(scale, scale or k.shape[-1] ** 0.5)
+        scale = {"T": t**0.5, "d": D**0.5, "d_head": k.shape[-1]}.get(
+            scale, scale or k.shape[-1] ** 0.5
+        )
         scores = q @ k.transpose(-2, -1) / scale  # (B, h, t, t)
         blocked = attn.heads[0].tril[:t, :t] == 0  # (t, t)
         if after:
@@ -705,8 +708,9 @@ def test_new_ids_are_embedded_at_the_positions_after_the_cached_ones(kv):
         with torch.no_grad():
             expected = model(idx)[0]  # (B, 7, V) Step 5's, every position at once
         expect.close("the logits of positions 0 to 6, fed in three calls", torch.cat(logits, 1),
-                     expected, LOGITS_TOL, "model.pos_emb was never called: each id's embedding "
-                     "adds its position's row, P to P + t - 1")  # fmt: skip
+                     expected, LOGITS_TOL, "each id's embedding adds its own position's row, "
+                     "P to P + t - 1 (model.pos_emb was never called: a row read from its "
+                     ".weight is one row, P, for every id of the call unless sliced [P : P + t])")  # fmt: skip
         return
     expect.equal("the positions of three calls", seen, [[0, 1, 2, 3], [4], [5, 6]], why)
     # the positions pos_emb saw are the ones added: its output moved, the logits move too

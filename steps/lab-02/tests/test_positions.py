@@ -86,6 +86,8 @@ def test_sinusoidal_matches_the_papers_formula_computed_one_entry_at_a_time(laye
     T, d = 40, 12
     pe = layers.sinusoidal(T, d)
     want = paper_table(T, d).float()  # (T, d) PE(pos, 2i) = sin, PE(pos, 2i + 1) = cos
+    expect.equal("sinusoidal(40, 12)'s dtype", pe.dtype, torch.float32,
+                 "computed in float64 for its digits, returned as float32")  # fmt: skip
     expect.close("sinusoidal(40, 12) - the paper's PE", pe, want, atol=FLOAT32,
                  why=layout_said(pe, T, d))  # fmt: skip
 
@@ -225,12 +227,24 @@ def rope_said(got: torch.Tensor, x: torch.Tensor, start: int) -> str:
         return "row t turned by (start + t + 1)·ω_i, one position on: the first row sits at start"
     if near(x.double() + complex_rope(x, start)):
         return "x plus its turned pairs: rope returns the turned pairs alone, in x's place"
+    if near(cos_for_sin(x, start)):
+        return "cos in sin's place too: each pair (a, b) came back as (a - b, a + b)·cos θ"
     if got.shape == x.shape and not near_norms(got, x):
         return (
             "a row's length changed, which no turn does: both new coordinates of a pair are "
-            "computed from the pair as it was (does b's line read the a already turned?)"
+            "computed from the pair as it was, with cos θ and sin θ (does b's line read the a "
+            "already turned?)"
         )
     return "each adjacent pair (2i, 2i + 1) of row t turned by the angle (start + t)·ω_i"
+
+
+def cos_for_sin(x: torch.Tensor, start: int) -> torch.Tensor:
+    """RoPE with cos θ in sin θ's place as well (a bug here), float64: (a - b, a + b)·cos θ."""
+    T, d_head = x.shape[-2:]
+    w = torch.tensor([omega(i, d_head) for i in range(d_head // 2)], dtype=torch.float64)
+    c = torch.outer(torch.arange(start, start + T, dtype=torch.float64), w).cos()  # (T, d/2)
+    a, b = x.double()[..., 0::2], x.double()[..., 1::2]  # (..., T, d_head/2) each
+    return torch.stack((a * c - b * c, a * c + b * c), dim=-1).flatten(-2)  # (..., T, d_head)
 
 
 def near_norms(got: torch.Tensor, x: torch.Tensor) -> bool:
@@ -294,6 +308,21 @@ def test_rope_keeps_every_rows_norm(layers):
     x = randn(4, 32, 16, seed=2)  # (B, T, d_head)
     got = layers.rope(x, 5)
     expect.close("|rope(x)| - |x| per row", got.norm(dim=-1), x.norm(dim=-1), atol=FLOAT32)
+
+
+@pytest.mark.todo("task 1.2")
+def test_rope_passes_the_gradient_to_x(layers):
+    x = randn(2, 5, 8, seed=4).requires_grad_(True)  # (B, T, d_head): the queries of a model
+    out = layers.rope(x, 3)  # (B, T, d_head)
+    expect.equal("rope(x, 3).requires_grad, for an x that requires grad", out.requires_grad, True,
+                 "rope is part of the graph: W_Q and W_K learn through it (no .detach(), no "
+                 "torch.no_grad())")  # fmt: skip
+    out.sum().backward()  # d/dx of the sum: each pair (a, b) gives (cos + sin, cos - sin)
+    w = torch.tensor([omega(i, 8) for i in range(4)], dtype=torch.float64)
+    angle = torch.outer(torch.arange(3, 8, dtype=torch.float64), w)  # (T, d_head/2)
+    want = torch.stack((angle.cos() + angle.sin(), angle.cos() - angle.sin()), dim=-1).flatten(-2)
+    expect.close("x.grad after rope(x, 3).sum().backward()", x.grad.double(),
+                 want.expand(2, 5, 8), 1e-5, "each pair's turn, transposed, on the ones")  # fmt: skip
 
 
 @pytest.mark.todo("task 1.2")
