@@ -75,7 +75,7 @@ MISTAKES = [
         "    return torch.tensor(losses).mean()",
         "task 2",
         "return torch.tensor(losses).mean()",
-        "the type estimate_loss returns: expected float, got Tensor",
+        "the type estimate_loss returns: expected float, got torch.Tensor",
     ),
     Mistake(  # walk 4: 44 starts for 64 rows: the shape, before "each row is one window"
         "starts drawn without repeats",
@@ -295,7 +295,7 @@ MISTAKES = [
         "return pe.to(torch.float64)",
         "task 1.1",
         "return pe.to(torch.float64)",
-        first="its dtype: expected torch.float32, got torch.float64",
+        first="dtype: expected torch.float32, got torch.float64",
     ),
     Mistake(  # d pairs of angles, not d / 2: torch refuses the first write, under their shapes
         "frequencies(d, d)",
@@ -817,7 +817,7 @@ MISTAKES += [
         "forward_cached(model, new, cache)[:, -1, :]",
         "task 3d",
         "forward_cached(model, new, cache)[:, -1, :]",
-        first="the type next_logits returns: expected <class 'tuple'>",
+        first="the type next_logits returns: expected tuple, got torch.Tensor",
         given=("check_state(model, idx, cache)", "raise ValueError("),
     ),
     Mistake(  # walk 11: led by check_eval_mode, whose mean assertion is the mean test's now
@@ -1810,6 +1810,26 @@ MISTAKES += [
         "scores = scores / K.shape[-1]",
         words="scaled by d_head, not by its square root",
     ),
+    Mistake(  # walk 25: rope's general words
+        "the turned pair written back swapped",
+        "lab-02",
+        "layers",
+        "torch.stack((a * cos - b * sin, a * sin + b * cos), dim=-1)",
+        "torch.stack((a * sin + b * cos, a * cos - b * sin), dim=-1)",
+        "task 1.2",
+        "torch.stack((a * sin + b * cos, a * cos - b * sin), dim=-1)",
+        words="each turned pair written back as (b', a')",
+    ),
+    Mistake(  # walk 25: rope's general words
+        "start read as the last row's position",
+        "lab-02",
+        "layers",
+        "torch.arange(start, start + T, dtype=torch.float64)",
+        "torch.arange(start - T + 1, start + 1, dtype=torch.float64)",
+        "task 1.2",
+        "torch.arange(start - T + 1, start + 1, dtype=torch.float64)",
+        words="the rows end at start",
+    ),
     Mistake(  # told the smallest start was not 0
         "one start for the whole batch",
         "step-06",
@@ -2028,7 +2048,7 @@ MISTAKES += [
         "    torch.manual_seed(0)\n    was_training = model.training\n",
         "task 2",
         "torch.manual_seed(0)",
-        words="torch's global random state after estimate_loss",
+        words="torch's global random state changed in estimate_loss",
     ),
     Mistake(  # the "targets not shifted" row for an alias
         "y written into x",

@@ -225,6 +225,17 @@ def rope_said(got: torch.Tensor, x: torch.Tensor, start: int) -> str:
         return "row t turned by (2·start + t)·ω_i: start counted twice; row t sits at start + t"
     if near(complex_rope(x, start + 1)):
         return "row t turned by (start + t + 1)·ω_i, one position on: the first row sits at start"
+    T = x.shape[-2]
+    if T > 1 and near(complex_rope(x, start - T + 1)):
+        return (
+            f"row t turned by (start - {T - 1} + t)·ω_i: the rows end at start; they begin "
+            "there, row t at start + t"
+        )
+    if near(complex_rope(x, start).unflatten(-1, (-1, 2)).flip(-1).flatten(-2)):
+        return (
+            "each turned pair written back as (b', a'): column 2i holds a' = a cos θ - b sin θ, "
+            "column 2i + 1 holds b' = a sin θ + b cos θ"
+        )
     if near(x.double() + complex_rope(x, start)):
         return "x plus its turned pairs: rope returns the turned pairs alone, in x's place"
     if near(cos_for_sin(x, start)):
