@@ -78,7 +78,11 @@ def _tensor_if(name: str, got, expected, why: str) -> None:
         got, torch.Tensor | int | float | list | tuple
     ):
         fail(name, show(expected), f"{type(got).__name__} {show(got)}"[:80], why)
-    held = [e for e in got if isinstance(e, torch.Tensor)] if isinstance(got, list | tuple) else []
+    held = (
+        [e for e in got if isinstance(e, torch.Tensor) and e.dim()]
+        if isinstance(got, list | tuple)
+        else []
+    )
     if isinstance(expected, torch.Tensor) and held:  # tensors in a list: never one tensor
         kind = type(got).__name__
         fail(name, show(expected), f"a {kind} of {len(got)}, not one tensor: torch.cat joins "
@@ -155,6 +159,7 @@ def members(name: str, got: Sequence, expected: Sequence, labels: Sequence[str],
 
 ORDER = "the members in another order"  # the check's words for a tuple returned out of order
 ONCE = "each member once"  # and for a member returned twice: the return's own mistake, both
+DEF_LINE = "def line"  # a test's words for a default changed where the function is defined
 
 
 def _same(got, expected, atol: float) -> bool:

@@ -26,7 +26,7 @@ from common.check.status import (
 )
 from common.course import course_step, predictions
 from common.course.todos import Todo, first_student_line, order_key, shipped_line, student_line
-from common.expect import ONCE, ORDER
+from common.expect import DEF_LINE, ONCE, ORDER
 from common.loader import load, source
 
 STEPS_UNDER_TEST = pytest.StashKey[list[str]]()
@@ -228,22 +228,16 @@ def _in_place(code, ran: dict[int, int]) -> int | None:
             and node.lineno in ran
         ):
             changed[node.lineno] = node.func.value.id
-    reads = {
-        n.lineno
-        for n in (ast.walk(function) if function else ())
-        if isinstance(n, ast.Name) and n.id in changed.values() and n.lineno in ran
-    }
+    read_on = {}  # each line that ran -> the names it reads
+    for n in ast.walk(function) if changed else ():
+        if isinstance(n, ast.Name) and n.lineno in ran:
+            read_on.setdefault(n.lineno, set()).add(n.id)
     later = [
         line
         for line, name in changed.items()
-        if any(ran[r] > ran[line] and r != line and name in _names_on(function, r) for r in reads)
+        if any(ran[r] > ran[line] and r != line and name in read for r, read in read_on.items())
     ]
     return min(later, key=ran.__getitem__) if later else None
-
-
-def _names_on(function, line: int) -> set[str]:
-    """The names read on one line of a function."""
-    return {n.id for n in ast.walk(function) if isinstance(n, ast.Name) and n.lineno == line}
 
 
 def _early_return(code, ran: dict[int, int]) -> tuple[int, int | None] | None:
@@ -279,7 +273,7 @@ def made_lines(code, ran: dict[int, int], error: str) -> tuple[int, int | None, 
     cast run last above it, else by every line that ran (no cast is where one belongs)."""
     if (idle := _no_op(code, ran)) is not None:  # a name alone: never right, the first suspect
         return idle, None, False
-    if "def line" in error:  # a default the failure names: the def line, above the body
+    if DEF_LINE in error:  # a default the failure names: the def line, above the body
         return code.co_firstlineno, None, False
     if (early := _early_return(code, ran)) is not None:  # code after it that never runs
         return *early, False

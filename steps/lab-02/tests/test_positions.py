@@ -188,7 +188,7 @@ def default_said(layers) -> str:
     start = inspect.signature(layers.rope).parameters["start"].default  # what rope(x) starts at
     if start == 0:
         return ""
-    return f"start defaults to {start} in rope's def line: rope(x) begins its rows at position 0"
+    return f"start defaults to {start} in rope's {expect.DEF_LINE}: rope(x) begins at position 0"
 
 
 def halves_rope(x: torch.Tensor, start: int) -> torch.Tensor:
