@@ -1830,6 +1830,51 @@ MISTAKES += [
         "torch.arange(start - T + 1, start + 1, dtype=torch.float64)",
         words="the rows end at start",
     ),
+    Mistake(  # walk 26: green; a Ctrl-C is no Exception
+        "the mode given back by an except Exception",
+        "step-06",
+        "train",
+        "            losses = [model(x, y)[1].item() for x, y in batches]\n    finally:\n"
+        "        model.train(was_training)  # the next training step needs train mode again",
+        "            losses = [model(x, y)[1].item() for x, y in batches]\n    except Exception:\n"
+        "        model.train(was_training)\n        raise\n"
+        "    model.train(was_training)  # the next training step needs train mode again",
+        "task 2",
+        "except Exception:",
+        words="`except Exception` lets a Ctrl-C by",
+    ),
+    Mistake(  # walk 26: "cleared after the backward pass", Next at the correct zero_grad
+        "grad_clip handed as the norm type",
+        "step-06",
+        "train",
+        "clip_grad_norm_(model.parameters(), grad_clip)  # one bad",
+        "clip_grad_norm_(model.parameters(), 2.0, grad_clip)  # one bad",
+        "task 4",
+        "clip_grad_norm_(model.parameters(), 2.0, grad_clip)",
+        words="the clip scaled them to 0",
+    ),
+    Mistake(  # walk 26: "not a new one", Next at the correct draw
+        "the generator's state put back after the draw",
+        "step-06",
+        "train",
+        "    ix = torch.randint(len(data) - T, (B,), generator=generator)  # (B,) starts",
+        "    state = generator.get_state()\n"
+        "    ix = torch.randint(len(data) - T, (B,), generator=generator)  # (B,) starts\n"
+        "    generator.set_state(state)",
+        "task 1",
+        "generator.set_state(state)",
+        words="the generator's state after get_batch is the one it had before",
+    ),
+    Mistake(  # walk 26: green; a caller's frozen weight trained
+        "frozen weights unfrozen",
+        "step-06",
+        "train",
+        "    optimizer.zero_grad(set_to_none=True)  # .grad",
+        "    model.requires_grad_(True)\n    optimizer.zero_grad(set_to_none=True)  # .grad",
+        "task 4",
+        "model.requires_grad_(True)",
+        words="train_step changes no setting of the model",
+    ),
     Mistake(  # told the smallest start was not 0
         "one start for the whole batch",
         "step-06",

@@ -3,6 +3,7 @@
 import copy
 import inspect
 import math
+import re
 import tempfile
 from dataclasses import replace
 from pathlib import Path
@@ -164,16 +165,25 @@ def check_clipping(train, make):
     x, y = batch(1)
     before = [p.detach().clone() for p in model.parameters()]
     opt = torch.optim.SGD(model.parameters(), lr=1.0)  # the step is minus the clipped gradient
-    seen, stepped = filled(model), []
+    seen, stepped, zeroed = filled(model), [], []
     opt.register_step_post_hook(lambda *_: stepped.append(1))
+    zero_grad = opt.zero_grad  # each call notes how many gradients the backward had made by then
+    opt.zero_grad = lambda *a, **k: (zeroed.append(len(seen)), zero_grad(*a, **k))[1]
     train.train_step(model, opt, x, y, grad_clip=1e-3)
     moved = torch.cat(
         [(b - p.detach()).flatten() for b, p in zip(before, model.parameters(), strict=True)]
     )
     grads = [p.grad.flatten() for p in model.parameters() if p.grad is not None]
     left = torch.cat(grads).norm().item() if grads else 0.0  # the norm .grad holds after the step
+    by_clip = seen and any(seen) and zeroed and max(zeroed) == 0  # zero_grad ran before backward
     assert moved.any(), "an SGD step of lr 1 did not move the weights: " + (
-        cleared(model, seen)
+        (
+            "every .grad is zero after train_step: the clip scaled them to 0 "
+            "(clip_grad_norm_(parameters, grad_clip): a third argument is its norm_type), after "
+            "the backward pass made them (and after the optimizer's zero_grad)"
+            if by_clip and cleared(model, seen)
+            else cleared(model, seen)
+        )
         or (
             ".grad holds a gradient after train_step, so optimizer.step() ran before "
             "loss.backward() made it"
@@ -287,9 +297,14 @@ def check_eval_mode(train, make):
         if off
         else "estimate_loss ran the model in train mode: call model.eval() first (dropout stays on)"
     )
+    source = inspect.getsource(train.estimate_loss)
     assert all(not seen[1] for seen in model.seen), (
-        "estimate_loss built a graph: the forwards go inside a `with torch.no_grad():` block (the "
-        "call alone, as a statement, switches nothing off)"
+        "estimate_loss built a graph: the forwards go inside a `with torch.no_grad():` block"
+        + (
+            " (the call alone, as a statement, switches nothing off)"
+            if not re.search(r"^\s*with\b", source, re.M)  # no with block at all
+            else ""
+        )
     )
     still = [name for name, m in model.named_modules() if not m.training]
     assert model.training <= (not still), (
@@ -301,7 +316,7 @@ def check_eval_mode(train, make):
         "before), got eval mode: model.train(False) ran after the forwards, where the mode "
         "saved before model.eval() was train mode (model.train(True))"
     )
-    finally_ = "finally" in inspect.getsource(train.estimate_loss)  # its restore is there, wrong
+    finally_ = "finally" in source  # its restore is there, and wrong
     assert model.training, (
         "the model's mode after estimate_loss: expected train mode (it was in train mode "
         "before), got eval mode: "

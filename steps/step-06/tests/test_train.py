@@ -67,9 +67,13 @@ def test_batches_are_windows_of_the_data_at_seeded_starts(train):
         else "the same batch: the starts come from the generator passed in (generator=), "
         "not from torch's global one or another source of random numbers"
     ))  # fmt: skip
+    state = g1.get_state()  # the generator as the next call finds it
     following = train.get_batch(data, 64, 6, g1)[0]  # (64, 6)
     expect.differs("the next batch drawn with the same generator", following, x,
-                   "each call draws new starts from the generator it is given, not a new one")  # fmt: skip
+                   "the generator's state after get_batch is the one it had before: a draw moves "
+                   "it on (a generator.set_state(...) after the draw puts it back)"
+                   if torch.equal(g1.get_state(), state)
+                   else "each call draws new starts from the generator it is given, not a new one")  # fmt: skip
     assert torch.equal(x - x[:, :1], torch.arange(6).expand(64, 6)), "each row is one window"
     expect.at_most("the largest start of 64 windows of T = 6 ids in 50", x[:, 0].max().item(),
                    50 - 7, "a window must fit, its targets (one id later) included")  # fmt: skip
@@ -159,6 +163,11 @@ class ForwardFailed(Exception):
     """What Refuses raises: no NotImplementedError (a RuntimeError), so a starter's TODO is not it."""
 
 
+class Interrupted(BaseException):
+    """What a Ctrl-C is to an `except Exception`: a BaseException, as KeyboardInterrupt is (one
+    of pytest's own would stop the session)."""
+
+
 class Refuses(torch.nn.Module):
     """A model whose forward raises in eval mode: an estimate must still give train mode back."""
 
@@ -178,6 +187,15 @@ def test_estimate_loss_gives_the_mode_back_even_when_a_forward_raises(train):
         "raising it: an estimate whose forward fails must fail too (try/finally, no except)"
     )
     expect.equal("model.training after a forward raised", model.training, True, "try/finally")
+    model = Refuses().train()
+    model.forward = lambda x, y: (_ for _ in ()).throw(Interrupted())  # a Ctrl-C in a forward
+    try:
+        train.estimate_loss(model, [checks.batch(1)])
+    except Interrupted:
+        pass
+    expect.equal("model.training after a Ctrl-C in a forward (a BaseException, not an Exception)",
+                 model.training, True, "a finally runs on every way out; `except Exception` lets a "
+                 "Ctrl-C by")  # fmt: skip
 
 
 @pytest.mark.todo("task 2")
@@ -393,6 +411,19 @@ def test_train_step_moves_the_weights_by_the_optimizers_own_step(train, tiny):
         else "one optimizer.step() on the clipped gradient: it applies AdamW's update"
     )
     expect.close("the weights after train_step with AdamW", got, want, 1e-6, why)
+
+
+@pytest.mark.todo("task 4")
+def test_train_step_leaves_a_frozen_weight_frozen(train, tiny):
+    model = tiny(0)
+    model.emb.weight.requires_grad_(False)  # a caller's frozen embedding
+    before = model.emb.weight.detach().clone()
+    opt = torch.optim.SGD(model.parameters(), lr=1.0)
+    train.train_step(model, opt, *checks.batch(1), 1.0)
+    expect.equal("emb.weight.requires_grad after train_step", model.emb.weight.requires_grad,
+                 False, "as the caller set it: train_step changes no setting of the model")  # fmt: skip
+    expect.equal("the frozen emb.weight after train_step", model.emb.weight.detach(), before,
+                 "untouched: no gradient, no step")  # fmt: skip
 
 
 @pytest.mark.todo("task 4")
