@@ -54,6 +54,8 @@ def equal(name: str, got, expected, why: str = "") -> None:
     """got == expected (tensors: same shape and every entry equal, NaN never equal)."""
     _plain(name, got, expected)
     _tensor_if(name, got, expected, why)
+    if (got is None) != (expected is None):  # None is no tensor of any dtype: say what came
+        fail(name, show(expected), show(got), why)
     if isinstance(got, torch.Tensor) or isinstance(expected, torch.Tensor):
         _tensors_close(name, _as_tensor(got), _as_tensor(expected), None, why)
     elif got != expected:

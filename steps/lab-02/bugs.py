@@ -36,7 +36,7 @@ BUGS = [
         "pos · ω were computed in float32",
         "float32 keeps about seven digits, so pos · ω near 10^4 keeps three decimals: compute the "
         "angles in float64 and return the table in float32 (task 1.1); look at the dtype of the "
-        "positions and of the angles",
+        "positions, of the frequencies ω and of the angles",
         old="angle = torch.outer(torch.arange(T, dtype=torch.float64), frequencies(d // 2, d))",
         new="angle = torch.outer(torch.arange(T, dtype=torch.float32), "
         "frequencies(d // 2, d).float())",

@@ -1,5 +1,6 @@
 """Inverted dropout: the identity in eval mode, the share of zeros, the mean kept, a seeded mask."""
 
+import inspect
 import math
 
 import pytest
@@ -153,8 +154,17 @@ def test_dropout_keeps_the_shape_and_dtype(layers, dtype):
     x = randn(2, 3, 5, seed=3, dtype=dtype)  # (2, 3, 5)
     out = layers.dropout(x, 0.5, True, generator(0))
     expect.shape("dropout(x)", out, x.shape)
+    scale = "torch.tensor(" in inspect.getsource(layers.dropout)  # a tensor scale promotes x too
     expect.equal(f"dropout({str(dtype).removeprefix('torch.')} x).dtype", out.dtype, dtype,
-                 "the dtype of x: make the mask in x's dtype")  # fmt: skip
+                 "the dtype of x: a float32 tensor in the arithmetic (a torch.tensor scale here) "
+                 "promotes x; 1 / (1 - p) as a Python number keeps it"
+                 if scale
+                 else "the dtype of x: make the mask in x's dtype")  # fmt: skip
+    if dtype == torch.float64:  # every digit of x: no float32 on the way
+        kept = out != 0
+        expect.close("dropout(float64 x)'s kept entries - x / (1 - p)", out[kept],
+                     x[kept] / 0.5, 1e-12, "in x's own dtype throughout: a float32 step on the "
+                     "way keeps 7 digits of float64's 16")  # fmt: skip
 
 
 @pytest.mark.todo("task 2")

@@ -243,8 +243,8 @@ def rope_said(got: torch.Tensor, x: torch.Tensor, start: int) -> str:
     if got.shape == x.shape and not near_norms(got, x):
         return (
             "a row's length changed, which no turn does: both new coordinates of a pair are "
-            "computed from the pair as it was, with cos θ and sin θ (does b's line read the a "
-            "already turned?)"
+            "computed from the pair as it was, with cos θ and sin θ: (a cos θ - b sin θ, a sin θ + "
+            "b cos θ), signs included (does b's line read the a already turned?)"
         )
     return "each adjacent pair (2i, 2i + 1) of row t turned by the angle (start + t)·ω_i"
 
