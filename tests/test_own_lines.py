@@ -1913,7 +1913,7 @@ MISTAKES += [
         'scores = scores + (mask == 0) * float("-inf")',
         "task 3b",
         'scores = scores + (mask == 0) * float("-inf")',
-        words="or the scores met 0 · -inf",
+        words="or the scores met 0 · -inf (a mask added or multiplied into them",
     ),
     Mistake(  # walk 26: "does b's line read the a already turned?" for a sign
         "a's turn with the wrong sign",

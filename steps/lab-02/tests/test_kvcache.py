@@ -450,7 +450,7 @@ def attention_said(kv, got: torch.Tensor, expected: torch.Tensor, cache) -> str:
             "it holds NaN: weights of -inf met V, from a softmax over an axis the mask blocks "
             "whole (the heads', dim=1, not the keys', dim=-1) or a log_softmax (its blocked "
             "weights stay -inf; the softmax's are 0); or the scores met 0 · -inf (a mask added or "
-            "multiplied in: masked_fill sets -inf where blocked, and leaves the rest)"
+            "multiplied into them: -inf belongs in the blocked places only)"
         )
     if worst(got[:, :, -1], expected[:, :, -1]) < LOGITS_TOL:
         return (
