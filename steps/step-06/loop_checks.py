@@ -321,8 +321,8 @@ def check_eval_mode(train, make):
         "the model's mode after estimate_loss: expected train mode (it was in train mode "
         "before), got eval mode: "
         + (
-            "its finally gives back another mode than the one it found; "
-            "model.train(was_training) gives back either"
+            "its finally gives back another mode than the one it found; the mode saved before "
+            "the switch, whichever it was, is the one to give back"
             if finally_
             else "put it back in the mode it was in, in a finally (it runs on every way out; an "
             "except only on an error)"
