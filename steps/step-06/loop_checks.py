@@ -176,13 +176,14 @@ def check_clipping(train, make):
     grads = [p.grad.flatten() for p in model.parameters() if p.grad is not None]
     left = torch.cat(grads).norm().item() if grads else 0.0  # the norm .grad holds after the step
     by_clip = seen and any(seen) and zeroed and max(zeroed) == 0  # zero_grad ran before backward
+    zeros = cleared(model, seen)  # '' unless every .grad is None or zero
     assert moved.any(), "an SGD step of lr 1 did not move the weights: " + (
         (
             "every .grad is zero after train_step: the clip scaled them to 0 "
             "(clip_grad_norm_(parameters, grad_clip): a third argument is its norm_type), after "
             "the backward pass made them (and after the optimizer's zero_grad)"
-            if by_clip and cleared(model, seen)
-            else cleared(model, seen)
+            if by_clip and zeros
+            else zeros
         )
         or (
             ".grad holds a gradient after train_step, so optimizer.step() ran before "
