@@ -2353,6 +2353,27 @@ MISTAKES += [
         "for y, x in batches",
         words="yours took them as (y, x)",
     ),
+    Mistake(  # walk 26 F8: the generic checklist named no random op
+        "F.dropout on the cached attention's weights",
+        "lab-02",
+        "kvcache",
+        "    A = F.softmax(scores, dim=-1)  #",
+        "    A = F.dropout(F.softmax(scores, dim=-1), p=0.1)  #",
+        "task 3b",
+        "A = F.dropout(",
+        "something random runs in it",
+    ),
+    Mistake(  # walk 26 F4: a later line told a (1, 3) prefill its ids were laid across
+        "next_logits' cache made with T for its batch size",
+        "lab-02",
+        "kvcache",
+        "        cache = KVCache(model, idx.shape[0])",
+        "        cache = KVCache(model, len(idx[0]))",
+        "task 3d",
+        "cache = KVCache(model, len(idx[0]))",
+        "the cache was made for batch size B=8, got ids of batch size B=2",
+        given=("check_cache(model, idx, cache)", "if B != cache.B", "raise ValueError("),
+    ),
 ]
 
 

@@ -207,7 +207,8 @@ def _note(status: StepStatus, todo: str, earlier: list[str], run: RunFacts) -> s
     if s.state == "waiting" and (others := _waits_for(status, todo)):
         return f"written; its tests wait for {' and '.join(split_id(t)[1] for t in others)}"
     if s.state == "done" and (others := _waits_for(status, todo)):  # its whole runs held back
-        return f"done; its tests of a whole run wait for {' and '.join(split_id(t)[1] for t in others)}"
+        waits = " and ".join(split_id(t)[1] for t in others)
+        return f"its own tests pass; its tests of a whole run wait for {waits}"
     return {
         "done": "done",
         "untested": "written; none of its tests ran here",

@@ -71,7 +71,7 @@ def check_cache(model, idx, cache):
             "make the cache after model.to(dtype): KVCache(model, B)"
         )
     B, t = idx.shape
-    if B == 1 and t == cache.B != 1:  # one id per sequence laid along the positions' axis
+    if B == 1 and t == cache.B != 1 and cache.length:  # one new id per sequence laid across
         raise ValueError(
             f"ids {tuple(idx.shape)} for a cache of batch size B={cache.B}: one new id per "
             f"sequence is ({cache.B}, 1), B rows of one position; idx[:, -1:] keeps that axis"
