@@ -2374,6 +2374,40 @@ MISTAKES += [
         "the cache was made for batch size B=8, got ids of batch size B=2",
         given=("check_cache(model, idx, cache)", "if B != cache.B", "raise ValueError("),
     ),
+    Mistake(  # walk 25 M1: "Python, in torch's own code, refused it", the object unnamed
+        "the mask read from the attention, which holds no tril",
+        "lab-02",
+        "kvcache",
+        "    mask = attn.heads[0].tril[T - t : T, :T]",
+        "    mask = attn.tril[T - t : T, :T]",
+        "task 3b",
+        "mask = attn.tril[T - t : T, :T]",
+        "has no attribute 'tril'",
+        words="attn is a MultiHeadAttention here, which has no .tril",
+    ),
+    Mistake(  # walk 25 M1: the line's x was named, not the Block passed as attn
+        "the block passed where its attention goes",
+        "lab-02",
+        "kvcache",
+        "x = x + cached_attention(block.attn, block.ln1(x), cache, layer)",
+        "x = x + cached_attention(block, block.ln1(x), cache, layer)",
+        "task 3c",
+        "cached_attention(block, block.ln1(x), cache, layer)",
+        "has no attribute 'heads'",
+        words="attn is a Block here, which has no .heads",
+        given=("for head in attn.heads",),  # task 3b's line, right, where the Block is met
+    ),
+    Mistake(  # walk 26 bug 9: the config test that names the cause came third
+        "the warm-up's peak written in as the default lr",
+        "step-06",
+        "train",
+        "return cfg.lr * (step + 1) / cfg.warmup",
+        "return 3e-3 * (step + 1) / cfg.warmup",
+        "task 3",
+        "return 3e-3 * (step + 1) / cfg.warmup",
+        "the warm-up climbs to 0.003",
+        words="the warm-up climbs to 0.003 (TrainConfig's default lr), not to cfg.lr = 0.01",
+    ),
 ]
 
 

@@ -339,7 +339,10 @@ def in_course_words(exc) -> list[str]:
     at = f" at {part}," if part and part != _whole_value(_one_line(statement)) else ""
     inside = "torch" in Path(exc.traceback[-1].path).parts  # raised in torch's own Python code
     refuser = "Python" if _pythons(exc) else "torch"  # None.length is not torch's
-    refuser += ", in torch's own code," if inside and refuser == "Python" else ""
+    lacks = HAS_NO.search(str(exc.value)) if exc.errisinstance(AttributeError) else None
+    holder = part.removesuffix(f".{lacks[2]}") if lacks and lacks[1] != "NoneType" else ""
+    # nn.Module's __getattr__ raises it in torch's file, but the name was the student's choice
+    refuser += ", in torch's own code," if inside and refuser == "Python" and not holder else ""
     refused = "warned" if exc.errisinstance(Warning) else "refused it"  # a warning stops nothing
     meaning = [
         f"  {words.format(*m.groups())}"
@@ -358,10 +361,13 @@ def in_course_words(exc) -> list[str]:
                        "fills it (and again after zero_grad(set_to_none=True))"]  # fmt: skip
     elif held and held != part and not held.isidentifier():  # a name's None is in `values` above
         meaning[:0] = [f"  {held} is None here, so it has no .{none[1]}"]
+    elif holder and holder != part:  # attn.tril: which object it was, and that it lacks the name
+        meaning[:0] = [f"  {holder} is a {lacks[1]} here, which has no .{lacks[2]}"]
     return [f"  {said};{at} {refuser} {refused}:", *meaning[:1]]  # the screen wraps each line
 
 
 NONE_HAS = re.compile(r"'NoneType' object has no attribute '(\w+)'")
+HAS_NO = re.compile(r"'(\w+)' object has no attribute '(\w+)'")
 
 
 # torch's errors a student's shapes meet most, in the course's words (its message follows them)

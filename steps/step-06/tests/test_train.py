@@ -301,6 +301,8 @@ def test_lr_at_is_nanogpts_schedule_at_every_step(train, schedule):
             and abs(got - lr * (step + 1) / default) < 1e-12
         ):
             off = f"the warm-up divided by TrainConfig's default warmup, {default}, not cfg.warmup"
+        elif abs(got - rate) > 1e-12 and step < warmup and (peak := peak_of(got, step, cfg)):
+            off = peak
         elif abs(got - rate) > 1e-12 and checks.in_float32(got, rate):
             off = off or checks.in_float32(got, rate).removeprefix(": ")
         elif abs(got - rate) > 1e-12 and got and got in {round(rate, k) for k in range(1, 12)}:
@@ -308,6 +310,15 @@ def test_lr_at_is_nanogpts_schedule_at_every_step(train, schedule):
         elif abs(got - rate) > 1e-12:
             off = off or ignored(train, cfg, list(LR_AT[schedule]))
         expect.close(f"lr_at({step}) with {sizes}", got, rate, 1e-12, off)
+
+
+def peak_of(got: float, step: int, cfg) -> str:
+    """The words for a warm-up that climbs to a peak other than cfg.lr, or ''."""
+    peak = got * cfg.warmup / (step + 1)  # the rate this warm-up reaches at its end
+    if abs(peak - cfg.lr) < 1e-9 * cfg.lr:
+        return ""
+    default = " (TrainConfig's default lr)" if abs(peak - type(cfg).lr) < 1e-12 else ""
+    return f"the warm-up climbs to {peak:g}{default}, not to cfg.lr = {cfg.lr}: the peak is cfg.lr"
 
 
 def ignored(train, cfg, steps: list[int]) -> str:
