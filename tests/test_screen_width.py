@@ -90,6 +90,9 @@ def test_fit_wraps_at_words_and_keeps_a_names_value_whole():
     assert all(x.startswith("    ") for x in lines[1:]), "continuations go 2 deeper"
     assert " ".join(x.strip() for x in lines) == line.strip(), "no word lost or cut"
     assert not any(x.rstrip().endswith(" =") for x in lines), "never 'T' and '= 10' apart"
+    for n in range(70, 90):  # wherever the wrap falls, an expression's name and value stay one
+        lines = fit([f"  ran with {'a' * n} len(data) - T = 44: more words"])
+        assert any("len(data) - T = 44" in x for x in lines), lines
 
 
 def test_fit_breaks_a_test_id_wider_than_the_screen_at_its_parts_not_inside_a_name():

@@ -74,14 +74,24 @@ def fit(lines: list[str], width: int = WIDTH) -> list[str]:
                 fitted_lines.append(part)
                 continue
             indent = " " * (len(part) - len(part.lstrip(" ")) + 2)
-            kept = part.replace(" = ", "\0=\0")  # "T = 10" stays on one line
+            kept = _glued(part.replace(" = ", "\0=\0"))  # "len(data) - T = 10" stays whole
             kept = TODO_ID.sub(
                 lambda m: m[0].replace(" ", "\1"), kept
             )  # so does "TODO(lab-02 task 2: ...)"
             kept = " ".join(_breakable(word, width - len(indent)) for word in kept.split(" "))
             wrapped = textwrap.wrap(kept, width, subsequent_indent=indent, break_on_hyphens=False)
-            fitted_lines += [w.replace("\0=\0", " = ").replace("\1", " ") for w in wrapped]
+            fitted_lines += [w.replace("\0", " ").replace("\1", " ") for w in wrapped]
     return fitted_lines
+
+
+VALUED = re.compile(r"(\S) ([-+*/]) (\S+\0=\0)")  # an operator inside a named value's name
+
+
+def _glued(text: str) -> str:
+    """`len(data) - T\0=\044` with its operators' spaces held too, so no wrap splits the name."""
+    while (joined := VALUED.sub(lambda m: f"{m[1]}\0{m[2]}\0{m[3]}", text)) != text:
+        text = joined
+    return text
 
 
 def _breakable(word: str, room: int) -> str:
