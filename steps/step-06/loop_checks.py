@@ -209,12 +209,11 @@ def check_clipping(train, make):
 
 
 def clipped_instead(
-    moved: torch.Tensor, gradient: torch.Tensor, clip: float, sizes=None, left: float = 0.0
+    moved: torch.Tensor, gradient: torch.Tensor, clip: float, sizes: dict[str, int], left: float
 ) -> str:
     """What the step took instead of `gradient` scaled to norm `clip` (`sizes`: each parameter's
     name -> its number of entries; `left`: the norm .grad holds after the step): the bug's own
     words, so a symptom row (the order of the calls) follows only the failure that is its bug."""
-    sizes = sizes or {}
     if torch.allclose(moved, gradient, atol=1e-6):  # SGD's lr 1: the step is the gradient taken
         if abs(left - clip) < 1e-6:  # .grad was clipped, but after the step took it
             return (
