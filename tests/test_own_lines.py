@@ -2408,6 +2408,18 @@ MISTAKES += [
         "the warm-up climbs to 0.003",
         words="the warm-up climbs to 0.003 (TrainConfig's default lr), not to cfg.lr = 0.01",
     ),
+    Mistake(  # walk 26 F5: the course's words named idx, P and t, not the two tensors that met
+        "the positions' embeddings given an axis of their own",
+        "lab-02",
+        "kvcache",
+        "model.pos_emb(torch.arange(P, P + t))",
+        "model.pos_emb(torch.arange(P, P + t)).unsqueeze(1)",
+        "task 3c",
+        "model.pos_emb(torch.arange(P, P + t)).unsqueeze(1)",
+        "must match the size of tensor b (4)",
+        words="the one with 2 is model.tok_emb(idx), the one with 4 "
+        "model.pos_emb(torch.arange(P, P + t)).unsqueeze(1)",
+    ),
 ]
 
 

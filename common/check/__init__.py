@@ -356,6 +356,8 @@ def in_course_words(exc) -> list[str]:
         few, many = min(axes, key=axes.get), max(axes, key=axes.get)
         meaning[0] += (f": {few} has {axes[few]} axes, {many} {axes[many]}, so {few}'s line up "
                        f"with {many}'s last {axes[few]}")  # fmt: skip
+    if (met := SIZES_MET.search(str(exc.value))) and (sides := _operands(part)):
+        meaning[0] += f": the one with {met[1]} is {sides[0]}, the one with {met[2]} {sides[1]}"
     if held.endswith(".grad"):  # a parameter's, before any backward
         meaning[:0] = [f"  {held} is None here: a parameter's .grad is None until a backward pass "
                        "fills it (and again after zero_grad(set_to_none=True))"]  # fmt: skip
@@ -364,6 +366,20 @@ def in_course_words(exc) -> list[str]:
     elif holder and holder != part:  # attn.tril: which object it was, and that it lacks the name
         meaning[:0] = [f"  {holder} is a {lacks[1]} here, which has no .{lacks[2]}"]
     return [f"  {said};{at} {refuser} {refused}:", *meaning[:1]]  # the screen wraps each line
+
+
+SIZES_MET = re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)")
+
+
+def _operands(part: str) -> tuple[str, str] | None:
+    """The two sides of the operation `part` is (torch's tensor a and b, left and right), or None."""
+    try:
+        node = ast.parse(part.strip(), mode="eval").body
+    except SyntaxError:
+        return None
+    return (
+        (ast.unparse(node.left), ast.unparse(node.right)) if isinstance(node, ast.BinOp) else None
+    )
 
 
 NONE_HAS = re.compile(r"'NoneType' object has no attribute '(\w+)'")
