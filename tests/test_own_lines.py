@@ -2420,6 +2420,94 @@ MISTAKES += [
         words="the one with 2 is model.tok_emb(idx), the one with 4 "
         "model.pos_emb(torch.arange(P, P + t)).unsqueeze(1)",
     ),
+    Mistake(  # walk 27 bug 11: green (a zero .grad on a frozen weight; weight decay moves it)
+        "every .grad set to zeros by hand, a frozen weight's too",
+        "step-06",
+        "train",
+        "    optimizer.zero_grad(set_to_none=True)  #",
+        "    for p in model.parameters():\n        p.grad = torch.zeros_like(p)  #",
+        "task 4",
+        "p.grad = torch.zeros_like(p)",
+        "the frozen emb.weight's .grad after train_step: expected None",
+    ),
+    Mistake(  # walk 27 bug 6b: green (an estimate unfroze the caller's frozen weight)
+        "estimate_loss's finally makes every weight trainable",
+        "step-06",
+        "train",
+        "    finally:\n        model.train(was_training)",
+        "    finally:\n        model.requires_grad_(True)\n        model.train(was_training)",
+        "task 2",
+        "model.requires_grad_(True)",
+        "the caller's frozen emb.weight requires grad again",
+    ),
+    Mistake(  # walk 27 bug 6: told "(the call alone, as a statement, switches nothing off)"
+        "requires_grad_(False) in place of no_grad",
+        "step-06",
+        "train",
+        "        with torch.no_grad():  # no graph: a measurement must not cost memory or touch .grad"
+        "\n            losses = [model(x, y)[1].item() for x, y in batches]\n    finally:\n"
+        "        model.train(was_training)",
+        "        model.requires_grad_(False)\n        losses = [model(x, y)[1].item() for x, y in batches]"
+        "\n    finally:\n        model.requires_grad_(True)\n        model.train(was_training)",
+        "task 2",
+        "model.requires_grad_(False)",
+        "ran its forwards with gradients on, the weights frozen instead",
+    ),
+    Mistake(  # walk 27 bug 12b: told the mode; Next named the real forward alone
+        "a second forward for the loss returned",
+        "step-06",
+        "train",
+        "    _, loss = model(x, y)  #",
+        "    with torch.no_grad():\n        reported = model(x, y)[1].item()\n    _, loss = model(x, y)  #",
+        "task 4",
+        "reported = model(x, y)[1].item()",
+        "the forward passes train_step ran: expected 1, got 2",
+    ),
+    Mistake(  # walk 27 bug 13: told max_norm; Next named the right clip call
+        "the optimizer's lr scaled by the clip ratio",
+        "step-06",
+        "train",
+        "    torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)  #",
+        "    norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip))\n"
+        "    if norm > grad_clip:\n        for g in optimizer.param_groups:\n"
+        '            g["lr"] *= grad_clip / norm',
+        "task 4",
+        'g["lr"] *= grad_clip / norm',
+        "train_step changed the optimizer's lr",
+    ),
+    Mistake(  # walk 27 bug 7: "expected [], got [...]" from the list the code had emptied
+        "estimate_loss pops the caller's batches",
+        "step-06",
+        "train",
+        "            losses = [model(x, y)[1].item() for x, y in batches]",
+        "            losses = []\n            while batches:\n                x, y = batches.pop()\n"
+        "                losses.append(model(x, y)[1].item())",
+        "task 2",
+        "x, y = batches.pop()",
+        "the batches in the caller's list after estimate_loss: expected 3, got 0",
+    ),
+    Mistake(  # walk 27 bug 2: a bare "assert False"
+        "the text shuffled before the windows are cut",
+        "step-06",
+        "train",
+        "    ix = torch.randint(len(data) - T, (B,), generator=generator)  #",
+        "    data = data[torch.randperm(len(data), generator=generator)]\n"
+        "    ix = torch.randint(len(data) - T, (B,), generator=generator)  #",
+        "task 1",
+        "data = data[torch.randperm(len(data), generator=generator)]",
+        "not 6 consecutive ids of the text",
+    ),
+    Mistake(  # walk 27 A2: numpy's float told ".item()"
+        "estimate_loss returns numpy's mean",
+        "step-06",
+        "train",
+        "    return sum(losses) / len(losses)",
+        "    import numpy as np\n\n    return np.mean(losses)",
+        "task 2",
+        "return np.mean(losses)",
+        "expected float, got numpy.float64",
+        words="numpy's float: float(...) around it",
+    ),
 ]
 
 

@@ -174,14 +174,20 @@ def _calls(code) -> dict[str, tuple[int, ...]]:
     return calls
 
 
-def _named_call(code, ran: dict[int, int], error: str) -> int | None:
-    """The line run last of the first call a failure's message names (`... (clip_grad_value_)`,
-    `model(x, y)`): a step's side effect (a gradient, a weight) was wrong, not what it returns."""
+def _named_calls(code, ran: dict[int, int], error: str) -> list[int]:
+    """The lines that ran of the first call a failure's message names (`... (clip_grad_value_)`,
+    `model(x, y)`), in the order they last ran: a step's side effect (a gradient, a weight) was
+    wrong, not what it returns."""
     calls = _calls(code)
     for name in [*SNAKE.findall(error), *CALLED.findall(error), *DOTTED.findall(error)]:
         if lines := [line for line in calls.get(name, ()) if line in ran]:
-            return max(lines, key=ran.__getitem__)
-    return None
+            return sorted(lines, key=ran.__getitem__)
+    return []
+
+
+def _named_call(code, ran: dict[int, int], error: str) -> int | None:
+    """The line run last of the first call a failure's message names, or None."""
+    return lines[-1] if (lines := _named_calls(code, ran, error)) else None
 
 
 def _no_op(code, ran: dict[int, int]) -> int | None:
@@ -284,6 +290,8 @@ def made_lines(code, ran: dict[int, int], error: str) -> tuple[int, int | None, 
     ):  # the right values, returned out of order or twice: the return
         return _last(code, ran), None, False
     line, flowed = made_line(code, ran, error)
+    if len(twice := _named_calls(code, ran, error)) > 1:  # two lines make it: either may be extra
+        return min(twice), max(twice), False
     if _named_call(code, ran, error) is not None:  # the call, and what it was handed
         start = fed_from(code, ran, line)
         if _absent_call(code, error):  # a call the message names is in no line: from it on

@@ -193,6 +193,12 @@ def check_clipping(train, make):
             "no call): every batch takes its step, on the gradient clipped first"
         )
     )
+    rate = opt.param_groups[0]["lr"]
+    assert rate == 1.0, (
+        f"train_step changed the optimizer's lr, 1.0 before it and {rate:.3g} after: the rate is "
+        "the caller's (train() sets lr_at's); the clip rescales the gradient in place and "
+        "leaves the lr alone"
+    )
     assert stepped, (
         "the weights moved, but the optimizer never stepped: train_step takes its step with "
         "optimizer.step() of the optimizer it is given (a step written by hand, or an optimizer "
@@ -277,14 +283,16 @@ def check_eval_mode(train, make):
     """Task 2: the estimate runs in eval mode without gradients, and leaves the mode it found."""
     model = make(0, p=0.5)
     model.train()
+    model.emb.weight.requires_grad_(False)  # the caller's frozen weight: frozen it stays
     batches = [batch(1), batch(2)]
     model.seen.clear()
+    model.frozen.clear()
     modes, train_ = [], model.train  # the modes handed model.train(...) after a forward
     model.train = lambda mode=True: (model.seen and modes.append(mode), train_(mode))[1]
     first = train.estimate_loss(model, batches)
     del model.train  # the class's method again
     assert model.seen, "estimate_loss never ran the model: the loss of each batch is model(x, y)[1]"
-    frozen = [name for name, p in model.named_parameters() if not p.requires_grad]
+    frozen = [n for n, p in model.named_parameters() if not p.requires_grad and n != "emb.weight"]
     assert not frozen, (
         f"after estimate_loss {frozen[0]} (and {len(frozen) - 1} more) no longer requires grad: "
         "the weights are frozen (requires_grad_(False)) for every later step; `with torch.no_grad():` "
@@ -299,12 +307,21 @@ def check_eval_mode(train, make):
     )
     source = inspect.getsource(train.estimate_loss)
     assert all(not seen[1] for seen in model.seen), (
-        "estimate_loss built a graph: the forwards go inside a `with torch.no_grad():` block"
+        "estimate_loss ran its forwards with gradients on, the weights frozen instead "
+        "(requires_grad_(False), the caller's choice): the forwards go inside a "
+        "`with torch.no_grad():` block, which records no graph and changes no weight"
+        if max(model.frozen) > 1  # more than the caller's one frozen weight
+        else "estimate_loss built a graph: the forwards go inside a `with torch.no_grad():` block"
         + (
             " (the call alone, as a statement, switches nothing off)"
             if not re.search(r"^\s*with\b", source, re.M)  # no with block at all
             else ""
         )
+    )
+    assert not model.emb.weight.requires_grad, (
+        "after estimate_loss the caller's frozen emb.weight requires grad again: which weights "
+        "train is the caller's choice, and estimate_loss changes none (requires_grad_(True) "
+        "unfreezes every one; `with torch.no_grad():` needs nothing put back)"
     )
     still = [name for name, m in model.named_modules() if not m.training]
     assert model.training <= (not still), (

@@ -45,6 +45,7 @@ class Tiny(nn.Module):
         self.seen = []  # (training, grad enabled, min id, max id) per forward: what the checks read
         self.shapes = []  # idx's shape per forward: a batch's axes swapped give the same loss here
         self.dropping = []  # the dropout's own mode per forward: a mode set on submodules alone
+        self.frozen = []  # the weights that required no grad, per forward: requires_grad_(False)
 
     def __setattr__(self, name, value):
         # a GPT takes model.train = False silently and fails at the next model.eval(), far away
@@ -61,6 +62,7 @@ class Tiny(nn.Module):
         )
         self.shapes.append(tuple(idx.shape))
         self.dropping.append(self.drop.training)
+        self.frozen.append(sum(not p.requires_grad for p in self.parameters()))
         logits = self.out(self.drop(self.emb(idx)))  # (B, T, V)
         loss = None if targets is None else F.cross_entropy(logits.flatten(0, 1), targets.flatten())
         return logits, loss

@@ -74,7 +74,13 @@ def test_batches_are_windows_of_the_data_at_seeded_starts(train):
                    "it on (a generator.set_state(...) after the draw puts it back)"
                    if torch.equal(g1.get_state(), state)
                    else "each call draws new starts from the generator it is given, not a new one")  # fmt: skip
-    assert torch.equal(x - x[:, :1], torch.arange(6).expand(64, 6)), "each row is one window"
+    run = [i for i in range(64) if not torch.equal(x[i] - x[i, 0], torch.arange(6))]  # rows
+    if run:  # data's id is its position here, so a window reads start, start + 1, ...
+        raise AssertionError(
+            f"the batch's row {run[0]} is {x[run[0]].tolist()}, not 6 consecutive ids of the text "
+            "(0, 1, ..., 49 here): each row is a window of the text as it stands (nothing "
+            "shuffled first)"
+        )
     expect.at_most("the largest start of 64 windows of T = 6 ids in 50", x[:, 0].max().item(),
                    50 - 7, "a window must fit, its targets (one id later) included")  # fmt: skip
     drawn = train.get_batch(data, 4000, 6, g1)[0][:, 0]  # (4000,): the starts of 4000 windows
@@ -129,12 +135,18 @@ def test_estimate_loss_is_the_mean_loss_over_the_batches(train, tiny):
     with torch.no_grad():
         each = [model(x, y)[1].item() for x, y in batches]
     model.shapes.clear()
+    given = list(batches)  # the pairs as they were handed over
     got = train.estimate_loss(model, batches)
-    expect.equal("the type estimate_loss returns", type(got), float, "a Python float (.item())")
+    kind = f"{type(got).__module__}'s float: float(...) around it" if isinstance(got, float) else ""
+    expect.equal("the type estimate_loss returns", type(got), float,
+                 f"a Python float ({kind or '.item()'})")  # fmt: skip
+    expect.equal("the batches in the caller's list after estimate_loss", len(batches), 3,
+                 "as it was handed over: the caller measures the same list again at every "
+                 "estimate (read it; pop() or del empties it)")  # fmt: skip
     expect.equal("the shapes of the ids the model was given", model.shapes,
-                 [tuple(x.shape) for x, _ in batches], AS_GIVEN)  # fmt: skip
+                 [tuple(x.shape) for x, _ in given], AS_GIVEN)  # fmt: skip
     with torch.no_grad():
-        swapped = sum(model(y, x)[1].item() for x, y in batches) / 3  # each batch read as (y, x)
+        swapped = sum(model(y, x)[1].item() for x, y in given) / 3  # each batch read as (y, x)
     swap = abs(got - swapped) < 1e-6  # the mean of the batches' losses with x and y swapped
     mean = "the batches are (x, y) pairs: yours took them as (y, x)" if swap else "the mean"
     expect.close("estimate_loss", got, sum(each) / 3, 1e-6, f"{mean} of the 3 losses {each}")
@@ -361,8 +373,11 @@ def test_train_step_trains_in_the_mode_it_is_given(train, tiny, training):
     modes = []  # model.training at each forward train_step runs
     model.register_forward_pre_hook(lambda module, args: modes.append(module.training))
     train.train_step(model, torch.optim.SGD(model.parameters(), lr=1e-2), x, y, grad_clip=1.0)
+    expect.equal("the forward passes train_step ran", len(modes), 1, "one: model(x, y) gives the "
+                 "loss that is backpropagated and returned (another forward draws other dropout "
+                 "masks and costs a second pass)")  # fmt: skip
     why = "the mode it is given: train_step sets none (model.eval() is estimate_loss's alone)"
-    expect.equal("the model's mode at train_step's forward passes", modes, [training], why)
+    expect.equal("the model's mode at train_step's forward pass", modes, [training], why)
     expect.equal("model.training after train_step", model.training, training, "as it was given")
 
 
@@ -429,10 +444,13 @@ def test_train_step_leaves_a_frozen_weight_frozen(train, tiny):
     model = tiny(0)
     model.emb.weight.requires_grad_(False)  # a caller's frozen embedding
     before = model.emb.weight.detach().clone()
-    opt = torch.optim.SGD(model.parameters(), lr=1.0)
+    opt = torch.optim.SGD(model.parameters(), lr=1.0, weight_decay=0.1)  # decay: as AdamW's
     train.train_step(model, opt, *checks.batch(1), 1.0)
     expect.equal("emb.weight.requires_grad after train_step", model.emb.weight.requires_grad,
                  False, "as the caller set it: train_step changes no setting of the model")  # fmt: skip
+    expect.equal("the frozen emb.weight's .grad after train_step", model.emb.weight.grad, None,
+                 "a frozen weight gets no .grad: a zero one is still stepped (weight decay moves "
+                 "it), so .grad is emptied by optimizer.zero_grad(), never filled by hand")  # fmt: skip
     expect.equal("the frozen emb.weight after train_step", model.emb.weight.detach(), before,
                  "untouched: no gradient, no step")  # fmt: skip
 
