@@ -6,6 +6,7 @@ command is shown to a student (command, shown, typed)."""
 
 import json
 import os
+import re
 import shutil
 import sys
 import tokenize
@@ -94,6 +95,13 @@ def source(path: Path) -> str:
             return f.read()
     except (SyntaxError, UnicodeDecodeError):  # Python will not import it: the loader says why
         return path.read_bytes().decode("utf-8", errors="replace")
+
+
+def source_lines(text: str) -> list[str]:
+    """A source's lines as Python numbers them, split at \\n, \\r\\n and \\r only (str.splitlines
+    also splits at \\x0c, \\x85, U+2028 and more, all of which Python reads as part of a line)."""
+    lines = re.split(r"\r\n|\r|\n", text)
+    return lines[:-1] if lines[-1:] == [""] else lines
 
 
 def write_json(path: Path, data, **dumps) -> None:

@@ -27,10 +27,11 @@ import sys
 import tempfile
 import textwrap
 import time
+import unicodedata
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-from common import OUT_DIR, REPO_ROOT, SOLUTIONS_DIR, STEPS_DIR, shown, write_json
+from common import OUT_DIR, REPO_ROOT, SOLUTIONS_DIR, STEPS_DIR, shown, source_lines, write_json
 from common.course import course, course_step
 from common.course.bugs import committed
 from common.course.todos import Todo, module_name, parse, raised_todos, split_id, without_code
@@ -563,7 +564,7 @@ def not_written(todo: Todo, files: dict[str, str], submitted: set[str], rel: str
     if any(found == todo.id for found, _, _ in raised_todos(text)):
         return "not written yet (it still raises NotImplementedError)"
     shipped = todo.shipped
-    if shipped and all(line.strip() in {t.strip() for t in text.splitlines()} for line in shipped):
+    if shipped and all(line.strip() in {t.strip() for t in source_lines(text)} for line in shipped):
         return "not written yet (the code it ships with is unchanged)"
     if _stub(todo, text):
         return "not written yet (its code only returns None)"
@@ -580,7 +581,7 @@ def _stub(todo: Todo, text: str) -> bool:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return False  # its copy says why, in its own words
-    lines, found = text.splitlines(), []
+    lines, found = source_lines(text), []
     given = {g.split("#")[0].strip() for g in todo.given}  # its lines without their comments
     for name in filter(None, todo.functions):
         node = tree
@@ -645,7 +646,7 @@ def moved_lines(files: dict[str, str], copy: dict[str, str]) -> dict[str, dict[i
         mine = files.get(rel)
         if mine is None or mine == text:
             continue
-        a, b = mine.splitlines(), text.splitlines()
+        a, b = source_lines(mine), source_lines(text)
         blocks = difflib.SequenceMatcher(None, a, b, autojunk=False).get_matching_blocks()
         out[rel] = {j + k + 1: i + k + 1 for i, j, n in blocks for k in range(n)}
     return out
@@ -874,8 +875,8 @@ def hidden(step: str, files: dict[str, str], submitted: set[str]) -> list[str]:
     found, given = [], starter_files(step)
     for rel in sorted(r for r in submitted if r.endswith(".py") and r in files):
         text = files[rel]
-        shipped = {ln.strip() for ln in given.get(rel, "").splitlines()}  # the course's lines
-        found += _encoded(rel, text)
+        shipped = {ln.strip() for ln in source_lines(given.get(rel, ""))}  # the course's lines
+        found += _encoded(rel, text) + _breaks(rel, text)
         try:
             tree = ast.parse(text)
         except (SyntaxError, ValueError):
@@ -969,7 +970,7 @@ def _unfamiliar(tree, text: str, shipped: set[str], listed: set[int]) -> list[tu
         if isinstance(node, ast.ClassDef):  # its methods
             fields |= {n.name for n in node.body if isinstance(n, ast.FunctionDef)}
     own -= set(dir(builtins)) - BUILTINS  # a parameter named open does not make open() the file's
-    lines, found = text.splitlines(), {}
+    lines, found = source_lines(text), {}
     for node in ast.walk(tree):
         what = ""
         if isinstance(node, ast.Import | ast.ImportFrom) and not getattr(node, "level", 0):
@@ -1041,7 +1042,7 @@ def _machinery(tree, text: str, shipped: set[str]) -> list[tuple[int, str]]:
     """Each line that imports or calls what only a forger needs (DYNAMIC, MACHINERY, INNARDS,
     os.write to a descriptor, a path under /proc), but for the `shipped` lines of the starter,
     as (its line, what it reaches)."""
-    lines, found = text.splitlines(), {}
+    lines, found = source_lines(text), {}
     called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
     os_names = {"os", "posix"} | {  # `import os as _os`
         a.asname for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names
@@ -1151,9 +1152,25 @@ METHODS = {
 }  # fmt: skip
 
 
+# what an editor may show as a line break inside a line Python reads as one (str.splitlines's)
+BREAKS = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
+def _breaks(rel: str, text: str) -> list[str]:
+    """Each line holding a character some editors break the line at and Python does not: what
+    follows it is read by Python on that line (in a comment, code a reader sees as its own line)."""
+    return [
+        f"{rel}:{number} holds {unicodedata.name(m[0], f'U+{ord(m[0]):04X}')} "
+        f"(U+{ord(m[0]):04X}), a line break to some editors, none to Python: "
+        f"{ascii(line.strip(' \t'))[:120]}"
+        for number, line in enumerate(source_lines(text), 1)
+        if (m := BREAKS.search(line))
+    ]
+
+
 def _encoded(rel: str, text: str) -> list[str]:
     """A coding cookie other than UTF-8's, with the first line Python reads that a reader doesn't."""
-    lines = text.splitlines()
+    lines = source_lines(text)
     for number, line in enumerate(lines[:2], 1):
         if not (m := COOKIE.match(line)):
             continue
@@ -1164,7 +1181,7 @@ def _encoded(rel: str, text: str) -> list[str]:
         if codec == "utf-8":
             return []
         try:
-            ran = text.encode("utf-8").decode(codec, errors="replace").splitlines()
+            ran = source_lines(text.encode("utf-8").decode(codec, errors="replace"))
         except LookupError:
             ran = []
         unseen = [ln.strip() for ln in ran if ln.strip() and ln not in lines]
@@ -1200,7 +1217,7 @@ def _foreign_writes(tree, text: str, shipped: set[str]) -> list[tuple[int, str]]
             for t in _flat(targets)
             if isinstance(t, ast.Name)
         }
-    lines = text.splitlines()
+    lines = source_lines(text)
     return [
         (line, f"changes {what}: {lines[line - 1].strip()[:120]}")
         for node in sorted(ast.walk(tree), key=lambda n: getattr(n, "lineno", 0))

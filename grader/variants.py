@@ -6,6 +6,7 @@ Pure text work (ast, no import): nothing here runs the student's code."""
 import ast
 from pathlib import Path
 
+from common import source_lines
 from common.course.todos import Todo
 
 
@@ -41,7 +42,7 @@ def swap(student: str, reference: str, functions: list[str]) -> str:
     deleted comes back (at the end of its class or module, its class whole if that is gone too);
     SyntaxError when either does not parse."""
     mine, theirs = ast.parse(student), ast.parse(reference)
-    ref_lines, out = reference.splitlines(), student.splitlines()
+    ref_lines, out = source_lines(reference), source_lines(student)
     have, ref = _defs(mine), _defs(theirs)
     edits: list[tuple[int, int, list[str]]] = []  # (first, last) lines of `out` -> new lines
     appended: list[str] = []
@@ -103,7 +104,7 @@ def _mend(student: str, reference: str, functions: list[str], line: int) -> str:
     """A file that does not parse, with the function its error sits in taken from the reference
     when that function is one of `functions` (another TODO's): found by its `def` line and
     indentation, as no parser can read the file."""
-    lines, ref = student.splitlines(), _defs(ast.parse(reference))
+    lines, ref = source_lines(student), _defs(ast.parse(reference))
     starts = [
         (i, len(ln) - len(ln.lstrip()), name)
         for i, ln in enumerate(lines)
@@ -120,7 +121,7 @@ def _mend(student: str, reference: str, functions: list[str], line: int) -> str:
     ):
         last += 1
     a, b = _span(ref[name])
-    body = _reindent(reference.splitlines()[a - 1 : b], ref[name].col_offset, indent)
+    body = _reindent(source_lines(reference)[a - 1 : b], ref[name].col_offset, indent)
     return "\n".join([*lines[:first], *body, *lines[last:]]) + "\n"
 
 

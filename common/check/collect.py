@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from common import STEPS_DIR, hint, shown, write_json
+from common import STEPS_DIR, hint, shown, source_lines, write_json
 from common.check.guard import Judges, TookTooLong, Watchdog, refusal
 from common.check.screen import RunFacts, fit, progress_line, step_lines, symptom_tests
 from common.check.status import (
@@ -51,7 +51,7 @@ def _starter_of(step: str, solution_file: Path) -> Path:
 @functools.cache
 def _lines(path: Path) -> tuple[str, ...]:
     """A file's lines as Python reads them (a BOM, a coding cookie); each starter file read once."""
-    return tuple(source(path).splitlines())
+    return tuple(source_lines(source(path)))
 
 
 def starter_facts(step: str, todos: dict[str, Todo]) -> StarterFacts:

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from common import py_files, source
+from common import py_files, source, source_lines
 
 TODO = re.compile(r"TODO\(([^)]*)\)")  # the id in a marker or a NotImplementedError message
 BEGIN, END, STARTER = "# BEGIN SOLUTION ", "# END SOLUTION", "# STARTER:"
@@ -99,7 +99,7 @@ def _parse_header(region: Region, body: list[str]) -> None:
 def _outside_regions(text: str) -> set[int]:
     """The numbers of a marked file's lines outside its regions and their markers."""
     outside, inside = set(), False
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(source_lines(text), start=1):
         stripped = line.strip()
         if stripped.startswith(BEGIN) or stripped == END:
             inside = stripped.startswith(BEGIN)
@@ -111,7 +111,7 @@ def _outside_regions(text: str) -> set[int]:
 def parse(text: str, where: str = "solution") -> tuple[list[str], list[Region]]:
     """(the file's lines with each region replaced by a None placeholder, its regions)."""
     kept, regions, region, body = [], [], None, []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(source_lines(text), start=1):
         stripped = line.strip()
         if stripped.startswith(BEGIN):
             if region:
@@ -232,7 +232,7 @@ def step_regions(folder: Path) -> dict[str, Todo]:
         kept, regions = parse(text, str(path))  # the file's one parse: regions and given code
         code = lambda line: line.strip() and not line.strip().startswith("#")  # noqa: E731
         given = frozenset(k.strip() for k in kept if k and code(k))
-        lines, outside = text.splitlines(), _outside_regions(text)
+        lines, outside = source_lines(text), _outside_regions(text)
         for region in regions:
             inside = (q for q, fn in functions if fn.lineno <= region.line <= fn.end_lineno)
             module = module_name(folder, path)
@@ -280,7 +280,7 @@ def raised_in(starter: Path, todos: dict[str, Todo]) -> dict[str, tuple[Path, in
 
 def shipped_line(todo: Todo, text: str) -> int | None:
     """The line of a TODO's shipped (buggy) code in its starter file's text; None once changed."""
-    lines = [line.strip() for line in text.splitlines()]
+    lines = [line.strip() for line in source_lines(text)]
     return lines.index(todo.shipped[0]) + 1 if todo.shipped and todo.shipped[0] in lines else None
 
 

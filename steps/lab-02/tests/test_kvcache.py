@@ -52,8 +52,28 @@ def state_of(model, copied: bool = True) -> dict:
     each module's type and own attributes: what an expected value computed on the model reads."""
     tensors = {n: t.detach() for n, t in [*model.named_parameters(), *model.named_buffers()]}
     tensors = {n: t.clone() for n, t in tensors.items()} if copied else tensors
-    modules = {n: (type(m), sorted(vars(m))) for n, m in model.named_modules()}
+    modules = {n: (type(m), id(m), settings(m)) for n, m in model.named_modules()}
     return {"tensors": tensors, "modules": modules}
+
+
+def one_of(module_state) -> str:
+    """Which module a state_of entry is: its type and the object (another one of the type too)."""
+    if module_state is None:
+        return "none"
+    kind, number, _ = module_state
+    return f"a {kind.__name__}, object {number:#x}"
+
+
+def settings(module) -> dict:
+    """A module's own attributes (its tensors and children aside): a LayerNorm's eps, a mode,
+    each by value when plain, else by identity (a method set on it, a hook's dict)."""
+    plain = (bool, int, float, str, tuple, torch.dtype, torch.Size)
+    return {
+        k: v if isinstance(v, plain) else id(v)
+        for k, v in vars(module).items()  # a tensor or None: what a forward keeps (a head's A)
+        if k not in ("_parameters", "_buffers", "_modules")
+        and not isinstance(v, torch.Tensor | None)
+    }
 
 
 def same_state(now: dict, made: dict) -> bool:
@@ -81,8 +101,12 @@ def unchanged(model) -> None:
         return
     why = "the cache reads the model's weights and masks and changes none of them"
     for name in {**made["modules"], **now["modules"]}:  # a module replaced, added or given a method
-        expect.equal(f"the model's module {name or 'model'} (its type, its attributes) after your "
-                     "calls", now["modules"].get(name), made["modules"].get(name), why)  # fmt: skip
+        was, now_ = made["modules"].get(name), now["modules"].get(name)
+        module = f"the model's module {name or 'model'} after your calls"
+        expect.equal(module, one_of(now_), one_of(was), why)
+        for key in sorted({**was[2], **now_[2]}, key=str):  # a setting: eps, a method set on it
+            expect.equal(f"{module}: its {key}", now_[2].get(key, "unset"),
+                         was[2].get(key, "unset"), why)  # fmt: skip
     expect.equal("the names of the model's weights and buffers after your calls",
                  sorted(now["tensors"]), sorted(made["tensors"]), why)  # fmt: skip
     for name, tensor in made["tensors"].items():
@@ -195,7 +219,7 @@ def appended(cache, layer: int, k, v, held: int):
     what = f"append of {counted(t, 'new position')} to layer {layer}, which holds {held}"
     before = (list(cache.keys), list(cache.values))  # as append found them: a probe's start
     try:
-        pair = cache.append(layer, k, v)
+        pair = cache.append(layer, k.clone(), v.clone())  # k and v stay the test's, as made
     except NotImplementedError:  # a TODO not written yet: the check names it
         raise
     except RuntimeError as exc:
@@ -325,7 +349,7 @@ def test_each_layer_keeps_its_own_keys_and_values(kv):
     }  # fmt: skip
     for n in range(2):
         for layer in reversed(range(N_LAYER)):  # the last layer first: no layer is the default
-            cache.append(layer, *made[(layer, n)])
+            cache.append(layer, *(t.clone() for t in made[(layer, n)]))  # made: kept for the end
     for layer in range(N_LAYER):
         (k0, v0), (k1, v1) = made[(layer, 0)], made[(layer, 1)]
         expect.equal(f"cache.keys[{layer}]", cache.keys[layer], torch.cat((k0, k1), dim=2))
@@ -349,6 +373,8 @@ def cached_attention_run(kv, pieces):
     them in `pieces`, layer after layer as a forward does (so cache.length is what a forward
     sees); each result checked for its shape, and torch's refusals said in words."""
     model, x = attention_inputs(kv)  # x: (B, 7, d)
+    with torch.no_grad():  # before any call of the student's: nothing it does can reach it
+        expected = torch.stack([block.attn(x) for block in model.blocks])  # (n_layer, B, 7, d)
     cache = kv.KVCache(model, B)
     got = [[] for _ in model.blocks]  # per layer, the (B, b - a, d) of each piece
     with torch.no_grad():
@@ -356,7 +382,9 @@ def cached_attention_run(kv, pieces):
             for i, block in enumerate(model.blocks):  # layer i
                 what = f"cached_attention of positions {a} to {b - 1} in layer {i}, {a} held"
                 try:
-                    out = kv.cached_attention(block.attn, x[:, a:b], cache, i)  # (B, b - a, d)
+                    out = kv.cached_attention(
+                        block.attn, x[:, a:b].clone(), cache, i
+                    )  # (B, b - a, d)
                 except NotImplementedError:  # a TODO not written yet: the check names it
                     raise
                 except RuntimeError as exc:
@@ -378,8 +406,7 @@ def cached_attention_run(kv, pieces):
                     raise refused(what, f"{mask}: {rows}", exc, then) from None
                 expect.shape(what, out, (B, b - a, D), "(B, t, d): one row per new position")
                 got[i].append(out)
-        unchanged(model)  # Step 5's attention below reads the same weights and masks
-        expected = torch.stack([block.attn(x) for block in model.blocks])  # (n_layer, B, 7, d)
+        unchanged(model)  # the later layers and tests read the same weights and masks
         return torch.stack([torch.cat(g, dim=1) for g in got]), expected, cache
 
 
@@ -397,8 +424,10 @@ def test_cached_attention_of_float64_x_stays_float64(kv):
     model = model_of(kv, dtype=torch.float64)  # (weights float64)
     x = torch.randn(B, 4, D, generator=generator(5), dtype=torch.float64)  # (B, 4, d)
     with torch.no_grad():
-        got = kv.cached_attention(model.blocks[0].attn, x, kv.KVCache(model, B), 0)  # (B, 4, d)
         expected = model.blocks[0].attn(x)  # (B, 4, d): Step 5's, in float64
+        got = kv.cached_attention(
+            model.blocks[0].attn, x.clone(), kv.KVCache(model, B), 0
+        )  # (B, 4, d)
     expect.equal("cached_attention(float64 x).dtype", got.dtype, torch.float64,
                  "x's dtype at every step: nothing cast to float32 (a softmax's dtype= included)")  # fmt: skip
     expect.close(
@@ -414,7 +443,7 @@ def test_cached_attention_of_a_model_with_more_layers_than_heads(kv):
     cache = kv.KVCache(model, B)
     with torch.no_grad():
         for i, block in enumerate(model.blocks):
-            got = kv.cached_attention(block.attn, x, cache, i)  # (B, 5, d)
+            got = kv.cached_attention(block.attn, x.clone(), cache, i)  # (B, 5, d)
             expect.close(f"layer {i}'s cached attention in a GPT of h = 2, n_layer = 3", got,
                          block.attn(x), LOGITS_TOL, "the layer's number picks its cache, "
                          "never a head")  # fmt: skip

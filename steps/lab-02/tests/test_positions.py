@@ -307,7 +307,7 @@ def test_rope_returns_the_dtype_of_x(layers, dtype):
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
 def test_rope_of_a_half_precision_x_far_along_turns_by_the_right_angles(layers, dtype):
     x = randn(2, 4, 8, seed=7, dtype=dtype)  # (B, T, d_head): bfloat16 counts exactly to 256
-    got = layers.rope(x, 3000)  # (B, T, d_head) in x's dtype: its rounding is the tolerance
+    got = layers.rope(x.clone(), 3000)  # (B, T, d_head) in x's dtype: x kept for the expected
     why = "the positions and angles in float64, only cos and sin cast to x's dtype: in x's "
     why += "dtype, 3000 + t is not itself"
     name = f"rope({str(dtype).removeprefix('torch.')} x, start=3000)"
@@ -317,7 +317,7 @@ def test_rope_of_a_half_precision_x_far_along_turns_by_the_right_angles(layers, 
 @pytest.mark.todo("task 1.2")
 def test_rope_keeps_every_rows_norm(layers):
     x = randn(4, 32, 16, seed=2)  # (B, T, d_head)
-    got = layers.rope(x, 5)
+    got = layers.rope(x.clone(), 5)  # x kept as it was for the expected norms
     expect.close("|rope(x)| - |x| per row", got.norm(dim=-1), x.norm(dim=-1), atol=FLOAT32)
 
 
@@ -339,11 +339,11 @@ def test_rope_passes_the_gradient_to_x(layers):
 @pytest.mark.todo("task 1.2")
 def test_rope_at_position_0_is_the_identity(layers):
     x = randn(3, 1, 8, seed=3)  # (B, T = 1, d_head): one row, at position 0
-    expect.equal("rope(x) at position 0", layers.rope(x, 0), x, "a turn by angle 0")
-    expect.equal("rope(x) with start left out", layers.rope(x), x,
+    expect.equal("rope(x) at position 0", layers.rope(x.clone(), 0), x, "a turn by angle 0")
+    expect.equal("rope(x) with start left out", layers.rope(x.clone()), x,
                  default_said(layers) or "start defaults to 0")  # fmt: skip
     x = randn(3, 1, 8, seed=3, dtype=torch.float64)  # float64 digits: a turn by 0 keeps them all
-    expect.equal("rope(float64 x) at position 0", layers.rope(x, 0), x,
+    expect.equal("rope(float64 x) at position 0", layers.rope(x.clone(), 0), x,
                  "x's own digits: its columns turned in x's dtype, never cast (x.float())")  # fmt: skip
 
 
@@ -353,9 +353,9 @@ def test_rope_scores_depend_on_n_minus_m_only(layers):
     """Shift the query and the key by the same s: the score q_m · k_n stays (float32 tolerance)."""
     q, k = randn(1, 16, seed=4), randn(1, 16, seed=5)  # (1, d_head) each
     for m, n in ((0, 3), (5, 2), (9, 9)):
-        score = (layers.rope(q, m) * layers.rope(k, n)).sum().item()  # q_m · k_n
+        score = (layers.rope(q.clone(), m) * layers.rope(k.clone(), n)).sum().item()  # q_m · k_n
         for s in (1, 10, 200):
-            shifted = (layers.rope(q, m + s) * layers.rope(k, n + s)).sum().item()
+            shifted = (layers.rope(q.clone(), m + s) * layers.rope(k.clone(), n + s)).sum().item()
             expect.close(f"score(q at {m + s}, k at {n + s}) - score at ({m}, {n})", shifted,
                          score, atol=1e-4, why="R(m)ᵀ R(n) = R(n - m)")  # fmt: skip
 
@@ -363,7 +363,7 @@ def test_rope_scores_depend_on_n_minus_m_only(layers):
 @pytest.mark.todo("task 1.2")
 def test_rope_keeps_the_dtype_and_turns_float64_exactly(layers):
     x = randn(6, 8, seed=6, dtype=torch.float64)  # (T, d_head)
-    got = layers.rope(x, 3)
+    got = layers.rope(x.clone(), 3)  # x kept as it was for the expected
     expect.equal("rope(float64).dtype", got.dtype, torch.float64)
     expect.close("rope(x) - complex rope, float64", got, complex_rope(x, 3), atol=1e-12)
 
