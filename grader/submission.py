@@ -99,8 +99,11 @@ def _walk(folder: Path, prefix: PurePosixPath, dest: Path, found: _Found, depth:
             rel = prefix / path.relative_to(folder).as_posix()
             if _ignored(rel):
                 continue
-            if path.is_symlink() or not path.is_file():
-                found.skipped.append(f"{rel} (a link, not followed)")
+            if path.is_symlink() or not path.is_file():  # a FIFO or a device: never opened
+                kind = (
+                    "a link, not followed" if path.is_symlink() else "not a regular file, not read"
+                )
+                found.skipped.append(f"{rel} ({kind})")
             elif path.suffix.lower() == ".zip" and depth < DEPTH and zipfile.is_zipfile(path):
                 _open_zip(path, rel, rel, dest, found, depth + 1)
             else:

@@ -448,8 +448,8 @@ def _reseeded(code, ran: dict[int, int], line: int) -> int | None:
         return None
     read = _reads(statement)
     for node in ast.walk(function):
-        func = node.func if isinstance(node, ast.Call) else None
-        owner = getattr(func, "value", None)
+        func = node.func if isinstance(node, ast.Call) else None  # `g.seed()`, not `g["f"]()`
+        owner = func.value if isinstance(func, ast.Attribute) else None
         if (
             isinstance(owner, ast.Name)
             and owner.id in read

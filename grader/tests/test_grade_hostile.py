@@ -329,6 +329,12 @@ HIDING = {
                  r"attention\.py:\d+ changes _expect\.__dict__: _expect\.__dict__\.update",
                  r'attention\.py:\d+ changes _T: setattr\(_T, "double"'],
     ),
+    "a line separator that some editors break at and Python does not": Case(  # red team 19
+        "    # the mask\u2028\u2028\u2028\n    import sys\n\n    _g = sys._getframe(0).f_globals",
+        True,
+        to_read=[r"attention\.py:\d+ holds LINE SEPARATOR \(U\+2028\)",
+                 r"attention\.py:\d+ reaches f_globals: _g = sys\._getframe\(0\)\.f_globals"],
+    ),
     "a coroutine's frame, its builtins, a name put together": Case(  # red team 18
         "    async def _co():\n        pass\n\n"
         "    _c = _co()\n    _b = _c.cr_frame.f_builtins\n    _c.close()\n"

@@ -2,6 +2,7 @@
 a zip of a folder or a zip of a zip, beside Finder's leftovers), what is missing and what is stray
 named, and the zips that would write outside their folder or fill the disk refused."""
 
+import os
 import zipfile
 from pathlib import Path
 
@@ -246,3 +247,12 @@ def test_what_only_a_forger_needs_is_shown_to_read_and_no_reference_line_is():
     said = hidden("lab-02", files, {"layers.py"})
     for line, words in FORGERS_NEED.items():
         assert any(words in s and line in s for s in said), f"{line}: {said}"
+
+
+def test_a_fifo_named_as_a_starter_file_is_named_never_opened(tmp_path):
+    """Red team 19: a FIFO submitted as a starter file (opening it would wait for good)."""
+    sub = folder(tmp_path / "sub", files({A: A}))
+    os.mkfifo(sub / Path(W).name)
+    m = match(sub, tmp_path / "scratch", WANTED)
+    assert m.missing == [W] and m.files == {A: sub / A}, m
+    assert m.stray == [f"{Path(W).name} (not a regular file, not read)"], m
