@@ -270,7 +270,8 @@ BUGS = [
         "the mask's rows not offset",
         "a new query at position P reads the causal mask's row 0: it sees key 0 alone",
         "the new queries are rows P to P + t - 1 of the causal mask, over keys 0 to P + t - 1 "
-        "(task 3b); look at which rows of tril cached_attention cuts",
+        "(task 3b); look at which rows of tril cached_attention cuts (is_causal=True, in torch's "
+        "attention, cuts the first t)",
         module="kvcache",
         old="mask = attn.heads[0].tril[T - t : T, :T]",
         new="mask = attn.heads[0].tril[:t, :T]",

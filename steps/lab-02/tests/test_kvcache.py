@@ -307,7 +307,8 @@ def test_append_joins_the_new_positions_after_the_held_ones(kv):
     expect.members("append's first result", got, (k1, v1), ("keys", "values"))
     keys, values = appended(cache, 0, k2, v2, held=3)
     expect.equal("keys after two appends", keys, torch.cat((k1, k2), dim=2), "old, then new")
-    expect.equal("values after two appends", values, torch.cat((v1, v2), dim=2))
+    expect.equal("values after two appends", values, torch.cat((v1, v2), dim=2),
+                 "old, then new, as the keys")  # fmt: skip
     expect.equal("cache.keys[0]", cache.keys[0], keys, "the cache keeps what append returns")
     expect.equal("cache.keys[1]", cache.keys[1], None, "another layer's keys are its own")
 

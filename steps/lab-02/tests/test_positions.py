@@ -226,6 +226,8 @@ def rope_said(got: torch.Tensor, x: torch.Tensor, start: int) -> str:
     if near(complex_rope(x, start + 1)):
         return "row t turned by (start + t + 1)·ω_i, one position on: the first row sits at start"
     T = x.shape[-2]
+    if T > 1 and near(torch.cat([complex_rope(x[..., t : t + 1, :], start) for t in range(T)], -2)):
+        return "every row turned by start·ω_i alone: row t sits at start + t, one position each"
     if T > 1 and near(complex_rope(x, start - T + 1)):
         return (
             f"row t turned by (start - {T - 1} + t)·ω_i: the rows end at start; they begin "

@@ -155,8 +155,11 @@ def test_estimate_loss_is_the_mean_loss_over_the_batches(train, tiny):
 @pytest.mark.todo("task 2")
 @pytest.mark.core  # its trap: measured in train mode, dropout on
 def test_estimate_loss_of_a_model_with_dropout_is_its_eval_mode_loss(train, tiny):
-    model = tiny(0, p=0.5).train()
+    model = tiny(0, p=0.5).eval()
     batches = [checks.batch(1), checks.batch(2)]
+    with torch.no_grad():  # before the student's code runs: nothing it does to the model reaches it
+        want = sum(model(x, y)[1].item() for x, y in batches) / 2
+    model.train()
     state = torch.get_rng_state()
     got = train.estimate_loss(model, batches)
     if not torch.equal(torch.get_rng_state(), state):  # its bytes would say nothing
@@ -165,9 +168,6 @@ def test_estimate_loss_of_a_model_with_dropout_is_its_eval_mode_loss(train, tiny
             "number (no dropout mask in eval mode, no randperm or rand, no seed set): each draw "
             "changes every later training step's dropout masks"
         )
-    model.eval()
-    with torch.no_grad():
-        want = sum(model(x, y)[1].item() for x, y in batches) / 2
     expect.close("estimate_loss with dropout 0.5", got, want, 1e-6, "dropout off while measuring")
 
 
