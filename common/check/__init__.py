@@ -314,6 +314,7 @@ def short_traceback(exc) -> list[str]:
 def _one_line(statement: str) -> str:
     """A statement over several lines as one: `f(\n    a,\n)` is `f(a)` (the screen wraps it)."""
     joined = " ".join(line.strip() for line in statement.splitlines())
+    joined = re.sub(r'" f?"', "", joined)  # "so at most " f"{n} more": one string, as it reads
     return re.sub(r",? ([)\]}])", r"\1", re.sub(r"([(\[{]) ", r"\1", joined))
 
 

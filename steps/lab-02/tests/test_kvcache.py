@@ -289,7 +289,7 @@ def positions_said(got, held: int, t: int, kept: int | None = None) -> str:
         return f": the held positions, then the new; yours kept only the {t} new"
     if came is not None and came > held + t:
         return f": {held} held + {t} new = {held + t} positions, yours holds {came}"
-    return ": the held positions, then the new"
+    return ": the held positions, then the new ones"
 
 
 # --- task 3a: the cache keeps what it is given ------------------------------------------------
