@@ -179,7 +179,8 @@ def _record(copy: Path, step: str, given: set[str] | None):
     judges, course, starter = Judges(), _course_files(copy), copy / "steps" / step / "starter"
     for helper in HELPERS:  # the copy's own, imported before any of the copy's code runs
         importlib.import_module(helper)
-    held, kernels, traced = _held(), _kernels(torch), _watch_tracers()
+    earlier = _earlier(copy, step)  # the references its tests build expected models from
+    held, kernels, traced = _held() + _held(_references(earlier)), _kernels(torch), _watch_tracers()
     dispatch = _dispatch(torch)
     read = _watch_reads(starter, given) if given is not None else []
     modules = dict(sys.modules)  # each module imported before any of the copy's code ran
@@ -260,7 +261,7 @@ def _record(copy: Path, step: str, given: set[str] | None):
                 send({"forged": why})
             # the test modules' own names (expect, load, a test's helpers), from now on
             tests = {getattr(i, "module", None) for i in session.items} - {None}
-            held.extend(_held({m.__name__: m for m in tests}))
+            held.extend(_held({m.__name__: m for m in tests} | _references(tests)))
             known.update(_impls(configs))  # every hook there is: one added later is the copy's
             items.update({i.nodeid: (i, _shadowed(i)) for i in session.items})
 
@@ -294,8 +295,8 @@ def _record(copy: Path, step: str, given: set[str] | None):
 # the course's helpers the tests call to judge (a copy swapped common.seeding's torch for its own)
 HELPERS = ("common.seeding", "common.loader")
 HELD = (
-    "builtins", "math", "torch", "torch.nn.functional", "torch.linalg", "torch.testing",
-    "torch.Tensor", "torch.nn.Module", "common.expect", "_pytest.python.Function",
+    "builtins", "math", "torch", "torch.nn", "torch.nn.functional", "torch.nn.init", "torch.optim",
+    "torch.linalg", "torch.testing", "torch.Tensor", "common.expect", "_pytest.python.Function",
     "_pytest.runner", "_pytest.runner.CallInfo", "_pytest.reports.TestReport",
     "_pytest._code.code.ExceptionInfo", *HELPERS,
 )  # fmt: skip
@@ -422,14 +423,30 @@ def _kernels(torch) -> dict[str, list[str]]:
     }
 
 
+def _built(torch) -> dict[str, type]:
+    """torch's layers and optimisers, the classes a test builds its expected model and step from
+    (a LayerNorm, an SGD), each built once first: an optimiser's first build wraps its class's
+    step (torch's profiling hook), and must not read as the copy's change."""
+    classes = {f"torch.nn.{k}": v for k, v in vars(torch.nn).items()
+               if isinstance(v, type) and issubclass(v, torch.nn.Module)}  # fmt: skip
+    weight = torch.zeros(1, requires_grad=True)
+    for k, v in vars(torch.optim).items():
+        if isinstance(v, type) and issubclass(v, torch.optim.Optimizer):
+            with contextlib.suppress(Exception):  # one that needs more than a weight: as it is
+                v([weight])
+            classes[f"torch.optim.{k}"] = v
+    return classes
+
+
 def _held(owners: dict[str, object] | None = None) -> list[tuple]:
     """(owner's name, its namespace, what each name added to it would shadow (a base class's, a
-    builtin), each attribute with its value and its code) for HELD's modules and classes (or
-    `owners`, by name), now."""
+    builtin), each attribute with its value and its code) for HELD's modules and classes and
+    torch's layers and optimisers (or `owners`, by name), now."""
     if owners is None:
         found = {n: sys.modules.get(n) or getattr(sys.modules.get(n.rpartition(".")[0]),
                                                   n.rpartition(".")[2], None) for n in HELD}  # fmt: skip
         owners = {name: owner for name, owner in found.items() if owner is not None}
+        owners |= _built(sys.modules["torch"])
     held = []
     for name, owner in owners.items():
         space = vars(owner)
@@ -439,6 +456,41 @@ def _held(owners: dict[str, object] | None = None) -> list[tuple]:
         inherited |= {k: v for k, v in vars(sys.modules["builtins"]).items() if k not in space}
         held.append((name, space, inherited, kept, set(space)))
     return held
+
+
+def _earlier(copy: Path, step: str) -> list:
+    """The earlier steps' modules the step's [uses] names, loaded by the copy's own loader before
+    any of the copy's code runs (each is loaded once: the tests and the student's code get these)."""
+    import tomllib
+
+    loader, found = sys.modules["common.loader"], []
+    uses = tomllib.loads((copy / "steps" / step / "step.toml").read_text("utf-8")).get("uses", {})
+    for name, modules in uses.items():
+        for module in modules:
+            with contextlib.suppress(Exception):  # one that does not load: its tests say so
+                found.append(loader.reference(name, module))
+    return found
+
+
+def _references(roots) -> dict[str, object]:
+    """The earlier steps' references among `roots` and the modules they hold (a module the loader
+    named _course_..., not the student's), with their classes: a test builds its expected model
+    from them (Step 5's GPT and its Block, Step 4's Head)."""
+    found, seen = {}, set()
+    todo = [m for r in roots for m in (r, *vars(r).values()) if isinstance(m, type(sys))]
+    while todo:  # and the references they import (Step 5's gpt imports Step 4's head)
+        module = todo.pop()
+        name = module.__name__
+        if name in seen or not name.startswith("_course_") or "starter" in name or "fresh" in name:
+            continue
+        seen.add(name)
+        found[name] = module
+        for k, v in vars(module).items():
+            if isinstance(v, type(sys)):
+                todo.append(v)
+            elif isinstance(v, type) and v.__module__ == name:
+                found[f"{name}.{k}"] = v
+    return found
 
 
 def _unlike(session, modules: dict) -> str:

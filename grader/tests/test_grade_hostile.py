@@ -483,6 +483,15 @@ _c.TestResult = lambda **k: _T(**{**k, "outcome": "passed", "error": ()})
 """
 # red team 11: a course helper the tests judge with (common.seeding's torch), swapped through a
 # loop's name; here lab-01's common.loader.load, wrapped so that it behaves the same
+# red team 20: a class a test builds its expected value from, reached through a dict (the
+# reader does not follow it), and an optimiser's step: both held by the grade's worker
+LAYER_SWAP = """\
+import torch.nn as _n
+
+_box = {"n": _n, "o": torch.optim}
+_box["n"].LayerNorm = _box["n"].Identity
+_box["o"].SGD.step = lambda self, closure=None: None
+"""
 HELPER = """\
 import common.loader as _cl
 
@@ -600,6 +609,9 @@ FORGERS = {
         READ + WRONG,
         False,
         r"flagged: its code read the step's own code \(lab-01/starter/attention",
+    ),
+    "torch's layer and optimiser classes swapped through a dict": Case(
+        WRONG, False, FORGED, top=LAYER_SWAP, others=FORGED
     ),
     "a course helper's function swapped through a loop": Case(
         WRONG, False, FORGED, top=HELPER, others=FORGED

@@ -64,12 +64,20 @@ def one_of(module_state) -> str:
     return f"a {kind.__name__}, object {number:#x}"
 
 
+PLAIN = (bool, int, float, str, tuple, torch.dtype, torch.Size)  # a setting compared by value
+
+
 def settings(module) -> dict:
     """A module's own attributes (its tensors and children aside): a LayerNorm's eps, a mode,
-    each by value when plain, else by identity (a method set on it, a hook's dict)."""
-    plain = (bool, int, float, str, tuple, torch.dtype, torch.Size)
+    each by value when plain, a dict (its hooks) by what it holds, else by identity (a method)."""
     return {
-        k: v if isinstance(v, plain) else id(v)
+        k: v
+        if isinstance(v, PLAIN)
+        else tuple((key, id(x)) for key, x in v.items())
+        if isinstance(v, dict)
+        else frozenset(v)
+        if isinstance(v, set)
+        else id(v)
         for k, v in vars(module).items()  # a tensor or None: what a forward keeps (a head's A)
         if k not in ("_parameters", "_buffers", "_modules")
         and not isinstance(v, torch.Tensor | None)
