@@ -1,5 +1,6 @@
 """Load a step's starter or solution by path, so two steps' `attention.py` never clash."""
 
+import contextlib
 import hashlib
 import importlib
 import itertools
@@ -142,3 +143,28 @@ def load_file(path: Path) -> ModuleType:
 def override(step: str, module: str, replacement: ModuleType):
     """Inside `with`, make `load(step, module)` return `replacement` (to run suites on broken code)."""
     return mock.patch.dict(_overrides, {(step, module): replacement})
+
+
+def own_objects(module: ModuleType) -> dict[str, int]:
+    """Each function and class `module` defines, and each attribute of those classes, by identity:
+    a test compares with them, so a call that rebinds one (`KVCache.append = ...`) is seen."""
+    found = {}
+    for name, value in vars(module).items():
+        if getattr(value, "__module__", None) == module.__name__:
+            found[name] = id(value)
+            if isinstance(value, type):
+                found |= {f"{name}.{k}": id(v) for k, v in vars(value).items()}
+    return found
+
+
+@contextlib.contextmanager
+def kept_whole(module: ModuleType):
+    """Yield `module`; after the test, fail if its code rebound what the module defines."""
+    made = own_objects(module)
+    yield module
+    now = own_objects(module)
+    if changed := sorted(k for k in made.keys() | now.keys() if made.get(k) != now.get(k)):
+        raise AssertionError(
+            f"{module.__name__.rpartition('.')[2]}.{changed[0]} was rebound while the test ran: "
+            "a TODO's code changes no function or class of its module (the tests compare with them)"
+        )

@@ -1,7 +1,9 @@
-"""Bodies written to pass a test rather than to solve its TODO (red team 19): each fakes its result
-and makes the test's expected value match it, by zeroing an input the test reuses or by swapping a
-module of the model for one that answers alike. The tests make their expected values before the
-call, or hand the call copies, and compare the model's modules by identity: each forger fails."""
+"""Bodies written to pass a test rather than to solve its TODO (red teams 19 and 21): each fakes its
+result and makes the test's expected value match it, by zeroing an input the test reuses, swapping
+a module of the model for one that answers alike, or rebinding a function of its own module the
+test builds its expected value with. The tests make their expected values before the call, or hand
+the call copies, compare the model's modules by identity, and fail a test whose module was rebound
+while it ran (common.loader.kept_whole): each forger fails."""
 
 import pytest
 
@@ -31,6 +33,10 @@ FORGERS = [  # (module, a bug's old and new in the reference, a test it must fai
     ("kvcache", "    return model.lm_head(model.ln_f(x))  #",
      SWAP_LN_F + "    return model.lm_head(model.ln_f(torch.zeros_like(x)))  #",
      "test_the_prefill_gives_the_uncached_logits"),
+    ("kvcache", "    return forward_cached(model, new, cache)[:, -1, :], cache  #",
+     "    global forward_cached\n    forward_cached = (lambda f: lambda *a: f(*a))(forward_cached)\n"
+     "    return forward_cached(model, new, cache)[:, -1, :], cache  #",
+     "test_a_full_cache_is_rebuilt_from_the_window_not_slid"),
 ]  # fmt: skip
 
 

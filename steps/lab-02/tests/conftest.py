@@ -4,15 +4,17 @@ import pytest
 import torch
 
 from common.course import course_step
-from common.loader import load, load_file
+from common.loader import kept_whole, load, load_file
 
 HERE = course_step("lab-02").folder
 
 
 @pytest.fixture
 def layers(impl):
-    """The layers module under test (starter or solution, per --impl, or an override)."""
-    return load("lab-02", "layers", impl)
+    """The layers module under test (starter or solution, per --impl, or an override), whose own
+    functions its code leaves as they are."""
+    with kept_whole(load("lab-02", "layers", impl)) as module:
+        yield module
 
 
 # x in every float dtype: with float32 and float64 alone, code that computes in float32 passes,

@@ -6,14 +6,16 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from common.course import course_step
-from common.loader import load, load_file, reference
+from common.loader import kept_whole, load, load_file, reference
 from common.seeding import seed_all
 
 
 @pytest.fixture
 def train(impl):
-    """The training module under test (starter or solution, per --impl, or an override)."""
-    return load("step-06", "train", impl)
+    """The training module under test (starter or solution, per --impl, or an override), whose own
+    functions and classes its code leaves as they are."""
+    with kept_whole(load("step-06", "train", impl)) as module:
+        yield module
 
 
 @pytest.fixture

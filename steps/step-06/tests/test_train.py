@@ -47,7 +47,11 @@ def test_check(check, train, tiny, given_todos):
 def test_batches_are_windows_of_the_data_at_seeded_starts(train):
     data = torch.arange(50)  # (50,) id == position
     g1, g2 = torch.Generator().manual_seed(3), torch.Generator().manual_seed(3)
+    state = torch.get_rng_state()
     x, y = train.get_batch(data, 64, 6, g1)
+    expect.equal("torch's global random state after get_batch", torch.get_rng_state(), state,
+                 "untouched: every draw comes from the generator passed in (generator=), so a "
+                 "resumed run draws the same batches")  # fmt: skip
     expect.equal("the types of x and y", (type(x), type(y)), (torch.Tensor, torch.Tensor),
                  "one (B, T) tensor each: torch.stack joins the windows")  # fmt: skip
     expect.equal("the dtypes of x and y", (x.dtype, y.dtype), (torch.long, torch.long))
