@@ -184,8 +184,23 @@ def _named_calls(code, ran: dict[int, int], error: str) -> list[int]:
     calls = _calls(code)
     for name in [*SNAKE.findall(error), *CALLED.findall(error), *DOTTED.findall(error)]:
         if lines := [line for line in calls.get(name, ()) if line in ran]:
-            return sorted(lines, key=ran.__getitem__)
+            said = _said_whole(code, lines, name.rpartition(".")[2], error)
+            return sorted(said or lines, key=ran.__getitem__)
     return []
+
+
+def _said_whole(code, lines: list[int], name: str, error: str) -> list[int]:
+    """Of `lines`, those whose call of `name` the message writes with its arguments as the code
+    does (`requires_grad_(False)`, not the `requires_grad_(True)` below it)."""
+    function = _function(code)
+    return [
+        node.lineno
+        for node in (ast.walk(function) if function else ())
+        if isinstance(node, ast.Call)
+        and node.lineno in lines
+        and getattr(node.func, "attr", getattr(node.func, "id", None)) == name
+        and f"{name}({', '.join(ast.unparse(a) for a in node.args)})" in error
+    ]
 
 
 def _named_call(code, ran: dict[int, int], error: str) -> int | None:
