@@ -771,7 +771,7 @@ def test_new_ids_are_embedded_at_the_positions_after_the_cached_ones(kv):
                      expected, LOGITS_TOL, "each id's embedding adds its own position's row, "
                      "P to P + t - 1 (model.pos_emb was never called: a row read from its "
                      ".weight is one row, P, for every id of the call unless sliced [P : P + t])")  # fmt: skip
-        return
+        return cached_positions_are_not_embedded_again(kv, model, idx)
     expect.equal("the positions of three calls", seen, [[0, 1, 2, 3], [4], [5, 6]], why)
     # the positions pos_emb saw are the ones added: its output moved, the logits move too
     handle = model.pos_emb.register_forward_hook(lambda module, args, out: out + 1.0)
@@ -782,6 +782,24 @@ def test_new_ids_are_embedded_at_the_positions_after_the_cached_ones(kv):
         plain = kv.forward_cached(model, idx[:, :4], kv.KVCache(model, B))  # (B, 4, V)
     expect.differs("the logits once pos_emb's output is moved by 1", moved, plain,
                    "what the embeddings add is pos_emb's output for the positions it was given")  # fmt: skip
+    cached_positions_are_not_embedded_again(kv, model, idx)
+
+
+def cached_positions_are_not_embedded_again(kv, model, idx):
+    """After a prefill of 4, rows 0 to 3 of pos_emb changed move nothing of the fifth id's logits."""
+    with torch.no_grad():
+        expected = model(idx[:, :5])[0][:, 4:]  # (B, 1, V) before any change
+        cache = kv.KVCache(model, B)
+        kv.forward_cached(model, idx[:, :4], cache)  # (B, 4, V) the prefill
+        kept = model.pos_emb.weight.clone()  # (block_size, d)
+        model.pos_emb.weight[:4] += 1.0  # earlier positions' rows: in the cache already
+        try:
+            got = kv.forward_cached(model, idx[:, 4:5], cache)  # (B, 1, V)
+        finally:
+            model.pos_emb.weight.copy_(kept)
+    expect.close("the fifth id's logits once pos_emb's rows 0 to 3 change after the prefill",
+                 got, expected, LOGITS_TOL, "positions 0 to 3 come from the cache, not from "
+                 "embedding them again: a call embeds its t new ids only, at P to P + t - 1")  # fmt: skip
 
 
 @pytest.mark.todo("task 3c")
