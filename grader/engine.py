@@ -943,6 +943,8 @@ def _torch_names() -> set[str]:
             hooked = "hook" in name or name.startswith("register_")  # code run by torch's calls
             if not name.startswith("_") and not foreign and not hooked:  # torch.os: not torch's
                 names.add(name)
+    for layer in (torch.nn.Linear(1, 1), torch.nn.LayerNorm(1), torch.nn.Embedding(1, 1)):
+        names |= {n for n in [*vars(layer), *layer._parameters] if not n.startswith("_")}  # .weight
     names -= {"format", "format_map"}  # "{0.__globals__}".format(f): an attribute by a string
     with contextlib.suppress(OSError):  # another reader may be writing it too
         write_json(kept, sorted(names))

@@ -24,6 +24,7 @@ import signal
 import struct
 import sys
 import time
+from operator import attrgetter, is_
 from pathlib import Path
 
 _exit = os._exit  # the check replaces os._exit while it runs; the child leaves through this one
@@ -181,7 +182,7 @@ def _record(copy: Path, step: str, given: set[str] | None):
         importlib.import_module(helper)
     earlier = _earlier(copy, step)  # the references its tests build expected models from
     held, kernels, traced = _held() + _held(_references(earlier)), _kernels(torch), _watch_tracers()
-    dispatch = _dispatch(torch)
+    dispatch, dtype = _dispatch(torch), torch.get_default_dtype()
     read = _watch_reads(starter, given) if given is not None else []
     modules = dict(sys.modules)  # each module imported before any of the copy's code ran
     # a tensor subclass or a mode answers no comparison: __torch_function__ (a subclass's and a
@@ -190,6 +191,11 @@ def _record(copy: Path, step: str, given: set[str] | None):
 
     def forged(files: bool = False) -> str:
         """What the copy's code did to how it is judged (`files`: its course's files too), or ''."""
+        if (now := torch.get_default_dtype()) is not dtype:
+            return (
+                f"set torch's default dtype to {now} (set_default_dtype), in which the tests make "
+                "their expected values"
+            )
         if changed := judges.restore() or _moved(held):
             return f"replaced {changed}, which the tests judge with"
         if torch._C._len_torch_function_stack() or torch._C._len_torch_dispatch_stack():
@@ -301,8 +307,10 @@ HELD = (
     "_pytest._code.code.ExceptionInfo", *HELPERS,
 )  # fmt: skip
 # what torch itself replaces as it lazily imports a part of itself: building the first optimiser
-# imports torch._dynamo, which wraps torch.manual_seed (tests seed with generators of their own)
-TORCHS_OWN = {"torch.manual_seed"}
+# imports torch._dynamo, which wraps torch.manual_seed (tests seed with generators of their own);
+# set_default_dtype rebinds torch.Storage (the dtype itself is looked at in `forged`)
+TORCHS_OWN = {"torch.manual_seed", "torch.Storage"}
+CODE = attrgetter("__code__")
 
 
 # the operators the judges compare with (common.expect's !=, any, equal, the distance's sub
@@ -454,7 +462,9 @@ def _held(owners: dict[str, object] | None = None) -> list[tuple]:
         # what a name not in the namespace resolves to now: the same value set there changes nothing
         inherited = {k: getattr(owner, k, None) for k in set(dir(owner)) - set(space)}
         inherited |= {k: v for k, v in vars(sys.modules["builtins"]).items() if k not in space}
-        held.append((name, space, inherited, kept, set(space)))
+        coded = [(v, code) for _, v, code in kept if code is not None]
+        same = ([v for _, v, _ in kept], [v for v, _ in coded], [code for _, code in coded])
+        held.append((name, space, inherited, kept, set(space), same))
     return held
 
 
@@ -517,7 +527,14 @@ def _moved(held: list[tuple]) -> str:
     """What of `held` has been replaced, deleted, emptied or shadowed since, named ('' none).
     Run after every test: identities only, and a name added looked at once (torch adds its own)."""
     moved = []
-    for name, space, inherited, kept, known in held:
+    for name, space, inherited, kept, known, (values, functions, codes) in held:
+        with contextlib.suppress(Exception):  # as it was, in C loops (a test's 5 ms, not 0.1 s)
+            if (
+                len(space) == len(values)
+                and all(map(is_, space.values(), values))  # each value the same object
+                and all(map(is_, map(CODE, functions), codes))  # each function its own code
+            ):
+                continue
         get = space.get
         changed = [
             k
@@ -949,10 +966,16 @@ def _warm() -> None:
         import matplotlib
 
         matplotlib.use("Agg")
-        import matplotlib.pyplot  # noqa: F401
+        import matplotlib.pyplot as plt
+
+        figure = plt.figure()  # a text drawn once loads its font (2 s), here and not per copy
+        figure.text(0, 0, "warm $x_t$")
+        figure.canvas.draw()
+        plt.close(figure)
     except ImportError:  # a course without figures
         pass
     torch.manual_seed(0)  # initialises torch's default generator before the fork
+    _built(torch)  # each optimiser's first build (it imports torch._dynamo: 2 s) paid once here
 
 
 def _warm_step(step: Path) -> None:

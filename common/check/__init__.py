@@ -21,6 +21,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+from _pytest._code.source import getstatementrange_ast
 
 from common import REPO_ROOT, STEPS_DIR, command, shown
 from common.check.collect import BROKEN, JUDGES, STEPS_UNDER_TEST, Collector, code_place
@@ -504,6 +505,10 @@ TORCH_MEANS = [(re.compile(pattern), said) for pattern, said in (
     (r"`parameters` is an empty generator",
      "clip_grad_norm_ met no parameters: model.parameters() is a generator, used up by the "
      "first loop over it (call it again, or keep list(model.parameters()))"),
+    (r"only integer tensors of a single element can be converted to an index",
+     "a tensor of several entries met a place for one integer (a list's index, range(), a "
+     "size), or torch.tensor() met a list of tensors, which it does not join: torch.stack "
+     "joins tensors of one shape along a new first axis"),
     (r"shape '\[([-\d, ]*)\]' is invalid for input of size (\d+)",
      "a view or reshape to ({0}) must hold exactly the tensor's {1} entries"),
 )]  # fmt: skip
@@ -713,18 +718,40 @@ def _described(value, attribute: bool = False) -> str:
 
 
 _STATEMENTS: dict[tuple[tuple[str, ...], int], str] = {}  # (a file's lines, line) -> statement
+_STARTS: dict[tuple[str, ...], ast.Module] = {}  # a file's lines -> where its statements start
 
 
 def _statement(entry) -> str:
-    """A traceback entry's statement, as pytest finds it (which parses the file), found once per
-    file's text and line: a curated-bug scan meets the same frames bug after bug."""
+    """A traceback entry's statement, as pytest finds it, found once per file's text and line: a
+    curated-bug scan meets the same frames bug after bug."""
     source = entry.frame.code.fullsource
     if source is None:
         return str(entry.statement).strip()  # pytest's own error for a frame without source
-    key = (tuple(source.lines), entry.lineno)
-    if key not in _STATEMENTS:
-        _STATEMENTS[key] = str(source.getstatement(entry.lineno)).strip()
-    return _STATEMENTS[key]
+    lines = tuple(source.lines)
+    if (lines, entry.lineno) not in _STATEMENTS:
+        if lines not in _STARTS:
+            _STARTS[lines] = _starts(str(source))
+        _, start, end = getstatementrange_ast(entry.lineno, source, astnode=_STARTS[lines])
+        _STATEMENTS[lines, entry.lineno] = str(source[start:end]).strip()
+    return _STATEMENTS[lines, entry.lineno]
+
+
+def _starts(text: str) -> ast.Module:
+    """The lines pytest cuts a file's statements at, as one flat tree of `pass` statements: pytest
+    walks the whole tree of the file at every frame it reads (0.2 s a frame of a test file), and
+    walks this one in a thousandth of that, to the same start and end."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # pytest's own: no warning twice from a file's parse
+        tree = ast.parse(text, "source", "exec")
+    at = []  # as _pytest._code.source.get_statement_startend2 collects them (0-based)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.stmt | ast.ExceptHandler):
+            if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+                at += [d.lineno - 1 for d in node.decorator_list]
+            at.append(node.lineno - 1)
+            at += [part[0].lineno - 2 for part in (getattr(node, n, None) for n in
+                   ("finalbody", "orelse")) if part]  # fmt: skip
+    return ast.Module([ast.Pass(lineno=n + 1) for n in at], [])
 
 
 EXPECT = Path(__file__).parent.parent / "expect.py"  # the value checks: out of tracebacks

@@ -613,6 +613,14 @@ FORGERS = {
     "torch's layer and optimiser classes swapped through a dict": Case(
         WRONG, False, FORGED, top=LAYER_SWAP, others=FORGED
     ),
+    # red team 22: the dtype the tests make their expected values in (torch rebinds torch.Storage)
+    "torch's default dtype set at import": Case(
+        WRONG,
+        False,
+        DTYPE := r"flagged: its code set torch's default dtype to torch\.float64",
+        top="torch.set_default_dtype(torch.float64)",
+        others=DTYPE,
+    ),
     "a course helper's function swapped through a loop": Case(
         WRONG, False, FORGED, top=HELPER, others=FORGED
     ),

@@ -249,6 +249,18 @@ def test_what_only_a_forger_needs_is_shown_to_read_and_no_reference_line_is():
         assert any(words in s and line in s for s in said), f"{line}: {said}"
 
 
+def test_a_layers_own_weights_read_by_name_are_not_listed_to_read():
+    """Red team 22: `.weight`, an nn layer's own attribute, not its class's, was no word of the
+    course's: a position table read as pos_emb.weight[P : P + t] (honest) was listed."""
+    reference = {p.name: p.read_text(encoding="utf-8") for p in LAB_02.glob("*.py")}
+    read = "model.tok_emb.weight[idx] + model.pos_emb.weight[P : P + t]"
+    kv = reference["kvcache.py"].replace(
+        "model.tok_emb(idx) + model.pos_emb(torch.arange(P, P + t))", read
+    )
+    assert read in kv
+    assert hidden("lab-02", reference | {"kvcache.py": kv}, {"kvcache.py"}) == []
+
+
 def test_a_fifo_named_as_a_starter_file_is_named_never_opened(tmp_path):
     """Red team 19: a FIFO submitted as a starter file (opening it would wait for good)."""
     sub = folder(tmp_path / "sub", files({A: A}))

@@ -433,9 +433,15 @@ def check_lr(train, make=None):
             else ""
         )
     )
+    default = train.TrainConfig.min_lr  # the class's own, where cfg.min_lr was meant
     assert abs(lrs[-1] - cfg.min_lr) < 1e-12, (
         f"lr_at(steps) is {off(lrs[-1], cfg.min_lr)} min_lr = {cfg.min_lr}: the cosine ends there"
         + NOT_ROUNDING * (abs(lrs[-1] - cfg.min_lr) < 1e-6)
+        + (
+            f" ({default:g} is TrainConfig's default min_lr: the schedule reads cfg.min_lr)"
+            if isinstance(default, float) and abs(lrs[-1] - default) < 1e-12
+            else ""
+        )
     )
     first = cfg.lr / cfg.warmup  # step 0 gets one warmup-th of the peak
     from_floor = cfg.min_lr + (cfg.lr - cfg.min_lr) / cfg.warmup

@@ -98,11 +98,11 @@ def dropout(x: torch.Tensor, p: float, training: bool, generator: torch.Generato
     check_dropout(x, p, generator)
     # BEGIN SOLUTION TODO(lab-02 task 2: dropout)
     # CONTRACT: returns x's shape and dtype. In eval mode (training False), and at p = 0, x
-    #   itself, unchanged. In training, each entry is kept with probability 1 - p, drawn from
-    #   `generator` (the same seed gives the same mask), and every kept entry is divided by 1 - p,
-    #   so the mean is kept and eval needs no scaling (README, on paper); at p = 1 every entry is
-    #   0, never NaN. The gradient reaches x through the kept entries. The trap: the 1 / (1 - p)
-    #   scale forgotten.
+    #   itself, unchanged, no mask drawn. In training, each entry is kept with probability 1 - p,
+    #   drawn from `generator` (the same seed gives the same mask), and every kept entry is
+    #   divided by 1 - p, so the mean is kept and eval needs no scaling (README, on paper); at
+    #   p = 1 every entry is 0, never NaN. The gradient reaches x through the kept entries. The
+    #   trap: the 1 / (1 - p) scale forgotten.
     # HINT 1: a mask of the shape of x that is True with probability 1 - p; the output is x
     #   where the mask holds, 0 elsewhere, scaled up so the expected value stays x.
     # HINT 2: torch.rand(x.shape, generator=generator) >= p is the kept mask;

@@ -61,5 +61,5 @@ def dropout(x: torch.Tensor, p: float, training: bool, generator: torch.Generato
     """Inverted dropout: in training, zero each entry with probability p and scale the rest by 1 / (1 - p)."""
     check_dropout(x, p, generator)
     raise NotImplementedError(
-        "TODO(lab-02 task 2: dropout): returns x's shape and dtype. In eval mode (training False), and at p = 0, x itself, unchanged. In training, each entry is kept with probability 1 - p, drawn from `generator` (the same seed gives the same mask), and every kept entry is divided by 1 - p, so the mean is kept and eval needs no scaling (README, on paper); at p = 1 every entry is 0, never NaN. The gradient reaches x through the kept entries. The trap: the 1 / (1 - p) scale forgotten."
+        "TODO(lab-02 task 2: dropout): returns x's shape and dtype. In eval mode (training False), and at p = 0, x itself, unchanged, no mask drawn. In training, each entry is kept with probability 1 - p, drawn from `generator` (the same seed gives the same mask), and every kept entry is divided by 1 - p, so the mean is kept and eval needs no scaling (README, on paper); at p = 1 every entry is 0, never NaN. The gradient reaches x through the kept entries. The trap: the 1 / (1 - p) scale forgotten."
     )

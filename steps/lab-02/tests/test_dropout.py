@@ -124,6 +124,7 @@ def test_dropout_keeps_the_mean(layers, p):
     alone = bool(kept.numel()) and bool(
         torch.allclose(kept, torch.tensor(1 / (1 - p), dtype=kept.dtype))
     )
+    floored = bool(kept.numel()) and bool((kept == 1.5 // (1 - p)).all())  # x // (1 - p)
     why = "each kept entry is scaled by 1 / (1 - p)" + (
         ": nothing was dropped, out is x itself, as in eval mode (did the training branch run?)"
         if unscaled and kept.numel() == N
@@ -131,6 +132,9 @@ def test_dropout_keeps_the_mean(layers, p):
         if unscaled
         else ": yours is 1 / (1 - p) whatever x, the mask scaled without x"
         if alone
+        else f": yours is 1.5 // (1 - p) = {1.5 // (1 - p):g}, floored (// is floor division, "
+        "/ divides)"
+        if floored
         else ""
     )
     expect.close(f"kept entries of 1.5 at p={p}", kept, torch.full_like(kept, 1.5 / (1 - p)),
