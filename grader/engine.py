@@ -1211,6 +1211,20 @@ def _foreign_writes(tree, text: str, shipped: set[str]) -> list[tuple[int, str]]
         if isinstance(n, ast.Assign | ast.For | ast.comprehension | ast.NamedExpr)
         or isinstance(n, ast.withitem) and n.optional_vars
     ]  # fmt: skip
+    defs = {
+        n.name: n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+    }
+    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):  # its own functions'
+        if (made := defs.get(getattr(call.func, "id", ""))) is not None:  # parameters: tune(torch)
+            names = [a.arg for a in [*made.args.posonlyargs, *made.args.args]]
+            bound += [(arg, [ast.Name(name)]) for arg, name in zip(call.args, names, strict=False)]
+            bound += [(k.value, [ast.Name(k.arg)]) for k in call.keywords if k.arg]
+    bound += [  # a function that returns a module: its calls are the module (`_t().x = ...`)
+        (node.value, [ast.Name(name)])
+        for name, made in defs.items()
+        for node in ast.walk(made)
+        if isinstance(node, ast.Return) and node.value is not None
+    ]
     for _ in range(3):  # a name given a module or what is reached from one (`_T = torch.Tensor`)
         imported |= {
             t.id
@@ -1258,7 +1272,10 @@ def _foreign_target(node: ast.AST, imported: set[str]) -> str:
 
 
 def _elements(value: ast.AST) -> list[ast.AST]:
-    """A value and, for a literal tuple, list or set, its elements (`for m in [common.seeding]`)."""
+    """A value and, for a literal tuple, list, set or dict, its elements (`for m in [common.seeding]`,
+    `{"t": torch}`)."""
+    if isinstance(value, ast.Dict):
+        return [value, *(k for k in value.keys if k is not None), *value.values]
     return (
         [value, *getattr(value, "elts", ())]
         if isinstance(value, ast.Tuple | ast.List | ast.Set)
@@ -1288,7 +1305,8 @@ def _root_module(node: ast.AST, imported: set[str]) -> bool:
             node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
         )
         reached = name in REACHING and node.args and _root_module(node.args[0], imported)
-        return name in MODULE_CALLS or bool(reached)
+        own = isinstance(node.func, ast.Name) and node.func.id in imported  # returns a module
+        return name in MODULE_CALLS or bool(reached) or own
     return isinstance(node, ast.Name) and node.id in imported
 
 

@@ -261,6 +261,21 @@ def test_a_layers_own_weights_read_by_name_are_not_listed_to_read():
     assert hidden("lab-02", reference | {"kvcache.py": kv}, {"kvcache.py"}) == []
 
 
+def test_a_module_reached_through_a_dict_a_parameter_or_a_return_is_shown_to_read():
+    """Red team 22: torch's attributes set through a dict, a function's parameter or what a
+    function returns were left to the worker's check at run time; a reader is shown each line."""
+    reference = {p.name: p.read_text(encoding="utf-8") for p in LAB_02.glob("*.py")}
+    routes = {
+        "_box = {'t': torch}\n_box['t'].polar = print\n": "changes _box['t'].polar",
+        "def _tune(m, f):\n    m.polar = f\n\n\n_tune(torch, print)\n": "changes m.polar",
+        "def _t():\n    return torch\n\n\n_t().polar = print\n": "changes _t().polar",
+    }
+    for code, words in routes.items():
+        files = reference | {"layers.py": reference["layers.py"] + "\n" + code}
+        said = hidden("lab-02", files, {"layers.py"})
+        assert any(words in line for line in said), f"{code}: {said}"
+
+
 def test_a_fifo_named_as_a_starter_file_is_named_never_opened(tmp_path):
     """Red team 19: a FIFO submitted as a starter file (opening it would wait for good)."""
     sub = folder(tmp_path / "sub", files({A: A}))
