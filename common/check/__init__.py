@@ -503,8 +503,11 @@ TORCH_MEANS = [(re.compile(pattern), said) for pattern, said in (
      "a ModuleList (the blocks, a layer's heads) of n modules takes the indices 0 to n - 1: "
      "{0} is past its end (a layer's number used for a head's?)"),
     (r"`parameters` is an empty generator",
-     "clip_grad_norm_ met no parameters: model.parameters() is a generator, used up by the "
-     "first loop over it (call it again, or keep list(model.parameters()))"),
+     "clip_grad_norm_ met no parameters: what it was given yields none (model.parameters() is "
+     "a generator, used up by a first loop over it; parameters(recurse=False) yields only the "
+     "model's own, none of its layers')"),
+    (r"randint\(\) received an invalid combination of arguments - got \(int, int, generator",
+     "torch.randint(high, size) takes its size as a tuple, (B,), not a number"),
     (r"only integer tensors of a single element can be converted to an index",
      "a tensor of several entries met a place for one integer (a list's index, range(), a "
      "size), or torch.tensor() met a list of tensors, which it does not join: torch.stack "

@@ -401,9 +401,10 @@ def check_lr(train, make=None):
     cfg = train.TrainConfig(steps=1000, warmup=100, lr=3e-3, min_lr=2e-4)
     lrs = [train.lr_at(s, cfg) for s in range(cfg.steps + 1)]
     kind = next((type(r) for r in lrs if type(r) is not float), float)  # torch's, numpy's cos
-    assert kind is float, (
-        f"lr_at returned a {kind.__module__}.{kind.__name__}, not a float: math's cos, not torch's "
-        "or numpy's (they compute in their own precision)"
+    assert kind is float, f"lr_at returned a {kind.__module__}.{kind.__name__}, not a float: " + (
+        "a comma after a return's value makes a tuple (return a, is (a,))"
+        if kind is tuple
+        else "math's cos, not torch's or numpy's (they compute in their own precision)"
     )
     assert abs(max(lrs) - cfg.lr) < 1e-12, (
         f"the peak learning rate is {off(max(lrs), cfg.lr)} lr = {cfg.lr}"

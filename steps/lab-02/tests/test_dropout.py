@@ -42,6 +42,9 @@ def eval_said(got, x: torch.Tensor, p: float) -> str:
         return ""
     if p < 1 and torch.allclose(got, x * (1 - p)):
         return "scaled by 1 - p: inverted dropout scales the kept entries in training only"
+    if p < 1 and torch.allclose(got, x / (1 - p)):
+        return "scaled by 1 / (1 - p): that scale is training's, for the kept entries; in eval x "
+        "comes back as it is"
     if p == 1 and not got.any():  # a mask and a scale by 1 - p = 0 both give zeros here
         return "all zeros: training's dropout ran in eval mode"
     return "a mask was drawn in eval mode" if (got == 0).any() else ""
@@ -163,9 +166,15 @@ def test_dropout_keeps_the_shape_and_dtype(layers, dtype):
     out = layers.dropout(x, 0.5, True, generator(0))
     expect.shape("dropout(x)", out, x.shape)
     scale = "torch.tensor(" in inspect.getsource(layers.dropout)  # a tensor scale promotes x too
+    wide = torch.float64 if out.dtype != dtype else None  # a float64 x lowered too: a cast
+    if wide is not None:
+        wide = layers.dropout(randn(2, 3, 5, seed=3, dtype=wide), 0.5, True, generator(0)).dtype
     expect.equal(f"dropout({str(dtype).removeprefix('torch.')} x).dtype", out.dtype, dtype,
-                 "the dtype of x: a float32 tensor in the arithmetic (a torch.tensor scale here) "
-                 "promotes x; 1 / (1 - p) as a Python number keeps it"
+                 f"the dtype of x: dropout returns {out.dtype} whatever x's, a float64 x too, "
+                 "which no mask or scale lowers: a cast of what it returns (.float(), .to())"
+                 if wide == out.dtype != torch.float64
+                 else "the dtype of x: a float32 tensor in the arithmetic (a torch.tensor scale "
+                 "here) promotes x; 1 / (1 - p) as a Python number keeps it"
                  if scale
                  else "the dtype of x: make the mask in x's dtype")  # fmt: skip
     if dtype == torch.float64:  # every digit of x: no float32 on the way

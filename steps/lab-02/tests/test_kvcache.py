@@ -861,6 +861,9 @@ def pair_of(returned) -> tuple:
     expect.equal("the type next_logits returns", type(returned), tuple,
                  "the pair (logits, cache): the cache it fed is handed back")  # fmt: skip
     expect.equal("the length of the tuple next_logits returns", len(returned), 2, "(logits, cache)")
+    kind = type(returned[1]).__name__  # the cache handed back: the one it fed, or a new one
+    expect.equal("the type of next_logits' second result", kind, "KVCache",
+                 "the cache it fed (a new one after a prefill), for the next call to feed again")  # fmt: skip
     return returned
 
 

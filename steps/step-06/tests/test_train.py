@@ -239,6 +239,8 @@ def test_estimate_loss_builds_no_graph_and_leaves_the_weights_alone(train, tiny)
     expect.equal("grad enabled in each forward", [s[1] for s in model.seen], [False, False],
                  "torch.no_grad() around the forwards")  # fmt: skip
     for name, p in model.named_parameters():
+        expect.equal(f"{name}'s dtype after estimate_loss", p.dtype, before[name].dtype,
+                     "untouched: a model cast to measure (model.double()) trains on cast")  # fmt: skip
         expect.equal(f"{name} after estimate_loss", p.detach(), before[name], "untouched")
         expect.equal(f"{name}.grad after estimate_loss", p.grad, None, "no backward pass")
     with torch.no_grad():  # a caller that measures without gradients keeps them off
@@ -451,6 +453,20 @@ def test_train_step_moves_the_weights_by_the_optimizers_own_step(train, tiny):
         else "one optimizer.step() on the clipped gradient: it applies AdamW's update"
     )
     expect.close("the weights after train_step with AdamW", got, want, 1e-6, why)
+    x, y = checks.batch(1)  # a second call: its step reads the moments the first one kept
+    train.train_step(model, opt, x, y, grad_clip=1.0)
+    ref.zero_grad()
+    fresh(x, y)[1].backward()
+    torch.nn.utils.clip_grad_norm_(fresh.parameters(), 1.0)
+    ref.step()
+    took = sorted({int(s["step"]) for s in opt.state.values() if "step" in s})  # per parameter
+    expect.equal("the steps the optimizer took after a second train_step", took, [2],
+                 "its state kept from call to call: Adam's moments and step count start again "
+                 "if train_step empties optimizer.state or makes an optimizer")  # fmt: skip
+    got = torch.cat([p.detach().flatten() for p in model.parameters()])  # (n_params,)
+    want = torch.cat([p.detach().flatten() for p in fresh.parameters()])  # (n_params,)
+    expect.close("the weights after two train_steps with AdamW", got, want, 1e-6,
+                 "two optimizer.step() calls of one optimizer, each on its clipped gradient")  # fmt: skip
 
 
 @pytest.mark.todo("task 4")
