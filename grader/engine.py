@@ -959,6 +959,8 @@ def _unfamiliar(tree, text: str, shipped: set[str], listed: set[int]) -> list[tu
     names, attributes = _vocabulary()
     own = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     fields = set()  # the attributes the file gives its own objects: self.heads = ..., a method
+    given = set()  # ... those the starter's own lines give (KVCache's self.h): on any object
+    text_lines = source_lines(text)
     for node in ast.walk(tree):  # what the file defines: functions, classes, arguments, imports
         own |= {node.name} if isinstance(node, ast.FunctionDef | ast.ClassDef) else set()
         own |= {node.arg} if isinstance(node, ast.arg) else set()
@@ -969,6 +971,8 @@ def _unfamiliar(tree, text: str, shipped: set[str], listed: set[int]) -> list[tu
         if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
             if getattr(node.value, "id", "") == "self":  # self.heads = ...: not x.load = 0
                 fields.add(node.attr)
+                if text_lines[node.lineno - 1].strip() in shipped:
+                    given.add(node.attr)
         if isinstance(node, ast.ClassDef):  # its methods
             fields |= {n.name for n in node.body if isinstance(n, ast.FunctionDef)}
     own -= set(dir(builtins)) - BUILTINS  # a parameter named open does not make open() the file's
@@ -984,7 +988,9 @@ def _unfamiliar(tree, text: str, shipped: set[str], listed: set[int]) -> list[tu
                 what = next((a.name for a in node.names if a.name not in attributes | names), "")
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
             what = node.id if node.id not in names | own else ""
-        elif isinstance(node, ast.Attribute) and node.attr not in attributes | fields:
+        elif isinstance(node, ast.Attribute) and node.attr not in attributes | given | (
+            fields if getattr(node.value, "id", "") in ("self", "cls") else set()
+        ):  # its own fields on its own objects only: `self.pickle = 0` unlocks no `x.pickle`
             what = f".{node.attr}"
         elif isinstance(node, ast.MatchClass):  # case object(f_back=b): attributes by pattern
             what = next((f".{a}" for a in node.kwd_attrs if a not in attributes | fields), "")

@@ -182,7 +182,7 @@ def _record(copy: Path, step: str, given: set[str] | None):
         importlib.import_module(helper)
     earlier = _earlier(copy, step)  # the references its tests build expected models from
     held, kernels, traced = _held() + _held(_references(earlier)), _kernels(torch), _watch_tracers()
-    dispatch, dtype = _dispatch(torch), torch.get_default_dtype()
+    dispatch, dtype, hooks = _dispatch(torch), torch.get_default_dtype(), _global_hooks()
     read = _watch_reads(starter, given) if given is not None else []
     modules = dict(sys.modules)  # each module imported before any of the copy's code ran
     # a tensor subclass or a mode answers no comparison: __torch_function__ (a subclass's and a
@@ -195,6 +195,12 @@ def _record(copy: Path, step: str, given: set[str] | None):
             return (
                 f"set torch's default dtype to {now} (set_default_dtype), in which the tests make "
                 "their expected values"
+            )
+        if (now := _global_hooks()) != hooks:
+            which = next(n for n in now if now[n] != hooks.get(n))
+            return (
+                f"registered a hook of torch's own ({which}), which runs inside the tests' models "
+                "and optimisers"
             )
         if changed := judges.restore() or _moved(held):
             return f"replaced {changed}, which the tests judge with"
@@ -310,7 +316,7 @@ HELD = (
 # imports torch._dynamo, which wraps torch.manual_seed (tests seed with generators of their own);
 # set_default_dtype rebinds torch.Storage (the dtype itself is looked at in `forged`)
 TORCHS_OWN = {"torch.manual_seed", "torch.Storage"}
-CODE = attrgetter("__code__")
+CODE, DEFAULTS = attrgetter("__code__"), attrgetter("__defaults__")
 
 
 # the operators the judges compare with (common.expect's !=, any, equal, the distance's sub
@@ -431,6 +437,31 @@ def _kernels(torch) -> dict[str, list[str]]:
     }
 
 
+# torch's hooks on every module's forward and backward and every optimiser's step: one of them
+# runs in a test's own model and reference optimiser (red team 23 scaled their weights with it)
+GLOBAL_HOOKS = {
+    "torch.nn.modules.module": ("_global_forward_hooks", "_global_forward_pre_hooks",
+                                "_global_forward_hooks_always_called",
+                                "_global_forward_hooks_with_kwargs", "_global_backward_hooks",
+                                "_global_backward_pre_hooks", "_global_is_full_backward_hook",
+                                "_global_module_registration_hooks",
+                                "_global_parameter_registration_hooks",
+                                "_global_buffer_registration_hooks"),
+    "torch.optim.optimizer": ("_global_optimizer_pre_hooks", "_global_optimizer_post_hooks"),
+}  # fmt: skip
+
+
+def _global_hooks() -> dict[str, tuple]:
+    """Each of GLOBAL_HOOKS as it is now: the object and what it holds, by name."""
+    found = {}
+    for module, names in GLOBAL_HOOKS.items():
+        for name in names:
+            value = getattr(sys.modules.get(module), name, None)
+            held = tuple(value.items()) if isinstance(value, dict) else value
+            found[f"{module}.{name}"] = (id(value), held)
+    return found
+
+
 def _built(torch) -> dict[str, type]:
     """torch's layers and optimisers, the classes a test builds its expected model and step from
     (a LayerNorm, an SGD), each built once first: an optimiser's first build wraps its class's
@@ -463,7 +494,9 @@ def _held(owners: dict[str, object] | None = None) -> list[tuple]:
         inherited = {k: getattr(owner, k, None) for k in set(dir(owner)) - set(space)}
         inherited |= {k: v for k, v in vars(sys.modules["builtins"]).items() if k not in space}
         coded = [(v, code) for _, v, code in kept if code is not None]
-        same = ([v for _, v, _ in kept], [v for v, _ in coded], [code for _, code in coded])
+        functions = [v for v, _ in coded]  # and each one's defaults (red team 23 swapped a test's)
+        same = ([v for _, v, _ in kept], functions, [code for _, code in coded],
+                [getattr(v, "__defaults__", None) for v in functions])  # fmt: skip
         held.append((name, space, inherited, kept, set(space), same))
     return held
 
@@ -527,19 +560,22 @@ def _moved(held: list[tuple]) -> str:
     """What of `held` has been replaced, deleted, emptied or shadowed since, named ('' none).
     Run after every test: identities only, and a name added looked at once (torch adds its own)."""
     moved = []
-    for name, space, inherited, kept, known, (values, functions, codes) in held:
+    for name, space, inherited, kept, known, (values, functions, codes, defaults) in held:
         with contextlib.suppress(Exception):  # as it was, in C loops (a test's 5 ms, not 0.1 s)
             if (
                 len(space) == len(values)
                 and all(map(is_, space.values(), values))  # each value the same object
                 and all(map(is_, map(CODE, functions), codes))  # each function its own code
+                and all(map(is_, map(DEFAULTS, functions), defaults))  # and its own defaults
             ):
                 continue
-        get = space.get
+        get, was = space.get, dict(zip(map(id, functions), defaults, strict=True))
         changed = [
             k
             for k, v, code in kept
-            if get(k) is not v or code is not None and v.__code__ is not code
+            if get(k) is not v
+            or code is not None
+            and (v.__code__ is not code or getattr(v, "__defaults__", None) is not was[id(v)])
         ]
         if len(space) != len(known):  # names added (or taken away: those are changed above)
             added = [k for k in list(space) if k not in known]

@@ -613,6 +613,14 @@ FORGERS = {
     "torch's layer and optimiser classes swapped through a dict": Case(
         WRONG, False, FORGED, top=LAYER_SWAP, others=FORGED
     ),
+    # red team 23: a hook torch runs in every module's forward, the tests' own models included
+    "a global forward hook of torch's": Case(
+        WRONG,
+        False,
+        GLOBAL := r"flagged: its code registered a hook of torch's own",
+        top="torch.nn.modules.module.register_module_forward_hook(lambda m, i, o: o)",
+        others=GLOBAL,
+    ),
     # red team 22: the dtype the tests make their expected values in (torch rebinds torch.Storage)
     "torch's default dtype set at import": Case(
         WRONG,

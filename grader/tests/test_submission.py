@@ -159,6 +159,7 @@ def test_a_zip_inside_the_submission_that_cannot_be_unpacked_is_named_not_fatal(
 
 
 FORGERS_NEED = {  # a line of what only a forger needs -> the words its 'to read' line says
+    "_p = torch.serialization.pickle": "reaches .pickle",  # red team 23: unlocked by a field
     "import base64, zlib": "reaches base64",
     "exec(zlib.decompress(base64.b64decode(b'')))": "reaches exec()",
     "import ctypes": "reaches ctypes",
@@ -238,6 +239,7 @@ def test_what_only_a_forger_needs_is_shown_to_read_and_no_reference_line_is():
     lines = "import os\nimport os as _os\nimport sys\nimport common.seeding\n"
     lines += "from common.loader import reference\n_gpt = reference('step-05', 'gpt')\n"
     lines += "class Kept:\n    def library(self): pass\n"  # no method makes .library the file's
+    lines += "    def __init__(self):\n        self.pickle = None\n"  # nor a field x.pickle
     lines += "\n".join(FORGERS_NEED) + "\n"
     lines = lines.replace("case object", "match sys:\n    case object")  # a match's own line
     lines = lines.replace(
