@@ -218,7 +218,7 @@ def _note(status: StepStatus, todo: str, earlier: list[str], run: RunFacts) -> s
         return f"written; its tests wait for {' and '.join(split_id(t)[1] for t in others)}"
     if s.state == "done" and (others := _waits_for(status, todo)):  # its whole runs held back
         waits = " and ".join(split_id(t)[1] for t in others)
-        return f"its own tests pass; the step's whole run, tested under it, waits for {waits}"
+        return f"done; the whole run, tested under it, waits for {waits}"
     return {
         "done": "done",
         "untested": "written; none of its tests ran here",
