@@ -781,14 +781,16 @@ def test_new_ids_are_embedded_at_the_positions_after_the_cached_ones(kv):
                      f"(model.pos_emb was never called: {how})")  # fmt: skip
         return cached_positions_are_not_embedded_again(kv, model, idx)
     expect.equal("the positions of three calls", seen, [[0, 1, 2, 3], [4], [5, 6]], why)
-    # the positions pos_emb saw are the ones added: its output moved, the logits move too
-    handle = model.pos_emb.register_forward_hook(lambda module, args, out: out + 1.0)
+    # the positions pos_emb saw are the ones added: its output moved, the logits move too (each
+    # entry its own way: a move by a constant, a layer norm removes, up to rounding)
+    moves = torch.randn(4, D, generator=generator(6))  # (4, d)
+    handle = model.pos_emb.register_forward_hook(lambda module, args, out: out + moves)
     with torch.no_grad():
         moved = kv.forward_cached(model, idx[:, :4], kv.KVCache(model, B))  # (B, 4, V)
     handle.remove()
     with torch.no_grad():
         plain = kv.forward_cached(model, idx[:, :4], kv.KVCache(model, B))  # (B, 4, V)
-    expect.differs("the logits once pos_emb's output is moved by 1", moved, plain,
+    expect.differs("the logits once pos_emb's output is moved", moved, plain,
                    "what the embeddings add is pos_emb's output for the positions it was given")  # fmt: skip
     cached_positions_are_not_embedded_again(kv, model, idx)
 
@@ -803,7 +805,9 @@ def cached_positions_are_not_embedded_again(kv, model, idx):
             kv.forward_cached(model, idx[:, :4], cache)  # (B, 4, V) the prefill
         plain = kv.forward_cached(model, idx[:, 4:5], caches[0])  # (B, 1, V)
         kept = model.pos_emb.weight.clone()  # (block_size, d)
-        model.pos_emb.weight[:4] += 1.0  # earlier positions' rows: in the cache already
+        # earlier positions' rows, in the cache already: moved each its own way (a row moved by
+        # a constant moves nothing after a layer norm)
+        model.pos_emb.weight[:4] += torch.randn(kept[:4].shape, generator=generator(5))  # (4, d)
         try:
             got = kv.forward_cached(model, idx[:, 4:5], caches[1])  # (B, 1, V)
         finally:
