@@ -960,7 +960,7 @@ def _unfamiliar(tree, text: str, shipped: set[str], listed: set[int]) -> list[tu
     own = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     fields = set()  # the attributes the file gives its own objects: self.heads = ..., a method
     given = set()  # ... those the starter's own lines give (KVCache's self.h): on any object
-    text_lines = source_lines(text)
+    lines, found = source_lines(text), {}
     for node in ast.walk(tree):  # what the file defines: functions, classes, arguments, imports
         own |= {node.name} if isinstance(node, ast.FunctionDef | ast.ClassDef) else set()
         own |= {node.arg} if isinstance(node, ast.arg) else set()
@@ -971,12 +971,11 @@ def _unfamiliar(tree, text: str, shipped: set[str], listed: set[int]) -> list[tu
         if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
             if getattr(node.value, "id", "") == "self":  # self.heads = ...: not x.load = 0
                 fields.add(node.attr)
-                if text_lines[node.lineno - 1].strip() in shipped:
+                if lines[node.lineno - 1].strip() in shipped:
                     given.add(node.attr)
         if isinstance(node, ast.ClassDef):  # its methods
             fields |= {n.name for n in node.body if isinstance(n, ast.FunctionDef)}
     own -= set(dir(builtins)) - BUILTINS  # a parameter named open does not make open() the file's
-    lines, found = source_lines(text), {}
     for node in ast.walk(tree):
         what = ""
         if isinstance(node, ast.Import | ast.ImportFrom) and not getattr(node, "level", 0):

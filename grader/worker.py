@@ -489,14 +489,14 @@ def _held(owners: dict[str, object] | None = None) -> list[tuple]:
     held = []
     for name, owner in owners.items():
         space = vars(owner)
-        kept = [(k, v, getattr(v, "__code__", None)) for k, v in list(space.items())]
+        kept = [(k, v, getattr(v, "__code__", None), getattr(v, "__defaults__", None))
+                for k, v in list(space.items())]  # fmt: skip
         # what a name not in the namespace resolves to now: the same value set there changes nothing
         inherited = {k: getattr(owner, k, None) for k in set(dir(owner)) - set(space)}
         inherited |= {k: v for k, v in vars(sys.modules["builtins"]).items() if k not in space}
-        coded = [(v, code) for _, v, code in kept if code is not None]
-        functions = [v for v, _ in coded]  # and each one's defaults (red team 23 swapped a test's)
-        same = ([v for _, v, _ in kept], functions, [code for _, code in coded],
-                [getattr(v, "__defaults__", None) for v in functions])  # fmt: skip
+        coded = [entry for entry in kept if entry[2] is not None]  # and each one's defaults
+        same = ([v for _, v, _, _ in kept], [v for _, v, _, _ in coded],
+                [code for _, _, code, _ in coded], [d for _, _, _, d in coded])  # fmt: skip
         held.append((name, space, inherited, kept, set(space), same))
     return held
 
@@ -569,13 +569,13 @@ def _moved(held: list[tuple]) -> str:
                 and all(map(is_, map(DEFAULTS, functions), defaults))  # and its own defaults
             ):
                 continue
-        get, was = space.get, dict(zip(map(id, functions), defaults, strict=True))
+        get = space.get
         changed = [
             k
-            for k, v, code in kept
+            for k, v, code, made in kept
             if get(k) is not v
             or code is not None
-            and (v.__code__ is not code or getattr(v, "__defaults__", None) is not was[id(v)])
+            and (v.__code__ is not code or getattr(v, "__defaults__", None) is not made)
         ]
         if len(space) != len(known):  # names added (or taken away: those are changed above)
             added = [k for k in list(space) if k not in known]

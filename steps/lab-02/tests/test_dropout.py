@@ -166,9 +166,10 @@ def test_dropout_keeps_the_shape_and_dtype(layers, dtype):
     out = layers.dropout(x, 0.5, True, generator(0))
     expect.shape("dropout(x)", out, x.shape)
     scale = "torch.tensor(" in inspect.getsource(layers.dropout)  # a tensor scale promotes x too
-    wide = torch.float64 if out.dtype != dtype else None  # a float64 x lowered too: a cast
-    if wide is not None:
-        wide = layers.dropout(randn(2, 3, 5, seed=3, dtype=wide), 0.5, True, generator(0)).dtype
+    wide = None  # what a float64 x comes back as, asked only once x's dtype is lost: a cast?
+    if out.dtype != dtype:
+        wide = layers.dropout(randn(2, 3, 5, seed=3, dtype=torch.float64), 0.5, True, generator(0))
+        wide = wide.dtype
     expect.equal(f"dropout({str(dtype).removeprefix('torch.')} x).dtype", out.dtype, dtype,
                  f"the dtype of x: dropout returns {out.dtype} whatever x's, a float64 x too, "
                  "which no mask or scale lowers: a cast of what it returns (.float(), .to())"
