@@ -37,7 +37,7 @@ from common.course.bugs import committed
 from common.course.todos import Todo, module_name, parse, raised_todos, split_id, without_code
 from common.loader import py_files
 from grader.sandbox import Limits, ended_by, instructor_values, start, stop
-from grader.variants import read_tree, variant
+from grader.variants import given_from_reference, read_tree, variant
 from grader.worker import RECORD_TAKEN, SCREEN_LIMIT
 from tools import pristine
 from tools.release import released_bugs
@@ -434,16 +434,19 @@ class Owners:
         autograder's setup.sh reads them into its image), which no graded copy can see; a file
         there that is not what this code writes (forged, stale, cut short) is read again."""
         path = owners_path(worker.step, worker.fingerprint)
-        if (kept := cls.parsed(path, todos)) is not None:
-            return kept
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with _locked(path.with_name(f"{path.name}.lock")):  # graders at once read them once
-            if (kept := cls.parsed(path, todos)) is not None:
-                return kept
-            owners = cls.read(worker, todos)
-            part = path.with_name(f"{path.name}.{os.getpid()}.part")
-            part.write_text(json.dumps(asdict(owners), indent=1) + "\n", encoding="utf-8")
-            os.replace(part, path)  # never half-written, whoever reads it at the same time
+        if (owners := cls.parsed(path, todos)) is None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with _locked(path.with_name(f"{path.name}.lock")):  # graders at once read them once
+                if (owners := cls.parsed(path, todos)) is None:
+                    owners = cls.read(worker, todos)
+                    part = path.with_name(f"{path.name}.{os.getpid()}.part")
+                    part.write_text(json.dumps(asdict(owners), indent=1) + "\n", encoding="utf-8")
+                    os.replace(part, path)  # never half-written, whoever reads it at once
+        failing = [n.split("::", 1)[1] for n in owners.broken if is_held(n)]
+        if failing and path not in _SAID:  # the instructor's to fix, said once per grader
+            _SAID.add(path)
+            print(f"held-out tests the reference fails, counted for no TODO: {', '.join(failing)}",
+                  file=sys.stderr)  # fmt: skip
         return owners
 
     @classmethod
@@ -519,6 +522,9 @@ class Owners:
             needed = first.union(*(ran[f] for f in files)) - {todo}
             owners.needs[todo] = [t for t in todos if t in needed]
         return owners
+
+
+_SAID: set[Path] = set()  # the owners whose failing held-out tests this process has said
 
 
 def owners_path(step: str, base: str) -> Path:
@@ -1320,7 +1326,7 @@ def _read_texts(
 ) -> dict[str, Texts]:
     """Each TODO's Texts, in this process (texts' child)."""
     todos, reference, made = course_step(step).regions(), reference_files(step), {}
-    stubs = starter_files(step)
+    stubs, given = starter_files(step), given_functions(step)
     for todo in todos.values():
         if why := not_written(todo, files, submitted, todo.rel):
             made[todo.id] = Texts(why)
@@ -1330,6 +1336,7 @@ def _read_texts(
             # the TODOs its tests never run: the starter's stubs (no one's code, the same in every
             # student's copy, so a class's identical TODOs still run once)
             copy = variant(copy, stubs, todos, todo.id, set(todos) - needed)
+            copy = given_from_reference(copy, reference, given)  # the course's code: not graded
             made[todo.id] = Texts(None, copy, moved_lines(files, copy))
     return made
 

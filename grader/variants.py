@@ -4,6 +4,7 @@ for the reference's, so a bug is charged once, to the TODO it is in, and the stu
 Pure text work (ast, no import): nothing here runs the student's code."""
 
 import ast
+import contextlib
 from pathlib import Path
 
 from common import source_lines
@@ -97,6 +98,23 @@ def variant(
                 out[rel] = swap(text, solution[rel], functions)
             except SyntaxError:
                 out[rel] = text if rel in holds_mine else solution[rel]
+    return out
+
+
+def given_from_reference(
+    files: dict[str, str], reference: dict[str, str], given: list[str]
+) -> dict[str, str]:
+    """The files with each function the starter gives (`given`: no TODO's, 'f' or 'Class.m') the
+    reference's: no student writes it, so an edit to it (a `generate` or `train` that passes its
+    callers' tests whatever they do) is never graded; a file that does not parse stays as is."""
+    out = dict(files)
+    for rel, text in files.items():
+        if rel not in reference:
+            continue
+        defs = _defs(ast.parse(reference[rel]))
+        names = [q for q in given if q in defs]
+        with contextlib.suppress(SyntaxError):  # the TODO copy already says why, charged once
+            out[rel] = swap(text, reference[rel], names) if names else text
     return out
 
 

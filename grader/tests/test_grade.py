@@ -2,6 +2,7 @@
 reference's. One worker per containment mode grades every submission of the run in turn, as
 `--class` does (shared_worker): a copy two submissions share is run once."""
 
+import ast
 import csv
 import io
 import json
@@ -19,8 +20,8 @@ from common import REPO_ROOT
 from common.catchup import catch_up
 from common.course import course_step
 from common.course.todos import raised_todos
+from grader import engine, sandbox
 from grader import grade as grading
-from grader import sandbox
 from grader.engine import SHOWN, Worker, scrub, stubbed, withholding
 from grader.grade import Grade, grade, gradescope, hung_at, main, text
 from grader.sandbox import Limits
@@ -328,11 +329,23 @@ def tiny_class(tmp: Path, students: dict[str, str], *args: str, env=None) -> dic
 @pytest.mark.process
 @pytest.mark.slow  # a grade of the tiny step: a worker's start
 def test_held_out_tests_count_for_the_todo_their_marker_names_and_all_or_nothing_holds(tmp_path):
-    """The held-out test fails: task 1 has 2 of its 3 tests, and all-or-nothing makes that 0."""
+    """The held-out test fails: task 1 has 2 of its 3 tests, and all-or-nothing makes that 0. A
+    held-out test the reference fails too counts for no TODO, and the instructor is told."""
     (tmp_path / "held").mkdir()
     (tmp_path / "held" / "test_negatives.py").write_text(HELD_OUT, encoding="utf-8")
+    wrong = HELD_OUT.replace("negative", "wrong").replace("== -8", "== 8")  # the reference's -8
+    (tmp_path / "held" / "test_wrong.py").write_text(wrong, encoding="utf-8")
     whole = '\n[grade]\nall_or_nothing = ["task 1"]\n'
-    said = grade_tiny(tmp_path, "--tests", str(tmp_path / "held"), grade_toml=whole)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "calc.py").write_text(HONEST, encoding="utf-8")
+    done = run_tiny(
+        tmp_path, str(tmp_path / "sub"), "--tests", str(tmp_path / "held"), grade_toml=whole
+    )
+    said = done.stdout.replace("[uncontained] ", "")
+    assert (
+        "held-out tests the reference fails, counted for no TODO: test_double_of_a_wrong"
+        in done.stderr
+    ), done.stderr
     task1 = "TODO(step-97 task 1: double)      0/1  partial     2 of its 3 tests pass; first "
     assert f"{task1}failure: test_double_of_a_negative" in said, said
     assert "TODO(step-97 task 2: halve)       1/1  done" in said, said  # counted for task 1 only
@@ -456,6 +469,33 @@ def test_a_copy_swaps_every_other_todo_for_the_reference_and_keeps_the_students_
     assert raised == [task3], raised  # only task 3 is the student's (still a stub here)
     assert "def my_helper():" in copy["attention.py"] and "x = (((" not in copy["attention.py"]
     assert raised_todos(copy["exercises/wrong_mask.py"]) == []  # task 7: the reference's
+
+
+def test_every_todos_copy_runs_the_code_the_starter_gives_as_the_reference_has_it():
+    """Red team 24: lab-02's given `generate` rewritten to sample from Step 5's uncached model
+    passed task 3d's tests with no cache written. Each TODO's copy takes every function the
+    starter gives from the reference; the student's TODOs and helpers stay theirs."""
+    layout = course_step("lab-02")
+    files = read_tree(layout.solution)
+    given = "    gpt5.check_sampling(max_new_tokens, temperature, generator)\n"  # generate's
+    assert files["kvcache.py"].count(given) == 1
+    files["kvcache.py"] = files["kvcache.py"].replace(
+        given, given + "    return model.generate(idx, max_new_tokens, temperature, generator)\n"
+    )
+    files["kvcache.py"] += "\n\ndef my_helper():\n    return 41\n"
+    made = engine._read_texts("lab-02", files, set(files), {})
+    reference = read_tree(layout.solution)["kvcache.py"]
+    for todo, texts in made.items():
+        assert texts.why is None, (todo, texts.why)
+        copy = texts.copy["kvcache.py"]
+        assert _def_text(copy, "generate") == _def_text(reference, "generate"), todo
+        assert "def my_helper():" in copy, todo
+
+
+def _def_text(source: str, name: str) -> str:
+    """The source of module-level function `name` in `source`."""
+    node = next(n for n in ast.parse(source).body if getattr(n, "name", "") == name)
+    return ast.get_source_segment(source, node)
 
 
 def test_a_reason_never_quotes_another_todos_reference():

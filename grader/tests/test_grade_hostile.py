@@ -983,14 +983,25 @@ def as_nobody(tmp_path_factory, bundle, request) -> Graded:
     if why := _user_mode_problem():
         pytest.skip(why)
     closed = [*REPO_ROOT.glob("steps/*/solution"), REPO_ROOT / "out", REPO_ROOT / ".git"]
-    kept = {p: p.stat().st_mode for p in closed if p.exists()}  # user mode closes these
+    kept = _modes(closed)  # user mode closes these
     try:
         graded = graded_in("user", tmp_path_factory.mktemp("user"), bundle, request, USER_CASES)
-        graded.modes = {str(p): (oct(m), oct(p.stat().st_mode)) for p, m in kept.items()}
+        graded.modes = {str(p): (oct(m), oct(_modes(closed)[p])) for p, m in kept.items()}
         return graded
     finally:
         for path, mode in kept.items():  # put back here too, so a failure leaves them as found
             path.chmod(mode)
+
+
+def _modes(paths: list[Path]) -> dict[Path, int]:
+    """Each path's mode, read while no grade as nobody runs (another xdist worker's closes them)."""
+    lock = os.open(Path(tempfile.gettempdir()) / "course-grade-user.lock", os.O_RDWR | os.O_CREAT)
+    try:
+        if not sandbox._held:  # (this process's own grade holds it already)
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        return {p: p.stat().st_mode for p in paths if p.exists()}
+    finally:
+        os.close(lock)
 
 
 # in the uncontained tests' process, with the across class as nobody: two grades as nobody at

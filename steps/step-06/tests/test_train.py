@@ -368,13 +368,14 @@ def ignored(train, cfg, steps: list[int]) -> str:
 
 @pytest.mark.todo("task 3")
 def test_lr_at_returns_a_float_that_never_exceeds_the_peak(train):
-    cfg = train.TrainConfig(steps=40, warmup=5, lr=1e-3, min_lr=1e-4)
-    for step in range(cfg.steps + 1):
+    steps, warmup, peak, floor = 40, 5, 1e-3, 1e-4  # the bounds as set: lr_at may not move them
+    for step in range(steps + 1):
+        cfg = train.TrainConfig(steps=steps, warmup=warmup, lr=peak, min_lr=floor)
         rate = train.lr_at(step, cfg)
         expect.equal(f"the type of lr_at({step})", type(rate), float,
                      "a Python float: math's cos, not torch's or numpy's")  # fmt: skip
-        expect.at_most(f"lr_at({step})", rate, cfg.lr + 1e-15, "the peak is lr")
-        expect.at_least(f"lr_at({step})", rate, cfg.min_lr * (step >= cfg.warmup), "min_lr floor")
+        expect.at_most(f"lr_at({step})", rate, peak + 1e-15, "the peak is lr")
+        expect.at_least(f"lr_at({step})", rate, floor * (step >= warmup), "min_lr floor")
 
 
 @pytest.mark.todo("task 3")
@@ -428,6 +429,24 @@ def test_train_step_returns_the_loss_before_the_step(train, tiny):
     expect.close("train_step's loss", loss, before, 1e-6, "the loss before the step" + scaled)
     with torch.no_grad():
         assert model(x, y)[1].item() < before, "one step on a batch lowers that batch's loss"
+
+
+@pytest.mark.todo("task 4")
+@pytest.mark.parametrize("seed", [11, 12])
+def test_train_step_draws_dropouts_masks_where_the_run_left_torchs_generator(train, tiny, seed):
+    """The mask of train_step's forward is the one torch's global generator gives next: no seed
+    set inside, even one put back after (every step would drop the same entries)."""
+    x, y = checks.batch(0)
+    fresh = tiny(0, p=0.5)  # tiny seeds torch as it builds: the run's seed is set after
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        want = fresh(x, y)[1].item()  # the loss under the mask the run's generator draws next
+    model = tiny(0, p=0.5)
+    torch.manual_seed(seed)
+    got = train.train_step(model, torch.optim.SGD(model.parameters(), lr=1e-2), x, y, 1.0)
+    expect.close(f"train_step's loss after torch.manual_seed({seed})", got, want, 1e-6,
+                 "the loss under the dropout mask torch's generator draws next: train_step "
+                 "sets no seed of its own")  # fmt: skip
 
 
 @pytest.mark.todo("task 4")
