@@ -70,8 +70,8 @@ def check_cache(model, idx, cache):
     if cache.length + t > cache.T_max:
         raise ValueError(
             f"the cache holds {cache.length} of T_max={cache.T_max} positions, so at most "
-            f"{cache.T_max - cache.length} more fit, got {t}; start a new cache from the last "
-            f"T_max ids, idx[:, -{cache.T_max}:] (next_logits does)"
+            f"{cache.T_max - cache.length} more fit, got {t}; a new cache starts from each "
+            f"row's last T_max ids, idx[:, -{cache.T_max}:] (axis 1: idx is (B, T))"
         )
 
 

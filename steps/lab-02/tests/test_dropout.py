@@ -1,7 +1,9 @@
 """Inverted dropout: the identity in eval mode, the share of zeros, the mean kept, a seeded mask."""
 
+import ast
 import inspect
 import math
+import textwrap
 
 import pytest
 import torch
@@ -165,7 +167,7 @@ def test_dropout_keeps_the_shape_and_dtype(layers, dtype):
     given = x.clone()  # x as it came: writing into x is another test's failure
     out = layers.dropout(x, 0.5, True, generator(0))
     expect.shape("dropout(x)", out, x.shape)
-    scale = "torch.tensor(" in inspect.getsource(layers.dropout)  # a tensor scale promotes x too
+    made = float32_made(inspect.getsource(layers.dropout))  # such a tensor promotes x too
     wide = None  # what a float64 x comes back as, asked only once x's dtype is lost: a cast?
     if out.dtype != dtype:
         wide = layers.dropout(randn(2, 3, 5, seed=3, dtype=torch.float64), 0.5, True, generator(0))
@@ -174,15 +176,30 @@ def test_dropout_keeps_the_shape_and_dtype(layers, dtype):
                  f"the dtype of x: dropout returns {out.dtype} whatever x's, a float64 x too, "
                  "which no mask or scale lowers: a cast of what it returns (.float(), .to())"
                  if wide == out.dtype != torch.float64
-                 else "the dtype of x: a float32 tensor in the arithmetic (a torch.tensor scale "
-                 "here) promotes x; 1 / (1 - p) as a Python number keeps it"
-                 if scale
+                 else f"the dtype of x: a float32 tensor in the arithmetic ({made} here) promotes "
+                 "x; a Python number (1 / (1 - p), 0.0) or a tensor made in x's dtype keeps it"
+                 if made
                  else "the dtype of x: make the mask in x's dtype")  # fmt: skip
     if dtype == torch.float64:  # every digit of x: no float32 on the way
         kept = out != 0
         expect.close("dropout(float64 x)'s kept entries - x / (1 - p)", out[kept],
                      given[kept] / 0.5, 1e-12, "in x's own dtype throughout: a float32 step on the "
                      "way keeps 7 digits of float64's 16")  # fmt: skip
+
+
+def float32_made(source: str) -> str:
+    """The first tensor the source makes with torch's default dtype, float32 (`torch.zeros(1)`,
+    a `torch.tensor` scale), or ''; the drawn torch.rand is the mask's, compared into bool."""
+    for node in ast.walk(ast.parse(textwrap.dedent(source))):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and ast.unparse(node.func.value) == "torch"
+            and node.func.attr in {"tensor", "zeros", "ones", "full", "empty", "as_tensor"}
+            and not any(k.arg == "dtype" for k in node.keywords)
+        ):
+            return ast.unparse(node)
+    return ""
 
 
 @pytest.mark.todo("task 2")

@@ -164,8 +164,8 @@ def complex_rope(x: torch.Tensor, start: int, sign: int = 1, swapped: bool = Fal
 def test_rope_turns_each_pair_by_plus_m_omega_counterclockwise(layers):
     x = torch.tensor([[1.0, 0.0]]).repeat(5, 1)  # (T, 2): the unit vector (1, 0) at every position
     m = torch.arange(5, dtype=torch.float32)  # ω_0 = 1: the angle is the position m itself
-    got = layers.rope(x)  # (5, 2)
-    expect.shape("rope(x)", got, (5, 2),
+    got = layers.rope(x, 0)  # (5, 2); rope(x), start's default, is the identity test's
+    expect.shape("rope(x, 0)", got, (5, 2),
                  "x's shape kept, a 2-D x (T, d_head) = (5, 2) too: its cos and sin are (T, "
                  "d_head / 2), with no axis of their own in front (they broadcast over x's)")  # fmt: skip
     why = "(1, 0) turned by +m·ω is (cos m, sin m)"
@@ -180,15 +180,16 @@ def test_rope_turns_each_pair_by_plus_m_omega_counterclockwise(layers):
             why = f"{why}, not {shown}: {said}"
     expect.close("rope of (1, 0) at positions 0 to 4", got,
                  torch.stack((torch.cos(m), torch.sin(m)), dim=-1), atol=FLOAT32,
-                 why=default_said(layers) or why)  # fmt: skip
+                 why=why)  # fmt: skip
 
 
-def default_said(layers) -> str:
-    """'' unless rope's start defaults to another position than 0: then that, in words."""
+def default_kept(layers) -> None:
+    """rope's start defaults to 0, as the starter's def line gives it: else that, in words, before
+    a test calls rope(x) (a default of None is refused by the given check, far from the cause)."""
     start = inspect.signature(layers.rope).parameters["start"].default  # what rope(x) starts at
-    if start == 0:
-        return ""
-    return f"start defaults to {start} in rope's {expect.DEF_LINE}: rope(x) begins at position 0"
+    expect.equal("start's default, what rope(x) begins at", start, 0,
+                 f"start defaults to {start!r} in rope's {expect.DEF_LINE}: rope(x) begins at "
+                 "position 0, as the starter gives it")  # fmt: skip
 
 
 def halves_rope(x: torch.Tensor, start: int) -> torch.Tensor:
@@ -242,13 +243,38 @@ def rope_said(got: torch.Tensor, x: torch.Tensor, start: int) -> str:
         return "x plus its turned pairs: rope returns the turned pairs alone, in x's place"
     if near(cos_for_sin(x, start)):
         return "cos in sin's place too: each pair (a, b) came back as (a - b, a + b)·cos θ"
+    a, b = x.double()[..., 0::2], x.double()[..., 1::2]  # (..., T, d_head/2) each
+    if near(turned_pairs(a, b, start, in_turn=True)):
+        return (
+            "b's new coordinate read the a already turned: both are computed from the pair as it "
+            "was, (a cos θ - b sin θ, a sin θ + b cos θ), from one line or from copies"
+        )
+    for name, one in (("b", "x[..., 1:2]"), ("a", "x[..., 0:1]")):
+        column = x.double()[..., 1:2] if name == "b" else x.double()[..., 0:1]  # (..., T, 1)
+        if near(turned_pairs(column if name == "a" else a, column if name == "b" else b, start)):
+            every = "x[..., 1::2], the odd" if name == "b" else "x[..., 0::2], the even"
+            return (
+                f"{name} is one column, {one}, the same in every pair: {name} is {every} columns "
+                "(a step of 2 from the start, to the end)"
+            )
     if got.shape == x.shape and not near_norms(got, x):
         return (
             "a row's length changed, which no turn does: both new coordinates of a pair are "
             "computed from the pair as it was, with cos θ and sin θ: (a cos θ - b sin θ, a sin θ + "
-            "b cos θ), signs included (does b's line read the a already turned?)"
+            "b cos θ), signs included"
         )
     return "each adjacent pair (2i, 2i + 1) of row t turned by the angle (start + t)·ω_i"
+
+
+def turned_pairs(a: torch.Tensor, b: torch.Tensor, start: int, in_turn: bool = False) -> torch.Tensor:
+    """The pairs (a, b), float64 (..., T, d_head/2) or one column, turned and interleaved (..., T,
+    d_head); in_turn: b's coordinate from the a already turned (a bug here)."""
+    T, pairs = a.shape[-2], max(a.shape[-1], b.shape[-1])
+    w = torch.tensor([omega(i, 2 * pairs) for i in range(pairs)], dtype=torch.float64)
+    angle = torch.outer(torch.arange(start, start + T, dtype=torch.float64), w)  # (T, d/2)
+    new_a = a * angle.cos() - b * angle.sin()  # (..., T, d_head/2)
+    new_b = (new_a if in_turn else a) * angle.sin() + b * angle.cos()  # (..., T, d_head/2)
+    return torch.stack((new_a, new_b), dim=-1).flatten(-2)  # (..., T, d_head)
 
 
 def cos_for_sin(x: torch.Tensor, start: int) -> torch.Tensor:
@@ -342,8 +368,8 @@ def test_rope_passes_the_gradient_to_x(layers):
 def test_rope_at_position_0_is_the_identity(layers):
     x = randn(3, 1, 8, seed=3)  # (B, T = 1, d_head): one row, at position 0
     expect.equal("rope(x) at position 0", layers.rope(x.clone(), 0), x, "a turn by angle 0")
-    expect.equal("rope(x) with start left out", layers.rope(x.clone()), x,
-                 default_said(layers) or "start defaults to 0")  # fmt: skip
+    default_kept(layers)
+    expect.equal("rope(x) with start left out", layers.rope(x.clone()), x, "start defaults to 0")
     x = randn(3, 1, 8, seed=3, dtype=torch.float64)  # float64 digits: a turn by 0 keeps them all
     expect.equal("rope(float64 x) at position 0", layers.rope(x.clone(), 0), x,
                  "x's own digits: its columns turned in x's dtype, never cast (x.float())")  # fmt: skip
