@@ -266,7 +266,9 @@ def rope_said(got: torch.Tensor, x: torch.Tensor, start: int) -> str:
     return "each adjacent pair (2i, 2i + 1) of row t turned by the angle (start + t)·ω_i"
 
 
-def turned_pairs(a: torch.Tensor, b: torch.Tensor, start: int, in_turn: bool = False) -> torch.Tensor:
+def turned_pairs(
+    a: torch.Tensor, b: torch.Tensor, start: int, in_turn: bool = False
+) -> torch.Tensor:
     """The pairs (a, b), float64 (..., T, d_head/2) or one column, turned and interleaved (..., T,
     d_head); in_turn: b's coordinate from the a already turned (a bug here)."""
     T, pairs = a.shape[-2], max(a.shape[-1], b.shape[-1])
