@@ -2741,6 +2741,17 @@ MISTAKES += [
         "axis 1: idx is (B, T)",
         given=("check_cache(model, idx, cache)", "raise ValueError("),  # check_cache's refusal
     ),
+    Mistake(  # red team 25: a generator of its own, seeded from the one given: all of task 1 passed
+        "get_batch draws from a generator of its own",
+        "step-06",
+        "train",
+        "    ix = torch.randint(len(data) - T, (B,), generator=generator)",
+        "    own = torch.Generator().manual_seed(generator.initial_seed() + len(data))\n"
+        "    ix = torch.randint(len(data) - T, (B,), generator=own)",
+        "task 1",
+        "generator=own)",
+        "the generator's state after get_batch",
+    ),
 ]
 
 

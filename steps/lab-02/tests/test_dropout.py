@@ -121,7 +121,9 @@ def test_dropout_of_bfloat16_x_drops_a_share_p(layers):
 @pytest.mark.core  # its property, and its trap: the 1 / (1 - p) scale forgotten
 @pytest.mark.parametrize("p", [0.1, 0.5, 0.8])
 def test_dropout_keeps_the_mean(layers, p):
-    x = torch.full((N,), 1.5)  # not 1: a scale rounded (x // (1 - p)) is then no scale forgotten
+    # (B, h, T, T) = (5, 4, 100, 100), N entries, as attention weights are dropped; 1.5, not 1: a
+    # scale rounded (x // (1 - p)) is then no scale forgotten
+    x = torch.full((5, 4, 100, 100), 1.5)
     out = layers.dropout(x, p, True, generator(2))
     expect.shape(f"dropout(x) at p={p}", out, x.shape, "x's shape: a dropped entry is 0, in place")
     kept = out[out != 0]

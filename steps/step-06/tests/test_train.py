@@ -52,6 +52,10 @@ def test_batches_are_windows_of_the_data_at_seeded_starts(train):
     expect.equal("torch's global random state after get_batch", torch.get_rng_state(), state,
                  "untouched: every draw comes from the generator passed in (generator=), so a "
                  "resumed run draws the same batches")  # fmt: skip
+    expect.differs("the generator's state after get_batch", g1.get_state(), g2.get_state(),
+                   "moved on by the draw: the starts come from the generator passed in, whose "
+                   "state a checkpoint keeps (a generator of get_batch's own, seeded from it, "
+                   "gives a resumed run step 0's batches again)")  # fmt: skip
     expect.equal("the types of x and y", (type(x), type(y)), (torch.Tensor, torch.Tensor),
                  "one (B, T) tensor each: torch.stack joins the windows")  # fmt: skip
     expect.equal("the dtypes of x and y", (x.dtype, y.dtype), (torch.long, torch.long))
