@@ -2752,6 +2752,27 @@ MISTAKES += [
         "generator=own)",
         "the generator's state after get_batch",
     ),
+    Mistake(  # walk 29 (lab-02) F2: Next named the return, where line 56 stored keys as values
+        "append stores the new keys as values",
+        "lab-02",
+        "kvcache",
+        "            v if self.values[layer] is None else torch.cat((self.values[layer], v), 2)",
+        "            k if self.values[layer] is None else torch.cat((self.values[layer], k), 2)",
+        "task 3a",
+        "k if self.values[layer] is None else torch.cat((self.values[layer], k), 2)",
+        "it is the keys again",
+    ),
+    Mistake(  # walk 29 (lab-02) F8: "look at the mask" row for a float mask SDPA adds
+        "cached attention by SDPA with the float mask",
+        "lab-02",
+        "kvcache",
+        '    scores = scores.masked_fill(mask == 0, float("-inf"))  # (B, h, t, T)\n'
+        "    A = F.softmax(scores, dim=-1)  # (B, h, t, T)\n    out = (A @ V)",
+        "    out = (F.scaled_dot_product_attention(q, K, V, attn_mask=mask))",
+        "task 3b",
+        "F.scaled_dot_product_attention(q, K, V, attn_mask=mask)",
+        words="the mask's 1s and 0s added to the scores",
+    ),
 ]
 
 

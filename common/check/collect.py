@@ -303,10 +303,8 @@ def made_lines(code, ran: dict[int, int], error: str) -> tuple[int, int | None, 
         return *early, False
     if (changed := _in_place(code, ran)) is not None:  # a later line read what it changed
         return changed, None, False
-    if (
-        ORDER in error or ONCE in error
-    ):  # the right values, returned out of order or twice: the return
-        return _last(code, ran), None, False
+    if ORDER in error or ONCE in error and _returns_twice(code, ran):  # the right values, in
+        return _last(code, ran), None, False  # another order or one twice: the return's doing
     line, flowed = made_line(code, ran, error)
     twice = _named_calls(code, ran, error) if COUNTED.search(error) else []
     if len(twice) > 1:  # a call made more often than once, on two lines: either may be the extra
@@ -341,6 +339,16 @@ def made_lines(code, ran: dict[int, int], error: str) -> tuple[int, int | None, 
         if _handed_on(statement.value) is None:  # `return y.flatten(-2)`: an axis from above?
             return line, None, False  # a dtype's or a shape's: the return's cast or view, as a rule
     return min(ran), statement.end_lineno, False
+
+
+def _returns_twice(code, ran: dict[int, int]) -> bool:
+    """Does the return run last hand one expression on twice (`return k, k`)? Else a member that
+    came twice was made so above it (values stored as keys), where made_line looks."""
+    returned = _statements(code).get(_last(code, ran))
+    if not isinstance(returned, ast.Return) or not isinstance(returned.value, ast.Tuple):
+        return False
+    members = [ast.unparse(e) for e in returned.value.elts]
+    return len(set(members)) < len(members)
 
 
 def _casts(statement: ast.stmt) -> bool:
@@ -756,9 +764,13 @@ class Collector:
         for fn, (code, ran) in sorted(self.order.items()):
             line, end, raised = made_lines(code, ran, error_line(error))
             statement = _statements(code).get(line) if end is None else None
-            if statement and statement.end_lineno > statement.lineno:  # one statement, all of it
+            whole = bool(statement and statement.end_lineno > statement.lineno)
+            if whole:  # one statement, all of it
                 line, end = statement.lineno, statement.end_lineno
-            lines.append((fn, Place(shown(Path(code.co_filename)), line, end=end, raised=raised)))
+            place = Place(
+                shown(Path(code.co_filename)), line, end=end, raised=raised, statement=whole
+            )
+            lines.append((fn, place))
         return tuple(lines)
 
     def pytest_runtest_logreport(self, report):

@@ -362,7 +362,7 @@ def _next_lines(status: StepStatus) -> list[str]:
     step, nxt, where = status.step, status.next, status.next_place
     lines = ["", f"Next: TODO({nxt}) at {where.at}"]
     lines += textwrap.wrap(where.contract or "", 96, initial_indent="  ", subsequent_indent="  ")
-    if where.end and not where.raised:
+    if where.end and not where.raised and not where.statement:
         lines.append(f"  lines {where.line}-{where.end}: the test checks what they did together, and"
                      " cannot tell which line is wrong")  # fmt: skip
     if where.contract is None:  # written but failing: its first failure is the place to start

@@ -39,6 +39,7 @@ class Place:
     contract: str | None = None  # what to compute, for a TODO still open; None in written code
     end: int | None = None  # the last of the lines that made a wrong value, when no one is sure
     raised: bool = False  # `end` raised, on what the lines from `line` made
+    statement: bool = False  # `line` to `end` is one statement, written over several lines
 
     @property
     def at(self) -> str:

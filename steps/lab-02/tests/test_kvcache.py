@@ -540,6 +540,8 @@ MISTAKES = {
     },
     "the mask applied to the weights after the softmax: their rows no longer sum to 1 (-inf in "
     "the scores, before it, leaves each row's softmax over its past alone)": {"after": True},
+    "the mask's 1s and 0s added to the scores, a float mask (scaled_dot_product_attention adds a "
+    "float attn_mask; a bool one, True where a key is kept, masks)": {"added": True},
 }
 
 
@@ -551,7 +553,7 @@ def attention_mistake(kv, got: torch.Tensor) -> str:
     x = x[:, :t]  # (B, t, d): the run's first positions
 
     def attention(attn, scale=None, dim=-1, merged=True, fill=float("-inf"), proj=True,
-                  after=False):  # fmt: skip
+                  after=False, added=False):  # fmt: skip
         """Step 5's attention, with one `how` of MISTAKES changed."""
         q, k, v = (torch.stack([getattr(h, n)(x) for h in attn.heads], dim=1)
                    for n in ("query", "key", "value"))  # (B, h, t, d_head) each  # fmt: skip
@@ -562,6 +564,8 @@ def attention_mistake(kv, got: torch.Tensor) -> str:
         blocked = attn.heads[0].tril[:t, :t] == 0  # (t, t)
         if after:
             weights = torch.softmax(scores, dim=dim).masked_fill(blocked, 0.0)  # (B, h, t, t)
+        elif added:  # the mask's numbers, 1 kept and 0 blocked, added to the scores
+            weights = torch.softmax(scores + (~blocked).to(scores.dtype), dim=dim)  # (B, h, t, t)
         else:
             weights = torch.softmax(scores.masked_fill(blocked, fill), dim=dim)  # (B, h, t, t)
         out = weights @ v  # (B, h, t, d_head)
