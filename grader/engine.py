@@ -167,12 +167,17 @@ def disagreement(report: dict | None, record: dict[str, dict]) -> str:
 HELD = "test_heldout_"  # a held-out test file's name in a copy's tests/: test_heldout_<name>.py
 
 
-def held_out(folder: Path | None) -> dict[str, str]:
-    """An instructor's held-out test files (test_*.py in `folder`) by their name in a copy."""
-    tests = sorted(folder.glob("*.py")) if folder else []
-    return {
-        f"{HELD}{t.stem.removeprefix('test_')}.py": t.read_text(encoding="utf-8") for t in tests
-    }
+COURSE_HELD = Path(__file__).parent / "heldout"  # the course's held-out tests: <step>/test_*.py
+
+
+def held_out(step: str, folder: Path | None) -> dict[str, str]:
+    """The held-out test files by their name in a copy: the course's of `step` (its contracts at
+    inputs the visible tests never use), then an instructor's (the .py files in `folder`)."""
+    course = sorted((COURSE_HELD / step).glob("test_*.py"))
+    theirs = sorted(folder.glob("*.py")) if folder else []
+    named = [(f"course_{t.stem.removeprefix('test_')}", t) for t in course]
+    named += [(t.stem.removeprefix("test_"), t) for t in theirs]
+    return {f"{HELD}{name}.py": t.read_text(encoding="utf-8") for name, t in named}
 
 
 def is_held(nodeid: str) -> bool:
@@ -189,7 +194,7 @@ class Worker:
 
     def __init__(self, step: str, limits: Limits, per_test: float, heldout: Path | None = None):
         self.step, self.limits, self.per_test = step, limits, per_test
-        self.heldout = held_out(heldout)
+        self.heldout = held_out(step, heldout)
         self.tmp = Path(tempfile.mkdtemp(prefix="course-grade-"))
         self.base = build_base(step, self.tmp)
         self.given = given_functions(step)

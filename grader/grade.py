@@ -535,7 +535,7 @@ def class_csv(step: str, folder: Path, limits: Limits, per_test: float, jobs: in
         stack.enter_context(_closed_to_others(folder, *filter(None, [out, heldout])))
         workers = [stack.enter_context(Worker(step, limits, per_test, heldout)) for _ in chunks]
         pool = stack.enter_context(ThreadPoolExecutor(max_workers=len(chunks)))
-        for said in ["graded", "held-out tests run"][: 1 + bool(heldout)]:
+        for said in ["graded", "held-out tests run"][: 1 + bool(workers[0].heldout)]:
             finished = _progress(len(entries), said)
             list(pool.map(grade_chunk, workers, chunks, [finished] * len(chunks)))
     taken: set[str] = set()
