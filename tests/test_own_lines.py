@@ -117,7 +117,7 @@ MISTAKES = [
         "(B,), generator=torch.Generator().manual_seed(0))",
         "task 1",
         "ix = torch.randint(len(data) - T, (B,), generator=torch.Generator()",
-        "the next batch drawn with the same generator",
+        "the generator's state after get_batch",
     ),
     Mistake(  # the prefill past T_max from the first ids: its line, not the return's
         "prefill from the first T_max ids",
@@ -869,7 +869,7 @@ MISTAKES += [
         "    return x[keep] / (1 - p)  #",
         "task 2",
         "return x[keep] / (1 - p)",
-        first="dropout(x) at p=0.1.shape: expected (200000,)",
+        first="dropout(x) at p=0.1.shape: expected (5, 4, 100, 100)",
     ),
     Mistake(  # Next named the statement's first line, not the line of the mistake
         "the values joined with the keys",

@@ -148,12 +148,17 @@ def test_dropout_keeps_the_mean(layers, p):
                  atol=1e-6, why=why)  # fmt: skip
     # the mean of N entries of 0 or 1 / (1 - p): its spread is the share's, scaled by 1 / (1 - p)
     share = (out == 0).float().mean().item()  # the share dropped
+    zeros = out == 0  # (5, 4, 100, 100)
+    together = [a for a in range(zeros.dim()) if (zeros.all(a) | ~zeros.any(a)).all()]
     why = (
         "the 1 / (1 - p) scale keeps it"
-        if abs(share - p) <= binomial_bound(p)
+        if abs(share - p) <= binomial_bound(p) and not together
         else "every entry kept or dropped together: each entry draws its own keep, a mask of "
         "x's whole shape"
         if share in (0.0, 1.0)
+        else f"every entry kept or dropped together along axis {together[0]}: each entry draws "
+        "its own keep, a mask of x's whole shape"
+        if together
         else (
             f"a share p of the entries is dropped, yours dropped {share:.3f}: each is kept with "
             "probability 1 - p"

@@ -448,6 +448,9 @@ def test_train_step_draws_dropouts_masks_where_the_run_left_torchs_generator(tra
     model = tiny(0, p=0.5)
     torch.manual_seed(seed)
     got = train.train_step(model, torch.optim.SGD(model.parameters(), lr=1e-2), x, y, 1.0)
+    expect.equal("the model's mode at train_step's forward pass", [s[0] for s in model.seen],
+                 [True], "train, as it was given: dropout draws its mask in train mode alone, and "
+                 "train_step sets no mode (model.eval() is estimate_loss's)")  # fmt: skip
     expect.close(f"train_step's loss after torch.manual_seed({seed})", got, want, 1e-6,
                  "the loss under the dropout mask torch's generator draws next: train_step "
                  "sets no seed of its own")  # fmt: skip
