@@ -411,6 +411,9 @@ TORCH_MEANS = [(re.compile(pattern), said) for pattern, said in (
      "a division by 0: what divides is 0 for this input"),
     (r"list index out of range",
      "an index past the end of a list: a list of n entries has indices 0 to n - 1"),
+    (r"Expected target size \[([-\d, ]*)\], got \[([-\d, ]*)\]",
+     "cross-entropy reads the classes on axis 1 of its input: logits (B, T, V) and targets (B, "
+     "T) go in flattened, as (B * T, V) and (B * T,) (model(x, y) gives that loss already)"),
     (r"Expected input batch_size \((\d+)\) to match target batch_size \((\d+)\)",
      "cross-entropy needs a target for each row of logits: {0} rows of logits, {1} targets"),
     (r"expected Tensor as element (\d+) in argument \d+, but got NoneType",

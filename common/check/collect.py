@@ -387,6 +387,8 @@ def made_line(code, ran: dict[int, int], error: str) -> tuple[int, bool]:
     whether the line is that nearest line of the data flow."""
     if (named := _named_call(code, ran, error)) is not None:
         return named, False
+    if "random state" in error.split(": expected")[0] and (drew := _drew(code, ran)) is not None:
+        return drew, False  # torch's generator moved: by a draw, not by the value returned
     last = _last(code, ran)
     statements = _statements(code)
     returned = statements.get(last)
@@ -465,6 +467,36 @@ def _innermost(code, line: int) -> ast.stmt | None:
 
 
 RESEEDS = {"seed", "manual_seed", "set_state"}  # a generator's state set anew: its draws restart
+
+
+DRAWS = {
+    "rand",
+    "randn",
+    "randint",
+    "randperm",
+    "multinomial",
+    "bernoulli",
+    "normal",
+    "dropout",
+    "rand_like",
+    "randn_like",
+    "randint_like",
+    "manual_seed",
+    "seed",
+}  # what moves a generator
+
+
+def _drew(code, ran: dict[int, int]) -> int | None:
+    """The line run last that draws random numbers or seeds a generator (`torch.randint(...)`)."""
+    function = _function(code)
+    found = {
+        node.lineno: ran[node.lineno]
+        for node in (ast.walk(function) if function else ())
+        if isinstance(node, ast.Call)
+        and getattr(node.func, "attr", getattr(node.func, "id", None)) in DRAWS
+        and node.lineno in ran
+    }
+    return max(found, key=found.__getitem__) if found else None
 
 
 def _reseeded(code, ran: dict[int, int], line: int) -> int | None:

@@ -139,13 +139,21 @@ def worst(got, expected):
     return (got.double() - expected.double()).abs().max().item()
 
 
-def moved(cache, layer: int, a: int) -> str:
+def moved(cache, layer: int, a: int, b: int) -> str:
     """'' unless the keys a layer's cache held had another shape than its last call left: then
-    that (the K its append handed back, changed in place after it)."""
+    that (the K its append handed back, changed in place after it); or, when this call's keys
+    joined and its values did not, that the new values are not laid out as the keys are."""
     keys = cache.keys[layer] if layer < len(cache.keys) else None
+    values = cache.values[layer] if layer < len(cache.values) else None
     left = (B, H, a, D // H)  # what the calls before held: positions 0 to a - 1
     if not isinstance(keys, torch.Tensor) or tuple(keys.shape) == left:
         return ""
+    if tuple(keys.shape) == (B, H, b, D // H) and isinstance(values, torch.Tensor):
+        return (
+            f": this call's keys joined the cache, (B, h, {b}, d_head), and its values did not "
+            f"join the {tuple(values.shape)} held: the new values are not laid out as the new "
+            "keys are, (B, h, t, d_head), the heads on axis 1 (stacked on another axis?)"
+        )
     return (
         f": the cache held layer {layer}'s keys as {tuple(keys.shape)}, not {left} as its last "
         "call should have left them: stored in another layout, or the K its append returned was "
@@ -240,10 +248,14 @@ def appended(cache, layer: int, k, v, held: int):
     if not (isinstance(pair, tuple | list) and len(pair) == 2):
         none = "a function that ends without a return gives None" if pair is None else ""
         expect.fail(what, "the pair (keys, values)", pair, none)
-    for name, got in zip(("keys", "values"), pair, strict=True):
+    for member, (name, got) in enumerate(zip(("keys", "values"), pair, strict=True)):
         kept = positions(getattr(cache, name, None), layer)  # what the cache holds after it
         why = positions_said(got, held, t, kept)
-        if held and positions([got], 0) == t and by_length(cache, before, layer, k, v, held + t):
+        if (
+            held
+            and positions([got], 0) == t
+            and by_length(cache, before, layer, k, v, held + t, member)
+        ):
             why = (f": this layer held {held}, but the last layer holds none yet, so cache.length "
                    "(the last layer's count) is 0 here: whether a layer holds anything is its own "
                    "entry (None or not), not cache.length")  # fmt: skip
@@ -251,10 +263,12 @@ def appended(cache, layer: int, k, v, held: int):
     return tuple(pair)
 
 
-def by_length(cache, earlier: tuple[list, list], layer: int, k, v, want: int) -> bool:
+def by_length(
+    cache, earlier: tuple[list, list], layer: int, k, v, want: int, member: int = 0
+) -> bool:
     """Whether append kept only the new positions because the last layer held none (it decided
-    by cache.length): given that layer the same positions, the same append keeps all `want`.
-    `earlier`: the cache's lists of keys and values as that append found them."""
+    by cache.length): given that layer the same positions, the same append keeps all `want` of
+    its `member` (0 keys, 1 values). `earlier`: the cache's lists as that append found them."""
     keys, values = earlier
     last = len(keys) - 1
     if positions(keys, last) is not None or layer == last:
@@ -263,7 +277,7 @@ def by_length(cache, earlier: tuple[list, list], layer: int, k, v, want: int) ->
     probe.keys, probe.values = list(keys), list(values)
     probe.keys[last], probe.values[last] = keys[layer], values[layer]
     try:
-        return positions([probe.append(layer, k, v)[0]], 0) == want
+        return positions([probe.append(layer, k, v)[member]], 0) == want
     except Exception:  # noqa: BLE001 - a probe: any failure means "not this bug"
         return False
 
@@ -403,7 +417,7 @@ def cached_attention_run(kv, pieces):
                     if any(f.name == "append" for f in frames):
                         held = f"keys and values {(B, H, b, D // H)}, the positions on axis 2"
                         raise refused(
-                            f"{what}: its append", held, exc, moved(cache, i, a)
+                            f"{what}: its append", held, exc, moved(cache, i, a, b)
                         ) from None
                     if twice := twice_said([positions(cache.keys, i)], b):
                         raise refused(what, f"layer {i}'s cache to hold {b} positions", exc,
