@@ -1863,7 +1863,7 @@ MISTAKES += [
         "    generator.set_state(state)",
         "task 1",
         "generator.set_state(state)",
-        words="the generator's state after get_batch is the one it had before",
+        words="a state put back after the draw",
     ),
     Mistake(  # walk 26: green; a caller's frozen weight trained
         "frozen weights unfrozen",
@@ -1903,7 +1903,7 @@ MISTAKES += [
         "    return x * keep / torch.tensor([1 - p])  #",
         "task 2",
         "return x * keep / torch.tensor([1 - p])",
-        words="a torch.tensor scale here",
+        words="(torch.tensor([1 - p]) here) promotes x",
     ),
     Mistake(  # walk 26: a softmax's axis or a log_softmax blamed for 0 · -inf
         "the mask added as 0 times -inf",

@@ -115,6 +115,17 @@ def _statements(code) -> dict[int, ast.stmt]:
     return found
 
 
+def _effects(code) -> dict[int, ast.Expr]:
+    """Each line of a function's calls made for their effect alone (`g.set_state(s)`) -> it."""
+    function = _function(code)
+    return {
+        line: node
+        for node in (ast.walk(function) if function else ())
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
+        for line in range(node.lineno, node.end_lineno + 1)
+    }
+
+
 def _base(target) -> tuple[set[str], bool]:
     """(the names an assignment's target writes, whether it assigns a name whole)."""
     if isinstance(target, ast.Tuple | ast.List | ast.Starred):
@@ -394,7 +405,8 @@ def made_line(code, ran: dict[int, int], error: str) -> tuple[int, bool]:
     returned = statements.get(last)
     handing = isinstance(returned, ast.Return) and isinstance(returned.value, ast.Name | ast.Tuple)
     layout = ABOUT_LAYOUT.search(error.split(": expected")[0])
-    if handing and not layout and (named := _named_line(statements, ran, error)):
+    effects = _effects(code)  # a call for its effect on a value (`generator.set_state(state)`)
+    if handing and not layout and (named := _named_line(statements | effects, ran, error)):
         return named, False
     name = isinstance(returned, ast.Return) and _handed_on(returned.value)
     if not name or layout:
@@ -572,7 +584,7 @@ def _named_line(statements: dict, ran: dict[int, int], error: str) -> int | None
     found = {
         line: tick
         for line, tick in ran.items()
-        if isinstance(statement := statements.get(line), ast.Assign | ast.AugAssign)
+        if isinstance(statement := statements.get(line), ast.Assign | ast.AugAssign | ast.Expr)
         and subject & _spelled(statement)
     }
     return max(found, key=found.__getitem__) if found else None

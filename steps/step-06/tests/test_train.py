@@ -54,8 +54,9 @@ def test_batches_are_windows_of_the_data_at_seeded_starts(train):
                  "resumed run draws the same batches")  # fmt: skip
     expect.differs("the generator's state after get_batch", g1.get_state(), g2.get_state(),
                    "moved on by the draw: the starts come from the generator passed in, whose "
-                   "state a checkpoint keeps (a generator of get_batch's own, seeded from it, "
-                   "gives a resumed run step 0's batches again)")  # fmt: skip
+                   "state a checkpoint keeps (a state put back after the draw, or a generator of "
+                   "get_batch's own, leaves it, and a resumed run draws step 0's batches "
+                   "again)")  # fmt: skip
     expect.equal("the types of x and y", (type(x), type(y)), (torch.Tensor, torch.Tensor),
                  "one (B, T) tensor each: torch.stack joins the windows")  # fmt: skip
     expect.equal("the dtypes of x and y", (x.dtype, y.dtype), (torch.long, torch.long))
@@ -451,9 +452,12 @@ def test_train_step_draws_dropouts_masks_where_the_run_left_torchs_generator(tra
     expect.equal("the model's mode at train_step's forward pass", [s[0] for s in model.seen],
                  [True], "train, as it was given: dropout draws its mask in train mode alone, and "
                  "train_step sets no mode (model.eval() is estimate_loss's)")  # fmt: skip
+    expect.equal("the shapes of the ids the model was given", sorted(set(model.shapes)),
+                 [tuple(x.shape)], AS_GIVEN)  # fmt: skip
     expect.close(f"train_step's loss after torch.manual_seed({seed})", got, want, 1e-6,
-                 "the loss under the dropout mask torch's generator draws next: train_step "
-                 "sets no seed of its own")  # fmt: skip
+                 "model(x, y)'s loss in train mode, under the dropout mask torch's generator "
+                 "draws next: a seed set in train_step (even one put back after) draws "
+                 "another")  # fmt: skip
 
 
 @pytest.mark.todo("task 4")
