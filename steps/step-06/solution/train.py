@@ -177,7 +177,8 @@ def train_step(model, optimizer, x: torch.Tensor, y: torch.Tensor, grad_clip: fl
     # CONTRACT: compute the loss of model(x, y), backpropagate it into gradients that hold this
     #   batch's gradient only, clip their total norm to grad_clip, take one optimizer step and
     #   return the loss as a Python float (loss.item(): torch warns at float() of a tensor that
-    #   carries gradients), in the mode the model is given (train). Handout: task 4.
+    #   carries gradients), in the mode the model is given (train), setting no seed (dropout's
+    #   masks are the run's next draws). Handout: task 4.
     #   Traps: gradients that accumulate (no zero_grad), clipping after the step.
     # HINT 1: Five moves in a fixed order: forget the old gradients, forward, backward, clip,
     #   then step.

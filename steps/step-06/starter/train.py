@@ -126,7 +126,7 @@ def lr_at(step: int, cfg: TrainConfig) -> float:
 def train_step(model, optimizer, x: torch.Tensor, y: torch.Tensor, grad_clip: float) -> float:
     """One step on the batch (x, y): fresh gradients, clipped to norm grad_clip; the loss before it."""
     raise NotImplementedError(
-        "TODO(step-06 task 4: train_step): compute the loss of model(x, y), backpropagate it into gradients that hold this batch's gradient only, clip their total norm to grad_clip, take one optimizer step and return the loss as a Python float (loss.item(): torch warns at float() of a tensor that carries gradients), in the mode the model is given (train). Handout: task 4. Traps: gradients that accumulate (no zero_grad), clipping after the step."
+        "TODO(step-06 task 4: train_step): compute the loss of model(x, y), backpropagate it into gradients that hold this batch's gradient only, clip their total norm to grad_clip, take one optimizer step and return the loss as a Python float (loss.item(): torch warns at float() of a tensor that carries gradients), in the mode the model is given (train), setting no seed (dropout's masks are the run's next draws). Handout: task 4. Traps: gradients that accumulate (no zero_grad), clipping after the step."
     )
 
 
