@@ -702,15 +702,17 @@ def scrub(
 def own_outcome(
     run: Run, own: list[str], scrubbed=lambda m: m, core=()
 ) -> tuple[int, int, str, str | None, list[tuple[str, bool, bool]]]:
-    """(passed, total, the reason: the first failing core test's or else test's, scrubbed; the
-    guard's refusal if any; each test's (node id, passed, core)) of a TODO's own tests."""
+    """(passed, total, the reason: the first failing core test's or else test's, a visible one's
+    before a held-out one's, scrubbed; the guard's refusal if any; each test's (node id, passed,
+    core)) of a TODO's own tests."""
     tests, core = run.tests(), set(core)
     each = [(n, tests.get(n, {}).get("outcome") == "passed", n in core) for n in own]
     passed = sum(ok for _, ok, _ in each)
     failures = [(n, tests[n]) for n in own if n in tests and tests[n]["outcome"] != "passed"]
     refused = next((t["refused"] for _, t in failures if t.get("refused")), None)
     if failures:
-        nodeid, first = next(((n, t) for n, t in failures if n in core), failures[0])
+        # a core test's first, and one the student can read before a held-out one
+        nodeid, first = min(failures, key=lambda f: (f[0] not in core, is_held(f[0])))
         why = f"{nodeid.split('::')[-1]}: {scrubbed(first['error'] or first['outcome'])}"
     elif missing := [n for n in own if n not in tests]:
         stopped = (run.report or {}).get("stopped")  # the copy's own word: never quoted (red team
