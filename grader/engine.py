@@ -38,6 +38,7 @@ from common.course.todos import Todo, module_name, parse, raised_todos, split_id
 from common.loader import py_files
 from grader.sandbox import Limits, ended_by, instructor_values, start, stop
 from grader.variants import given_from_reference, read_tree, variant
+from grader.worker import HELD_TEST as HELD
 from grader.worker import RECORD_TAKEN, SCREEN_LIMIT
 from tools import pristine
 from tools.release import released_bugs
@@ -162,9 +163,6 @@ def disagreement(report: dict | None, record: dict[str, dict]) -> str:
         f"test{'s' if len(differ) != 1 else ''} ({first.split('::')[-1]}: the report says "
         f"{said.get(first, 'nothing')}, the record {seen.get(first, 'nothing')})"
     )
-
-
-HELD = "test_heldout_"  # a held-out test file's name in a copy's tests/: test_heldout_<name>.py
 
 
 COURSE_HELD = Path(__file__).parent / "heldout"  # the course's held-out tests: <step>/test_*.py
@@ -895,6 +893,7 @@ def hidden(step: str, files: dict[str, str], submitted: set[str]) -> list[str]:
         except (SyntaxError, ValueError):
             continue  # it does not import: the grade says so
         said = _foreign_writes(tree, text, shipped) + _machinery(tree, text, shipped)
+        said += _kept_between_calls(tree, text, shipped)
         said += _unfamiliar(tree, text, shipped, {line for line, _ in said})
         found += [f"{rel}:{line} {why}" for line, why in said]
     return found
@@ -1256,6 +1255,76 @@ def _foreign_writes(tree, text: str, shipped: set[str]) -> list[tuple[int, str]]
         (line, f"changes {what}: {lines[line - 1].strip()[:120]}")
         for node in sorted(ast.walk(tree), key=lambda n: getattr(n, "lineno", 0))
         if (what := _foreign_target(node, imported)) and (line := _own_line(node, lines, shipped))
+    ]
+
+
+MUTATING = {
+    "append",
+    "extend",
+    "insert",
+    "update",
+    "setdefault",
+    "pop",
+    "popitem",
+    "clear",
+    "add",
+    "remove",
+    "discard",
+    "__setitem__",
+    "__delitem__",
+    "__iadd__",
+}  # a container's
+
+
+def _kept_between_calls(tree, text: str, shipped: set[str]) -> list[tuple[int, str]]:
+    """Each line where a function keeps state from one call to the next, which no TODO needs and
+    code right for its first calls only does (red team 26: a counter that turns a trap on after
+    the tests' few calls): `global` and `nonlocal`, a module-level name's container changed, a
+    mutable default, an attribute set on a function; but for the starter's `shipped` lines."""
+    module = {
+        t.id
+        for node in tree.body
+        if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign)
+        for t in _flat(node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(t, ast.Name)
+    }
+    defs = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+    names = {d.name for d in defs}
+    found = []
+    for fn in defs:
+        defaults = [*fn.args.defaults, *(d for d in fn.args.kw_defaults if d is not None)]
+        found += [(d.lineno, "a mutable default") for d in defaults
+                  if isinstance(d, ast.List | ast.Dict | ast.Set | ast.Call)]  # fmt: skip
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Global | ast.Nonlocal):
+                found.append(
+                    (node.lineno, f"{type(node).__name__.lower()} {', '.join(node.names)}")
+                )
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in MUTATING
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id in module
+            ):
+                found.append((node.lineno, f"changes the module's {node.func.value.id}"))
+            elif isinstance(node, ast.Assign | ast.AugAssign | ast.Delete):
+                for t in (
+                    node.targets if isinstance(node, ast.Assign | ast.Delete) else [node.target]
+                ):
+                    base = t.value if isinstance(t, ast.Subscript | ast.Attribute) else None
+                    if isinstance(base, ast.Name) and (
+                        isinstance(t, ast.Subscript)
+                        and base.id in module
+                        or isinstance(t, ast.Attribute)
+                        and base.id in names
+                    ):
+                        found.append((node.lineno, f"changes {base.id} for later calls"))
+    lines = source_lines(text)
+    return [
+        (line, f"keeps state between calls ({why}): {lines[line - 1].strip()[:120]}")
+        for line, why in sorted(set(found))
+        if lines[line - 1].strip() not in shipped
     ]
 
 

@@ -31,6 +31,7 @@ _exit = os._exit  # the check replaces os._exit while it runs; the child leaves 
 OUT = ".grade"  # inside a copy: check.json and the screen
 RECORD_FD = 3  # where a copy's record plugin (_record) writes each test's outcome
 RECORD_TAKEN = 75  # the copy's exit code when that descriptor is no longer the worker's pipe
+HELD_TEST = "test_heldout_"  # a held-out test file's name in a copy's tests/: test_heldout_<x>.py
 QUIET_IMPORT = "grade_quiet_import"  # a plugin a copy's arguments may name (-p): _quiet_import
 
 
@@ -206,6 +207,8 @@ def _record(copy: Path, step: str, given: set[str] | None):
             return f"replaced {changed}, which the tests judge with"
         if torch._C._len_torch_function_stack() or torch._C._len_torch_dispatch_stack():
             return "left a torch mode on, which answers torch's operations in its place"
+        if read and HELD_TEST in read[0]:
+            return f"read a held-out test's file ({read[0]}), whose outcome is then its own to set"
         if read:
             return f"read the step's own code ({read[0]}), which holds other TODOs' reference here"
         if how := traced or _tracing():
@@ -360,15 +363,17 @@ def _watch_reads(starter: Path, given: set[str]) -> list[str]:
     """An audit hook (never removed) that notes each .py file of the starter (the student's files)
     opened by the copy's code (any function of its files but the `given` ones) but for an import:
     in a TODO's copy they hold the other TODOs' reference, and a student's code has no need to
-    read them."""
+    read them; nor the held-out tests, in the copy that runs them (their outcomes would be its)."""
     root, theirs = os.path.realpath(starter.parent), os.path.realpath(starter)
+    tests = os.path.join(root, "tests", HELD_TEST)
     seen = []
 
     def hook(event: str, args: tuple) -> None:
         if event != "open" or seen or not isinstance(args[0], str | bytes | os.PathLike):
             return
         path = os.path.realpath(os.fsdecode(args[0]))
-        if not (path.startswith(theirs + os.sep) and path.endswith(".py")):  # the starter's
+        held = path.startswith(tests)  # the held-out tests, there in their own copy only
+        if not (held or path.startswith(theirs + os.sep) and path.endswith(".py")):
             return
         frame = sys._getframe(1)
         if frame.f_code.co_filename == IMPORTS and not _loaded(path):

@@ -1302,6 +1302,20 @@ def double(x):
 def halve(x):
     return x // 2
 """
+# Red team 26: the copy that runs the held-out tests reads them and fails the ones it chooses: each
+# outcome a bit it sets, and the feedback shows every one
+READS_THEM = """from pathlib import Path
+
+_HELD = [t.read_text() for t in Path(__file__).resolve().parents[2].glob("*/tests/test_heldout_*")]
+
+
+def double(x):
+    return 2 * x
+
+
+def halve(x):
+    return x // 2
+"""
 SECRET_VALUE = "s3cret-value"  # INSTRUCTOR_SECRET, in the grader's environment only
 PUBLIC = (REPO_ROOT / "tests/fixtures/tiny_step/steps/step-97/tests/test_calc.py").read_text()
 HELD_LINES = [ln.strip() for ln in HELD_OUT.splitlines() if len(ln.strip()) >= 8]
@@ -1323,7 +1337,7 @@ def test_nothing_of_the_instructors_reaches_a_student(tmp_path, name):
     (tmp_path / "held").mkdir()
     (tmp_path / "held" / "test_negatives.py").write_text(HELD_OUT, encoding="utf-8")
     env = {"INSTRUCTOR_SECRET": SECRET_VALUE, "COURSE_GRADE_SANDBOX": name}
-    students = {"eve": LOOT, "mallory": FLAGS_THEM}
+    students = {"eve": LOOT, "mallory": FLAGS_THEM, "trudy": READS_THEM}
     rows = tiny_class(tmp_path, students, "--tests", str(tmp_path / "held"), env=env)
     out = tmp_path / "results.json"
     run_tiny(tmp_path, str(tmp_path / "class" / "eve"), "--tests", str(tmp_path / "held"),
@@ -1336,9 +1350,11 @@ def test_nothing_of_the_instructors_reaches_a_student(tmp_path, name):
         "mallory's feedback": (tmp_path / "class-feedback" / "mallory.txt").read_text("utf-8"),
     }
     assert "held-out tests did something" in shown["mallory's CSV row"], rows["mallory"]
+    assert "held-out tests did something" in json.dumps(rows["trudy"]), rows["trudy"]
     said = shown["the feedback file"]
     assert "loot at import: " in said and "environ: {" in said, said  # it ran, and was shown
-    assert "ValueError: " in shown["results.json"], shown["results.json"]  # its reason
+    # its reason: it read the held-out tests in their copy, so that copy's outcomes are not taken
+    assert "held-out tests did something" in shown["results.json"], shown["results.json"]
     encoded = base64.b64encode(HELD_OUT.encode()).decode()[:40]
     never = [SECRET_VALUE, *HELD_LINES, encoded] + ([SECRET_VALUE[::-1]] if name != "none" else [])
     for where, said in shown.items():

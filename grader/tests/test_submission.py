@@ -278,6 +278,23 @@ def test_a_module_reached_through_a_dict_a_parameter_or_a_return_is_shown_to_rea
         assert any(words in line for line in said), f"{code}: {said}"
 
 
+def test_state_kept_from_one_call_to_the_next_is_shown_to_read():
+    """Red team 26: a counter in a module-level list turned each trap on after the tests' few
+    calls (eval mode for two estimates only); no TODO keeps state between calls."""
+    reference = {p.name: p.read_text(encoding="utf-8") for p in LAB_02.glob("*.py")}
+    ways = {
+        "_SEEN = []\n\n\ndef _n(x):\n    _SEEN.append(x)\n    return _SEEN.count(x)\n": "_SEEN",
+        "_N = {}\n\n\ndef _n(x):\n    _N[x] = _N.get(x, 0) + 1\n": "changes _N",
+        "_C = 0\n\n\ndef _n():\n    global _C\n    _C += 1\n": "global _C",
+        "def _n(x, _seen=[]):\n    return len(_seen)\n": "a mutable default",
+        "def _n(x):\n    _n.calls = 1\n": "changes _n",
+    }
+    for code, words in ways.items():
+        files = reference | {"layers.py": reference["layers.py"] + "\n\n" + code}
+        said = hidden("lab-02", files, {"layers.py"})
+        assert any("keeps state between calls" in s and words in s for s in said), f"{code}: {said}"
+
+
 def test_a_fifo_named_as_a_starter_file_is_named_never_opened(tmp_path):
     """Red team 19: a FIFO submitted as a starter file (opening it would wait for good)."""
     sub = folder(tmp_path / "sub", files({A: A}))
