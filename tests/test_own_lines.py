@@ -2341,7 +2341,7 @@ MISTAKES += [
         "    torch.manual_seed(0)\n    optimizer.zero_grad(set_to_none=True)  #",
         "task 4",
         "torch.manual_seed(0)",
-        words="train_step sets no seed",
+        words="a seed set in train_step",
     ),
     Mistake(  # read as a wrong mean
         "estimate_loss's pairs unpacked as (y, x)",

@@ -163,7 +163,7 @@ def hostile_cases(marker: str, clones: dict[str, Path], bundle: Path) -> dict[st
             "    for test in (Path(__file__).parents[1] / 'tests').glob('test_*.py'):\n"
             "        test.write_text('def test_ok():\\n    pass\\n')",
             False,
-            rf"Permission denied|Read-only|{CHANGED}",
+            rf"Permission denied|Read-only|{CHANGED}|{HELD_READ}",
         ),
         **FORGERS,
         **{
@@ -244,6 +244,7 @@ LEFT = r"flagged: \d+ of its processes (was|were) still running after it ended"
 # the rest full; seen forging, a copy is flagged (every copy: the top of a module is in each)
 WRONG = "    return torch.zeros(seq_len, seq_len, dtype=torch.bool)"
 CHANGED = r"flagged: its code changed the course's own files in its copy"
+HELD_READ = "the held-out tests did something"  # its held-out copy opened their files
 FORGED = rf"flagged: its code (replaced|registered a pytest hook|made the check keep)|{CHANGED}"
 EMPTIED = """\
 import common.expect as _expect
@@ -646,7 +647,7 @@ FORGERS = {
         WRONG, False, FORGED + "|0 of", top=EMPTIED, others=FORGED + "|judge with"
     ),
     "rewriting its own tests at import": Case(
-        WRONG, False, f"{CHANGED}|0 of", top=REWRITTEN, others=CHANGED
+        WRONG, False, f"{CHANGED}|0 of|{HELD_READ}", top=REWRITTEN, others=f"{CHANGED}|{HELD_READ}"
     ),
     "planting pytest's compiled tests at import": Case(
         WRONG, False, f"{CHANGED}|0 of", top=PLANTED, others=CHANGED

@@ -449,8 +449,11 @@ def test_train_step_draws_dropouts_masks_where_the_run_left_torchs_generator(tra
     model = tiny(0, p=0.5)
     torch.manual_seed(seed)
     got = train.train_step(model, torch.optim.SGD(model.parameters(), lr=1e-2), x, y, 1.0)
-    expect.equal("the model's mode at train_step's forward pass", [s[0] for s in model.seen],
-                 [True], "train, as it was given: dropout draws its mask in train mode alone, and "
+    expect.equal("the forward passes train_step ran", len(model.seen), 1, "one: model(x, y) "
+                 "gives the loss that is backpropagated and returned (another forward draws "
+                 "another dropout mask)")  # fmt: skip
+    expect.equal("the model's mode at train_step's forward pass", model.seen[0][0], True,
+                 "train, as it was given: dropout draws its mask in train mode alone, and "
                  "train_step sets no mode (model.eval() is estimate_loss's)")  # fmt: skip
     expect.equal("the shapes of the ids the model was given", sorted(set(model.shapes)),
                  [tuple(x.shape)], AS_GIVEN)  # fmt: skip
