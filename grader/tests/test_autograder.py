@@ -19,7 +19,7 @@ from common import REPO_ROOT
 from common.course import course_step
 from common.envreport import read_pins
 from grader.autograder import CPU_LOCK, PIP, WALL, main, setup_script
-from grader.engine import build_base, fingerprint, owners_path
+from grader.engine import build_base, fingerprint, held_out, owners_path
 from grader.grade import Grade, Line
 from grader.gradescope import results_json
 from grader.tests.test_grade import caught_up_starter, with_change
@@ -49,7 +49,8 @@ def autograder(tmp_path_factory) -> Path:
     # the owners of this repository's lab-01 base, where the image keeps its own: where the suite
     # has read them, --prepare finds them (the same base and grader, so the same name), else it
     # reads them; either way the image's are under the repository's name
-    ours = owners_path("lab-01", fingerprint(build_base("lab-01", tmp / "ours"), {}))
+    held = held_out("lab-01", None)  # the course's own held-out tests: every grade runs them
+    ours = owners_path("lab-01", fingerprint(build_base("lab-01", tmp / "ours"), held))
     image = root / "source" / ours.relative_to(REPO_ROOT)
     if ours.is_file():
         image.parent.mkdir(parents=True)
