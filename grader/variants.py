@@ -5,6 +5,7 @@ Pure text work (ast, no import): nothing here runs the student's code."""
 
 import ast
 import contextlib
+import functools
 from pathlib import Path
 
 from common import source_lines
@@ -111,11 +112,17 @@ def given_from_reference(
     for rel, text in files.items():
         if rel not in reference:
             continue
-        defs = _defs(ast.parse(reference[rel]))
+        defs = _def_names(reference[rel])  # the reference's, read once for every TODO's copy
         names = [q for q in given if q in defs]
         with contextlib.suppress(SyntaxError):  # the TODO copy already says why, charged once
             out[rel] = swap(text, reference[rel], names) if names else text
     return out
+
+
+@functools.cache
+def _def_names(text: str) -> frozenset[str]:
+    """The names _defs finds in a module's text."""
+    return frozenset(_defs(ast.parse(text)))
 
 
 def _mend(student: str, reference: str, functions: list[str], line: int) -> str:

@@ -115,6 +115,7 @@ def _statements(code) -> dict[int, ast.stmt]:
     return found
 
 
+@functools.cache
 def _effects(code) -> dict[int, ast.Expr]:
     """Each line of a function's calls made for their effect alone (`g.set_state(s)`) -> it."""
     function = _function(code)
@@ -498,17 +499,22 @@ DRAWS = {
 }  # what moves a generator
 
 
-def _drew(code, ran: dict[int, int]) -> int | None:
-    """The line run last that draws random numbers or seeds a generator (`torch.randint(...)`)."""
+@functools.cache
+def _draws(code) -> frozenset[int]:
+    """The lines of a function that draw random numbers or seed a generator."""
     function = _function(code)
-    found = {
-        node.lineno: ran[node.lineno]
+    return frozenset(
+        node.lineno
         for node in (ast.walk(function) if function else ())
         if isinstance(node, ast.Call)
         and getattr(node.func, "attr", getattr(node.func, "id", None)) in DRAWS
-        and node.lineno in ran
-    }
-    return max(found, key=found.__getitem__) if found else None
+    )
+
+
+def _drew(code, ran: dict[int, int]) -> int | None:
+    """The line run last that draws random numbers or seeds a generator (`torch.randint(...)`)."""
+    found = [line for line in _draws(code) if line in ran]
+    return max(found, key=ran.__getitem__) if found else None
 
 
 def _reseeded(code, ran: dict[int, int], line: int) -> int | None:

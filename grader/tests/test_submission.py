@@ -273,8 +273,7 @@ def test_a_module_reached_through_a_dict_a_parameter_or_a_return_is_shown_to_rea
         "def _t():\n    return torch\n\n\n_t().polar = print\n": "changes _t().polar",
     }
     for code, words in routes.items():
-        files = reference | {"layers.py": reference["layers.py"] + "\n" + code}
-        said = hidden("lab-02", files, {"layers.py"})
+        said = said_of(reference, "\n" + code)
         assert any(words in line for line in said), f"{code}: {said}"
 
 
@@ -290,9 +289,13 @@ def test_state_kept_from_one_call_to_the_next_is_shown_to_read():
         "def _n(x):\n    _n.calls = 1\n": "changes _n",
     }
     for code, words in ways.items():
-        files = reference | {"layers.py": reference["layers.py"] + "\n\n" + code}
-        said = hidden("lab-02", files, {"layers.py"})
+        said = said_of(reference, "\n\n" + code)
         assert any("keeps state between calls" in s and words in s for s in said), f"{code}: {said}"
+
+
+def said_of(reference: dict[str, str], code: str) -> list[str]:
+    """What the grader lists to read in lab-02's reference with `code` after its layers.py."""
+    return hidden("lab-02", reference | {"layers.py": reference["layers.py"] + code}, {"layers.py"})
 
 
 def test_a_fifo_named_as_a_starter_file_is_named_never_opened(tmp_path):
